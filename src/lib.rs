@@ -1,0 +1,6 @@
+//! mediadex: a single-binary photo and video indexer. See DESIGN.md for the architecture;
+//! this crate root only wires the modules together.
+
+pub mod clock;
+pub mod model;
+pub mod store;

@@ -1,0 +1,274 @@
+//! Plain data types shared by every module: ids, leases, states, rows as the rest of the
+//! program sees them. Owns no behaviour beyond parsing and naming; must not depend on any
+//! other module of the crate.
+
+use serde::Serialize;
+use std::fmt;
+
+/// Milliseconds since the Unix epoch, as told by the injected clock.
+pub type Millis = i64;
+
+/// Which lease-carrying table a lease belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Target {
+    Job,
+    ScanRun,
+}
+
+/// A lease: the right to write into one row while `generation` is still the row's generation,
+/// the row is `running` and the lease has not expired. `expires_at` is the holder's view
+/// after its last successful claim or renew.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Lease {
+    pub target: Target,
+    pub id: i64,
+    pub generation: i64,
+    pub owner: String,
+    pub expires_at: Millis,
+}
+
+macro_rules! string_enum {
+    ($(#[$m:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name { $($variant),+ }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+            pub fn parse(text: &str) -> Option<Self> {
+                match text { $($text => Some($name::$variant),)+ _ => None }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+string_enum!(
+    /// Life of a job row.
+    JobState {
+        Queued => "queued",
+        Running => "running",
+        Done => "done",
+        Failed => "failed",
+        Cancelled => "cancelled",
+    }
+);
+
+string_enum!(
+    /// Life of a scan run row. `accepted` is waiting; `interrupted` is a run that was handed
+    /// back (shutdown, forced release) and folded into the run already waiting.
+    RunState {
+        Accepted => "accepted",
+        Running => "running",
+        Completed => "completed",
+        Suspect => "suspect",
+        Failed => "failed",
+        Cancelled => "cancelled",
+        Interrupted => "interrupted",
+    }
+);
+
+string_enum!(
+    /// What asked for a scan.
+    Trigger {
+        Manual => "manual",
+        Boot => "boot",
+        Watch => "watch",
+        Schedule => "schedule",
+        Api => "api",
+    }
+);
+
+impl JobState {
+    pub fn is_terminal(self) -> bool {
+        matches!(self, JobState::Done | JobState::Failed | JobState::Cancelled)
+    }
+}
+
+impl RunState {
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, RunState::Accepted | RunState::Running)
+    }
+}
+
+/// How a scan run that ran to its end is recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunOutcome {
+    Completed,
+    /// Finished, but the circuit breaker held back trashing: the UI asks the user.
+    Suspect,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Library {
+    pub id: i64,
+    pub name: String,
+    pub root: String,
+    pub created_at: Millis,
+}
+
+/// A job to insert.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewJob {
+    pub kind: String,
+    pub unique_key: Option<String>,
+    pub payload: String,
+    pub max_attempts: i64,
+}
+
+impl NewJob {
+    pub fn new(kind: impl Into<String>, payload: impl Into<String>) -> Self {
+        NewJob {
+            kind: kind.into(),
+            unique_key: None,
+            payload: payload.into(),
+            max_attempts: 5,
+        }
+    }
+
+    pub fn unique(mut self, key: impl Into<String>) -> Self {
+        self.unique_key = Some(key.into());
+        self
+    }
+
+    pub fn max_attempts(mut self, n: i64) -> Self {
+        self.max_attempts = n.max(1);
+        self
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Job {
+    pub id: i64,
+    pub kind: String,
+    pub unique_key: Option<String>,
+    pub payload: String,
+    pub state: JobState,
+    pub generation: i64,
+    pub attempts: i64,
+    pub max_attempts: i64,
+    pub run_at: Millis,
+    pub lease_owner: Option<String>,
+    pub lease_expires_at: Option<Millis>,
+    pub checkpoint: Option<String>,
+    pub last_error: Option<String>,
+    pub created_at: Millis,
+    pub updated_at: Millis,
+    pub finished_at: Option<Millis>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ScanRun {
+    pub id: i64,
+    pub library_id: i64,
+    /// Library-relative path, `/`-separated; empty means the whole library.
+    pub scope: String,
+    pub trigger: Trigger,
+    pub watch_event: Option<String>,
+    pub state: RunState,
+    pub reason: Option<String>,
+    pub generation: i64,
+    pub attempt: i64,
+    pub run_at: Millis,
+    pub lease_owner: Option<String>,
+    pub lease_expires_at: Option<Millis>,
+    pub progress: Option<String>,
+    pub requested_at: Millis,
+    pub accepted_at: Millis,
+    pub started_at: Option<Millis>,
+    pub finished_at: Option<Millis>,
+    pub updated_at: Millis,
+    pub predecessor_id: Option<i64>,
+}
+
+/// A request for a scan, as admission receives it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScanRequest {
+    pub library_id: i64,
+    pub scope: String,
+    pub trigger: Trigger,
+    pub watch_event: Option<String>,
+}
+
+/// The smallest scope covering both: scopes are library-relative paths and `""` is the
+/// whole library, so the answer is their longest common run of path components.
+pub fn widen_scope(a: &str, b: &str) -> String {
+    let common: Vec<&str> = a
+        .split('/')
+        .zip(b.split('/'))
+        .take_while(|(x, y)| x == y && !x.is_empty())
+        .map(|(x, _)| x)
+        .collect();
+    common.join("/")
+}
+
+/// What `reclaim_stale` did, for logs and counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ReclaimReport {
+    /// Expired jobs put back in the queue (generation + 1, attempts + 1, backoff).
+    pub jobs_requeued: u64,
+    /// Expired jobs that had used their last attempt.
+    pub jobs_failed: u64,
+    /// Expired scan runs retired as `failed` / `lease_expired`.
+    pub runs_retired: u64,
+    /// Successor runs created or folded into a waiting run.
+    pub run_successors: u64,
+}
+
+/// Named persistent counters (exported later by /metrics).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Counter {
+    FenceRejections,
+    ReclaimedJobsRequeued,
+    ReclaimedJobsFailed,
+    ReclaimedRunsRetired,
+    ReclaimSuccessors,
+    JobRetries,
+}
+
+impl Counter {
+    pub const ALL: &'static [Counter] = &[
+        Counter::FenceRejections,
+        Counter::ReclaimedJobsRequeued,
+        Counter::ReclaimedJobsFailed,
+        Counter::ReclaimedRunsRetired,
+        Counter::ReclaimSuccessors,
+        Counter::JobRetries,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Counter::FenceRejections => "fence_rejections",
+            Counter::ReclaimedJobsRequeued => "reclaimed_jobs_requeued",
+            Counter::ReclaimedJobsFailed => "reclaimed_jobs_failed",
+            Counter::ReclaimedRunsRetired => "reclaimed_runs_retired",
+            Counter::ReclaimSuccessors => "reclaim_successors",
+            Counter::JobRetries => "job_retries",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn widen_scope_is_the_common_ancestor() {
+        assert_eq!(widen_scope("", "a/b"), "");
+        assert_eq!(widen_scope("a/b", "a/b"), "a/b");
+        assert_eq!(widen_scope("a/b/c", "a/b"), "a/b");
+        assert_eq!(widen_scope("a/b", "a/c"), "a");
+        assert_eq!(widen_scope("ab", "a"), "");
+        assert_eq!(widen_scope("x", "y"), "");
+    }
+}

@@ -1,0 +1,79 @@
+//! The store's error type: every failure a caller of the store can see, each with a message
+//! a user can act on.
+
+use crate::model::Target;
+use rusqlite::ErrorCode;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A fenced write matched no row: the lease is stale. The write was rolled back.
+    #[error("lease lost on {target:?} {id} (generation {generation})")]
+    LeaseLost {
+        target: Target,
+        id: i64,
+        generation: i64,
+    },
+    #[error(
+        "the database schema is version {found}, newer than this mediadex understands \
+         (up to {supported}); run a newer mediadex or point --data elsewhere"
+    )]
+    NewerSchema { found: i64, supported: i64 },
+    #[error(
+        "cannot upgrade the database while another mediadex process is working on it \
+         ({what} {id} leased by {owner}, for {remaining_ms} ms more); stop that process and retry"
+    )]
+    MigrationBlocked {
+        owner: String,
+        what: &'static str,
+        id: i64,
+        remaining_ms: i64,
+    },
+    #[error("the database is locked by another process and stayed locked; try again later")]
+    Locked,
+    #[error("the disk is full: nothing was written")]
+    DiskFull,
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("cannot open the database {path}: {source}")]
+    Open {
+        path: String,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("database error: {0}")]
+    Sqlite(rusqlite::Error),
+    #[error("database read pool: {0}")]
+    Pool(#[from] r2d2::Error),
+    #[error("the database writer has stopped")]
+    WriterGone,
+}
+
+impl StoreError {
+    pub fn is_lease_lost(&self) -> bool {
+        matches!(self, StoreError::LeaseLost { .. })
+    }
+
+    /// Builds an error to hand to every operation of a batch that could not commit.
+    pub(crate) fn from_batch(e: &rusqlite::Error) -> StoreError {
+        match e.sqlite_error_code() {
+            Some(ErrorCode::DatabaseBusy) | Some(ErrorCode::DatabaseLocked) => StoreError::Locked,
+            Some(ErrorCode::DiskFull) => StoreError::DiskFull,
+            _ => StoreError::Sqlite(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
+                Some(e.to_string()),
+            )),
+        }
+    }
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        match e.sqlite_error_code() {
+            Some(ErrorCode::DatabaseBusy) | Some(ErrorCode::DatabaseLocked) => StoreError::Locked,
+            Some(ErrorCode::DiskFull) => StoreError::DiskFull,
+            _ => StoreError::Sqlite(e),
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! The `jobs` table: enqueue (unique by a partial index), claim, and the fenced worker
+//! writes, plus the operator paths (release, cancel) and reclaim of expired leases.
+
+use super::lease::{expect_one, lost};
+use super::{LeasePolicy, Store, StoreError, backoff, counters, parse_col};
+use crate::model::{Counter, Job, JobState, Lease, Millis, NewJob, ReclaimReport, Target};
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+macro_rules! job_cols {
+    () => {
+        "id, kind, unique_key, payload, state, generation, attempts, max_attempts, run_at, \
+         lease_owner, lease_expires_at, checkpoint, last_error, created_at, updated_at, \
+         finished_at"
+    };
+}
+
+fn job_from_row(r: &Row<'_>) -> rusqlite::Result<Job> {
+    Ok(Job {
+        id: r.get(0)?,
+        kind: r.get(1)?,
+        unique_key: r.get(2)?,
+        payload: r.get(3)?,
+        state: parse_col(r, 4, JobState::parse)?,
+        generation: r.get(5)?,
+        attempts: r.get(6)?,
+        max_attempts: r.get(7)?,
+        run_at: r.get(8)?,
+        lease_owner: r.get(9)?,
+        lease_expires_at: r.get(10)?,
+        checkpoint: r.get(11)?,
+        last_error: r.get(12)?,
+        created_at: r.get(13)?,
+        updated_at: r.get(14)?,
+        finished_at: r.get(15)?,
+    })
+}
+
+/// The answer of an enqueue: the live row for the key, and whether this call created it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Enqueued {
+    pub id: i64,
+    pub created: bool,
+}
+
+const INSERT: &str = "
+    INSERT INTO jobs (kind, unique_key, payload, max_attempts, run_at, created_at, updated_at)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?5)
+    ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')
+    DO NOTHING
+    RETURNING id";
+const LIVE_BY_KEY: &str =
+    "SELECT id FROM jobs WHERE unique_key = ?1 AND state IN ('queued', 'running')";
+
+const CLAIM: &str = concat!(
+    "UPDATE jobs SET state = 'running', generation = generation + 1, lease_owner = ?1,
+            lease_expires_at = ?2 + ?3, heartbeat_at = ?2, updated_at = ?2
+      WHERE id = (SELECT id FROM jobs
+                   WHERE state = 'queued' AND run_at <= ?2
+                     AND kind IN (SELECT value FROM json_each(?4))
+                   ORDER BY run_at, id LIMIT 1)
+      RETURNING ",
+    job_cols!()
+);
+const CHECKPOINT: &str = fenced!("UPDATE jobs SET checkpoint = ?4, updated_at = ?3");
+const COMPLETE: &str = fenced!(
+    "UPDATE jobs SET state = 'done', lease_owner = NULL, lease_expires_at = NULL,
+                     finished_at = ?3, updated_at = ?3"
+);
+/// A failure uses up an attempt: requeued with exponential backoff, or `failed` for good.
+const FAIL: &str = fenced!(
+    "UPDATE jobs SET attempts = attempts + 1, generation = generation + 1,
+        state = CASE WHEN attempts + 1 >= max_attempts THEN 'failed' ELSE 'queued' END,
+        finished_at = CASE WHEN attempts + 1 >= max_attempts THEN ?3 END,
+        run_at = ?3 + ?5, last_error = ?4, lease_owner = NULL, lease_expires_at = NULL,
+        updated_at = ?3",
+    "RETURNING state, attempts"
+);
+const RELEASE: &str = fenced!(
+    "UPDATE jobs SET state = 'queued', generation = generation + 1, lease_owner = NULL,
+                     lease_expires_at = NULL, run_at = ?3, updated_at = ?3"
+);
+const RELEASE_UNOWNED: &str = "
+    UPDATE jobs SET generation = generation + 1,
+           run_at = CASE WHEN state = 'running' THEN ?2 ELSE run_at END,
+           state = 'queued', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?2
+     WHERE id = ?1 AND state IN ('queued', 'running')";
+const CANCEL: &str = "
+    UPDATE jobs SET state = 'cancelled', generation = generation + 1, lease_owner = NULL,
+           lease_expires_at = NULL, finished_at = ?2, updated_at = ?2
+     WHERE id = ?1 AND state IN ('queued', 'running')";
+const EXPIRED: &str =
+    "SELECT id, attempts FROM jobs WHERE state = 'running' AND lease_expires_at <= ?1";
+/// Reclaim of one expired job: the same bookkeeping as a failure, without a fence (the
+/// lease is dead; the predicate re-checks expiry inside this transaction).
+const REQUEUE_EXPIRED: &str = "
+    UPDATE jobs SET attempts = attempts + 1, generation = generation + 1,
+        state = CASE WHEN attempts + 1 >= max_attempts THEN 'failed' ELSE 'queued' END,
+        finished_at = CASE WHEN attempts + 1 >= max_attempts THEN ?2 END,
+        run_at = ?2 + ?3, last_error = 'lease expired (held by ' || lease_owner || ')',
+        lease_owner = NULL, lease_expires_at = NULL, updated_at = ?2
+     WHERE id = ?1 AND state = 'running' AND lease_expires_at <= ?2
+     RETURNING state";
+const PRUNE: &str =
+    "DELETE FROM jobs WHERE state IN ('done', 'failed', 'cancelled') AND finished_at < ?1";
+const GET: &str = concat!("SELECT ", job_cols!(), " FROM jobs WHERE id = ?1");
+const LIST: &str = concat!("SELECT ", job_cols!(), " FROM jobs ORDER BY id DESC LIMIT ?1");
+
+fn insert(conn: &Connection, job: &NewJob, now: Millis) -> Result<Enqueued, StoreError> {
+    let created: Option<i64> = conn
+        .prepare_cached(INSERT)?
+        .query_row(
+            params![job.kind, job.unique_key, job.payload, job.max_attempts, now],
+            |r| r.get(0),
+        )
+        .optional()?;
+    match created {
+        Some(id) => Ok(Enqueued { id, created: true }),
+        None => {
+            let id = conn
+                .prepare_cached(LIVE_BY_KEY)?
+                .query_row([&job.unique_key], |r| r.get(0))?;
+            Ok(Enqueued { id, created: false })
+        }
+    }
+}
+
+pub(super) fn release(conn: &Connection, lease: &Lease, now: Millis) -> Result<(), StoreError> {
+    let n = conn
+        .prepare_cached(RELEASE)?
+        .execute(params![lease.id, lease.generation, now])?;
+    expect_one(lease, n)
+}
+
+pub(super) fn release_unowned(conn: &Connection, id: i64, now: Millis) -> Result<bool, StoreError> {
+    Ok(conn.prepare_cached(RELEASE_UNOWNED)?.execute(params![id, now])? == 1)
+}
+
+pub(super) fn cancel(conn: &Connection, id: i64, now: Millis) -> Result<bool, StoreError> {
+    Ok(conn.prepare_cached(CANCEL)?.execute(params![id, now])? == 1)
+}
+
+pub(super) fn reclaim(
+    conn: &Connection,
+    now: Millis,
+    policy: &LeasePolicy,
+) -> Result<ReclaimReport, StoreError> {
+    let expired: Vec<(i64, i64)> = conn
+        .prepare_cached(EXPIRED)?
+        .query_map([now], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    let mut report = ReclaimReport::default();
+    let mut requeue = conn.prepare_cached(REQUEUE_EXPIRED)?;
+    for (id, attempts) in expired {
+        let state: String =
+            requeue.query_row(params![id, now, backoff(policy, attempts)], |r| r.get(0))?;
+        if state == JobState::Failed.as_str() {
+            report.jobs_failed += 1;
+        } else {
+            report.jobs_requeued += 1;
+        }
+    }
+    Ok(report)
+}
+
+pub(super) fn prune(conn: &Connection, before: Millis) -> Result<u64, StoreError> {
+    Ok(conn.prepare_cached(PRUNE)?.execute([before])? as u64)
+}
+
+fn complete(conn: &Connection, lease: &Lease, now: Millis) -> Result<(), StoreError> {
+    let n = conn
+        .prepare_cached(COMPLETE)?
+        .execute(params![lease.id, lease.generation, now])?;
+    expect_one(lease, n)
+}
+
+fn job_lease(target_id: i64, generation: i64, owner: String, expires_at: Millis) -> Lease {
+    Lease {
+        target: Target::Job,
+        id: target_id,
+        generation,
+        owner,
+        expires_at,
+    }
+}
+
+impl Store {
+    /// Inserts a job. With a unique key, returns the live row for that key instead when one
+    /// is queued or running (the partial unique index decides, not a prior read).
+    pub fn enqueue(&self, job: NewJob) -> Result<Enqueued, StoreError> {
+        self.write(move |conn, now| insert(conn, &job, now))
+    }
+
+    /// `enqueue` with a unique key: at most one live job per key, across threads and
+    /// processes.
+    pub fn enqueue_unique(
+        &self,
+        kind: &str,
+        unique_key: &str,
+        payload: &str,
+    ) -> Result<Enqueued, StoreError> {
+        self.enqueue(NewJob::new(kind, payload).unique(unique_key))
+    }
+
+    /// Claims the oldest due job of one of `kinds` for `ttl` ms.
+    pub fn claim_job(&self, kinds: &[&str], ttl: Millis) -> Result<Option<(Lease, Job)>, StoreError> {
+        let kinds = serde_json::to_string(kinds).map_err(|e| StoreError::Conflict(e.to_string()))?;
+        let owner = self.owner().to_string();
+        self.write(move |conn, now| {
+            let job = conn
+                .prepare_cached(CLAIM)?
+                .query_row(params![owner, now, ttl, kinds], job_from_row)
+                .optional()?;
+            Ok(job.map(|job| {
+                let expires = now + ttl;
+                (job_lease(job.id, job.generation, owner, expires), job)
+            }))
+        })
+    }
+
+    /// Records a worker's progress on the job row (fenced).
+    pub fn checkpoint_job(&self, lease: &Lease, checkpoint: &str) -> Result<(), StoreError> {
+        let (lease, checkpoint) = (lease.clone(), checkpoint.to_string());
+        self.write(move |conn, now| {
+            let n = conn
+                .prepare_cached(CHECKPOINT)?
+                .execute(params![lease.id, lease.generation, now, checkpoint])?;
+            expect_one(&lease, n)
+        })
+    }
+
+    /// Marks the job done (fenced).
+    pub fn complete_job(&self, lease: &Lease) -> Result<(), StoreError> {
+        let lease = lease.clone();
+        self.write(move |conn, now| complete(conn, &lease, now))
+    }
+
+    /// Marks the job done and enqueues its follow-up in one fenced transaction: a chain
+    /// advancing itself. Done comes first, so the follow-up may reuse the unique key.
+    pub fn complete_job_and_enqueue(&self, lease: &Lease, next: NewJob) -> Result<Enqueued, StoreError> {
+        let lease = lease.clone();
+        self.write(move |conn, now| {
+            complete(conn, &lease, now)?;
+            insert(conn, &next, now)
+        })
+    }
+
+    /// Records a failed attempt (fenced): requeued after a backoff, or `failed` once the
+    /// job has used its attempts. Returns the state the job is left in.
+    pub fn fail_job(&self, lease: &Lease, error: &str) -> Result<JobState, StoreError> {
+        let (lease, error) = (lease.clone(), error.to_string());
+        let policy = self.inner.policy.clone();
+        self.write(move |conn, now| {
+            let attempts: i64 = conn
+                .prepare_cached(GET)?
+                .query_row([lease.id], job_from_row)
+                .optional()?
+                .ok_or_else(|| lost(&lease))?
+                .attempts;
+            let params = params![
+                lease.id,
+                lease.generation,
+                now,
+                error,
+                backoff(&policy, attempts)
+            ];
+            let (state, _attempts): (String, i64) = conn
+                .prepare_cached(FAIL)?
+                .query_row(params, |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?
+                .ok_or_else(|| lost(&lease))?;
+            let state = JobState::parse(&state).unwrap_or(JobState::Failed);
+            if state == JobState::Queued {
+                counters::bump(conn, Counter::JobRetries, 1)?;
+            }
+            Ok(state)
+        })
+    }
+
+    pub fn job(&self, id: i64) -> Result<Option<Job>, StoreError> {
+        self.read(|conn| Ok(conn.prepare_cached(GET)?.query_row([id], job_from_row).optional()?))
+    }
+
+    /// The newest `limit` jobs, newest first.
+    pub fn jobs(&self, limit: i64) -> Result<Vec<Job>, StoreError> {
+        self.read(|conn| {
+            Ok(conn
+                .prepare_cached(LIST)?
+                .query_map([limit], job_from_row)?
+                .collect::<Result<_, _>>()?)
+        })
+    }
+}

@@ -1,0 +1,72 @@
+//! The `libraries` table: the roots the user asked us to index.
+
+use super::{Store, StoreError};
+use crate::model::Library;
+use rusqlite::{Connection, OptionalExtension, Row};
+use std::path::Path;
+
+const LIST: &str = "SELECT id, name, root, created_at FROM libraries ORDER BY id";
+const INSERT: &str = "INSERT INTO libraries (name, root, created_at) VALUES (?1, ?2, ?3)
+                      RETURNING id, name, root, created_at";
+
+fn library_from_row(r: &Row<'_>) -> rusqlite::Result<Library> {
+    Ok(Library {
+        id: r.get(0)?,
+        name: r.get(1)?,
+        root: r.get(2)?,
+        created_at: r.get(3)?,
+    })
+}
+
+fn all(conn: &Connection) -> Result<Vec<Library>, StoreError> {
+    Ok(conn
+        .prepare_cached(LIST)?
+        .query_map([], library_from_row)?
+        .collect::<Result<_, _>>()?)
+}
+
+/// Why `root` may not become a library next to `existing`: the same root, the same name, or
+/// one inside the other (the same files would be indexed twice).
+fn clash(existing: &Library, name: &str, root: &str) -> Option<String> {
+    let (new, old) = (Path::new(root), Path::new(&existing.root));
+    if existing.name == name {
+        Some(format!("a library named '{name}' already exists"))
+    } else if new == old {
+        Some(format!("{root} is already the library '{}'", existing.name))
+    } else if new.starts_with(old) || old.starts_with(new) {
+        Some(format!(
+            "{root} overlaps the library '{}' at {}",
+            existing.name, existing.root
+        ))
+    } else {
+        None
+    }
+}
+
+impl Store {
+    /// Adds a library. `root` must already be canonical (absolute, no symlinks).
+    pub fn add_library(&self, name: &str, root: &str) -> Result<Library, StoreError> {
+        let (name, root) = (name.to_string(), root.to_string());
+        self.write(move |conn, now| {
+            if let Some(why) = all(conn)?.iter().find_map(|l| clash(l, &name, &root)) {
+                return Err(StoreError::Conflict(why));
+            }
+            Ok(conn
+                .prepare_cached(INSERT)?
+                .query_row(rusqlite::params![name, root, now], library_from_row)?)
+        })
+    }
+
+    pub fn libraries(&self) -> Result<Vec<Library>, StoreError> {
+        self.read(all)
+    }
+
+    pub fn library(&self, id: i64) -> Result<Option<Library>, StoreError> {
+        self.read(|conn| {
+            Ok(conn
+                .prepare_cached("SELECT id, name, root, created_at FROM libraries WHERE id = ?1")?
+                .query_row([id], library_from_row)
+                .optional()?)
+        })
+    }
+}

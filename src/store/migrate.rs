@@ -1,0 +1,75 @@
+//! Schema migrations, applied by `PRAGMA user_version` in one IMMEDIATE transaction, with
+//! the migration guard: no upgrade while another process holds a live lease on this file.
+
+use super::StoreError;
+use crate::model::Millis;
+use rusqlite::{Connection, TransactionBehavior};
+
+#[derive(Debug)]
+pub struct Migration {
+    pub version: i64,
+    pub name: &'static str,
+    pub sql: &'static str,
+}
+
+/// The schema this binary carries, in order.
+pub const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "init",
+    sql: include_str!("../../schema/0001_init.sql"),
+}];
+
+pub(super) fn migrate(
+    conn: &mut Connection,
+    migrations: &[Migration],
+    now: Millis,
+    own_owner: &str,
+) -> Result<(), StoreError> {
+    let latest = migrations.last().map_or(0, |m| m.version);
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let found: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if found > latest {
+        return Err(StoreError::NewerSchema {
+            found,
+            supported: latest,
+        });
+    }
+    if found == latest {
+        return Ok(());
+    }
+    if found >= 1 {
+        refuse_if_leased(&tx, now, own_owner)?;
+    }
+    for m in migrations.iter().filter(|m| m.version > found) {
+        tracing::info!(version = m.version, name = m.name, "applying migration");
+        tx.execute_batch(m.sql)?;
+        tx.pragma_update(None, "user_version", m.version)?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+/// Version-1 columns are the contract this query relies on; later migrations keep them.
+const LIVE_FOREIGN_LEASE: &str = "
+    SELECT 'job', id, lease_owner, lease_expires_at FROM jobs
+     WHERE state = 'running' AND lease_expires_at > ?1 AND lease_owner <> ?2
+    UNION ALL
+    SELECT 'scan run', id, lease_owner, lease_expires_at FROM scan_runs
+     WHERE state = 'running' AND lease_expires_at > ?1 AND lease_owner <> ?2
+    LIMIT 1";
+
+fn refuse_if_leased(conn: &Connection, now: Millis, own_owner: &str) -> Result<(), StoreError> {
+    let mut stmt = conn.prepare(LIVE_FOREIGN_LEASE)?;
+    let mut rows = stmt.query(rusqlite::params![now, own_owner])?;
+    if let Some(row) = rows.next()? {
+        let what: String = row.get(0)?;
+        let expires_at: Millis = row.get(3)?;
+        return Err(StoreError::MigrationBlocked {
+            what: if what == "job" { "job" } else { "scan run" },
+            id: row.get(1)?,
+            owner: row.get(2)?,
+            remaining_ms: expires_at - now,
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,291 @@
+//! The store: the only module that imports rusqlite/r2d2 or holds SQL. It owns the database
+//! file, its pragmas, the migrations, the one writer thread, the read pool, and one file of
+//! named statements per table family. It must not know about HTTP, the scanner or workers:
+//! callers hand it plain `model` types and get plain types back.
+
+/// The fence of DESIGN.md section 4, written once: every worker write ends in it, so a write
+/// lands only while `(id, generation)` is the row's lease, the row is running and the lease
+/// has not expired at the transaction's `now`. Parameters: ?1 id, ?2 generation, ?3 now.
+macro_rules! fenced {
+    ($head:literal) => {
+        fenced!($head, "")
+    };
+    ($head:literal, $tail:literal) => {
+        concat!(
+            $head,
+            " WHERE id = ?1 AND generation = ?2 AND state = 'running' AND lease_expires_at > ?3 ",
+            $tail
+        )
+    };
+}
+
+mod conn;
+mod counters;
+mod error;
+mod jobs;
+mod lease;
+mod libraries;
+mod migrate;
+mod scan_runs;
+mod writer;
+
+pub use error::StoreError;
+pub use jobs::Enqueued;
+pub use migrate::{MIGRATIONS, Migration};
+pub use scan_runs::Admission;
+
+use crate::clock::SharedClock;
+use crate::model::{Lease, Millis, Target};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use writer::Writer;
+
+type ReadPool = r2d2::Pool<r2d2_sqlite::SqliteConnectionManager>;
+
+/// The rules the store applies on behalf of the lease protocol.
+#[derive(Clone, Debug)]
+pub struct LeasePolicy {
+    /// First retry delay of a failed or expired job; doubles per attempt.
+    pub backoff_base: Millis,
+    /// Longest retry delay.
+    pub backoff_cap: Millis,
+    /// A scan run whose lease expired this many times in a row gets no further successor.
+    pub scan_max_attempts: i64,
+}
+
+impl Default for LeasePolicy {
+    fn default() -> Self {
+        LeasePolicy {
+            backoff_base: 2_000,
+            backoff_cap: 10 * 60_000,
+            scan_max_attempts: 5,
+        }
+    }
+}
+
+/// How to open the store.
+#[derive(Clone, Debug)]
+pub struct StoreOptions {
+    /// `synchronous=FULL` (a returned commit is on disk). Only the simulation tests turn it
+    /// off, to run hundreds of thousands of transactions on a real file quickly.
+    pub durable: bool,
+    /// How long one connection waits for another process's lock before giving up.
+    pub busy_timeout: Duration,
+    /// Up to how many queued write operations share one transaction.
+    pub max_batch: usize,
+    pub policy: LeasePolicy,
+    /// The schema this binary carries; tests substitute a longer list to exercise upgrades.
+    pub migrations: &'static [Migration],
+    /// `host:pid:boot-nonce` written into every lease this process takes.
+    pub owner: String,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            durable: true,
+            busy_timeout: Duration::from_secs(10),
+            max_batch: 64,
+            policy: LeasePolicy::default(),
+            migrations: MIGRATIONS,
+            owner: process_owner().to_string(),
+        }
+    }
+}
+
+/// A handle on one database file. Cheap to clone; the writer thread stops when the last
+/// clone is dropped.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    writer: Writer,
+    reads: ReadPool,
+    clock: SharedClock,
+    owner: String,
+    policy: LeasePolicy,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path`, applies pending migrations under
+    /// the migration guard, and starts the writer thread.
+    pub fn open(
+        path: &Path,
+        clock: SharedClock,
+        options: StoreOptions,
+    ) -> Result<Store, StoreError> {
+        let mut conn = conn::open_writer(path, &options)?;
+        migrate::migrate(&mut conn, options.migrations, clock.now(), &options.owner)?;
+        let reads = conn::read_pool(path, &options)?;
+        let writer = Writer::start(conn, options.max_batch)?;
+        Ok(Store {
+            inner: Arc::new(Inner {
+                writer,
+                reads,
+                clock,
+                owner: options.owner,
+                policy: options.policy,
+                path: path.to_path_buf(),
+            }),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    pub fn owner(&self) -> &str {
+        &self.inner.owner
+    }
+
+    pub fn now(&self) -> Millis {
+        self.inner.clock.now()
+    }
+
+    pub fn clock(&self) -> &SharedClock {
+        &self.inner.clock
+    }
+
+    /// Runs `op` on the writer connection inside a savepoint of a batched IMMEDIATE
+    /// transaction; returns once the batch is committed (or the op failed and was rolled
+    /// back). `op` receives the clock's `now` read inside the transaction: fences compare
+    /// against the time the write happens, not the time it was asked for.
+    fn write<T, F>(&self, op: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&rusqlite::Connection, Millis) -> Result<T, StoreError> + Send + 'static,
+    {
+        let clock = self.inner.clock.clone();
+        self.inner.writer.call(move |conn| op(conn, clock.now()))
+    }
+
+    fn read<T>(
+        &self,
+        op: impl FnOnce(&rusqlite::Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let conn = self.inner.reads.get()?;
+        op(&conn)
+    }
+
+    /// Extends a lease by `ttl` from now. The heartbeat: fenced like every other worker write.
+    pub fn renew(&self, lease: &Lease, ttl: Millis) -> Result<Lease, StoreError> {
+        let lease = lease.clone();
+        self.write(move |conn, now| {
+            let expires_at = lease::renew(conn, &lease, now, ttl)?;
+            Ok(Lease { expires_at, ..lease })
+        })
+    }
+
+    /// Hands a held lease back (graceful shutdown): the row becomes claimable again and its
+    /// generation moves on, so anything still in flight under the old lease is a no-op.
+    pub fn release(&self, lease: &Lease) -> Result<(), StoreError> {
+        let lease = lease.clone();
+        self.write(move |conn, now| match lease.target {
+            Target::Job => jobs::release(conn, &lease, now),
+            Target::ScanRun => scan_runs::release(conn, &lease, now),
+        })
+    }
+
+    /// Operator force: puts a running row back without holding its lease. Bumps the
+    /// generation whatever the row's holder is doing. Returns false if the row was finished.
+    pub fn release_unowned(&self, target: Target, id: i64) -> Result<bool, StoreError> {
+        self.write(move |conn, now| match target {
+            Target::Job => jobs::release_unowned(conn, id, now),
+            Target::ScanRun => scan_runs::release_unowned(conn, id, now),
+        })
+    }
+
+    /// Cancels a waiting or running row (bumping its generation). False if it had finished.
+    pub fn cancel(&self, target: Target, id: i64) -> Result<bool, StoreError> {
+        self.write(move |conn, now| match target {
+            Target::Job => jobs::cancel(conn, id, now),
+            Target::ScanRun => scan_runs::cancel(conn, id, now),
+        })
+    }
+
+    /// Requeues expired jobs and retires expired scan runs with successors, in one
+    /// transaction.
+    pub fn reclaim_stale(&self) -> Result<crate::model::ReclaimReport, StoreError> {
+        let policy = self.inner.policy.clone();
+        self.write(move |conn, now| {
+            let mut report = jobs::reclaim(conn, now, &policy)?;
+            scan_runs::reclaim(conn, now, &policy, &mut report)?;
+            counters::record_reclaim(conn, &report)?;
+            Ok(report)
+        })
+    }
+
+    /// Deletes finished jobs and runs older than the retentions. The newest finished run of
+    /// each library is always kept (it answers "when did this library last scan?").
+    pub fn prune(&self, job_retention: Millis, run_retention: Millis) -> Result<u64, StoreError> {
+        self.write(move |conn, now| {
+            let jobs = jobs::prune(conn, now - job_retention)?;
+            let runs = scan_runs::prune(conn, now - run_retention)?;
+            Ok(jobs + runs)
+        })
+    }
+
+    /// Bumps a counter outside any lease (e.g. a local fence rejection that never reached
+    /// the database).
+    pub fn bump_counter(&self, counter: crate::model::Counter) -> Result<(), StoreError> {
+        self.write(move |conn, _| counters::bump(conn, counter, 1))
+    }
+
+    pub fn counters(&self) -> Result<Vec<(crate::model::Counter, i64)>, StoreError> {
+        self.read(counters::all)
+    }
+}
+
+/// This process's lease owner: `host:pid:boot-nonce`. The nonce tells two processes apart
+/// even when a pid is reused after a restart.
+pub fn process_owner() -> &'static str {
+    static OWNER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    OWNER.get_or_init(|| {
+        let nonce = uuid::Uuid::now_v7().simple().to_string();
+        format!(
+            "{}:{}:{}",
+            host_name(),
+            std::process::id(),
+            &nonce[nonce.len() - 8..]
+        )
+    })
+}
+
+fn host_name() -> String {
+    let from_file = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .ok()
+        .map(|s| s.trim().to_string());
+    from_file
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("COMPUTERNAME").ok())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".to_string())
+        .replace(':', "_")
+}
+
+/// Reads a TEXT column holding one of a `model` enum's names.
+fn parse_col<T>(
+    row: &rusqlite::Row<'_>,
+    idx: usize,
+    parse: fn(&str) -> Option<T>,
+) -> rusqlite::Result<T> {
+    let text: String = row.get(idx)?;
+    parse(&text).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            idx,
+            rusqlite::types::Type::Text,
+            format!("unknown value {text:?}").into(),
+        )
+    })
+}
+
+/// Retry delay after `attempts` earlier failures: base, 2x base, 4x base, ... up to the cap.
+fn backoff(policy: &LeasePolicy, attempts: i64) -> Millis {
+    let factor = 1i64 << attempts.clamp(0, 30);
+    policy.backoff_base.saturating_mul(factor).min(policy.backoff_cap)
+}

@@ -1,0 +1,393 @@
+//! The `scan_runs` table: admission (coalescing into the waiting run), claim, the fenced
+//! worker writes, and the lease endings that make a new attempt: reclaim retires an expired
+//! run as `failed` / `lease_expired` and creates its successor; release puts it back.
+
+use super::lease::expect_one;
+use super::{LeasePolicy, Store, StoreError, backoff, parse_col};
+use crate::model::{
+    Lease, Millis, ReclaimReport, RunOutcome, RunState, ScanRequest, ScanRun, Target, Trigger,
+    widen_scope,
+};
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+macro_rules! run_cols {
+    () => {
+        "id, library_id, scope, trigger, watch_event, state, reason, generation, attempt, \
+         run_at, lease_owner, lease_expires_at, progress, requested_at, accepted_at, \
+         started_at, finished_at, updated_at, predecessor_id"
+    };
+}
+
+fn run_from_row(r: &Row<'_>) -> rusqlite::Result<ScanRun> {
+    Ok(ScanRun {
+        id: r.get(0)?,
+        library_id: r.get(1)?,
+        scope: r.get(2)?,
+        trigger: parse_col(r, 3, Trigger::parse)?,
+        watch_event: r.get(4)?,
+        state: parse_col(r, 5, RunState::parse)?,
+        reason: r.get(6)?,
+        generation: r.get(7)?,
+        attempt: r.get(8)?,
+        run_at: r.get(9)?,
+        lease_owner: r.get(10)?,
+        lease_expires_at: r.get(11)?,
+        progress: r.get(12)?,
+        requested_at: r.get(13)?,
+        accepted_at: r.get(14)?,
+        started_at: r.get(15)?,
+        finished_at: r.get(16)?,
+        updated_at: r.get(17)?,
+        predecessor_id: r.get(18)?,
+    })
+}
+
+/// How admission answered a scan request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Admission {
+    /// A new waiting run was created.
+    Accepted,
+    /// The library already had a waiting run; the request widened its scope.
+    Coalesced,
+}
+
+const GET: &str = concat!("SELECT ", run_cols!(), " FROM scan_runs WHERE id = ?1");
+const WAITING: &str = concat!(
+    "SELECT ",
+    run_cols!(),
+    " FROM scan_runs WHERE library_id = ?1 AND state = 'accepted'"
+);
+const LIST: &str = concat!(
+    "SELECT ",
+    run_cols!(),
+    " FROM scan_runs WHERE ?1 IS NULL OR library_id = ?1 ORDER BY id DESC LIMIT ?2"
+);
+const INSERT: &str = concat!(
+    "INSERT INTO scan_runs (library_id, scope, trigger, watch_event, state, attempt, run_at,
+                            requested_at, accepted_at, updated_at, predecessor_id)
+     VALUES (?1, ?2, ?3, ?4, 'accepted', ?5, ?6, ?7, ?8, ?8, ?9)
+     RETURNING ",
+    run_cols!()
+);
+const WIDEN: &str = concat!(
+    "UPDATE scan_runs SET scope = ?2, requested_at = min(requested_at, ?3),
+            predecessor_id = coalesce(predecessor_id, ?4), attempt = max(attempt, ?5),
+            updated_at = ?6
+      WHERE id = ?1 RETURNING ",
+    run_cols!()
+);
+const LIBRARY_EXISTS: &str = "SELECT 1 FROM libraries WHERE id = ?1";
+/// The oldest due waiting run of a library that has nothing running.
+const CLAIM: &str = concat!(
+    "UPDATE scan_runs SET state = 'running', generation = generation + 1, lease_owner = ?1,
+            lease_expires_at = ?2 + ?3, heartbeat_at = ?2, started_at = ?2, updated_at = ?2
+      WHERE id = (SELECT a.id FROM scan_runs a
+                   WHERE a.state = 'accepted' AND a.run_at <= ?2
+                     AND NOT EXISTS (SELECT 1 FROM scan_runs r
+                                      WHERE r.library_id = a.library_id AND r.state = 'running')
+                   ORDER BY a.run_at, a.id LIMIT 1)
+      RETURNING ",
+    run_cols!()
+);
+const CHECKPOINT: &str = fenced!("UPDATE scan_runs SET progress = ?4, updated_at = ?3");
+const FINISH: &str = fenced!(
+    "UPDATE scan_runs SET state = ?4, reason = ?5, lease_owner = NULL, lease_expires_at = NULL,
+                          finished_at = ?3, updated_at = ?3"
+);
+/// Ends a running or waiting row without its lease: retire, interrupt, cancel. The generation
+/// moves on so that any ack still in flight from the old holder matches nothing.
+const END_UNFENCED: &str = "
+    UPDATE scan_runs SET state = ?2, reason = ?3, generation = generation + 1,
+           lease_owner = NULL, lease_expires_at = NULL, finished_at = ?4, updated_at = ?4
+     WHERE id = ?1 AND state IN ('accepted', 'running')";
+const BACK_TO_WAITING: &str = "
+    UPDATE scan_runs SET state = 'accepted', generation = generation + 1, lease_owner = NULL,
+           lease_expires_at = NULL, run_at = ?2, updated_at = ?2
+     WHERE id = ?1 AND state = 'running'";
+const BUMP_WAITING: &str =
+    "UPDATE scan_runs SET generation = generation + 1, updated_at = ?2 WHERE id = ?1";
+const EXPIRED: &str = concat!(
+    "SELECT ",
+    run_cols!(),
+    " FROM scan_runs WHERE state = 'running' AND lease_expires_at <= ?1 ORDER BY id"
+);
+/// Finished runs past retention, except each library's newest finished and newest completed
+/// run (they answer "when did this library last scan, and last scan cleanly?").
+const PRUNE: &str = "
+    DELETE FROM scan_runs
+     WHERE state NOT IN ('accepted', 'running') AND finished_at < ?1
+       AND id NOT IN (SELECT max(id) FROM scan_runs
+                       WHERE state NOT IN ('accepted', 'running') GROUP BY library_id)
+       AND id NOT IN (SELECT max(id) FROM scan_runs
+                       WHERE state = 'completed' GROUP BY library_id)";
+
+fn get(conn: &Connection, id: i64) -> Result<Option<ScanRun>, StoreError> {
+    Ok(conn.prepare_cached(GET)?.query_row([id], run_from_row).optional()?)
+}
+
+fn waiting(conn: &Connection, library_id: i64) -> Result<Option<ScanRun>, StoreError> {
+    Ok(conn
+        .prepare_cached(WAITING)?
+        .query_row([library_id], run_from_row)
+        .optional()?)
+}
+
+fn end_unfenced(
+    conn: &Connection,
+    id: i64,
+    state: RunState,
+    reason: &str,
+    now: Millis,
+) -> Result<bool, StoreError> {
+    let n = conn
+        .prepare_cached(END_UNFENCED)?
+        .execute(params![id, state.as_str(), reason, now])?;
+    Ok(n == 1)
+}
+
+/// Folds `pred`'s work into the library's waiting run: scope widened, the earliest request
+/// time kept, `pred` named as predecessor.
+fn fold_into(
+    conn: &Connection,
+    waiting: &ScanRun,
+    pred: &ScanRun,
+    attempt: i64,
+    now: Millis,
+) -> Result<ScanRun, StoreError> {
+    let scope = widen_scope(&waiting.scope, &pred.scope);
+    Ok(conn.prepare_cached(WIDEN)?.query_row(
+        params![waiting.id, scope, pred.requested_at, pred.id, attempt, now],
+        run_from_row,
+    )?)
+}
+
+/// Creates the successor of a retired run (or folds it into the run already waiting): same
+/// scope, trigger, watch event and original request time; a new id.
+fn successor(
+    conn: &Connection,
+    pred: &ScanRun,
+    run_at: Millis,
+    now: Millis,
+) -> Result<ScanRun, StoreError> {
+    let attempt = pred.attempt + 1;
+    if let Some(w) = waiting(conn, pred.library_id)? {
+        return fold_into(conn, &w, pred, attempt, now);
+    }
+    Ok(conn.prepare_cached(INSERT)?.query_row(
+        params![
+            pred.library_id,
+            pred.scope,
+            pred.trigger.as_str(),
+            pred.watch_event,
+            attempt,
+            run_at,
+            pred.requested_at,
+            now,
+            pred.id
+        ],
+        run_from_row,
+    )?)
+}
+
+/// Hands a running run back: it waits again under a new generation, or, when the library
+/// already has a waiting run, it ends `interrupted` and that run absorbs its scope.
+fn put_back(conn: &Connection, run: &ScanRun, reason: &str, now: Millis) -> Result<(), StoreError> {
+    match waiting(conn, run.library_id)? {
+        None => {
+            conn.prepare_cached(BACK_TO_WAITING)?
+                .execute(params![run.id, now])?;
+        }
+        Some(w) => {
+            end_unfenced(conn, run.id, RunState::Interrupted, reason, now)?;
+            fold_into(conn, &w, run, w.attempt, now)?;
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn release(conn: &Connection, lease: &Lease, now: Millis) -> Result<(), StoreError> {
+    // The fence first: a stale holder must not hand back somebody else's run.
+    let n = conn
+        .prepare_cached(CHECKPOINT_FENCE_ONLY)?
+        .execute(params![lease.id, lease.generation, now])?;
+    expect_one(lease, n)?;
+    let run = get(conn, lease.id)?.ok_or_else(|| super::lease::lost(lease))?;
+    put_back(conn, &run, "released", now)
+}
+const CHECKPOINT_FENCE_ONLY: &str = fenced!("UPDATE scan_runs SET updated_at = ?3");
+
+pub(super) fn release_unowned(conn: &Connection, id: i64, now: Millis) -> Result<bool, StoreError> {
+    match get(conn, id)? {
+        Some(run) if run.state == RunState::Running => {
+            put_back(conn, &run, "force_released", now)?;
+            Ok(true)
+        }
+        Some(run) if run.state == RunState::Accepted => {
+            conn.prepare_cached(BUMP_WAITING)?.execute(params![id, now])?;
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
+}
+
+pub(super) fn cancel(conn: &Connection, id: i64, now: Millis) -> Result<bool, StoreError> {
+    end_unfenced(conn, id, RunState::Cancelled, "cancelled", now)
+}
+
+pub(super) fn reclaim(
+    conn: &Connection,
+    now: Millis,
+    policy: &LeasePolicy,
+    report: &mut ReclaimReport,
+) -> Result<(), StoreError> {
+    let expired: Vec<ScanRun> = conn
+        .prepare_cached(EXPIRED)?
+        .query_map([now], run_from_row)?
+        .collect::<Result<_, _>>()?;
+    for run in expired {
+        end_unfenced(conn, run.id, RunState::Failed, "lease_expired", now)?;
+        report.runs_retired += 1;
+        if run.attempt >= policy.scan_max_attempts {
+            tracing::warn!(
+                run = run.id,
+                attempts = run.attempt,
+                "scan run lost its lease too many times in a row; no further retry"
+            );
+            continue;
+        }
+        let retry_at = now + backoff(policy, run.attempt - 1);
+        successor(conn, &run, retry_at, now)?;
+        report.run_successors += 1;
+    }
+    Ok(())
+}
+
+pub(super) fn prune(conn: &Connection, before: Millis) -> Result<u64, StoreError> {
+    Ok(conn.prepare_cached(PRUNE)?.execute([before])? as u64)
+}
+
+fn run_lease(run: &ScanRun, owner: String, expires_at: Millis) -> Lease {
+    Lease {
+        target: Target::ScanRun,
+        id: run.id,
+        generation: run.generation,
+        owner,
+        expires_at,
+    }
+}
+
+impl Store {
+    /// Admission: a new waiting run for the library, or the waiting run widened to cover
+    /// this request too.
+    pub fn request_scan(&self, req: ScanRequest) -> Result<(ScanRun, Admission), StoreError> {
+        self.write(move |conn, now| {
+            let exists = conn
+                .prepare_cached(LIBRARY_EXISTS)?
+                .query_row([req.library_id], |_| Ok(()))
+                .optional()?;
+            if exists.is_none() {
+                return Err(StoreError::NotFound(format!("no library with id {}", req.library_id)));
+            }
+            if let Some(w) = waiting(conn, req.library_id)? {
+                let scope = widen_scope(&w.scope, &req.scope);
+                let run = conn.prepare_cached(WIDEN)?.query_row(
+                    params![w.id, scope, w.requested_at, None::<i64>, w.attempt, now],
+                    run_from_row,
+                )?;
+                return Ok((run, Admission::Coalesced));
+            }
+            let run = conn.prepare_cached(INSERT)?.query_row(
+                params![
+                    req.library_id,
+                    req.scope,
+                    req.trigger.as_str(),
+                    req.watch_event,
+                    1,
+                    now,
+                    now,
+                    now,
+                    None::<i64>
+                ],
+                run_from_row,
+            )?;
+            Ok((run, Admission::Accepted))
+        })
+    }
+
+    /// Claims the oldest due waiting run of a library with nothing running, for `ttl` ms.
+    pub fn claim_scan_run(&self, ttl: Millis) -> Result<Option<(Lease, ScanRun)>, StoreError> {
+        let owner = self.owner().to_string();
+        self.write(move |conn, now| {
+            let run = conn
+                .prepare_cached(CLAIM)?
+                .query_row(params![owner, now, ttl], run_from_row)
+                .optional()?;
+            Ok(run.map(|run| (run_lease(&run, owner, now + ttl), run)))
+        })
+    }
+
+    /// Records the run's progress (fenced).
+    pub fn checkpoint_scan(&self, lease: &Lease, progress: &str) -> Result<(), StoreError> {
+        let (lease, progress) = (lease.clone(), progress.to_string());
+        self.write(move |conn, now| {
+            let n = conn
+                .prepare_cached(CHECKPOINT)?
+                .execute(params![lease.id, lease.generation, now, progress])?;
+            expect_one(&lease, n)
+        })
+    }
+
+    /// Ends the run as completed or suspect (fenced).
+    pub fn complete_scan(
+        &self,
+        lease: &Lease,
+        outcome: RunOutcome,
+        reason: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let state = match outcome {
+            RunOutcome::Completed => RunState::Completed,
+            RunOutcome::Suspect => RunState::Suspect,
+        };
+        self.finish_scan(lease, state, reason.map(str::to_string))
+    }
+
+    /// Ends the run as failed (fenced). Scan runs are not retried in place: a later request
+    /// makes a new run.
+    pub fn fail_scan(&self, lease: &Lease, error: &str) -> Result<(), StoreError> {
+        self.finish_scan(lease, RunState::Failed, Some(error.to_string()))
+    }
+
+    fn finish_scan(
+        &self,
+        lease: &Lease,
+        state: RunState,
+        reason: Option<String>,
+    ) -> Result<(), StoreError> {
+        let lease = lease.clone();
+        self.write(move |conn, now| {
+            let n = conn.prepare_cached(FINISH)?.execute(params![
+                lease.id,
+                lease.generation,
+                now,
+                state.as_str(),
+                reason
+            ])?;
+            expect_one(&lease, n)
+        })
+    }
+
+    pub fn scan_run(&self, id: i64) -> Result<Option<ScanRun>, StoreError> {
+        self.read(|conn| get(conn, id))
+    }
+
+    /// Run history, newest first, for one library or all.
+    pub fn scan_runs(&self, library_id: Option<i64>, limit: i64) -> Result<Vec<ScanRun>, StoreError> {
+        self.read(|conn| {
+            Ok(conn
+                .prepare_cached(LIST)?
+                .query_map(params![library_id, limit], run_from_row)?
+                .collect::<Result<_, _>>()?)
+        })
+    }
+}

@@ -1,0 +1,197 @@
+//! The one writer thread of a process. It owns a dedicated connection, takes operations over
+//! a crossbeam channel, and commits up to `max_batch` of them per `BEGIN IMMEDIATE`
+//! transaction with a savepoint per operation. An operation that fails (a stale lease
+//! included) is rolled back to its savepoint alone; replies go out only after the batch has
+//! committed, so a caller never acts on a write that is not on disk.
+
+use super::{StoreError, counters};
+use crate::model::Counter;
+use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
+use rusqlite::Connection;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::thread::JoinHandle;
+
+/// How one operation ended inside the transaction.
+enum Status {
+    Ok,
+    Failed,
+    LeaseLost,
+}
+
+/// Delivers the operation's result once the batch's fate is known (`None` = committed).
+type Reply = Box<dyn FnOnce(Option<StoreError>) + Send>;
+type Run = Box<dyn FnOnce(&Connection) -> (Status, Reply) + Send>;
+
+/// An operation and the way to answer it without running it (its batch is already lost).
+struct Op {
+    run: Run,
+    abort: Box<dyn FnOnce(StoreError) + Send>,
+}
+
+/// How often `BEGIN IMMEDIATE` is retried after busy_timeout ran out (another process kept
+/// the write lock) before the batch is answered with `Locked`.
+const BEGIN_ATTEMPTS: u32 = 6;
+
+pub(super) struct Writer {
+    sender: Option<Sender<Op>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Writer {
+    pub(super) fn start(conn: Connection, max_batch: usize) -> Result<Writer, StoreError> {
+        let (sender, receiver) = unbounded::<Op>();
+        let thread = std::thread::Builder::new()
+            .name("mediadex-writer".into())
+            .spawn(move || run(conn, receiver, max_batch.max(1)))
+            .map_err(|_| StoreError::WriterGone)?;
+        Ok(Writer {
+            sender: Some(sender),
+            thread: Some(thread),
+        })
+    }
+
+    pub(super) fn call<T, F>(&self, op: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let (reply_tx, reply_rx) = bounded(1);
+        let abort_tx = reply_tx.clone();
+        let run: Run = Box::new(move |conn| {
+            let result = op(conn);
+            let status = match &result {
+                Ok(_) => Status::Ok,
+                Err(e) if e.is_lease_lost() => Status::LeaseLost,
+                Err(_) => Status::Failed,
+            };
+            let reply: Reply = Box::new(move |batch_error| {
+                let answer = match (result, batch_error) {
+                    (Ok(_), Some(e)) => Err(e),
+                    (result, _) => result,
+                };
+                let _ = reply_tx.send(answer);
+            });
+            (status, reply)
+        });
+        let abort = Box::new(move |e| {
+            let _ = abort_tx.send(Err(e));
+        });
+        let op = Op { run, abort };
+        let sender = self.sender.as_ref().ok_or(StoreError::WriterGone)?;
+        sender.send(op).map_err(|_| StoreError::WriterGone)?;
+        reply_rx.recv().map_err(|_| StoreError::WriterGone)?
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        drop(self.sender.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn run(conn: Connection, receiver: Receiver<Op>, max_batch: usize) {
+    while let Ok(first) = receiver.recv() {
+        let mut batch = vec![first];
+        while batch.len() < max_batch {
+            match receiver.try_recv() {
+                Ok(op) => batch.push(op),
+                Err(_) => break,
+            }
+        }
+        run_batch(&conn, batch);
+    }
+}
+
+fn run_batch(conn: &Connection, batch: Vec<Op>) {
+    if let Err(e) = begin_immediate(conn) {
+        tracing::error!(error = %e, "could not start a write transaction");
+        batch
+            .into_iter()
+            .for_each(|op| (op.abort)(StoreError::from_batch(&e)));
+        return;
+    }
+    let mut replies = Vec::with_capacity(batch.len());
+    let mut ops = batch.into_iter();
+    let mut broken = None;
+    for op in ops.by_ref() {
+        match run_one(conn, op) {
+            Ok(Some(reply)) => replies.push(reply),
+            Ok(None) => {}
+            Err((reply, e)) => {
+                replies.push(reply);
+                broken = Some(e);
+                break;
+            }
+        }
+    }
+    let outcome = match broken {
+        Some(e) => Err(e),
+        None => conn.execute_batch("COMMIT"),
+    };
+    match outcome {
+        Ok(()) => replies.into_iter().for_each(|reply| reply(None)),
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            tracing::error!(error = %e, "write batch rolled back");
+            replies
+                .into_iter()
+                .for_each(|reply| reply(Some(StoreError::from_batch(&e))));
+            ops.for_each(|op| (op.abort)(StoreError::from_batch(&e)));
+        }
+    }
+}
+
+/// Runs one operation in its own savepoint. A failed operation is undone alone; a stale
+/// lease is counted in the same transaction (after its rollback, so the count survives).
+/// A panicking operation is answered at once and yields no reply to defer. Errors only when
+/// the savepoint machinery itself fails, which breaks the whole batch.
+fn run_one(conn: &Connection, op: Op) -> Result<Option<Reply>, (Reply, rusqlite::Error)> {
+    if let Err(e) = conn.execute_batch("SAVEPOINT op") {
+        let abort = op.abort;
+        let reply: Reply = Box::new(move |err| abort(err.unwrap_or(StoreError::WriterGone)));
+        return Err((reply, e));
+    }
+    let Op { run, abort } = op;
+    let (status, reply) = match catch_unwind(AssertUnwindSafe(|| run(conn))) {
+        Ok((status, reply)) => (status, Some(reply)),
+        Err(_) => {
+            tracing::error!("a write operation panicked; it was rolled back");
+            abort(StoreError::WriterGone);
+            (Status::Failed, None)
+        }
+    };
+    let end = match status {
+        Status::Ok => conn.execute_batch("RELEASE op"),
+        Status::Failed => conn.execute_batch("ROLLBACK TO op; RELEASE op"),
+        Status::LeaseLost => conn
+            .execute_batch("ROLLBACK TO op; RELEASE op")
+            .and_then(|()| counters::bump_raw(conn, Counter::FenceRejections, 1)),
+    };
+    match (end, reply) {
+        (Ok(()), reply) => Ok(reply),
+        (Err(e), Some(reply)) => Err((reply, e)),
+        (Err(e), None) => Err((Box::new(|_| {}), e)),
+    }
+}
+
+fn begin_immediate(conn: &Connection) -> Result<(), rusqlite::Error> {
+    let mut attempt = 0;
+    loop {
+        match conn.execute_batch("BEGIN IMMEDIATE") {
+            Err(e)
+                if attempt + 1 < BEGIN_ATTEMPTS
+                    && matches!(
+                        e.sqlite_error_code(),
+                        Some(rusqlite::ErrorCode::DatabaseBusy)
+                    ) =>
+            {
+                attempt += 1;
+                tracing::warn!(attempt, "database busy: another process holds the write lock");
+            }
+            other => return other,
+        }
+    }
+}
