@@ -4,3 +4,4 @@
 pub mod clock;
 pub mod model;
 pub mod store;
+pub mod queue;

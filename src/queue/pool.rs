@@ -1,0 +1,338 @@
+//! The worker pool: threads that claim a due row (scan runs first, then jobs of the kinds
+//! that have handlers), run its handler under a `LeaseGuard`, and ack with a fenced write.
+//! Graceful shutdown trips every token and hands the leases back. Holds no domain logic:
+//! that is in the handlers.
+
+use super::cancel::{CancelReason, Registry};
+use super::guard::{GuardError, Hooks, LeaseGuard, NoHooks};
+use crate::model::{Job, Lease, Millis, NewJob, RunOutcome, ScanRun, Target};
+use crate::store::{Store, StoreError};
+use crossbeam_channel::{Receiver, Sender, bounded, select, unbounded};
+use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// What a handler gets: its lease's guard, for cancellation checks and fenced writes.
+pub type WorkContext = LeaseGuard;
+
+/// How a job handler finished.
+#[derive(Debug)]
+pub enum JobDone {
+    Done,
+    /// Done, and this follow-up is enqueued in the same fenced transaction (a chain).
+    Then(NewJob),
+}
+
+/// How a scan handler finished.
+#[derive(Debug)]
+pub struct ScanDone {
+    pub outcome: RunOutcome,
+    pub reason: Option<String>,
+}
+
+/// Why a handler stopped without finishing.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkError {
+    /// The work noticed cancellation or a lost lease (its guard said so); nothing is acked.
+    #[error(transparent)]
+    Guard(#[from] GuardError),
+    /// The attempt failed: the job is retried with backoff; a scan run ends `failed`.
+    #[error("{0}")]
+    Failed(String),
+}
+
+pub trait JobHandler: Send + Sync + 'static {
+    fn run(&self, ctx: &WorkContext, job: &Job) -> Result<JobDone, WorkError>;
+}
+
+pub trait ScanHandler: Send + Sync + 'static {
+    fn run(&self, ctx: &WorkContext, run: &ScanRun) -> Result<ScanDone, WorkError>;
+}
+
+/// The handlers of this process, by job kind.
+#[derive(Default, Clone)]
+pub struct Handlers {
+    pub jobs: HashMap<String, Arc<dyn JobHandler>>,
+    pub scan: Option<Arc<dyn ScanHandler>>,
+}
+
+impl Handlers {
+    pub fn job(mut self, kind: &str, handler: impl JobHandler) -> Self {
+        self.jobs.insert(kind.to_string(), Arc::new(handler));
+        self
+    }
+
+    pub fn scan(mut self, handler: impl ScanHandler) -> Self {
+        self.scan = Some(Arc::new(handler));
+        self
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct PoolConfig {
+    pub workers: usize,
+    pub ttl: Millis,
+    /// Heartbeat period; DESIGN.md asks for ttl/3.
+    pub heartbeat_every: Duration,
+    /// How long an idle worker waits before looking for due work again.
+    pub poll_every: Duration,
+}
+
+impl PoolConfig {
+    pub fn with_ttl(workers: usize, ttl: Millis) -> Self {
+        PoolConfig {
+            workers,
+            ttl,
+            heartbeat_every: Duration::from_millis((ttl / 3).max(1) as u64),
+            poll_every: Duration::from_millis(500),
+        }
+    }
+}
+
+pub struct WorkerPool {
+    registry: Arc<Registry>,
+    store: Store,
+    wake: Sender<()>,
+    stop: Option<Sender<()>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+struct Worker {
+    store: Store,
+    handlers: Handlers,
+    kinds: Vec<String>,
+    config: PoolConfig,
+    registry: Arc<Registry>,
+    hooks: Arc<dyn Hooks>,
+}
+
+enum Claimed {
+    Job(Lease, Job),
+    Scan(Lease, ScanRun),
+}
+
+impl WorkerPool {
+    pub fn start(store: &Store, handlers: Handlers, config: PoolConfig) -> WorkerPool {
+        Self::start_with_hooks(store, handlers, config, Arc::new(NoHooks))
+    }
+
+    pub fn start_with_hooks(
+        store: &Store,
+        handlers: Handlers,
+        config: PoolConfig,
+        hooks: Arc<dyn Hooks>,
+    ) -> WorkerPool {
+        let registry = Arc::new(Registry::default());
+        let (wake, wake_rx) = unbounded::<()>();
+        let (stop, stop_rx) = bounded::<()>(0);
+        let mut kinds: Vec<String> = handlers.jobs.keys().cloned().collect();
+        kinds.sort();
+        let worker = Arc::new(Worker {
+            store: store.clone(),
+            handlers,
+            kinds,
+            config: config.clone(),
+            registry: registry.clone(),
+            hooks,
+        });
+        let threads = (0..config.workers.max(1))
+            .filter_map(|i| {
+                let (worker, wake_rx, stop_rx) = (worker.clone(), wake_rx.clone(), stop_rx.clone());
+                std::thread::Builder::new()
+                    .name(format!("mediadex-worker-{i}"))
+                    .spawn(move || worker.run(&wake_rx, &stop_rx))
+                    .map_err(|e| tracing::error!(error = %e, "could not start a worker thread"))
+                    .ok()
+            })
+            .collect();
+        WorkerPool {
+            registry,
+            store: store.clone(),
+            wake,
+            stop: Some(stop),
+            threads,
+        }
+    }
+
+    /// Tells idle workers to look for work now (after an enqueue or a reclaim).
+    pub fn wake(&self) {
+        for _ in 0..self.threads.len() {
+            let _ = self.wake.send(());
+        }
+    }
+
+    /// Cancels a row: in the database (its generation moves on, so nothing of the current
+    /// holder lands) and, if this process is working on it, locally at once.
+    pub fn cancel(&self, target: Target, id: i64) -> Result<bool, StoreError> {
+        let cancelled = self.store.cancel(target, id)?;
+        self.registry.trip(target, id, CancelReason::Cancelled);
+        Ok(cancelled)
+    }
+
+    /// Work this process holds leases on right now.
+    pub fn busy(&self) -> usize {
+        self.registry.len()
+    }
+
+    /// Stops claiming, tells running work to stop, waits for the workers to hand their
+    /// leases back.
+    pub fn shutdown(mut self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        drop(self.stop.take());
+        self.registry.trip_all(CancelReason::Shutdown);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for WorkerPool {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+impl Worker {
+    fn run(&self, wake: &Receiver<()>, stop: &Receiver<()>) {
+        loop {
+            if stop_requested(stop) {
+                return;
+            }
+            match self.claim() {
+                Ok(Some(claimed)) => self.work(claimed),
+                Ok(None) => select! {
+                    recv(stop) -> _ => return,
+                    recv(wake) -> _ => {},
+                    default(self.config.poll_every) => {},
+                },
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not claim work; retrying");
+                    if stop.recv_timeout(self.config.poll_every).is_err_and(|e| e.is_disconnected())
+                    {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    fn claim(&self) -> Result<Option<Claimed>, StoreError> {
+        let ttl = self.config.ttl;
+        if self.handlers.scan.is_some() {
+            if let Some((lease, run)) = self.store.claim_scan_run(ttl)? {
+                return Ok(Some(Claimed::Scan(lease, run)));
+            }
+        }
+        if self.kinds.is_empty() {
+            return Ok(None);
+        }
+        let kinds: Vec<&str> = self.kinds.iter().map(String::as_str).collect();
+        Ok(self
+            .store
+            .claim_job(&kinds, ttl)?
+            .map(|(lease, job)| Claimed::Job(lease, job)))
+    }
+
+    fn guard(&self, lease: Lease) -> Option<LeaseGuard> {
+        let started = LeaseGuard::start(
+            &self.store,
+            lease,
+            self.config.ttl,
+            self.config.heartbeat_every,
+            &self.registry,
+            self.hooks.as_ref(),
+        );
+        match started {
+            Ok(guard) => Some(guard),
+            Err((guard, e)) => {
+                tracing::info!(error = %e, "work stopped before it started");
+                self.hand_back_if_shutdown(&guard);
+                None
+            }
+        }
+    }
+
+    fn work(&self, claimed: Claimed) {
+        match claimed {
+            Claimed::Job(lease, job) => {
+                let Some(handler) = self.handlers.jobs.get(&job.kind).cloned() else {
+                    return;
+                };
+                let Some(guard) = self.guard(lease) else { return };
+                let result = catch(|| handler.run(&guard, &job));
+                self.ack_job(&guard, result);
+            }
+            Claimed::Scan(lease, run) => {
+                let Some(handler) = self.handlers.scan.clone() else { return };
+                let Some(guard) = self.guard(lease) else { return };
+                let result = catch(|| handler.run(&guard, &run));
+                self.ack_scan(&guard, result);
+            }
+        }
+    }
+
+    fn ack_job(&self, guard: &LeaseGuard, result: Result<JobDone, WorkError>) {
+        guard.stop_heartbeat();
+        self.hooks.before_ack(guard.lease());
+        let acked = match result {
+            _ if guard.token().is_cancelled() => return self.hand_back_if_shutdown(guard),
+            Ok(JobDone::Done) => guard.guarded(|s, l| s.complete_job(l)),
+            Ok(JobDone::Then(next)) => guard
+                .guarded(|s, l| s.complete_job_and_enqueue(l, next))
+                .map(drop),
+            Err(WorkError::Failed(msg)) => guard.guarded(|s, l| s.fail_job(l, &msg)).map(drop),
+            Err(WorkError::Guard(_)) => return self.hand_back_if_shutdown(guard),
+        };
+        log_ack(guard, acked);
+    }
+
+    fn ack_scan(&self, guard: &LeaseGuard, result: Result<ScanDone, WorkError>) {
+        guard.stop_heartbeat();
+        self.hooks.before_ack(guard.lease());
+        let acked = match result {
+            _ if guard.token().is_cancelled() => return self.hand_back_if_shutdown(guard),
+            Ok(done) => guard.guarded(|s, l| s.complete_scan(l, done.outcome, done.reason.as_deref())),
+            Err(WorkError::Failed(msg)) => guard.guarded(|s, l| s.fail_scan(l, &msg)),
+            Err(WorkError::Guard(_)) => return self.hand_back_if_shutdown(guard),
+        };
+        log_ack(guard, acked);
+    }
+
+    /// A lease stopped by shutdown is still ours: give it back so the next process resumes
+    /// at once instead of waiting for the expiry. A lost or cancelled lease is not ours.
+    fn hand_back_if_shutdown(&self, guard: &LeaseGuard) {
+        if guard.token().reason() != Some(CancelReason::Shutdown) {
+            return;
+        }
+        if let Err(e) = self.store.release(guard.lease()) {
+            if !e.is_lease_lost() {
+                tracing::warn!(error = %e, "could not hand a lease back; it will expire");
+            }
+        }
+    }
+}
+
+fn log_ack(guard: &LeaseGuard, acked: Result<(), GuardError>) {
+    if let Err(e) = acked {
+        let lease = guard.lease();
+        tracing::warn!(id = lease.id, target = ?lease.target, error = %e, "ack not written");
+    }
+}
+
+/// A panicking handler fails its attempt instead of taking the worker thread down.
+fn catch<T>(run: impl FnOnce() -> Result<T, WorkError>) -> Result<T, WorkError> {
+    catch_unwind(AssertUnwindSafe(run))
+        .unwrap_or_else(|_| Err(WorkError::Failed("the handler panicked".into())))
+}
+
+fn stop_requested(stop: &Receiver<()>) -> bool {
+    matches!(
+        stop.try_recv(),
+        Err(crossbeam_channel::TryRecvError::Disconnected)
+    )
+}

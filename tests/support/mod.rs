@@ -1,0 +1,80 @@
+//! Shared set-up for the integration tests: a store on a real file in a temp dir, driven by
+//! a fake clock.
+#![allow(dead_code)]
+
+use mediadex::clock::FakeClock;
+use mediadex::model::{Counter, ScanRequest, Trigger};
+use mediadex::store::{LeasePolicy, Store, StoreOptions};
+use std::sync::Arc;
+
+pub const T0: i64 = 1_800_000_000_000;
+pub const TTL: i64 = 30_000;
+
+pub struct Env {
+    pub dir: tempfile::TempDir,
+    pub clock: Arc<FakeClock>,
+    pub store: Store,
+}
+
+pub fn options() -> StoreOptions {
+    StoreOptions {
+        policy: LeasePolicy {
+            backoff_base: 1_000,
+            backoff_cap: 60_000,
+            scan_max_attempts: 3,
+        },
+        ..StoreOptions::default()
+    }
+}
+
+pub fn env() -> Env {
+    env_with(options())
+}
+
+pub fn env_with(options: StoreOptions) -> Env {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let clock = FakeClock::new(T0);
+    let store = Store::open(&dir.path().join("mediadex.db"), clock.clone(), options)
+        .expect("open store");
+    Env { dir, clock, store }
+}
+
+impl Env {
+    /// A second handle on the same file, as another process would have, with its own
+    /// lease owner.
+    pub fn other_process(&self, owner: &str) -> Store {
+        let options = StoreOptions {
+            owner: owner.to_string(),
+            ..options()
+        };
+        Store::open(&self.dir.path().join("mediadex.db"), self.clock.clone(), options)
+            .expect("open second store")
+    }
+
+    pub fn counter(&self, which: Counter) -> i64 {
+        self.store
+            .counters()
+            .expect("counters")
+            .into_iter()
+            .find(|(c, _)| *c == which)
+            .map_or(0, |(_, v)| v)
+    }
+
+    pub fn library(&self, name: &str) -> i64 {
+        let root = self.dir.path().join(name);
+        std::fs::create_dir_all(&root).expect("library dir");
+        self.store
+            .add_library(name, &root.to_string_lossy())
+            .expect("add library")
+            .id
+    }
+
+    pub fn scan_request(&self, library_id: i64, scope: &str) -> ScanRequest {
+        ScanRequest {
+            library_id,
+            scope: scope.to_string(),
+            trigger: Trigger::Manual,
+            watch_event: None,
+        }
+    }
+}
