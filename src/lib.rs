@@ -3,5 +3,5 @@
 
 pub mod clock;
 pub mod model;
-pub mod store;
 pub mod queue;
+pub mod store;

@@ -34,10 +34,17 @@ fn stale_job_writes_from_a_reclaimed_lease_are_counted_noops_and_spare_the_succe
     assert_lost(env.store.complete_job(&a));
     assert_lost(env.store.fail_job(&a, "stale failure"));
     assert_lost(env.store.release(&a));
-    assert_lost(env.store.complete_job_and_enqueue(&a, NewJob::new("walk", "{\"next\":1}")));
+    assert_lost(
+        env.store
+            .complete_job_and_enqueue(&a, NewJob::new("walk", "{\"next\":1}")),
+    );
 
     assert_eq!(env.store.job(id).unwrap().unwrap(), before);
-    assert_eq!(env.store.jobs(100).unwrap().len(), 1, "the stale chain step enqueued nothing");
+    assert_eq!(
+        env.store.jobs(100).unwrap().len(),
+        1,
+        "the stale chain step enqueued nothing"
+    );
     assert_eq!(env.counter(Counter::FenceRejections), 6);
     env.store.complete_job(&b).unwrap();
     assert_eq!(env.store.job(id).unwrap().unwrap().state, JobState::Done);
@@ -67,7 +74,10 @@ fn stale_scan_writes_from_a_retired_run_are_counted_noops_and_spare_the_successo
     assert_eq!(env.store.scan_run(b.id).unwrap().unwrap(), successor_before);
     assert_eq!(successor.predecessor_id, Some(run.id));
     let old = env.store.scan_run(run.id).unwrap().unwrap();
-    assert_eq!((old.state, old.reason.as_deref()), (RunState::Failed, Some("lease_expired")));
+    assert_eq!(
+        (old.state, old.reason.as_deref()),
+        (RunState::Failed, Some("lease_expired"))
+    );
     assert_eq!(old.progress, None);
     assert_eq!(env.counter(Counter::FenceRejections), 5);
 }
@@ -101,7 +111,10 @@ fn successor_keeps_scope_trigger_watch_event_and_original_request_time() {
     assert_eq!(succ.predecessor_id, Some(pred.id));
     assert_eq!(succ.scope, "2024/trip");
     assert_eq!(succ.trigger, Trigger::Watch);
-    assert_eq!(succ.watch_event.as_deref(), Some("create 2024/trip/IMG_0001.JPG"));
+    assert_eq!(
+        succ.watch_event.as_deref(),
+        Some("create 2024/trip/IMG_0001.JPG")
+    );
     assert_eq!(succ.requested_at, T0);
     assert_eq!(succ.attempt, 2);
     assert_eq!(env.counter(Counter::ReclaimedRunsRetired), 1);
@@ -112,10 +125,16 @@ fn successor_keeps_scope_trigger_watch_event_and_original_request_time() {
 fn expired_run_folds_into_the_waiting_run_instead_of_a_second_waiting_row() {
     let env = env();
     let lib = env.library("photos");
-    let (first, _) = env.store.request_scan(env.scan_request(lib, "2023")).unwrap();
+    let (first, _) = env
+        .store
+        .request_scan(env.scan_request(lib, "2023"))
+        .unwrap();
     env.store.claim_scan_run(TTL).unwrap().unwrap();
     env.clock.advance(10);
-    let (waiting, _) = env.store.request_scan(env.scan_request(lib, "2024")).unwrap();
+    let (waiting, _) = env
+        .store
+        .request_scan(env.scan_request(lib, "2024"))
+        .unwrap();
     env.clock.advance(TTL);
     env.store.reclaim_stale().unwrap();
 
@@ -138,12 +157,19 @@ fn expiry_exactly_at_the_completion_boundary_leaves_the_work_retryable() {
     assert_eq!(run_lease.expires_at, job_lease.expires_at);
 
     env.clock.set(run_lease.expires_at);
-    assert_lost(env.store.complete_scan(&run_lease, RunOutcome::Completed, None));
+    assert_lost(
+        env.store
+            .complete_scan(&run_lease, RunOutcome::Completed, None),
+    );
     assert_lost(env.store.complete_job(&job_lease));
     env.store.reclaim_stale().unwrap();
 
     let old = env.store.scan_run(run.id).unwrap().unwrap();
-    assert_eq!(old.state, RunState::Failed, "never completed by a dead worker");
+    assert_eq!(
+        old.state,
+        RunState::Failed,
+        "never completed by a dead worker"
+    );
     let runs = env.store.scan_runs(Some(lib), 10).unwrap();
     assert_eq!(runs[0].state, RunState::Accepted, "a successor is waiting");
     let job = env.store.job(job).unwrap().unwrap();
@@ -197,7 +223,10 @@ fn job_generation_strictly_increases_across_claim_release_force_cancel_and_recla
     assert_lost(env.store.complete_job(&last));
 
     assert!(seen.windows(2).all(|w| w[0] < w[1]), "generations {seen:?}");
-    assert_eq!(env.store.job(id).unwrap().unwrap().state, JobState::Cancelled);
+    assert_eq!(
+        env.store.job(id).unwrap().unwrap().state,
+        JobState::Cancelled
+    );
 }
 
 #[test]
@@ -212,7 +241,10 @@ fn run_generation_strictly_increases_and_force_release_voids_the_holders_ack() {
     seen.push(gen_of(run.id));
     env.store.release(&lease).unwrap();
     seen.push(gen_of(run.id));
-    assert_eq!(env.store.scan_run(run.id).unwrap().unwrap().state, RunState::Accepted);
+    assert_eq!(
+        env.store.scan_run(run.id).unwrap().unwrap().state,
+        RunState::Accepted
+    );
 
     let (held, _) = env.store.claim_scan_run(TTL).unwrap().unwrap();
     seen.push(gen_of(run.id));
@@ -226,8 +258,14 @@ fn run_generation_strictly_increases_and_force_release_voids_the_holders_ack() {
     seen.push(gen_of(run.id));
 
     assert!(seen.windows(2).all(|w| w[0] < w[1]), "generations {seen:?}");
-    assert_eq!(env.store.scan_run(run.id).unwrap().unwrap().state, RunState::Cancelled);
-    assert!(!env.store.cancel(Target::ScanRun, run.id).unwrap(), "finished rows stay finished");
+    assert_eq!(
+        env.store.scan_run(run.id).unwrap().unwrap().state,
+        RunState::Cancelled
+    );
+    assert!(
+        !env.store.cancel(Target::ScanRun, run.id).unwrap(),
+        "finished rows stay finished"
+    );
 }
 
 #[test]
@@ -269,13 +307,19 @@ fn failed_attempts_back_off_exponentially_then_fail_for_good() {
     let mut delays = vec![];
     for attempt in 1..=3 {
         let (lease, _) = env.store.claim_job(&["walk"], TTL).unwrap().unwrap();
-        let state = env.store.fail_job(&lease, &format!("boom {attempt}")).unwrap();
+        let state = env
+            .store
+            .fail_job(&lease, &format!("boom {attempt}"))
+            .unwrap();
         let row = env.store.job(id).unwrap().unwrap();
         assert_eq!(row.attempts, attempt);
         if attempt < 3 {
             assert_eq!(state, JobState::Queued);
             let delay = row.run_at - env.store.now();
-            assert!(env.store.claim_job(&["walk"], TTL).unwrap().is_none(), "not due yet");
+            assert!(
+                env.store.claim_job(&["walk"], TTL).unwrap().is_none(),
+                "not due yet"
+            );
             delays.push(delay);
             env.clock.advance(delay);
         } else {
@@ -328,19 +372,29 @@ fn a_crash_looping_scan_stops_getting_successors_after_its_attempts() {
 #[test]
 fn the_stale_half_of_a_chain_step_rolls_back_whole() {
     let env = env();
-    let first = env.store.enqueue_unique("walk", "walk:hash", "{\"after\":0}").unwrap();
+    let first = env
+        .store
+        .enqueue_unique("walk", "walk:hash", "{\"after\":0}")
+        .unwrap();
     let (lease, _) = env.store.claim_job(&["walk"], TTL).unwrap().unwrap();
     env.store.release_unowned(Target::Job, first.id).unwrap();
     let next = NewJob::new("walk", "{\"after\":100}").unique("walk:hash");
     assert_lost(env.store.complete_job_and_enqueue(&lease, next.clone()));
     let jobs = env.store.jobs(10).unwrap();
-    assert_eq!(jobs.len(), 1, "neither the completion nor the next step landed");
+    assert_eq!(
+        jobs.len(),
+        1,
+        "neither the completion nor the next step landed"
+    );
     assert_eq!(jobs[0].state, JobState::Queued);
 
     let (lease, _) = env.store.claim_job(&["walk"], TTL).unwrap().unwrap();
     let advanced = env.store.complete_job_and_enqueue(&lease, next).unwrap();
     assert!(advanced.created);
-    assert_eq!(env.store.job(first.id).unwrap().unwrap().state, JobState::Done);
+    assert_eq!(
+        env.store.job(first.id).unwrap().unwrap().state,
+        JobState::Done
+    );
 }
 
 #[test]
@@ -349,15 +403,27 @@ fn a_released_run_with_a_waiting_run_is_interrupted_and_folded() {
     let lib = env.library("photos");
     let (first, _) = env.store.request_scan(env.scan_request(lib, "a")).unwrap();
     let (lease, _) = env.store.claim_scan_run(TTL).unwrap().unwrap();
-    let (waiting, admission) = env.store.request_scan(env.scan_request(lib, "a/b")).unwrap();
+    let (waiting, admission) = env
+        .store
+        .request_scan(env.scan_request(lib, "a/b"))
+        .unwrap();
     assert_eq!(admission, Admission::Accepted);
-    let (again, admission) = env.store.request_scan(env.scan_request(lib, "a/c")).unwrap();
+    let (again, admission) = env
+        .store
+        .request_scan(env.scan_request(lib, "a/c"))
+        .unwrap();
     assert_eq!((again.id, admission), (waiting.id, Admission::Coalesced));
     env.store.release(&lease).unwrap();
     let old = env.store.scan_run(first.id).unwrap().unwrap();
-    assert_eq!((old.state, old.reason.as_deref()), (RunState::Interrupted, Some("released")));
+    assert_eq!(
+        (old.state, old.reason.as_deref()),
+        (RunState::Interrupted, Some("released"))
+    );
     let merged = env.store.scan_run(waiting.id).unwrap().unwrap();
-    assert_eq!((merged.scope.as_str(), merged.predecessor_id), ("a", Some(first.id)));
+    assert_eq!(
+        (merged.scope.as_str(), merged.predecessor_id),
+        ("a", Some(first.id))
+    );
 }
 
 #[test]
@@ -367,7 +433,9 @@ fn prune_keeps_live_rows_and_each_librarys_latest_runs() {
     for _ in 0..3 {
         env.store.request_scan(env.scan_request(lib, "")).unwrap();
         let (lease, _) = env.store.claim_scan_run(TTL).unwrap().unwrap();
-        env.store.complete_scan(&lease, RunOutcome::Completed, None).unwrap();
+        env.store
+            .complete_scan(&lease, RunOutcome::Completed, None)
+            .unwrap();
     }
     let done = env.store.enqueue(NewJob::new("walk", "{}")).unwrap().id;
     let (lease, _) = env.store.claim_job(&["walk"], TTL).unwrap().unwrap();

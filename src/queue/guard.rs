@@ -147,8 +147,10 @@ impl LeaseGuard {
             .spawn(move || beat.run(every, &stop_rx));
         match spawned {
             Ok(handle) => {
-                *self.heartbeat.lock().unwrap_or_else(PoisonError::into_inner) =
-                    Some((stop_tx, handle));
+                *self
+                    .heartbeat
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = Some((stop_tx, handle));
             }
             // Without a heartbeat the lease will expire; stop the work rather than race it.
             Err(_) => {
@@ -196,7 +198,10 @@ impl Heartbeat {
                 return;
             }
             if self.store.now() >= self.expires_at.load(Ordering::SeqCst) {
-                tracing::warn!(id = self.lease.id, "lease outlived its ttl (slept?): stopping");
+                tracing::warn!(
+                    id = self.lease.id,
+                    "lease outlived its ttl (slept?): stopping"
+                );
                 self.token.cancel(CancelReason::LeaseLost);
                 let _ = self.store.bump_counter(Counter::FenceRejections);
                 return;

@@ -50,7 +50,10 @@ impl Maintenance {
                 loop {
                     run_round(&store, &config, round, &after_reclaim);
                     round = round.wrapping_add(1);
-                    if stop_rx.recv_timeout(config.every).is_err_and(|e| e.is_disconnected()) {
+                    if stop_rx
+                        .recv_timeout(config.every)
+                        .is_err_and(|e| e.is_disconnected())
+                    {
                         return;
                     }
                 }

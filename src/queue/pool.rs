@@ -212,7 +212,9 @@ impl Worker {
                 },
                 Err(e) => {
                     tracing::warn!(error = %e, "could not claim work; retrying");
-                    if stop.recv_timeout(self.config.poll_every).is_err_and(|e| e.is_disconnected())
+                    if stop
+                        .recv_timeout(self.config.poll_every)
+                        .is_err_and(|e| e.is_disconnected())
                     {
                         return;
                     }
@@ -263,13 +265,19 @@ impl Worker {
                 let Some(handler) = self.handlers.jobs.get(&job.kind).cloned() else {
                     return;
                 };
-                let Some(guard) = self.guard(lease) else { return };
+                let Some(guard) = self.guard(lease) else {
+                    return;
+                };
                 let result = catch(|| handler.run(&guard, &job));
                 self.ack_job(&guard, result);
             }
             Claimed::Scan(lease, run) => {
-                let Some(handler) = self.handlers.scan.clone() else { return };
-                let Some(guard) = self.guard(lease) else { return };
+                let Some(handler) = self.handlers.scan.clone() else {
+                    return;
+                };
+                let Some(guard) = self.guard(lease) else {
+                    return;
+                };
                 let result = catch(|| handler.run(&guard, &run));
                 self.ack_scan(&guard, result);
             }
@@ -296,7 +304,9 @@ impl Worker {
         self.hooks.before_ack(guard.lease());
         let acked = match result {
             _ if guard.token().is_cancelled() => return self.hand_back_if_shutdown(guard),
-            Ok(done) => guard.guarded(|s, l| s.complete_scan(l, done.outcome, done.reason.as_deref())),
+            Ok(done) => {
+                guard.guarded(|s, l| s.complete_scan(l, done.outcome, done.reason.as_deref()))
+            }
             Err(WorkError::Failed(msg)) => guard.guarded(|s, l| s.fail_scan(l, &msg)),
             Err(WorkError::Guard(_)) => return self.hand_back_if_shutdown(guard),
         };

@@ -37,8 +37,8 @@ pub(super) fn open_writer(path: &Path, options: &StoreOptions) -> Result<Connect
 pub(super) fn read_pool(path: &Path, options: &StoreOptions) -> Result<ReadPool, StoreError> {
     // query_only makes "one writer per process" a property of the connections, not a habit.
     let init = format!("{}\nPRAGMA query_only = ON;", pragmas(options));
-    let manager = r2d2_sqlite::SqliteConnectionManager::file(path)
-        .with_init(move |c| c.execute_batch(&init));
+    let manager =
+        r2d2_sqlite::SqliteConnectionManager::file(path).with_init(move |c| c.execute_batch(&init));
     Ok(r2d2::Pool::builder()
         .max_size(READERS)
         .min_idle(Some(0))

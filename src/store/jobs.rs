@@ -103,7 +103,11 @@ const REQUEUE_EXPIRED: &str = "
 const PRUNE: &str =
     "DELETE FROM jobs WHERE state IN ('done', 'failed', 'cancelled') AND finished_at < ?1";
 const GET: &str = concat!("SELECT ", job_cols!(), " FROM jobs WHERE id = ?1");
-const LIST: &str = concat!("SELECT ", job_cols!(), " FROM jobs ORDER BY id DESC LIMIT ?1");
+const LIST: &str = concat!(
+    "SELECT ",
+    job_cols!(),
+    " FROM jobs ORDER BY id DESC LIMIT ?1"
+);
 
 fn insert(conn: &Connection, job: &NewJob, now: Millis) -> Result<Enqueued, StoreError> {
     let created: Option<i64> = conn
@@ -132,7 +136,10 @@ pub(super) fn release(conn: &Connection, lease: &Lease, now: Millis) -> Result<(
 }
 
 pub(super) fn release_unowned(conn: &Connection, id: i64, now: Millis) -> Result<bool, StoreError> {
-    Ok(conn.prepare_cached(RELEASE_UNOWNED)?.execute(params![id, now])? == 1)
+    Ok(conn
+        .prepare_cached(RELEASE_UNOWNED)?
+        .execute(params![id, now])?
+        == 1)
 }
 
 pub(super) fn cancel(conn: &Connection, id: i64, now: Millis) -> Result<bool, StoreError> {
@@ -202,8 +209,13 @@ impl Store {
     }
 
     /// Claims the oldest due job of one of `kinds` for `ttl` ms.
-    pub fn claim_job(&self, kinds: &[&str], ttl: Millis) -> Result<Option<(Lease, Job)>, StoreError> {
-        let kinds = serde_json::to_string(kinds).map_err(|e| StoreError::Conflict(e.to_string()))?;
+    pub fn claim_job(
+        &self,
+        kinds: &[&str],
+        ttl: Millis,
+    ) -> Result<Option<(Lease, Job)>, StoreError> {
+        let kinds =
+            serde_json::to_string(kinds).map_err(|e| StoreError::Conflict(e.to_string()))?;
         let owner = self.owner().to_string();
         self.write(move |conn, now| {
             let job = conn
@@ -221,9 +233,12 @@ impl Store {
     pub fn checkpoint_job(&self, lease: &Lease, checkpoint: &str) -> Result<(), StoreError> {
         let (lease, checkpoint) = (lease.clone(), checkpoint.to_string());
         self.write(move |conn, now| {
-            let n = conn
-                .prepare_cached(CHECKPOINT)?
-                .execute(params![lease.id, lease.generation, now, checkpoint])?;
+            let n = conn.prepare_cached(CHECKPOINT)?.execute(params![
+                lease.id,
+                lease.generation,
+                now,
+                checkpoint
+            ])?;
             expect_one(&lease, n)
         })
     }
@@ -236,7 +251,11 @@ impl Store {
 
     /// Marks the job done and enqueues its follow-up in one fenced transaction: a chain
     /// advancing itself. Done comes first, so the follow-up may reuse the unique key.
-    pub fn complete_job_and_enqueue(&self, lease: &Lease, next: NewJob) -> Result<Enqueued, StoreError> {
+    pub fn complete_job_and_enqueue(
+        &self,
+        lease: &Lease,
+        next: NewJob,
+    ) -> Result<Enqueued, StoreError> {
         let lease = lease.clone();
         self.write(move |conn, now| {
             complete(conn, &lease, now)?;
@@ -277,7 +296,12 @@ impl Store {
     }
 
     pub fn job(&self, id: i64) -> Result<Option<Job>, StoreError> {
-        self.read(|conn| Ok(conn.prepare_cached(GET)?.query_row([id], job_from_row).optional()?))
+        self.read(|conn| {
+            Ok(conn
+                .prepare_cached(GET)?
+                .query_row([id], job_from_row)
+                .optional()?)
+        })
     }
 
     /// The newest `limit` jobs, newest first.

@@ -176,7 +176,10 @@ impl Store {
         let lease = lease.clone();
         self.write(move |conn, now| {
             let expires_at = lease::renew(conn, &lease, now, ttl)?;
-            Ok(Lease { expires_at, ..lease })
+            Ok(Lease {
+                expires_at,
+                ..lease
+            })
         })
     }
 
@@ -287,5 +290,8 @@ fn parse_col<T>(
 /// Retry delay after `attempts` earlier failures: base, 2x base, 4x base, ... up to the cap.
 fn backoff(policy: &LeasePolicy, attempts: i64) -> Millis {
     let factor = 1i64 << attempts.clamp(0, 30);
-    policy.backoff_base.saturating_mul(factor).min(policy.backoff_cap)
+    policy
+        .backoff_base
+        .saturating_mul(factor)
+        .min(policy.backoff_cap)
 }

@@ -123,7 +123,10 @@ const PRUNE: &str = "
                        WHERE state = 'completed' GROUP BY library_id)";
 
 fn get(conn: &Connection, id: i64) -> Result<Option<ScanRun>, StoreError> {
-    Ok(conn.prepare_cached(GET)?.query_row([id], run_from_row).optional()?)
+    Ok(conn
+        .prepare_cached(GET)?
+        .query_row([id], run_from_row)
+        .optional()?)
 }
 
 fn waiting(conn: &Connection, library_id: i64) -> Result<Option<ScanRun>, StoreError> {
@@ -224,7 +227,8 @@ pub(super) fn release_unowned(conn: &Connection, id: i64, now: Millis) -> Result
             Ok(true)
         }
         Some(run) if run.state == RunState::Accepted => {
-            conn.prepare_cached(BUMP_WAITING)?.execute(params![id, now])?;
+            conn.prepare_cached(BUMP_WAITING)?
+                .execute(params![id, now])?;
             Ok(true)
         }
         _ => Ok(false),
@@ -287,7 +291,10 @@ impl Store {
                 .query_row([req.library_id], |_| Ok(()))
                 .optional()?;
             if exists.is_none() {
-                return Err(StoreError::NotFound(format!("no library with id {}", req.library_id)));
+                return Err(StoreError::NotFound(format!(
+                    "no library with id {}",
+                    req.library_id
+                )));
             }
             if let Some(w) = waiting(conn, req.library_id)? {
                 let scope = widen_scope(&w.scope, &req.scope);
@@ -331,9 +338,12 @@ impl Store {
     pub fn checkpoint_scan(&self, lease: &Lease, progress: &str) -> Result<(), StoreError> {
         let (lease, progress) = (lease.clone(), progress.to_string());
         self.write(move |conn, now| {
-            let n = conn
-                .prepare_cached(CHECKPOINT)?
-                .execute(params![lease.id, lease.generation, now, progress])?;
+            let n = conn.prepare_cached(CHECKPOINT)?.execute(params![
+                lease.id,
+                lease.generation,
+                now,
+                progress
+            ])?;
             expect_one(&lease, n)
         })
     }
@@ -382,7 +392,11 @@ impl Store {
     }
 
     /// Run history, newest first, for one library or all.
-    pub fn scan_runs(&self, library_id: Option<i64>, limit: i64) -> Result<Vec<ScanRun>, StoreError> {
+    pub fn scan_runs(
+        &self,
+        library_id: Option<i64>,
+        limit: i64,
+    ) -> Result<Vec<ScanRun>, StoreError> {
         self.read(|conn| {
             Ok(conn
                 .prepare_cached(LIST)?

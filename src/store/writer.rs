@@ -189,7 +189,10 @@ fn begin_immediate(conn: &Connection) -> Result<(), rusqlite::Error> {
                     ) =>
             {
                 attempt += 1;
-                tracing::warn!(attempt, "database busy: another process holds the write lock");
+                tracing::warn!(
+                    attempt,
+                    "database busy: another process holds the write lock"
+                );
             }
             other => return other,
         }

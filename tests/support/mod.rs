@@ -34,8 +34,8 @@ pub fn env() -> Env {
 pub fn env_with(options: StoreOptions) -> Env {
     let dir = tempfile::tempdir().expect("tempdir");
     let clock = FakeClock::new(T0);
-    let store = Store::open(&dir.path().join("mediadex.db"), clock.clone(), options)
-        .expect("open store");
+    let store =
+        Store::open(&dir.path().join("mediadex.db"), clock.clone(), options).expect("open store");
     Env { dir, clock, store }
 }
 
@@ -47,8 +47,12 @@ impl Env {
             owner: owner.to_string(),
             ..options()
         };
-        Store::open(&self.dir.path().join("mediadex.db"), self.clock.clone(), options)
-            .expect("open second store")
+        Store::open(
+            &self.dir.path().join("mediadex.db"),
+            self.clock.clone(),
+            options,
+        )
+        .expect("open second store")
     }
 
     pub fn counter(&self, which: Counter) -> i64 {
