@@ -469,3 +469,31 @@ fn claims_respect_due_time_kinds_and_one_running_scan_per_library() {
     };
     assert_eq!(other.target, Target::ScanRun);
 }
+
+#[test]
+fn a_run_forced_back_and_reclaimed_rejects_its_previous_holder() {
+    let env = env();
+    let lib = env.library("photos");
+    let (run, _) = env.store.request_scan(env.scan_request(lib, "")).unwrap();
+    let (a, _) = env.store.claim_scan_run(TTL).unwrap().unwrap();
+    assert!(env.store.release_unowned(Target::ScanRun, run.id).unwrap());
+    let other = env.other_process("host-b:2:bbbb");
+    let (b, _) = other.claim_scan_run(TTL).unwrap().unwrap();
+    assert_eq!(
+        (b.id, b.generation),
+        (a.id, a.generation + 2),
+        "same row, later lease"
+    );
+
+    assert_lost(env.store.renew(&a, TTL));
+    assert_lost(env.store.checkpoint_scan(&a, "{\"stale\":true}"));
+    assert_lost(env.store.complete_scan(&a, RunOutcome::Completed, None));
+    let row = env.store.scan_run(run.id).unwrap().unwrap();
+    assert_eq!(
+        (row.state, row.progress, row.lease_owner.as_deref()),
+        (RunState::Running, None, Some("host-b:2:bbbb"))
+    );
+    other
+        .complete_scan(&b, RunOutcome::Completed, None)
+        .unwrap();
+}

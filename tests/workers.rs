@@ -10,8 +10,8 @@ use mediadex::model::{
     Counter, Job, JobState, Lease, NewJob, RunOutcome, RunState, ScanRun, Target,
 };
 use mediadex::queue::{
-    CancelReason, GuardError, Handlers, Hooks, JobDone, JobHandler, Maintenance, MaintenanceConfig,
-    PoolConfig, ScanDone, ScanHandler, WorkContext, WorkError, WorkerPool,
+    CancelReason, CancelToken, GuardError, Handlers, Hooks, JobDone, JobHandler, Maintenance,
+    MaintenanceConfig, PoolConfig, ScanDone, ScanHandler, WorkContext, WorkError, WorkerPool,
 };
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -44,21 +44,23 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
 
 /// Pauses the first lease to reach the first heartbeat until the test says go.
 struct PauseBeforeFirstHeartbeat {
-    arrived: Sender<Lease>,
+    arrived: Sender<(Lease, CancelToken)>,
     go: Receiver<()>,
     once: AtomicBool,
 }
 
 impl Hooks for PauseBeforeFirstHeartbeat {
-    fn before_first_heartbeat(&self, lease: &Lease) {
+    fn before_first_heartbeat(&self, lease: &Lease, token: &CancelToken) {
         if !self.once.swap(true, Ordering::SeqCst) {
-            let _ = self.arrived.send(lease.clone());
+            let _ = self.arrived.send((lease.clone(), token.clone()));
             let _ = self.go.recv();
         }
     }
 }
 
-fn pause_before_first_heartbeat() -> (Arc<PauseBeforeFirstHeartbeat>, Receiver<Lease>, Sender<()>) {
+type Arrivals = Receiver<(Lease, CancelToken)>;
+
+fn pause_before_first_heartbeat() -> (Arc<PauseBeforeFirstHeartbeat>, Arrivals, Sender<()>) {
     let (arrived, arrived_rx) = unbounded();
     let (go_tx, go) = unbounded();
     let hooks = PauseBeforeFirstHeartbeat {
@@ -135,7 +137,7 @@ fn worker_paused_before_its_first_write_writes_nothing_once_a_successor_is_claim
         hooks,
     );
 
-    let a = arrived.recv_timeout(PATIENCE).expect("worker A claimed");
+    let (a, _) = arrived.recv_timeout(PATIENCE).expect("worker A claimed");
     assert_eq!(a.id, run.id);
     env.clock.advance(TTL);
     env.store.reclaim_stale().unwrap();
@@ -558,4 +560,31 @@ fn the_maintenance_loop_reclaims_for_the_life_of_the_process() {
     maintenance.shutdown();
     assert_eq!(woken.load(Ordering::SeqCst), 3);
     assert_eq!(env.counter(Counter::ReclaimedJobsRequeued), 3);
+}
+
+#[test]
+fn work_claimed_while_the_process_stops_never_starts_and_is_handed_back() {
+    let env = env();
+    let id = env.store.enqueue(NewJob::new("walk", "{}")).unwrap().id;
+    let (hooks, arrived, go) = pause_before_first_heartbeat();
+    let (handler, runs) = scripted(|_, _| Ok(JobDone::Done));
+    let pool = WorkerPool::start_with_hooks(
+        &env.store,
+        Handlers::default().job("walk", handler),
+        quiet(),
+        hooks,
+    );
+    let (_, token) = arrived.recv_timeout(PATIENCE).expect("claimed");
+    let stopping = std::thread::spawn(move || pool.shutdown());
+    wait_until("the shutdown to reach the token", || token.is_cancelled());
+    go.send(()).unwrap();
+    stopping.join().unwrap();
+
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    let job = env.store.job(id).unwrap().unwrap();
+    assert_eq!(
+        (job.state, job.attempts, job.generation),
+        (JobState::Queued, 0, 2)
+    );
+    assert_eq!(env.counter(Counter::FenceRejections), 0);
 }

@@ -27,7 +27,7 @@ pub enum GuardError {
 /// deterministically. The default does nothing.
 pub trait Hooks: Send + Sync + 'static {
     /// After the claim and the cancellation registration, before the first heartbeat.
-    fn before_first_heartbeat(&self, _lease: &Lease) {}
+    fn before_first_heartbeat(&self, _lease: &Lease, _token: &CancelToken) {}
     /// After the handler returned, before the completion or failure is written.
     fn before_ack(&self, _lease: &Lease) {}
 }
@@ -69,7 +69,7 @@ impl LeaseGuard {
             registry: registry.clone(),
             heartbeat: Mutex::new(None),
         };
-        hooks.before_first_heartbeat(&guard.lease);
+        hooks.before_first_heartbeat(&guard.lease, &guard.token);
         if let Err(e) = guard.first_heartbeat() {
             return Err((guard, e));
         }

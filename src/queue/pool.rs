@@ -184,7 +184,7 @@ impl WorkerPool {
 
     fn stop_and_join(&mut self) {
         drop(self.stop.take());
-        self.registry.trip_all(CancelReason::Shutdown);
+        self.registry.close(CancelReason::Shutdown);
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
