@@ -198,3 +198,89 @@ fn begin_immediate(conn: &Connection) -> Result<(), rusqlite::Error> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Target;
+    use std::sync::Arc;
+
+    fn writer() -> (tempfile::TempDir, Writer) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let conn = Connection::open(dir.path().join("w.db")).expect("open");
+        conn.execute_batch(
+            "CREATE TABLE t (x INTEGER) STRICT;
+             CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) STRICT;",
+        )
+        .expect("schema");
+        (dir, Writer::start(conn, 64).expect("start"))
+    }
+
+    fn count(w: &Writer) -> i64 {
+        w.call(|c| Ok(c.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?))
+            .expect("count")
+    }
+
+    #[test]
+    fn a_failed_or_stale_op_rolls_back_alone_within_its_batch() {
+        let (_dir, w) = writer();
+        let w = Arc::new(w);
+        let (hold_tx, hold_rx) = bounded::<()>(0);
+        let (inside_tx, inside_rx) = bounded::<()>(0);
+        // The first op holds the writer so the next ones queue up and share one batch.
+        let first = {
+            let w = w.clone();
+            std::thread::spawn(move || {
+                w.call(move |_| {
+                    inside_tx.send(()).ok();
+                    hold_rx.recv().ok();
+                    Ok(())
+                })
+            })
+        };
+        inside_rx.recv().expect("first op running");
+        let queued: Vec<_> = (0..6)
+            .map(|i| {
+                let w = w.clone();
+                std::thread::spawn(move || {
+                    w.call(move |c| {
+                        c.execute("INSERT INTO t (x) VALUES (?1)", [i])?;
+                        match i {
+                            2 => Err(StoreError::Conflict("boom".into())),
+                            4 => Err(StoreError::LeaseLost {
+                                target: Target::Job,
+                                id: 1,
+                                generation: 1,
+                            }),
+                            _ => Ok(i),
+                        }
+                    })
+                })
+            })
+            .collect();
+        while w.sender.as_ref().map_or(0, |s| s.len()) < 6 {
+            std::thread::yield_now();
+        }
+        hold_tx.send(()).expect("release the first op");
+        first.join().expect("first").expect("first op");
+        let results: Vec<_> = queued.into_iter().map(|t| t.join().expect("op")).collect();
+        assert!(matches!(results[2], Err(StoreError::Conflict(_))));
+        assert!(matches!(results[4], Err(StoreError::LeaseLost { .. })));
+        assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 4);
+        assert_eq!(count(&w), 4, "only the failed ops' rows were undone");
+        let rejections: i64 = w
+            .call(|c| Ok(c.query_row("SELECT value FROM counters", [], |r| r.get(0))?))
+            .expect("counter");
+        assert_eq!(rejections, 1);
+    }
+
+    #[test]
+    fn a_panicking_op_is_answered_and_the_writer_lives_on() {
+        let (_dir, w) = writer();
+        let panicked: Result<(), StoreError> = w.call(|_| panic!("bug"));
+        assert!(matches!(panicked, Err(StoreError::WriterGone)));
+        w.call(|c| Ok(c.execute("INSERT INTO t (x) VALUES (1)", [])?))
+            .expect("the writer still works");
+        assert_eq!(count(&w), 1);
+    }
+}
