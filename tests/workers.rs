@@ -302,16 +302,10 @@ fn the_guard_refuses_locally_once_the_ttl_has_passed_without_a_renew() {
     env.store.enqueue(NewJob::new("walk", "{}")).unwrap();
     let (lease, _) = env.store.claim_job(&["walk"], TTL).unwrap().unwrap();
     let registry = Arc::new(mediadex::queue::Registry::default());
-    let guard = mediadex::queue::LeaseGuard::start(
-        &env.store,
-        lease,
-        TTL,
-        Duration::from_secs(3600),
-        &registry,
-        &mediadex::queue::NoHooks,
-    )
-    .map_err(|(_, e)| e)
-    .unwrap();
+    let guard = mediadex::queue::LeaseGuard::register(&env.store, lease, TTL, &registry);
+    guard
+        .begin(Duration::from_secs(3600), &mediadex::queue::NoHooks)
+        .unwrap();
     guard.ensure_live().unwrap();
     env.clock.advance(TTL - 1);
     guard.ensure_live().unwrap();

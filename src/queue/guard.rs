@@ -48,19 +48,11 @@ pub struct LeaseGuard {
 }
 
 impl LeaseGuard {
-    /// Registers cancellation, runs the first fenced heartbeat, starts the heartbeat thread.
-    /// Fails (without having written anything but possibly a rejected heartbeat) when the
-    /// lease was lost or the work cancelled before it could start.
-    pub fn start(
-        store: &Store,
-        lease: Lease,
-        ttl: Millis,
-        heartbeat_every: Duration,
-        registry: &Arc<Registry>,
-        hooks: &dyn Hooks,
-    ) -> Result<LeaseGuard, (LeaseGuard, GuardError)> {
+    /// Step one of a claim: registers the lease's cancellation token, before anything else
+    /// happens, so a cancel arriving from now on is seen.
+    pub fn register(store: &Store, lease: Lease, ttl: Millis, registry: &Arc<Registry>) -> Self {
         let token = registry.register(lease.target, lease.id);
-        let guard = LeaseGuard {
+        LeaseGuard {
             store: store.clone(),
             expires_at: Arc::new(AtomicI64::new(lease.expires_at)),
             lease,
@@ -68,13 +60,17 @@ impl LeaseGuard {
             token,
             registry: registry.clone(),
             heartbeat: Mutex::new(None),
-        };
-        hooks.before_first_heartbeat(&guard.lease, &guard.token);
-        if let Err(e) = guard.first_heartbeat() {
-            return Err((guard, e));
         }
-        guard.spawn_heartbeat(heartbeat_every);
-        Ok(guard)
+    }
+
+    /// Step two: the first fenced heartbeat, before any side effect, then the heartbeat
+    /// thread. Fails, having written nothing, when the lease was lost or the work cancelled
+    /// before it could start.
+    pub fn begin(&self, heartbeat_every: Duration, hooks: &dyn Hooks) -> Result<(), GuardError> {
+        hooks.before_first_heartbeat(&self.lease, &self.token);
+        self.first_heartbeat()?;
+        self.spawn_heartbeat(heartbeat_every);
+        Ok(())
     }
 
     fn first_heartbeat(&self) -> Result<(), GuardError> {

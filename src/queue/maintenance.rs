@@ -97,7 +97,7 @@ pub fn run_round(
         Ok(_) => {}
         Err(e) => tracing::warn!(error = %e, "reclaim failed; retrying next round"),
     }
-    if round % config.prune_every_rounds.max(1) == 0 {
+    if round.is_multiple_of(config.prune_every_rounds.max(1)) {
         match store.prune(config.job_retention, config.run_retention) {
             Ok(0) => {}
             Ok(n) => tracing::info!(rows = n, "pruned finished jobs and runs"),

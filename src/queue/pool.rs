@@ -225,10 +225,10 @@ impl Worker {
 
     fn claim(&self) -> Result<Option<Claimed>, StoreError> {
         let ttl = self.config.ttl;
-        if self.handlers.scan.is_some() {
-            if let Some((lease, run)) = self.store.claim_scan_run(ttl)? {
-                return Ok(Some(Claimed::Scan(lease, run)));
-            }
+        if self.handlers.scan.is_some()
+            && let Some((lease, run)) = self.store.claim_scan_run(ttl)?
+        {
+            return Ok(Some(Claimed::Scan(lease, run)));
         }
         if self.kinds.is_empty() {
             return Ok(None);
@@ -241,17 +241,10 @@ impl Worker {
     }
 
     fn guard(&self, lease: Lease) -> Option<LeaseGuard> {
-        let started = LeaseGuard::start(
-            &self.store,
-            lease,
-            self.config.ttl,
-            self.config.heartbeat_every,
-            &self.registry,
-            self.hooks.as_ref(),
-        );
-        match started {
-            Ok(guard) => Some(guard),
-            Err((guard, e)) => {
+        let guard = LeaseGuard::register(&self.store, lease, self.config.ttl, &self.registry);
+        match guard.begin(self.config.heartbeat_every, self.hooks.as_ref()) {
+            Ok(()) => Some(guard),
+            Err(e) => {
                 tracing::info!(error = %e, "work stopped before it started");
                 self.hand_back_if_shutdown(&guard);
                 None
@@ -319,10 +312,10 @@ impl Worker {
         if guard.token().reason() != Some(CancelReason::Shutdown) {
             return;
         }
-        if let Err(e) = self.store.release(guard.lease()) {
-            if !e.is_lease_lost() {
-                tracing::warn!(error = %e, "could not hand a lease back; it will expire");
-            }
+        if let Err(e) = self.store.release(guard.lease())
+            && !e.is_lease_lost()
+        {
+            tracing::warn!(error = %e, "could not hand a lease back; it will expire");
         }
     }
 }
