@@ -497,3 +497,29 @@ fn a_run_forced_back_and_reclaimed_rejects_its_previous_holder() {
         .complete_scan(&b, RunOutcome::Completed, None)
         .unwrap();
 }
+
+#[test]
+fn a_new_request_makes_a_backing_off_successor_due_at_once() {
+    let env = env();
+    let lib = env.library("photos");
+    env.store
+        .request_scan(env.scan_request(lib, "2024"))
+        .unwrap();
+    env.store.claim_scan_run(TTL).unwrap().unwrap();
+    env.clock.advance(TTL);
+    env.store.reclaim_stale().unwrap();
+    assert!(
+        env.store.claim_scan_run(TTL).unwrap().is_none(),
+        "the successor backs off"
+    );
+    let (run, admission) = env
+        .store
+        .request_scan(env.scan_request(lib, "2024/05"))
+        .unwrap();
+    assert_eq!(
+        (admission, run.scope.as_str(), run.attempt),
+        (Admission::Coalesced, "2024", 2)
+    );
+    let (_, claimed) = env.store.claim_scan_run(TTL).unwrap().expect("due now");
+    assert_eq!(claimed.id, run.id);
+}

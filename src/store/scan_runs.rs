@@ -73,7 +73,7 @@ const INSERT: &str = concat!(
 const WIDEN: &str = concat!(
     "UPDATE scan_runs SET scope = ?2, requested_at = min(requested_at, ?3),
             predecessor_id = coalesce(predecessor_id, ?4), attempt = max(attempt, ?5),
-            updated_at = ?6
+            updated_at = ?6, run_at = min(run_at, ?7)
       WHERE id = ?1 RETURNING ",
     run_cols!()
 );
@@ -160,7 +160,15 @@ fn fold_into(
 ) -> Result<ScanRun, StoreError> {
     let scope = widen_scope(&waiting.scope, &pred.scope);
     Ok(conn.prepare_cached(WIDEN)?.query_row(
-        params![waiting.id, scope, pred.requested_at, pred.id, attempt, now],
+        params![
+            waiting.id,
+            scope,
+            pred.requested_at,
+            pred.id,
+            attempt,
+            now,
+            waiting.run_at
+        ],
         run_from_row,
     )?)
 }
@@ -299,7 +307,16 @@ impl Store {
             if let Some(w) = waiting(conn, req.library_id)? {
                 let scope = widen_scope(&w.scope, &req.scope);
                 let run = conn.prepare_cached(WIDEN)?.query_row(
-                    params![w.id, scope, w.requested_at, None::<i64>, w.attempt, now],
+                    // A fresh request makes a retry that is backing off due at once.
+                    params![
+                        w.id,
+                        scope,
+                        w.requested_at,
+                        None::<i64>,
+                        w.attempt,
+                        now,
+                        now
+                    ],
                     run_from_row,
                 )?;
                 return Ok((run, Admission::Coalesced));
