@@ -22,7 +22,12 @@ use std::sync::Arc;
 #[command(name = "mediadex", version)]
 pub struct Args {
     /// Where the database lives [default: the OS data directory, see README]
-    #[arg(long = "data", value_name = "DIR", env = "MEDIADEX_DATA", global = true)]
+    #[arg(
+        long = "data",
+        value_name = "DIR",
+        env = "MEDIADEX_DATA",
+        global = true
+    )]
     pub data: Option<PathBuf>,
 
     #[command(subcommand)]
@@ -163,7 +168,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 libraries: store.libraries()?.len(),
                 // The store has no count query yet; whole-table reads are bounded by the
                 // retention pruning.
-                runs: store.scan_runs(None, i64::MAX)?.iter().map(|r| r.state).collect(),
+                runs: store
+                    .scan_runs(None, i64::MAX)?
+                    .iter()
+                    .map(|r| r.state)
+                    .collect(),
                 jobs: store.jobs(i64::MAX)?.iter().map(|j| j.state).collect(),
                 counters: store.counters()?,
             };

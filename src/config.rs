@@ -223,6 +223,9 @@ mod tests {
         let c = Config::resolve(Some(file.join("data"))).expect("valid");
         let err = c.prepare().expect_err("must fail").to_string();
         assert!(err.contains("cannot create the data directory"), "{err}");
-        assert!(err.contains(&file.join("data").display().to_string()), "{err}");
+        assert!(
+            err.contains(&file.join("data").display().to_string()),
+            "{err}"
+        );
     }
 }

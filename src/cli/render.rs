@@ -170,7 +170,11 @@ pub fn runs(runs: &[ScanRun], libraries: &[Library], json: bool) -> serde_json::
                 name_of(r.library_id).map_or_else(|| r.library_id.to_string(), str::to_string),
                 r.state.to_string(),
                 r.trigger.to_string(),
-                if r.scope.is_empty() { "(all)".into() } else { r.scope.clone() },
+                if r.scope.is_empty() {
+                    "(all)".into()
+                } else {
+                    r.scope.clone()
+                },
                 r.attempt.to_string(),
                 local_time(r.requested_at),
                 opt_time(r.finished_at),
@@ -180,7 +184,14 @@ pub fn runs(runs: &[ScanRun], libraries: &[Library], json: bool) -> serde_json::
         .collect();
     Ok(table(
         &[
-            "ID", "LIBRARY", "STATE", "TRIGGER", "SCOPE", "ATTEMPT", "REQUESTED", "FINISHED",
+            "ID",
+            "LIBRARY",
+            "STATE",
+            "TRIGGER",
+            "SCOPE",
+            "ATTEMPT",
+            "REQUESTED",
+            "FINISHED",
             "REASON",
         ],
         rows,
@@ -230,7 +241,15 @@ pub fn jobs(jobs: &[Job], json: bool) -> serde_json::Result<String> {
         })
         .collect();
     Ok(table(
-        &["ID", "KIND", "STATE", "ATTEMPTS", "RUN AT", "UPDATED", "LAST ERROR"],
+        &[
+            "ID",
+            "KIND",
+            "STATE",
+            "ATTEMPTS",
+            "RUN AT",
+            "UPDATED",
+            "LAST ERROR",
+        ],
         rows,
     ))
 }
