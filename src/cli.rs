@@ -8,7 +8,7 @@ mod render;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use mediadex::clock::SystemClock;
-use mediadex::config::Config;
+use mediadex::config::{Config, ConfigError};
 use mediadex::model::Library;
 use mediadex::store::{Store, StoreError, StoreOptions};
 use std::io::Write;
@@ -104,6 +104,10 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
         || matches!(
             err.downcast_ref::<StoreError>(),
             Some(StoreError::Conflict(_) | StoreError::NotFound(_))
+        )
+        || matches!(
+            err.downcast_ref::<ConfigError>(),
+            Some(ConfigError::EmptyDataDir | ConfigError::Invalid { .. })
         );
     if is_input { 2 } else { 1 }
 }

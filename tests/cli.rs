@@ -453,3 +453,82 @@ fn clap_usage_errors_keep_exit_code_2() {
         "a usage error must not create the data dir"
     );
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn without_data_or_env_the_xdg_data_dir_under_home_is_used() {
+    let env = Env::new();
+    let home = env.folder("home");
+    let mut c = cargo_bin_cmd!("mediadex");
+    let out = c
+        .env_remove("MEDIADEX_DATA")
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("RUST_LOG")
+        .env("HOME", &home)
+        .args(["status", "--json"])
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let want = home.join(".local/share/mediadex");
+    assert_eq!(v["data_dir"], s(&want));
+    assert!(want.join("mediadex.db").is_file());
+}
+
+/// Seeds one scan run and one job through the library's own store API (the rows the queue
+/// will write later), then checks the documented JSON fields and the human tables.
+#[test]
+fn runs_jobs_and_status_show_rows_written_by_the_store() {
+    use mediadex::model::{NewJob, ScanRequest, Trigger};
+    use mediadex::store::{Store, StoreOptions};
+    let env = Env::new();
+    let added = env.ok_json(&["library", "add", s(&env.folder("photos")), "--json"]);
+    let library_id = added["id"].as_i64().expect("id");
+    {
+        let store = Store::open(
+            &env.db(),
+            std::sync::Arc::new(mediadex::clock::SystemClock),
+            StoreOptions::default(),
+        )
+        .expect("open");
+        store
+            .request_scan(ScanRequest {
+                library_id,
+                scope: String::new(),
+                trigger: Trigger::Manual,
+                watch_event: None,
+            })
+            .expect("request scan");
+        store
+            .enqueue(NewJob::new("content_hash", "{}"))
+            .expect("enqueue");
+    }
+
+    let runs = env.ok_json(&["runs", "--library", "photos", "--json"]);
+    let run = &runs.as_array().expect("array")[0];
+    assert_eq!(run["library_id"], library_id);
+    assert_eq!(run["library_name"], "photos");
+    assert_eq!(run["state"], "accepted");
+    assert_eq!(run["trigger"], "manual");
+    assert_eq!(run["scope"], "");
+    assert_eq!(run["attempt"], 1);
+    assert!(run["requested_at"].is_i64() && run["started_at"].is_null());
+
+    let jobs = env.ok_json(&["jobs", "--json"]);
+    let job = &jobs.as_array().expect("array")[0];
+    assert_eq!(job["kind"], "content_hash");
+    assert_eq!(job["state"], "queued");
+    assert_eq!(job["payload"], "{}");
+    assert!(job["run_at"].is_i64() && job["finished_at"].is_null());
+
+    let status = env.ok_json(&["status", "--json"]);
+    assert_eq!(status["libraries"], 1);
+    assert_eq!(status["runs_by_state"]["accepted"], 1);
+    assert_eq!(status["jobs_by_state"]["queued"], 1);
+
+    let human = text(&env.run(&["runs"]).stdout);
+    assert!(human.starts_with("ID  LIBRARY  STATE"), "{human}");
+    assert!(human.contains("photos   accepted  manual"), "{human}");
+    let human = text(&env.run(&["jobs"]).stdout);
+    assert!(human.contains("content_hash  queued  0/5"), "{human}");
+}
