@@ -1,7 +1,9 @@
 //! mediadex: a single-binary photo and video indexer. See DESIGN.md for the architecture;
 //! this crate root only wires the modules together.
 
+pub mod app;
 pub mod clock;
+pub mod config;
 pub mod model;
 pub mod queue;
 pub mod store;

@@ -1,1 +1,35 @@
-fn main() {}
+//! The `mediadex` binary: sets up logging, parses the command line and turns the outcome
+//! into an exit code. Everything else is in `cli` (commands) and the library crate.
+
+mod cli;
+
+use clap::Parser;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+/// nom-exif logs a line per file at info; the filter keeps it quiet unless RUST_LOG asks.
+const DEFAULT_LOG_FILTER: &str = "info,nom_exif=error";
+
+fn main() -> ExitCode {
+    init_logging();
+    // clap reports its own errors (exit 2) and prints --help/--version (exit 0) here.
+    let args = cli::Args::parse();
+    match cli::run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("mediadex: error: {}", cli::one_line(&err));
+            ExitCode::from(cli::exit_code(&err))
+        }
+    }
+}
+
+/// Logs go to stderr so that stdout carries only the command's output (`--json`).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init();
+}

@@ -29,10 +29,10 @@ fn all(conn: &Connection) -> Result<Vec<Library>, StoreError> {
 /// one inside the other (the same files would be indexed twice).
 fn clash(existing: &Library, name: &str, root: &str) -> Option<String> {
     let (new, old) = (Path::new(root), Path::new(&existing.root));
-    if existing.name == name {
-        Some(format!("a library named '{name}' already exists"))
-    } else if new == old {
+    if new == old {
         Some(format!("{root} is already the library '{}'", existing.name))
+    } else if existing.name == name {
+        Some(format!("a library named '{name}' already exists"))
     } else if new.starts_with(old) || old.starts_with(new) {
         Some(format!(
             "{root} overlaps the library '{}' at {}",

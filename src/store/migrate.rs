@@ -26,14 +26,14 @@ pub(super) fn migrate(
     own_owner: &str,
 ) -> Result<(), StoreError> {
     let latest = migrations.last().map_or(0, |m| m.version);
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let found: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-    if found > latest {
-        return Err(StoreError::NewerSchema {
-            found,
-            supported: latest,
-        });
+    // A current schema needs no write lock: a read-only command must not wait behind
+    // another process's long write just to learn that.
+    if check_version(conn, latest)? == latest {
+        return Ok(());
     }
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    // Re-read under the lock: another process may have migrated meanwhile.
+    let found = check_version(&tx, latest)?;
     if found == latest {
         return Ok(());
     }
@@ -47,6 +47,18 @@ pub(super) fn migrate(
     }
     tx.commit()?;
     Ok(())
+}
+
+/// The file's schema version, refused when newer than this binary's.
+fn check_version(conn: &Connection, latest: i64) -> Result<i64, StoreError> {
+    let found: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if found > latest {
+        return Err(StoreError::NewerSchema {
+            found,
+            supported: latest,
+        });
+    }
+    Ok(found)
 }
 
 /// Version-1 columns are the contract this query relies on; later migrations keep them.

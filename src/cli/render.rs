@@ -1,0 +1,393 @@
+//! Output of the command line: the `--json` shapes (a stable contract, documented in
+//! README.md, deliberately separate from `model` so that a model change cannot silently
+//! change it) and the human tables. Pure functions from rows to text; must not touch the
+//! store or the disk.
+
+use mediadex::model::{Counter, Job, JobState, Library, Millis, RunState, ScanRun};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Serialize)]
+struct LibraryOut<'a> {
+    id: i64,
+    name: &'a str,
+    root: &'a str,
+    created_at: Millis,
+}
+
+impl<'a> From<&'a Library> for LibraryOut<'a> {
+    fn from(l: &'a Library) -> Self {
+        LibraryOut {
+            id: l.id,
+            name: &l.name,
+            root: &l.root,
+            created_at: l.created_at,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct RunOut<'a> {
+    id: i64,
+    library_id: i64,
+    library_name: Option<&'a str>,
+    scope: &'a str,
+    trigger: &'static str,
+    watch_event: Option<&'a str>,
+    state: &'static str,
+    reason: Option<&'a str>,
+    attempt: i64,
+    generation: i64,
+    predecessor_id: Option<i64>,
+    lease_owner: Option<&'a str>,
+    lease_expires_at: Option<Millis>,
+    progress: Option<&'a str>,
+    requested_at: Millis,
+    accepted_at: Millis,
+    run_at: Millis,
+    started_at: Option<Millis>,
+    finished_at: Option<Millis>,
+    updated_at: Millis,
+}
+
+#[derive(Serialize)]
+struct JobOut<'a> {
+    id: i64,
+    kind: &'a str,
+    unique_key: Option<&'a str>,
+    state: &'static str,
+    attempts: i64,
+    max_attempts: i64,
+    generation: i64,
+    payload: &'a str,
+    checkpoint: Option<&'a str>,
+    last_error: Option<&'a str>,
+    lease_owner: Option<&'a str>,
+    lease_expires_at: Option<Millis>,
+    run_at: Millis,
+    created_at: Millis,
+    updated_at: Millis,
+    finished_at: Option<Millis>,
+}
+
+/// What `mediadex status` reports; the cli fills it from the store.
+pub struct Status {
+    pub version: &'static str,
+    pub data_dir: String,
+    pub db_path: String,
+    pub libraries: usize,
+    /// The state of every run and job row.
+    pub runs: Vec<RunState>,
+    pub jobs: Vec<JobState>,
+    pub counters: Vec<(Counter, i64)>,
+}
+
+#[derive(Serialize)]
+struct StatusOut<'a> {
+    version: &'a str,
+    data_dir: &'a str,
+    db_path: &'a str,
+    libraries: usize,
+    runs_by_state: BTreeMap<&'static str, usize>,
+    jobs_by_state: BTreeMap<&'static str, usize>,
+    counters: BTreeMap<&'static str, i64>,
+}
+
+pub fn added(library: &Library, json: bool) -> serde_json::Result<String> {
+    if json {
+        return to_json(&LibraryOut::from(library));
+    }
+    Ok(format!(
+        "added library '{}' (id {}) at {}\n",
+        library.name, library.id, library.root
+    ))
+}
+
+pub fn libraries(libraries: &[Library], json: bool) -> serde_json::Result<String> {
+    if json {
+        return to_json(&libraries.iter().map(LibraryOut::from).collect::<Vec<_>>());
+    }
+    if libraries.is_empty() {
+        return Ok("no libraries yet; add one with `mediadex library add PATH`\n".into());
+    }
+    let rows = libraries
+        .iter()
+        .map(|l| {
+            vec![
+                l.id.to_string(),
+                l.name.clone(),
+                local_time(l.created_at),
+                l.root.clone(),
+            ]
+        })
+        .collect();
+    Ok(table(&["ID", "NAME", "ADDED", "ROOT"], rows))
+}
+
+pub fn runs(runs: &[ScanRun], libraries: &[Library], json: bool) -> serde_json::Result<String> {
+    let name_of = |id: i64| {
+        libraries
+            .iter()
+            .find(|l| l.id == id)
+            .map(|l| l.name.as_str())
+    };
+    if json {
+        let out: Vec<_> = runs
+            .iter()
+            .map(|r| RunOut {
+                id: r.id,
+                library_id: r.library_id,
+                library_name: name_of(r.library_id),
+                scope: &r.scope,
+                trigger: r.trigger.as_str(),
+                watch_event: r.watch_event.as_deref(),
+                state: r.state.as_str(),
+                reason: r.reason.as_deref(),
+                attempt: r.attempt,
+                generation: r.generation,
+                predecessor_id: r.predecessor_id,
+                lease_owner: r.lease_owner.as_deref(),
+                lease_expires_at: r.lease_expires_at,
+                progress: r.progress.as_deref(),
+                requested_at: r.requested_at,
+                accepted_at: r.accepted_at,
+                run_at: r.run_at,
+                started_at: r.started_at,
+                finished_at: r.finished_at,
+                updated_at: r.updated_at,
+            })
+            .collect();
+        return to_json(&out);
+    }
+    if runs.is_empty() {
+        return Ok("no scan runs\n".into());
+    }
+    let rows = runs
+        .iter()
+        .map(|r| {
+            vec![
+                r.id.to_string(),
+                name_of(r.library_id).map_or_else(|| r.library_id.to_string(), str::to_string),
+                r.state.to_string(),
+                r.trigger.to_string(),
+                if r.scope.is_empty() {
+                    "(all)".into()
+                } else {
+                    r.scope.clone()
+                },
+                r.attempt.to_string(),
+                local_time(r.requested_at),
+                opt_time(r.finished_at),
+                r.reason.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    Ok(table(
+        &[
+            "ID",
+            "LIBRARY",
+            "STATE",
+            "TRIGGER",
+            "SCOPE",
+            "ATTEMPT",
+            "REQUESTED",
+            "FINISHED",
+            "REASON",
+        ],
+        rows,
+    ))
+}
+
+pub fn jobs(jobs: &[Job], json: bool) -> serde_json::Result<String> {
+    if json {
+        let out: Vec<_> = jobs
+            .iter()
+            .map(|j| JobOut {
+                id: j.id,
+                kind: &j.kind,
+                unique_key: j.unique_key.as_deref(),
+                state: j.state.as_str(),
+                attempts: j.attempts,
+                max_attempts: j.max_attempts,
+                generation: j.generation,
+                payload: &j.payload,
+                checkpoint: j.checkpoint.as_deref(),
+                last_error: j.last_error.as_deref(),
+                lease_owner: j.lease_owner.as_deref(),
+                lease_expires_at: j.lease_expires_at,
+                run_at: j.run_at,
+                created_at: j.created_at,
+                updated_at: j.updated_at,
+                finished_at: j.finished_at,
+            })
+            .collect();
+        return to_json(&out);
+    }
+    if jobs.is_empty() {
+        return Ok("no jobs\n".into());
+    }
+    let rows = jobs
+        .iter()
+        .map(|j| {
+            vec![
+                j.id.to_string(),
+                j.kind.clone(),
+                j.state.to_string(),
+                format!("{}/{}", j.attempts, j.max_attempts),
+                local_time(j.run_at),
+                local_time(j.updated_at),
+                j.last_error.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    Ok(table(
+        &[
+            "ID",
+            "KIND",
+            "STATE",
+            "ATTEMPTS",
+            "RUN AT",
+            "UPDATED",
+            "LAST ERROR",
+        ],
+        rows,
+    ))
+}
+
+pub fn status(s: &Status, json: bool) -> serde_json::Result<String> {
+    let runs = count(RunState::ALL, &s.runs, |st| st.as_str());
+    let jobs = count(JobState::ALL, &s.jobs, |st| st.as_str());
+    let counters: BTreeMap<_, _> = s.counters.iter().map(|&(c, v)| (c.name(), v)).collect();
+    if json {
+        return to_json(&StatusOut {
+            version: s.version,
+            data_dir: &s.data_dir,
+            db_path: &s.db_path,
+            libraries: s.libraries,
+            runs_by_state: runs,
+            jobs_by_state: jobs,
+            counters,
+        });
+    }
+    let joined = |m: &BTreeMap<&str, usize>| {
+        m.iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut rows = vec![
+        vec!["version".into(), s.version.into()],
+        vec!["data dir".into(), s.data_dir.clone()],
+        vec!["database".into(), s.db_path.clone()],
+        vec!["libraries".into(), s.libraries.to_string()],
+        vec!["runs".into(), joined(&runs)],
+        vec!["jobs".into(), joined(&jobs)],
+    ];
+    rows.extend(
+        counters
+            .iter()
+            .map(|(k, v)| vec![format!("counter {k}"), v.to_string()]),
+    );
+    Ok(table_body(&rows))
+}
+
+/// Every state appears, zero or not, so the shape does not depend on the data.
+fn count<S: Copy + PartialEq>(
+    all: &[S],
+    seen: &[S],
+    name: fn(S) -> &'static str,
+) -> BTreeMap<&'static str, usize> {
+    all.iter()
+        .map(|&s| (name(s), seen.iter().filter(|&&x| x == s).count()))
+        .collect()
+}
+
+fn to_json<T: Serialize>(value: &T) -> serde_json::Result<String> {
+    let mut text = serde_json::to_string_pretty(value)?;
+    text.push('\n');
+    Ok(text)
+}
+
+/// Local time with its offset, to the second: `2026-11-29 15:16:12+01:00`.
+fn local_time(ms: Millis) -> String {
+    chrono::DateTime::from_timestamp_millis(ms).map_or_else(
+        || ms.to_string(),
+        |t| {
+            t.with_timezone(&chrono::Local)
+                .format("%Y-%m-%d %H:%M:%S%:z")
+                .to_string()
+        },
+    )
+}
+
+fn opt_time(ms: Option<Millis>) -> String {
+    ms.map_or_else(|| "-".into(), local_time)
+}
+
+fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
+    let mut all = vec![header.iter().map(|h| h.to_string()).collect()];
+    all.extend(rows);
+    table_body(&all)
+}
+
+/// Left-aligned columns two spaces apart; the last column is not padded, so lines carry no
+/// trailing blanks.
+fn table_body(rows: &[Vec<String>]) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|cell| cell.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            if c + 1 < row.len() {
+                line.push_str(&format!("{cell:<w$}  ", w = widths[c]));
+            } else {
+                line.push_str(cell);
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_aligns_columns_without_trailing_blanks() {
+        let t = table(
+            &["ID", "NAME"],
+            vec![vec!["1".into(), "a".into()], vec!["10".into(), "bb".into()]],
+        );
+        assert_eq!(t, "ID  NAME\n1   a\n10  bb\n");
+    }
+
+    #[test]
+    fn status_json_lists_every_state_even_at_zero() {
+        let s = Status {
+            version: "0",
+            data_dir: "d".into(),
+            db_path: "d/mediadex.db".into(),
+            libraries: 0,
+            runs: vec![RunState::Completed],
+            jobs: vec![],
+            counters: vec![(Counter::FenceRejections, 3)],
+        };
+        let v: serde_json::Value =
+            serde_json::from_str(&status(&s, true).expect("json")).expect("parse");
+        assert_eq!(v["runs_by_state"]["completed"], 1);
+        assert_eq!(v["runs_by_state"]["accepted"], 0);
+        assert_eq!(v["jobs_by_state"]["queued"], 0);
+        assert_eq!(v["counters"]["fence_rejections"], 3);
+    }
+}

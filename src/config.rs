@@ -1,0 +1,264 @@
+//! Configuration: turns what the command line and environment said into a validated
+//! `Config` (data dir, database path, runtime knobs), and prepares the data dir on disk.
+//! Owns the OS-convention default data dir. Must not open the database or parse arguments
+//! itself (clap lives in the binary); it only receives the values.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The database file's name inside the data dir.
+pub const DB_FILE: &str = "mediadex.db";
+
+/// Everything the process needs to know before it opens the store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Absolute path of the data dir (database, later thumbnails and the instance file).
+    pub data_dir: PathBuf,
+    /// `<data_dir>/mediadex.db`.
+    pub db_path: PathBuf,
+    /// How long a claimed lease lives without a heartbeat.
+    pub lease_ttl: Duration,
+    /// How many workers claim jobs and scan runs.
+    pub workers: usize,
+    /// How often the maintenance loop reclaims stale leases and prunes.
+    pub maintenance_interval: Duration,
+    /// Finished jobs older than this are pruned.
+    pub job_retention: Duration,
+    /// Finished scan runs older than this are pruned (the newest per library is kept).
+    pub run_retention: Duration,
+}
+
+pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
+pub const DEFAULT_WORKERS: usize = 2;
+pub const DEFAULT_MAINTENANCE_INTERVAL: Duration = Duration::from_secs(5);
+pub const DEFAULT_JOB_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
+pub const DEFAULT_RUN_RETENTION: Duration = Duration::from_secs(90 * 24 * 3600);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error(
+        "cannot find a default data directory (no home directory?); pass --data DIR or set \
+         MEDIADEX_DATA"
+    )]
+    NoDefaultDataDir,
+    #[error("the data directory path is empty; pass --data DIR or set MEDIADEX_DATA")]
+    EmptyDataDir,
+    #[error("cannot resolve the data directory {path}: {source}")]
+    Resolve {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot create the data directory {path}: {source}")]
+    CreateDataDir {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the data directory {path} is not writable: {source}")]
+    NotWritable {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    LibraryPath(String),
+    #[error("invalid setting {name}: {why}")]
+    Invalid { name: &'static str, why: String },
+}
+
+impl Config {
+    /// The configuration for `data_dir` (or the OS default when `None`) with default knobs.
+    /// Touches nothing on disk; `prepare` does.
+    pub fn resolve(data_dir: Option<PathBuf>) -> Result<Config, ConfigError> {
+        let data_dir = match data_dir {
+            Some(dir) => dir,
+            None => default_data_dir().ok_or(ConfigError::NoDefaultDataDir)?,
+        };
+        if data_dir.as_os_str().is_empty() {
+            return Err(ConfigError::EmptyDataDir);
+        }
+        // Absolute so that status output, logs and a later chdir all agree on one place.
+        let data_dir = std::path::absolute(&data_dir).map_err(|source| ConfigError::Resolve {
+            path: data_dir.display().to_string(),
+            source,
+        })?;
+        let config = Config {
+            db_path: data_dir.join(DB_FILE),
+            data_dir,
+            lease_ttl: DEFAULT_LEASE_TTL,
+            workers: DEFAULT_WORKERS,
+            maintenance_interval: DEFAULT_MAINTENANCE_INTERVAL,
+            job_retention: DEFAULT_JOB_RETENTION,
+            run_retention: DEFAULT_RUN_RETENTION,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// `resolve`, then `prepare`: what every command that opens the database calls.
+    pub fn load(data_dir: Option<PathBuf>) -> Result<Config, ConfigError> {
+        let config = Config::resolve(data_dir)?;
+        config.prepare()?;
+        Ok(config)
+    }
+
+    /// Checks the knobs against each other. Public because callers that change a knob after
+    /// `resolve` (tests, a later TOML file) must re-check.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |name, why: &str| {
+            Err(ConfigError::Invalid {
+                name,
+                why: why.to_string(),
+            })
+        };
+        // A heartbeat renews every ttl/3 in whole milliseconds; below this it cannot keep up.
+        if self.lease_ttl < Duration::from_millis(300) {
+            return invalid("lease_ttl", "must be at least 300 ms");
+        }
+        if self.workers == 0 {
+            return invalid("workers", "must be at least 1");
+        }
+        if self.maintenance_interval.is_zero() {
+            return invalid("maintenance_interval", "must be greater than zero");
+        }
+        // Reclaim must run well within a lease's life, or an expired lease lingers.
+        if self.maintenance_interval > self.lease_ttl {
+            return invalid("maintenance_interval", "must not exceed lease_ttl");
+        }
+        if self.job_retention.is_zero() || self.run_retention.is_zero() {
+            return invalid("retention", "must be greater than zero");
+        }
+        Ok(())
+    }
+
+    /// Creates the data dir if needed and proves it is writable, by creating and removing
+    /// a probe file. On failure nothing else has been written (no database file).
+    pub fn prepare(&self) -> Result<(), ConfigError> {
+        let path = || self.data_dir.display().to_string();
+        std::fs::create_dir_all(&self.data_dir).map_err(|source| ConfigError::CreateDataDir {
+            path: path(),
+            source,
+        })?;
+        probe_writable(&self.data_dir).map_err(|source| ConfigError::NotWritable {
+            path: path(),
+            source,
+        })
+    }
+}
+
+/// The OS convention: `~/.local/share/mediadex` (or `$XDG_DATA_HOME/mediadex`) on Linux,
+/// `~/Library/Application Support/mediadex` on macOS, `%APPDATA%\mediadex\data` on Windows.
+pub fn default_data_dir() -> Option<PathBuf> {
+    directories::ProjectDirs::from("", "", "mediadex").map(|d| d.data_dir().to_path_buf())
+}
+
+/// Permission bits alone do not answer "can I write here" (root, ACLs, read-only mounts),
+/// so the probe really writes.
+fn probe_writable(dir: &Path) -> std::io::Result<()> {
+    let probe = dir.join(format!(".mediadex-write-probe-{}", std::process::id()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .and_then(|mut f| f.write_all(b"probe").and_then(|()| f.sync_all()));
+    let removed = std::fs::remove_file(&probe);
+    written?;
+    removed
+}
+
+/// Checks a folder the user wants as a library and returns its canonical root (absolute,
+/// symlinks resolved, UTF-8) and its name (`name`, else the folder's last component).
+pub fn library_root(path: &Path, name: Option<String>) -> Result<(String, String), ConfigError> {
+    let shown = path.display();
+    let bad = |why: String| ConfigError::LibraryPath(why);
+    let canonical = std::fs::canonicalize(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => bad(format!("{shown} does not exist")),
+        _ => bad(format!("cannot read {shown}: {e}")),
+    })?;
+    let meta =
+        std::fs::metadata(&canonical).map_err(|e| bad(format!("cannot read {shown}: {e}")))?;
+    if !meta.is_dir() {
+        return Err(bad(format!("{shown} is not a directory")));
+    }
+    let root = canonical
+        .to_str()
+        .ok_or_else(|| bad(format!("{shown} is not valid UTF-8")))?
+        .to_string();
+    let name = match name {
+        Some(name) => name,
+        None => canonical
+            .file_name()
+            .and_then(|n| n.to_str())
+            .map_or_else(|| root.clone(), str::to_string),
+    };
+    if name.trim().is_empty() {
+        return Err(bad("a library name must not be empty".to_string()));
+    }
+    Ok((root, name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolve_applies_the_documented_defaults() {
+        let c = Config::resolve(Some("/tmp/x".into())).expect("valid");
+        assert_eq!(c.db_path, Path::new("/tmp/x/mediadex.db"));
+        assert_eq!(c.lease_ttl, Duration::from_secs(30));
+        assert_eq!(c.workers, 2);
+        assert_eq!(c.maintenance_interval, Duration::from_secs(5));
+        assert_eq!(c.job_retention, Duration::from_secs(7 * 86_400));
+        assert_eq!(c.run_retention, Duration::from_secs(90 * 86_400));
+    }
+
+    #[test]
+    fn resolve_makes_a_relative_data_dir_absolute() {
+        let c = Config::resolve(Some("rel/dir".into())).expect("valid");
+        assert!(c.data_dir.is_absolute());
+        assert!(c.data_dir.ends_with("rel/dir"));
+    }
+
+    #[test]
+    fn empty_data_dir_is_refused() {
+        assert!(matches!(
+            Config::resolve(Some(PathBuf::new())),
+            Err(ConfigError::EmptyDataDir)
+        ));
+    }
+
+    #[test]
+    fn validate_refuses_zero_workers_and_slow_maintenance() {
+        let mut c = Config::resolve(Some("/tmp/x".into())).expect("valid");
+        c.workers = 0;
+        assert!(c.validate().is_err());
+        c.workers = 1;
+        c.maintenance_interval = c.lease_ttl * 2;
+        assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn prepare_creates_the_dir_and_leaves_only_the_dir() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let c = Config::resolve(Some(tmp.path().join("a/b"))).expect("valid");
+        c.prepare().expect("prepare");
+        let left: Vec<_> = std::fs::read_dir(&c.data_dir).expect("read").collect();
+        assert!(left.is_empty(), "probe file left behind: {left:?}");
+    }
+
+    #[test]
+    fn prepare_under_a_file_names_the_path() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let file = tmp.path().join("file");
+        std::fs::write(&file, b"x").expect("write");
+        let c = Config::resolve(Some(file.join("data"))).expect("valid");
+        let err = c.prepare().expect_err("must fail").to_string();
+        assert!(err.contains("cannot create the data directory"), "{err}");
+        assert!(
+            err.contains(&file.join("data").display().to_string()),
+            "{err}"
+        );
+    }
+}
