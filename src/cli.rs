@@ -172,14 +172,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 data_dir: config.data_dir.display().to_string(),
                 db_path: config.db_path.display().to_string(),
                 libraries: store.libraries()?.len(),
-                // The store has no count query yet; whole-table reads are bounded by the
-                // retention pruning.
-                runs: store
-                    .scan_runs(None, i64::MAX)?
-                    .iter()
-                    .map(|r| r.state)
-                    .collect(),
-                jobs: store.jobs(i64::MAX)?.iter().map(|j| j.state).collect(),
+                runs: store.scan_run_counts()?,
+                jobs: store.job_counts()?,
                 counters: store.counters()?,
             };
             emit(&render::status(&status, json)?)

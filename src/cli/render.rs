@@ -77,8 +77,9 @@ pub struct Status {
     pub db_path: String,
     pub libraries: usize,
     /// The state of every run and job row.
-    pub runs: Vec<RunState>,
-    pub jobs: Vec<JobState>,
+    /// Rows per state; states missing here count as zero.
+    pub runs: Vec<(RunState, i64)>,
+    pub jobs: Vec<(JobState, i64)>,
     pub counters: Vec<(Counter, i64)>,
 }
 
@@ -88,8 +89,8 @@ struct StatusOut<'a> {
     data_dir: &'a str,
     db_path: &'a str,
     libraries: usize,
-    runs_by_state: BTreeMap<&'static str, usize>,
-    jobs_by_state: BTreeMap<&'static str, usize>,
+    runs_by_state: BTreeMap<&'static str, i64>,
+    jobs_by_state: BTreeMap<&'static str, i64>,
     counters: BTreeMap<&'static str, i64>,
 }
 
@@ -269,7 +270,7 @@ pub fn status(s: &Status, json: bool) -> serde_json::Result<String> {
             counters,
         });
     }
-    let joined = |m: &BTreeMap<&str, usize>| {
+    let joined = |m: &BTreeMap<&str, i64>| {
         m.iter()
             .map(|(k, v)| format!("{k} {v}"))
             .collect::<Vec<_>>()
@@ -294,11 +295,14 @@ pub fn status(s: &Status, json: bool) -> serde_json::Result<String> {
 /// Every state appears, zero or not, so the shape does not depend on the data.
 fn count<S: Copy + PartialEq>(
     all: &[S],
-    seen: &[S],
+    seen: &[(S, i64)],
     name: fn(S) -> &'static str,
-) -> BTreeMap<&'static str, usize> {
+) -> BTreeMap<&'static str, i64> {
     all.iter()
-        .map(|&s| (name(s), seen.iter().filter(|&&x| x == s).count()))
+        .map(|&s| {
+            let n = seen.iter().find(|(x, _)| *x == s).map_or(0, |&(_, n)| n);
+            (name(s), n)
+        })
         .collect()
 }
 
@@ -379,7 +383,7 @@ mod tests {
             data_dir: "d".into(),
             db_path: "d/mediadex.db".into(),
             libraries: 0,
-            runs: vec![RunState::Completed],
+            runs: vec![(RunState::Completed, 1)],
             jobs: vec![],
             counters: vec![(Counter::FenceRejections, 3)],
         };

@@ -103,6 +103,7 @@ const REQUEUE_EXPIRED: &str = "
 const PRUNE: &str =
     "DELETE FROM jobs WHERE state IN ('done', 'failed', 'cancelled') AND finished_at < ?1";
 const GET: &str = concat!("SELECT ", job_cols!(), " FROM jobs WHERE id = ?1");
+const COUNTS: &str = "SELECT state, count(*) FROM jobs GROUP BY state";
 const LIST: &str = concat!(
     "SELECT ",
     job_cols!(),
@@ -292,6 +293,16 @@ impl Store {
                 counters::bump(conn, Counter::JobRetries, 1)?;
             }
             Ok(state)
+        })
+    }
+
+    /// How many jobs are in each state (states with none are left out).
+    pub fn job_counts(&self) -> Result<Vec<(JobState, i64)>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(COUNTS)?;
+            let rows =
+                stmt.query_map([], |r| Ok((parse_col(r, 0, JobState::parse)?, r.get(1)?)))?;
+            Ok(rows.collect::<Result<_, _>>()?)
         })
     }
 

@@ -53,6 +53,7 @@ pub enum Admission {
 }
 
 const GET: &str = concat!("SELECT ", run_cols!(), " FROM scan_runs WHERE id = ?1");
+const COUNTS: &str = "SELECT state, count(*) FROM scan_runs GROUP BY state";
 const WAITING: &str = concat!(
     "SELECT ",
     run_cols!(),
@@ -401,6 +402,16 @@ impl Store {
                 reason
             ])?;
             expect_one(&lease, n)
+        })
+    }
+
+    /// How many runs are in each state (states with none are left out).
+    pub fn scan_run_counts(&self) -> Result<Vec<(RunState, i64)>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(COUNTS)?;
+            let rows =
+                stmt.query_map([], |r| Ok((parse_col(r, 0, RunState::parse)?, r.get(1)?)))?;
+            Ok(rows.collect::<Result<_, _>>()?)
         })
     }
 
