@@ -71,6 +71,19 @@ fn pause_before_first_heartbeat() -> (Arc<PauseBeforeFirstHeartbeat>, Arrivals, 
     (Arc::new(hooks), arrived_rx, go_tx)
 }
 
+/// A queued "walk" job and a one-worker pool that will pause on it before the first
+/// heartbeat: (job id, pool, arrivals, go, handler runs).
+fn walk_pool_paused_before_first_heartbeat(
+    env: &support::Env,
+) -> (i64, WorkerPool, Arrivals, Sender<()>, Arc<AtomicUsize>) {
+    let id = env.store.enqueue(NewJob::new("walk", "{}")).unwrap().id;
+    let (hooks, arrived, go) = pause_before_first_heartbeat();
+    let (handler, runs) = scripted(|_, _| Ok(JobDone::Done));
+    let handlers = Handlers::default().job("walk", handler);
+    let pool = WorkerPool::start_with_hooks(&env.store, handlers, quiet(), hooks);
+    (id, pool, arrived, go, runs)
+}
+
 /// A handler driven by a closure, counting its runs.
 struct Scripted<F>(F, Arc<AtomicUsize>);
 
@@ -208,15 +221,7 @@ fn worker_paused_mid_work_is_cancelled_and_its_late_writes_and_ack_are_rejected(
 #[test]
 fn cancellation_registered_before_the_first_heartbeat_is_honoured() {
     let env = env();
-    let id = env.store.enqueue(NewJob::new("walk", "{}")).unwrap().id;
-    let (hooks, arrived, go) = pause_before_first_heartbeat();
-    let (handler, runs) = scripted(|_, _| Ok(JobDone::Done));
-    let pool = WorkerPool::start_with_hooks(
-        &env.store,
-        Handlers::default().job("walk", handler),
-        quiet(),
-        hooks,
-    );
+    let (id, pool, arrived, go, runs) = walk_pool_paused_before_first_heartbeat(&env);
 
     arrived.recv_timeout(PATIENCE).expect("claimed");
     assert!(pool.cancel(Target::Job, id).unwrap());
@@ -239,15 +244,7 @@ fn cancellation_registered_before_the_first_heartbeat_is_honoured() {
 #[test]
 fn a_cancel_from_another_process_before_the_first_heartbeat_stops_the_work() {
     let env = env();
-    let id = env.store.enqueue(NewJob::new("walk", "{}")).unwrap().id;
-    let (hooks, arrived, go) = pause_before_first_heartbeat();
-    let (handler, runs) = scripted(|_, _| Ok(JobDone::Done));
-    let pool = WorkerPool::start_with_hooks(
-        &env.store,
-        Handlers::default().job("walk", handler),
-        quiet(),
-        hooks,
-    );
+    let (id, pool, arrived, go, runs) = walk_pool_paused_before_first_heartbeat(&env);
 
     arrived.recv_timeout(PATIENCE).expect("claimed");
     assert!(
@@ -559,15 +556,7 @@ fn the_maintenance_loop_reclaims_for_the_life_of_the_process() {
 #[test]
 fn work_claimed_while_the_process_stops_never_starts_and_is_handed_back() {
     let env = env();
-    let id = env.store.enqueue(NewJob::new("walk", "{}")).unwrap().id;
-    let (hooks, arrived, go) = pause_before_first_heartbeat();
-    let (handler, runs) = scripted(|_, _| Ok(JobDone::Done));
-    let pool = WorkerPool::start_with_hooks(
-        &env.store,
-        Handlers::default().job("walk", handler),
-        quiet(),
-        hooks,
-    );
+    let (id, pool, arrived, go, runs) = walk_pool_paused_before_first_heartbeat(&env);
     let (_, token) = arrived.recv_timeout(PATIENCE).expect("claimed");
     let stopping = std::thread::spawn(move || pool.shutdown());
     wait_until("the shutdown to reach the token", || token.is_cancelled());
