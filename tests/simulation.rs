@@ -409,7 +409,7 @@ impl Oracle {
         let p = self.policy();
         for i in 0..self.runs.len() {
             let r = &self.runs[i];
-            if r.state != RunState::Running || !r.lease_expires_at.is_some_and(|e| e <= now) {
+            if r.state != RunState::Running || r.lease_expires_at.is_none_or(|e| e > now) {
                 continue;
             }
             let pred = r.clone();
@@ -1135,7 +1135,7 @@ impl Sim {
     }
 
     /// Moves the clock to just before, exactly at, or just after a held lease's expiry.
-    fn to_boundary(&mut self) {
+    fn jump_to_a_lease_boundary(&mut self) {
         let expiries: Vec<Millis> = self
             .workers
             .iter()
@@ -1181,7 +1181,7 @@ impl Sim {
                 let by = self.rng.range(TTL, 3 * TTL);
                 self.advance(by)
             }
-            81..=83 => self.to_boundary(),
+            81..=83 => self.jump_to_a_lease_boundary(),
             84..=86 => self.cancel()?,
             87..=89 => self.release_unowned()?,
             _ => self.reclaim()?,
@@ -1195,7 +1195,7 @@ impl Sim {
     /// it, every row it aimed at, every new row; all rows on a full check), compares them
     /// with the oracle and checks the invariants.
     fn check(&mut self) -> Result<(), String> {
-        let full = self.full_every <= 1 || self.step % self.full_every == 0;
+        let full = self.full_every <= 1 || self.step.is_multiple_of(self.full_every);
         self.check_rows(full)
     }
 
@@ -1635,11 +1635,13 @@ fn seeded_schedules_of_workers_keep_the_lease_protocol_on_a_real_database() {
     run_many(200, 1_000);
 }
 
-/// The long run for CI: `cargo test --release --test simulation -- --ignored`.
+/// The long run for CI: `cargo test --release --test simulation -- --ignored` (about seven
+/// minutes on two cores; 2,000 seeds x 5,000 steps, set through the environment, take about
+/// 36 minutes).
 #[test]
 #[ignore]
 fn soak() {
-    run_many(2_000, 5_000);
+    run_many(400, 5_000);
 }
 
 #[test]
