@@ -571,3 +571,26 @@ fn work_claimed_while_the_process_stops_never_starts_and_is_handed_back() {
     );
     assert_eq!(env.counter(Counter::FenceRejections), 0);
 }
+
+#[test]
+fn work_that_finishes_while_the_process_stops_is_completed_not_redone() {
+    let env = env();
+    let id = env.store.enqueue(NewJob::new("walk", "{}")).unwrap().id;
+    let (started_tx, started) = unbounded();
+    let (handler, _) = scripted(move |ctx: &WorkContext, _| {
+        let _ = started_tx.send(());
+        while !ctx.token().is_cancelled() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        Ok(JobDone::Done) // the last file was already indexed: the work is complete
+    });
+    let pool = WorkerPool::start(
+        &env.store,
+        Handlers::default().job("walk", handler),
+        quiet(),
+    );
+    started.recv_timeout(PATIENCE).unwrap();
+    pool.shutdown();
+    let job = env.store.job(id).unwrap().unwrap();
+    assert_eq!((job.state, job.attempts), (JobState::Done, 0));
+}

@@ -96,6 +96,10 @@ impl LeaseGuard {
         if let Some(reason) = self.token.reason() {
             return Err(self.cancelled_error(reason));
         }
+        self.ensure_unexpired()
+    }
+
+    fn ensure_unexpired(&self) -> Result<(), GuardError> {
         if self.store.now() >= self.expires_at.load(Ordering::SeqCst) {
             self.token.cancel(CancelReason::LeaseLost);
             // A rejection that never reached the database is still a fence rejection.
@@ -119,6 +123,26 @@ impl LeaseGuard {
         write: impl FnOnce(&Store, &Lease) -> Result<T, StoreError>,
     ) -> Result<T, GuardError> {
         self.ensure_live()?;
+        self.write(write)
+    }
+
+    /// The final write of a claim (complete, fail, hand back). Like `guarded`, except that a
+    /// shutdown does not block it: the lease is still ours until it is handed back.
+    pub fn ack<T>(
+        &self,
+        write: impl FnOnce(&Store, &Lease) -> Result<T, StoreError>,
+    ) -> Result<T, GuardError> {
+        match self.ensure_live() {
+            Err(GuardError::Cancelled(_, _, CancelReason::Shutdown)) => self.ensure_unexpired()?,
+            other => other?,
+        }
+        self.write(write)
+    }
+
+    fn write<T>(
+        &self,
+        write: impl FnOnce(&Store, &Lease) -> Result<T, StoreError>,
+    ) -> Result<T, GuardError> {
         write(&self.store, &self.lease).map_err(|e| {
             if e.is_lease_lost() {
                 self.token.cancel(CancelReason::LeaseLost);

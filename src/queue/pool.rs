@@ -280,14 +280,14 @@ impl Worker {
     fn ack_job(&self, guard: &LeaseGuard, result: Result<JobDone, WorkError>) {
         guard.stop_heartbeat();
         self.hooks.before_ack(guard.lease());
-        let acked = match result {
-            _ if guard.token().is_cancelled() => return self.hand_back_if_shutdown(guard),
-            Ok(JobDone::Done) => guard.guarded(|s, l| s.complete_job(l)),
-            Ok(JobDone::Then(next)) => guard
-                .guarded(|s, l| s.complete_job_and_enqueue(l, next))
+        let acked = match decide(guard.token().reason(), result) {
+            Ack::Finish(JobDone::Done) => guard.ack(|s, l| s.complete_job(l)),
+            Ack::Finish(JobDone::Then(next)) => guard
+                .ack(|s, l| s.complete_job_and_enqueue(l, next))
                 .map(drop),
-            Err(WorkError::Failed(msg)) => guard.guarded(|s, l| s.fail_job(l, &msg)).map(drop),
-            Err(WorkError::Guard(_)) => return self.hand_back_if_shutdown(guard),
+            Ack::Fail(msg) => guard.ack(|s, l| s.fail_job(l, &msg)).map(drop),
+            Ack::HandBack => guard.ack(|s, l| s.release(l)),
+            Ack::Abandon => return,
         };
         log_ack(guard, acked);
     }
@@ -295,35 +295,59 @@ impl Worker {
     fn ack_scan(&self, guard: &LeaseGuard, result: Result<ScanDone, WorkError>) {
         guard.stop_heartbeat();
         self.hooks.before_ack(guard.lease());
-        let acked = match result {
-            _ if guard.token().is_cancelled() => return self.hand_back_if_shutdown(guard),
-            Ok(done) => {
-                guard.guarded(|s, l| s.complete_scan(l, done.outcome, done.reason.as_deref()))
+        let acked = match decide(guard.token().reason(), result) {
+            Ack::Finish(done) => {
+                guard.ack(|s, l| s.complete_scan(l, done.outcome, done.reason.as_deref()))
             }
-            Err(WorkError::Failed(msg)) => guard.guarded(|s, l| s.fail_scan(l, &msg)),
-            Err(WorkError::Guard(_)) => return self.hand_back_if_shutdown(guard),
+            Ack::Fail(msg) => guard.ack(|s, l| s.fail_scan(l, &msg)),
+            Ack::HandBack => guard.ack(|s, l| s.release(l)),
+            Ack::Abandon => return,
         };
         log_ack(guard, acked);
     }
 
-    /// A lease stopped by shutdown is still ours: give it back so the next process resumes
-    /// at once instead of waiting for the expiry. A lost or cancelled lease is not ours.
+    /// A claim stopped by shutdown before it started is still ours: give it back so the
+    /// next process resumes at once instead of waiting for the expiry.
     fn hand_back_if_shutdown(&self, guard: &LeaseGuard) {
-        if guard.token().reason() != Some(CancelReason::Shutdown) {
-            return;
-        }
-        if let Err(e) = self.store.release(guard.lease())
-            && !e.is_lease_lost()
-        {
-            tracing::warn!(error = %e, "could not hand a lease back; it will expire");
+        if guard.token().reason() == Some(CancelReason::Shutdown) {
+            log_ack(guard, guard.ack(|s, l| s.release(l)));
         }
     }
 }
 
+/// What the end of a claim writes.
+enum Ack<T> {
+    Finish(T),
+    /// A failed attempt: a job retries with backoff, a scan run ends failed.
+    Fail(String),
+    /// Shutdown interrupted the work: the lease goes back without using an attempt.
+    HandBack,
+    /// The lease is not ours any more (lost, or the row was cancelled): write nothing.
+    Abandon,
+}
+
+fn decide<T>(stopped: Option<CancelReason>, result: Result<T, WorkError>) -> Ack<T> {
+    match (stopped, result) {
+        (Some(CancelReason::LeaseLost | CancelReason::Cancelled), _) => Ack::Abandon,
+        // Work that finished while the process was stopping is kept, not redone.
+        (_, Ok(done)) => Ack::Finish(done),
+        (Some(CancelReason::Shutdown), Err(_)) => Ack::HandBack,
+        (None, Err(WorkError::Failed(msg))) => Ack::Fail(msg),
+        (None, Err(WorkError::Guard(e))) => Ack::Fail(e.to_string()),
+    }
+}
+
 fn log_ack(guard: &LeaseGuard, acked: Result<(), GuardError>) {
-    if let Err(e) = acked {
-        let lease = guard.lease();
-        tracing::warn!(id = lease.id, target = ?lease.target, error = %e, "ack not written");
+    let lease = guard.lease();
+    match acked {
+        Ok(()) => {}
+        // Expected after a reclaim or a cancel; counted as a fence rejection.
+        Err(GuardError::LeaseLost(..)) => {
+            tracing::info!(id = lease.id, target = ?lease.target, "stale ack not written")
+        }
+        Err(e) => {
+            tracing::warn!(id = lease.id, target = ?lease.target, error = %e, "ack not written")
+        }
     }
 }
 
