@@ -261,6 +261,45 @@ impl Counter {
     }
 }
 
+/// What kind of media a file is, by its content (not its name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MediaKind {
+    Image,
+    Video,
+    /// Sniffed as something that is neither (a document, an archive, unknown bytes).
+    Other,
+}
+
+/// The facts the pure extractors of `media/` read from one file. Every field is optional:
+/// a corrupt, truncated or mislabelled file yields what could be read, plus `error`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct MediaFacts {
+    pub kind: Option<MediaKind>,
+    /// MIME type by content sniffing, e.g. `image/jpeg`, `video/quicktime`.
+    pub mime: Option<String>,
+    /// Stored pixel dimensions.
+    pub width: Option<u32>,
+    pub height: Option<u32>,
+    /// Dimensions as displayed (after EXIF orientation: swapped for 5..=8).
+    pub display_width: Option<u32>,
+    pub display_height: Option<u32>,
+    /// Capture time as the camera wrote it, `YYYY-MM-DDTHH:MM:SS[.fff]` local wall time.
+    pub taken_local: Option<String>,
+    /// The UTC offset of `taken_local` in minutes, when the file says so.
+    pub taken_offset_minutes: Option<i32>,
+    pub make: Option<String>,
+    pub model: Option<String>,
+    pub lat: Option<f64>,
+    pub lon: Option<f64>,
+    /// EXIF orientation 1..=8.
+    pub orientation: Option<u16>,
+    pub duration_ms: Option<i64>,
+    pub video_codec: Option<String>,
+    /// What could not be read, for the file row; `None` when everything parsed.
+    pub error: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
