@@ -6,4 +6,5 @@ pub mod clock;
 pub mod config;
 pub mod model;
 pub mod queue;
+pub mod scan;
 pub mod store;

@@ -1,0 +1,6 @@
+//! The scan pipeline (DESIGN.md section 5): walk → diff against known files → hash and
+//! extract on rayon → fenced batches to the writer. It never writes SQL itself.
+
+pub mod diff;
+pub mod hash;
+pub mod walk;
