@@ -3,4 +3,5 @@
 
 pub mod diff;
 pub mod hash;
+pub mod pipeline;
 pub mod walk;
