@@ -103,7 +103,7 @@ where
 {
     fn run(&self, ctx: &WorkContext, _run: &ScanRun) -> Result<ScanDone, WorkError> {
         let n = self.1.fetch_add(1, Ordering::SeqCst);
-        (self.0)(ctx, n).map(|_| ScanDone {
+        (self.0)(ctx, n).map(|_| ScanDone::Complete {
             outcome: RunOutcome::Completed,
             reason: None,
         })

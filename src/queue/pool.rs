@@ -27,9 +27,15 @@ pub enum JobDone {
 
 /// How a scan handler finished.
 #[derive(Debug)]
-pub struct ScanDone {
-    pub outcome: RunOutcome,
-    pub reason: Option<String>,
+pub enum ScanDone {
+    /// The pool writes the completion (fenced).
+    Complete {
+        outcome: RunOutcome,
+        reason: Option<String>,
+    },
+    /// The handler already committed the completion in the same fenced transaction as its
+    /// last data (a full scan's missing-file marking); nothing is left to write.
+    Committed,
 }
 
 /// Why a handler stopped without finishing.
@@ -296,9 +302,10 @@ impl Worker {
         guard.stop_heartbeat();
         self.hooks.before_ack(guard.lease());
         let acked = match decide(guard.token().reason(), result) {
-            Ack::Finish(done) => {
-                guard.ack(|s, l| s.complete_scan(l, done.outcome, done.reason.as_deref()))
+            Ack::Finish(ScanDone::Complete { outcome, reason }) => {
+                guard.ack(|s, l| s.complete_scan(l, outcome, reason.as_deref()))
             }
+            Ack::Finish(ScanDone::Committed) => Ok(()),
             Ack::Fail(msg) => guard.ack(|s, l| s.fail_scan(l, &msg)),
             Ack::HandBack => guard.ack(|s, l| s.release(l)),
             Ack::Abandon => return,
