@@ -82,8 +82,7 @@ fn setup() -> (tempfile::TempDir, std::path::PathBuf, Arc<FakeClock>) {
 /// The database is still at this binary's version: its own list opens it, and the next
 /// version has not created its table (a later open with `next()` would fail otherwise).
 fn assert_still_current(path: &Path, clock: &Arc<FakeClock>) {
-    open(path, clock, "inspector:1:0000", MIGRATIONS)
-        .expect("still opens with this binary list");
+    open(path, clock, "inspector:1:0000", MIGRATIONS).expect("still opens with this binary list");
 }
 
 #[test]
@@ -128,8 +127,8 @@ fn migration_is_refused_while_a_foreign_job_lease_is_live_and_names_the_holder()
     foreign.complete_job(&lease).unwrap();
     drop(foreign);
     drop(ours);
-    let upgraded =
-        open(&path, &clock, "ourhost:1:0001", next()).expect("the upgrade proceeds after the drain");
+    let upgraded = open(&path, &clock, "ourhost:1:0001", next())
+        .expect("the upgrade proceeds after the drain");
     assert_eq!(upgraded.job(id).unwrap().unwrap().state, JobState::Done);
     drop(upgraded);
     // The table exists: version 3 can insert into it.
