@@ -552,10 +552,11 @@ pub struct TrashIntent {
     pub created_at: Millis,
 }
 
-/// How a committed restore ended.
+/// How the asset flipped when the last intent of a trash or restore was settled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum RestoreOutcome {
+pub enum MoveOutcome {
+    Trashed,
     Restored,
     /// The asset was live already (another path restored it): nothing to do.
     AlreadyLive,
@@ -565,6 +566,13 @@ pub enum RestoreOutcome {
 
 /// The trash folder in each library root.
 pub const TRASH_DIR: &str = ".mediadex-trash";
+
+/// Where a trashed file goes in its library: `.mediadex-trash/<asset id>/<rel_path>`.
+pub fn trash_path(asset_id: i64, rel_path: &[u8]) -> Vec<u8> {
+    let mut p = format!("{TRASH_DIR}/{asset_id}/").into_bytes();
+    p.extend_from_slice(rel_path);
+    p
+}
 
 /// Lowercase hex of a checksum.
 pub fn hex(bytes: &[u8]) -> String {

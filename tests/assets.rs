@@ -5,8 +5,8 @@
 mod support;
 
 use mediadex::model::{
-    Claim, FileReason, FileStamp, IngestItem, Lease, MediaFacts, MediaKind, Provenance, RunState,
-    ScanRequest, Trigger,
+    Claim, FileReason, FileStamp, IngestItem, Lease, LibraryIdentity, MediaFacts, MediaKind,
+    MoveOutcome, Provenance, RunState, ScanRequest, TrashAction, TrashReason, Trigger, trash_path,
 };
 use mediadex::store::{Admission, AdmissionOptions, StoreError};
 use support::{Env, TTL, env};
@@ -497,4 +497,121 @@ fn the_hourly_limit_refuses_new_runs_until_the_hour_has_passed() {
     env.store
         .request_scan_keyed(env.scan_request(lib, ""), opts())
         .expect("the window moved on");
+}
+
+/// One asset shown by two files, both present.
+fn two_copies(env: &Env) -> (i64, i64) {
+    let lib = env.library("photos");
+    let lease = start_scan(env, lib, "");
+    let report = env
+        .store
+        .ingest_batch(
+            &lease,
+            lib,
+            vec![
+                item("a.jpg", 1, FileReason::New),
+                item("b/a.jpg", 1, FileReason::New),
+            ],
+            "",
+        )
+        .unwrap();
+    env.store.finish_full_scan(&lease, lib, 0.2, true).unwrap();
+    (lib, report.items[0].asset_id.unwrap())
+}
+
+#[test]
+fn a_user_trash_is_journaled_intent_then_commit_and_a_restore_moves_the_files_back() {
+    let env = env();
+    let (lib, asset) = two_copies(&env);
+    let intents = env.store.begin_trash(asset).unwrap();
+    assert_eq!(intents.len(), 2);
+    assert_eq!(intents[0].action, TrashAction::Trash);
+    assert_eq!(intents[0].from_path, b"a.jpg");
+    assert_eq!(intents[0].to_path, trash_path(asset, b"a.jpg"));
+    assert_eq!(
+        intents[0].to_path,
+        format!(".mediadex-trash/{asset}/a.jpg").into_bytes()
+    );
+    // Until committed, nothing is trashed and the intents wait for replay.
+    assert_eq!(env.store.pending_intents().unwrap(), intents);
+    assert_eq!(live_assets(&env), 1);
+    assert!(env.store.begin_trash(asset).is_err(), "one move at a time");
+
+    assert_eq!(env.store.commit_intent(intents[0].id).unwrap(), None);
+    assert_eq!(
+        env.store.commit_intent(intents[1].id).unwrap(),
+        Some(MoveOutcome::Trashed)
+    );
+    assert!(env.store.pending_intents().unwrap().is_empty());
+    let trashed = env.store.assets(true).unwrap();
+    assert_eq!(trashed[0].trash_reason, Some(TrashReason::User));
+    assert!(env.store.known_files(lib, "").unwrap().is_empty());
+
+    let back = env.store.begin_restore(asset).unwrap();
+    assert_eq!(back.len(), 2);
+    assert_eq!(back[1].from_path, trash_path(asset, b"b/a.jpg"));
+    assert_eq!(back[1].to_path, b"b/a.jpg");
+    // A crash here: the replay finds the restore pending and finishes it.
+    assert_eq!(env.store.pending_intents().unwrap(), back);
+    assert_eq!(env.store.abort_intent(back[0].id).unwrap(), None);
+    assert_eq!(
+        env.store.commit_intent(back[1].id).unwrap(),
+        Some(MoveOutcome::Restored)
+    );
+    assert_eq!(live_assets(&env), 1);
+    let known = env.store.known_files(lib, "").unwrap();
+    assert_eq!(known.len(), 1, "only the committed move came back");
+    assert_eq!(known[0].rel_path, b"b/a.jpg");
+}
+
+#[test]
+fn sweep_and_restore_in_either_order_end_restored_or_gone_never_an_error() {
+    const DAY: i64 = 86_400_000;
+    // Restore first: the sweep finds nothing to delete.
+    let env = env();
+    let (_, asset) = two_copies(&env);
+    let intents = env.store.begin_trash(asset).unwrap();
+    for i in &intents {
+        env.store.commit_intent(i.id).unwrap();
+    }
+    env.clock.advance(31 * DAY);
+    let back = env.store.begin_restore(asset).unwrap();
+    // A pending restore holds the sweep off.
+    assert_eq!(env.store.sweep_trash(30 * DAY).unwrap(), 0);
+    for i in &back {
+        env.store.commit_intent(i.id).unwrap();
+    }
+    assert_eq!(env.store.sweep_trash(30 * DAY).unwrap(), 0);
+    assert_eq!(env.store.asset(asset).unwrap().unwrap().trashed_at, None);
+
+    // Sweep first: the restore answers that the asset is gone.
+    let env = support::env();
+    let (_, asset) = two_copies(&env);
+    for i in &env.store.begin_trash(asset).unwrap() {
+        env.store.commit_intent(i.id).unwrap();
+    }
+    env.clock.advance(31 * DAY);
+    assert_eq!(env.store.sweep_trash(30 * DAY).unwrap(), 1);
+    assert!(env.store.asset(asset).unwrap().is_none());
+    assert!(matches!(
+        env.store.begin_restore(asset),
+        Err(StoreError::NotFound(_))
+    ));
+}
+
+#[test]
+fn a_library_root_identity_is_recorded_for_the_circuit_breaker() {
+    let env = env();
+    let lib = env.library("photos");
+    assert_eq!(
+        env.store.library_identity(lib).unwrap(),
+        Some(LibraryIdentity::default())
+    );
+    let id = LibraryIdentity {
+        root_dev: Some(u64::MAX - 1),
+        marker_id: Some("0191-marker".into()),
+    };
+    env.store.set_library_identity(lib, id.clone()).unwrap();
+    assert_eq!(env.store.library_identity(lib).unwrap(), Some(id));
+    assert_eq!(env.store.library_identity(999).unwrap(), None);
 }
