@@ -364,3 +364,189 @@ impl Store {
         }
     }
 }
+
+/// Races between a claim and a restore or a sweep, staged deterministically: one raw
+/// connection holds its write transaction open while the other's `BEGIN IMMEDIATE` is
+/// provably waiting on it (its busy handler has run), then commits.
+#[cfg(test)]
+mod race_tests {
+    use super::sweep_one;
+    use crate::clock::FakeClock;
+    use crate::model::{Claim, FileReason, FileStamp, IngestItem, Lease, MediaFacts};
+    use crate::store::files::ingest_one;
+    use crate::store::{Store, StoreOptions};
+    use rusqlite::Connection;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    const T0: i64 = 1_800_000_000_000;
+    static WAITING: [AtomicBool; 3] = [const { AtomicBool::new(false) }; 3];
+
+    /// Records that a connection found the database locked, then lets it keep waiting.
+    fn busy<const I: usize>(_attempt: i32) -> bool {
+        WAITING[I].store(true, Ordering::SeqCst);
+        std::thread::yield_now();
+        true
+    }
+
+    fn item(path: &str, content: u8) -> IngestItem {
+        IngestItem {
+            rel_path: path.as_bytes().to_vec(),
+            rel_path_text: path.to_string(),
+            stamp: FileStamp {
+                size: 10,
+                mtime_ns: 1,
+                dev: 1,
+                inode: u64::from(content),
+            },
+            reason: FileReason::New,
+            checksum: Some([content; 32]),
+            facts: Some(MediaFacts::default()),
+            error: None,
+        }
+    }
+
+    /// A library whose asset for content 1 is in the trash (its file went missing) next to
+    /// a live asset for content 2 with a higher id; the lease of a running full scan.
+    struct Setup {
+        _dir: tempfile::TempDir,
+        store: Store,
+        lib: i64,
+        lease: Lease,
+        trashed: i64,
+    }
+
+    fn setup() -> Setup {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(
+            &dir.path().join("m.db"),
+            FakeClock::new(T0),
+            StoreOptions::default(),
+        )
+        .expect("open");
+        let lib = store.add_library("photos", "/photos").expect("library").id;
+        let scan = |store: &Store| {
+            let req = crate::model::ScanRequest {
+                library_id: lib,
+                scope: String::new(),
+                trigger: crate::model::Trigger::Manual,
+                watch_event: None,
+            };
+            store.request_scan(req).expect("request");
+            store
+                .claim_scan_run(60_000)
+                .expect("claim")
+                .expect("a run")
+                .0
+        };
+        let lease = scan(&store);
+        let report = store
+            .ingest_batch(&lease, lib, vec![item("a.jpg", 1), item("b.jpg", 2)], "")
+            .expect("ingest");
+        store
+            .finish_full_scan(&lease, lib, 1.0, true)
+            .expect("finish");
+        let lease = scan(&store);
+        store
+            .touch_unchanged(&lease, lib, vec![b"b.jpg".to_vec()], "")
+            .expect("touch");
+        store
+            .finish_full_scan(&lease, lib, 1.0, true)
+            .expect("finish");
+        let trashed = report.items[0].asset_id.expect("asset");
+        assert!(store.asset(trashed).unwrap().unwrap().trashed_at.is_some());
+        let lease = scan(&store);
+        Setup {
+            _dir: dir,
+            store,
+            lib,
+            lease,
+            trashed,
+        }
+    }
+
+    fn raw(store: &Store) -> Connection {
+        let conn = Connection::open(store.path()).expect("raw connection");
+        conn.execute_batch("PRAGMA foreign_keys = ON;")
+            .expect("pragma");
+        conn
+    }
+
+    /// Runs `holder` in a write transaction on one connection and, while it is still open,
+    /// starts `waiter`'s transaction on another; commits the holder only once the waiter is
+    /// blocked on it, and returns what the waiter did once it could run.
+    fn race<const I: usize, T: Send + 'static>(
+        store: &Store,
+        holder: impl FnOnce(&Connection),
+        waiter: impl FnOnce(&Connection) -> T + Send + 'static,
+    ) -> T {
+        let held = raw(store);
+        held.execute_batch("BEGIN IMMEDIATE").expect("begin holder");
+        holder(&held);
+        let waiting = raw(store);
+        waiting.busy_handler(Some(busy::<I>)).expect("handler");
+        WAITING[I].store(false, Ordering::SeqCst);
+        let thread = std::thread::spawn(move || {
+            waiting
+                .execute_batch("BEGIN IMMEDIATE")
+                .expect("begin waiter");
+            let out = waiter(&waiting);
+            waiting.execute_batch("COMMIT").expect("commit waiter");
+            out
+        });
+        while !WAITING[I].load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        held.execute_batch("COMMIT").expect("commit holder");
+        thread.join().expect("waiter")
+    }
+
+    #[test]
+    fn a_claim_that_loses_to_a_held_restore_answers_duplicate_not_a_unique_key_error() {
+        let s = setup();
+        let (lib, run, id) = (s.lib, s.lease.id, s.trashed);
+        let out = race::<0, _>(
+            &s.store,
+            |c| assert!(super::restore(c, id).expect("restore")),
+            move |c| ingest_one(c, run, lib, &item("copy/a.jpg", 1), T0 + 1),
+        )
+        .expect("the claim never errors");
+        assert_eq!((out.claim, out.asset_id), (Claim::Duplicate, Some(id)));
+        assert_eq!(s.store.assets(false).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_claim_that_loses_to_a_held_sweep_stores_the_file_afresh() {
+        let s = setup();
+        let (lib, run, id) = (s.lib, s.lease.id, s.trashed);
+        let out = race::<1, _>(
+            &s.store,
+            |c| assert!(sweep_one(c, id, T0 + 10).expect("sweep")),
+            move |c| ingest_one(c, run, lib, &item("a.jpg", 1), T0 + 1),
+        )
+        .expect("the claim never errors");
+        assert_eq!(out.claim, Claim::Created);
+        assert!(
+            out.asset_id.expect("asset") > id,
+            "a new row, not the swept one"
+        );
+        assert!(s.store.asset(id).unwrap().is_none());
+        assert_eq!(s.store.assets(false).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_sweep_that_loses_to_a_held_restoring_claim_deletes_nothing() {
+        let s = setup();
+        let (lib, run, id) = (s.lib, s.lease.id, s.trashed);
+        let swept = race::<2, _>(
+            &s.store,
+            |c| {
+                let out = ingest_one(c, run, lib, &item("a.jpg", 1), T0 + 1).expect("claim");
+                assert_eq!(out.claim, Claim::Restored);
+            },
+            move |c| sweep_one(c, id, T0 + 10).expect("the sweep never errors"),
+        );
+        assert!(!swept);
+        let asset = s.store.asset(id).unwrap().expect("restored, not gone");
+        assert_eq!(asset.trashed_at, None);
+    }
+}

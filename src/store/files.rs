@@ -109,7 +109,7 @@ fn stamp_params(s: &FileStamp) -> (i64, i64, i64, i64) {
 
 /// One item of a batch: the claim (when the file was read), the file row, and the trash of
 /// the asset the file showed before if nothing shows it any more (its content was replaced).
-fn ingest_one(
+pub(super) fn ingest_one(
     conn: &Connection,
     run_id: i64,
     library_id: i64,
