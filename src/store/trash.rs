@@ -109,13 +109,14 @@ fn flip(
     now: Millis,
 ) -> Result<MoveOutcome, StoreError> {
     match action {
-        TrashAction::Trash => Ok(if trash(conn, asset_id, TrashReason::User, now)? {
-            MoveOutcome::Trashed
-        } else if state(conn, asset_id)?.is_some() {
-            MoveOutcome::Trashed
-        } else {
-            MoveOutcome::Gone
-        }),
+        TrashAction::Trash => {
+            let trashed = trash(conn, asset_id, TrashReason::User, now)?;
+            Ok(if trashed || state(conn, asset_id)?.is_some() {
+                MoveOutcome::Trashed
+            } else {
+                MoveOutcome::Gone
+            })
+        }
         TrashAction::Restore => Ok(if restore(conn, asset_id)? {
             MoveOutcome::Restored
         } else if state(conn, asset_id)?.is_some() {
