@@ -29,11 +29,11 @@ pub struct Lease {
 }
 
 macro_rules! string_enum {
-    ($(#[$m:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
         $(#[$m])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
         #[serde(rename_all = "snake_case")]
-        pub enum $name { $($variant),+ }
+        pub enum $name { $($(#[$vm])* $variant),+ }
 
         impl $name {
             pub const ALL: &'static [$name] = &[$($name::$variant),+];
@@ -271,6 +271,25 @@ pub enum MediaKind {
     Other,
 }
 
+impl MediaKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MediaKind::Image => "image",
+            MediaKind::Video => "video",
+            MediaKind::Other => "other",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "image" => Some(MediaKind::Image),
+            "video" => Some(MediaKind::Video),
+            "other" => Some(MediaKind::Other),
+            _ => None,
+        }
+    }
+}
+
 /// The facts the pure extractors of `media/` read from one file. Every field is optional:
 /// a corrupt, truncated or mislabelled file yields what could be read, plus `error`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -298,6 +317,266 @@ pub struct MediaFacts {
     pub video_codec: Option<String>,
     /// What could not be read, for the file row; `None` when everything parsed.
     pub error: Option<String>,
+}
+
+string_enum!(
+    /// Why a scan processed (read) a file: the diff's verdict, kept on the file row.
+    FileReason {
+        New => "new",
+        Size => "size",
+        Mtime => "mtime",
+        Inode => "inode",
+        Forced => "forced",
+        Error => "error",
+    }
+);
+
+string_enum!(
+    /// What a run's provenance counts are kept by: the file reasons, plus files seen
+    /// unchanged, files marked missing and files that turned out to duplicate a live asset.
+    Provenance {
+        New => "new",
+        Size => "size",
+        Mtime => "mtime",
+        Inode => "inode",
+        Forced => "forced",
+        Error => "error",
+        Unchanged => "unchanged",
+        Missing => "missing",
+        Duplicate => "duplicate",
+    }
+);
+
+impl From<FileReason> for Provenance {
+    fn from(r: FileReason) -> Self {
+        match r {
+            FileReason::New => Provenance::New,
+            FileReason::Size => Provenance::Size,
+            FileReason::Mtime => Provenance::Mtime,
+            FileReason::Inode => Provenance::Inode,
+            FileReason::Forced => Provenance::Forced,
+            FileReason::Error => Provenance::Error,
+        }
+    }
+}
+
+string_enum!(
+    /// Whether a known path was found by the last full scan that could say so.
+    FileState {
+        Present => "present",
+        Missing => "missing",
+    }
+);
+
+string_enum!(
+    /// How one ingested file's checksum was matched to an asset (DESIGN.md section 6).
+    Claim {
+        /// No asset had this checksum: a new one was created.
+        Created => "created",
+        /// A live asset had it and the file did not point at it before: a duplicate.
+        Duplicate => "duplicate",
+        /// The file already pointed at the live asset with this checksum.
+        Kept => "kept",
+        /// A trashed asset had it: restored by id.
+        Restored => "restored",
+        /// The trashed asset was swept meanwhile: stored afresh under a new id.
+        Recreated => "recreated",
+        /// The file could not be read (no checksum): recorded with its error, link kept.
+        Unreadable => "unreadable",
+    }
+);
+
+string_enum!(
+    /// Why an asset is in the trash.
+    TrashReason {
+        /// Its last file went missing in a full scan.
+        Missing => "missing",
+        /// Its last file was overwritten with other content.
+        Replaced => "replaced",
+        /// The user trashed it.
+        User => "user",
+    }
+);
+
+string_enum!(
+    /// What a trash journal intent moves.
+    TrashAction {
+        Trash => "trash",
+        Restore => "restore",
+    }
+);
+
+string_enum!(
+    /// Life of a trash journal intent: pending until the move is committed (or given up).
+    IntentState {
+        Pending => "pending",
+        Done => "done",
+        Aborted => "aborted",
+    }
+);
+
+/// What the diff compares: an unchanged stamp means the file is not opened again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct FileStamp {
+    pub size: u64,
+    /// Modification time in nanoseconds since the Unix epoch.
+    pub mtime_ns: i64,
+    pub dev: u64,
+    pub inode: u64,
+}
+
+/// A present file of a library as the store knows it, for the diff.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct KnownFile {
+    /// Library-relative path bytes, `/`-separated.
+    pub rel_path: Vec<u8>,
+    pub stamp: FileStamp,
+    pub asset_id: Option<i64>,
+    /// The last read of this file failed (its stamp may match, but it was never hashed):
+    /// the scan may want to try again.
+    pub has_error: bool,
+}
+
+/// One processed file, as the scan pipeline hands it to the store.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IngestItem {
+    /// Library-relative path bytes, `/`-separated, lossless.
+    pub rel_path: Vec<u8>,
+    /// The same path rendered lossily, for display.
+    pub rel_path_text: String,
+    pub stamp: FileStamp,
+    pub reason: FileReason,
+    /// blake3 of the whole file; `None` when it could not be read.
+    pub checksum: Option<[u8; 32]>,
+    pub facts: Option<MediaFacts>,
+    /// What went wrong reading or parsing the file, kept on its row.
+    pub error: Option<String>,
+}
+
+/// What became of one ingested file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ItemOutcome {
+    pub file_id: i64,
+    pub asset_id: Option<i64>,
+    pub claim: Claim,
+}
+
+/// The answer of one fenced ingest batch: one outcome per item, in input order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct BatchReport {
+    pub items: Vec<ItemOutcome>,
+}
+
+impl BatchReport {
+    pub fn count(&self, claim: Claim) -> usize {
+        self.items.iter().filter(|i| i.claim == claim).count()
+    }
+
+    /// Assets this batch created or brought back (new faces to detect once the run ends).
+    pub fn new_or_restored_assets(&self) -> Vec<i64> {
+        self.items
+            .iter()
+            .filter(|i| matches!(i.claim, Claim::Created | Claim::Recreated | Claim::Restored))
+            .filter_map(|i| i.asset_id)
+            .collect()
+    }
+}
+
+/// How a full scan ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FinishReport {
+    pub state: RunState,
+    /// Why the run is suspect (the circuit breaker held), or `None`.
+    pub reason: Option<String>,
+    /// Files marked missing by this run (0 when suspect or scoped).
+    pub missing_files: u64,
+    /// Assets trashed because their last file went missing.
+    pub trashed_assets: u64,
+}
+
+/// The identity of a library root for the circuit breaker: the root's device id and the id
+/// in its `.mediadex-library` marker, as recorded at `library add`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LibraryIdentity {
+    pub root_dev: Option<u64>,
+    pub marker_id: Option<String>,
+}
+
+/// One path of an asset.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct AssetPath {
+    pub file_id: i64,
+    pub library_id: i64,
+    pub rel_path: Vec<u8>,
+    pub rel_path_text: String,
+    pub state: FileState,
+}
+
+/// An asset with the paths that show it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Asset {
+    pub id: i64,
+    pub owner: String,
+    pub checksum: [u8; 32],
+    pub size: u64,
+    /// What the extractors found (its `error` is always `None` here: errors stay on files).
+    pub facts: MediaFacts,
+    pub created_at: Millis,
+    pub trashed_at: Option<Millis>,
+    pub trash_reason: Option<TrashReason>,
+    /// Present paths first, then missing ones; by library and path.
+    pub paths: Vec<AssetPath>,
+}
+
+/// Files sharing one asset: byte-identical copies.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DuplicateGroup {
+    pub asset_id: i64,
+    pub checksum: [u8; 32],
+    pub size: u64,
+    /// The present files, two or more.
+    pub files: Vec<AssetPath>,
+}
+
+/// A trash journal entry: move `from_path` to `to_path` (library-relative) in the library,
+/// then commit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TrashIntent {
+    pub id: i64,
+    pub asset_id: i64,
+    pub library_id: i64,
+    pub action: TrashAction,
+    pub from_path: Vec<u8>,
+    pub to_path: Vec<u8>,
+    pub state: IntentState,
+    pub created_at: Millis,
+}
+
+/// How the asset flipped when the last intent of a trash or restore was settled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MoveOutcome {
+    Trashed,
+    Restored,
+    /// The asset was live already (another path restored it): nothing to do.
+    AlreadyLive,
+    /// The sweep deleted the asset first: the moved file is found afresh by the next scan.
+    Gone,
+}
+
+/// The trash folder in each library root.
+pub const TRASH_DIR: &str = ".mediadex-trash";
+
+/// Where a trashed file goes in its library: `.mediadex-trash/<asset id>/<rel_path>`.
+pub fn trash_path(asset_id: i64, rel_path: &[u8]) -> Vec<u8> {
+    let mut p = format!("{TRASH_DIR}/{asset_id}/").into_bytes();
+    p.extend_from_slice(rel_path);
+    p
+}
+
+/// Lowercase hex of a checksum.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -3,9 +3,9 @@
 //! lease is gone (drained or expired). A database newer than the binary is refused and left
 //! as it was.
 //!
-//! Whether a migration ran is told through the store alone: a version-2 migration that
-//! creates a table fails if the table already exists, and a version-3 migration that inserts
-//! into it fails if it does not.
+//! Whether a migration ran is told through the store alone: the migration one past this
+//! binary's creates a table and fails if the table already exists, and the one after it
+//! inserts into it and fails if it does not.
 
 use mediadex::clock::{FakeClock, SharedClock};
 use mediadex::model::{JobState, NewJob, RunOutcome, RunState, ScanRequest, Trigger};
@@ -16,37 +16,44 @@ use std::sync::Arc;
 const FOREIGN: &str = "otherhost:4242:abcd";
 const TTL: i64 = 60_000;
 
-static V2: &[Migration] = &[
-    Migration {
-        version: 1,
-        name: "init",
-        sql: include_str!("../schema/0001_init.sql"),
-    },
-    Migration {
-        version: 2,
-        name: "extra",
-        sql: "CREATE TABLE extra (x INTEGER) STRICT;",
-    },
-];
+/// The version this binary carries.
+fn current() -> i64 {
+    MIGRATIONS.last().map_or(0, |m| m.version)
+}
 
-/// Version 3 inserts into the table version 2 made: it applies only if `extra` exists.
-static V3: &[Migration] = &[
-    Migration {
-        version: 1,
-        name: "init",
-        sql: include_str!("../schema/0001_init.sql"),
-    },
-    Migration {
-        version: 2,
-        name: "extra",
-        sql: "CREATE TABLE extra (x INTEGER) STRICT;",
-    },
-    Migration {
-        version: 3,
-        name: "fill extra",
-        sql: "INSERT INTO extra (x) VALUES (1);",
-    },
-];
+/// This binary's migrations followed by `extra`, numbered on from the current version.
+fn plus(extra: &[(&'static str, &'static str)]) -> &'static [Migration] {
+    let mut all: Vec<Migration> = MIGRATIONS
+        .iter()
+        .map(|m| Migration {
+            version: m.version,
+            name: m.name,
+            sql: m.sql,
+        })
+        .collect();
+    for (i, &(name, sql)) in extra.iter().enumerate() {
+        all.push(Migration {
+            version: current() + 1 + i as i64,
+            name,
+            sql,
+        });
+    }
+    Box::leak(all.into_boxed_slice())
+}
+
+/// One version past this binary: creates a table.
+fn next() -> &'static [Migration] {
+    plus(&[("extra", "CREATE TABLE extra (x INTEGER) STRICT;")])
+}
+
+/// Two versions past: inserts into the table `next` made, so it applies only if `extra`
+/// exists.
+fn after_next() -> &'static [Migration] {
+    plus(&[
+        ("extra", "CREATE TABLE extra (x INTEGER) STRICT;"),
+        ("fill extra", "INSERT INTO extra (x) VALUES (1);"),
+    ])
+}
 
 fn open(
     path: &Path,
@@ -72,11 +79,10 @@ fn setup() -> (tempfile::TempDir, std::path::PathBuf, Arc<FakeClock>) {
     (dir, path, FakeClock::new(1_700_000_000_000))
 }
 
-/// The database is still at version 1: this binary's own list opens it, and version 2 has
-/// not created its table (a later open with V2 would fail on CREATE TABLE otherwise).
-fn assert_still_version_1(path: &Path, clock: &Arc<FakeClock>) {
-    open(path, clock, "inspector:1:0000", MIGRATIONS)
-        .expect("version 1 still opens with the version-1 list");
+/// The database is still at this binary's version: its own list opens it, and the next
+/// version has not created its table (a later open with `next()` would fail otherwise).
+fn assert_still_current(path: &Path, clock: &Arc<FakeClock>) {
+    open(path, clock, "inspector:1:0000", MIGRATIONS).expect("still opens with this binary list");
 }
 
 #[test]
@@ -88,7 +94,7 @@ fn migration_is_refused_while_a_foreign_job_lease_is_live_and_names_the_holder()
     let (lease, _) = foreign.claim_job(&["walk"], TTL).unwrap().unwrap();
     clock.advance(1_000);
 
-    let err = open(&path, &clock, "ourhost:1:0001", V2)
+    let err = open(&path, &clock, "ourhost:1:0001", next())
         .err()
         .expect("the upgrade must be refused");
     match &err {
@@ -110,8 +116,8 @@ fn migration_is_refused_while_a_foreign_job_lease_is_live_and_names_the_holder()
         "the message names the process: {err}"
     );
 
-    // Nothing changed: still version 1, the foreign lease is intact and still works.
-    assert_still_version_1(&path, &clock);
+    // Nothing changed: still the current version, the foreign lease is intact and still works.
+    assert_still_current(&path, &clock);
     let job = ours.job(id).unwrap().unwrap();
     assert_eq!(job.state, JobState::Running);
     assert_eq!(job.lease_owner.as_deref(), Some(FOREIGN));
@@ -121,12 +127,12 @@ fn migration_is_refused_while_a_foreign_job_lease_is_live_and_names_the_holder()
     foreign.complete_job(&lease).unwrap();
     drop(foreign);
     drop(ours);
-    let upgraded =
-        open(&path, &clock, "ourhost:1:0001", V2).expect("the upgrade proceeds after the drain");
+    let upgraded = open(&path, &clock, "ourhost:1:0001", next())
+        .expect("the upgrade proceeds after the drain");
     assert_eq!(upgraded.job(id).unwrap().unwrap().state, JobState::Done);
     drop(upgraded);
     // The table exists: version 3 can insert into it.
-    open(&path, &clock, "ourhost:1:0001", V3).expect("extra exists after the upgrade");
+    open(&path, &clock, "ourhost:1:0001", after_next()).expect("extra exists after the upgrade");
 }
 
 #[test]
@@ -146,7 +152,7 @@ fn migration_proceeds_once_a_foreign_scan_lease_has_expired() {
 
     // One millisecond before expiry the lease is live: refused, naming the scan run.
     clock.advance(TTL - 1);
-    match open(&path, &clock, "ourhost:1:0001", V2).err() {
+    match open(&path, &clock, "ourhost:1:0001", next()).err() {
         Some(StoreError::MigrationBlocked {
             owner,
             what,
@@ -160,13 +166,13 @@ fn migration_proceeds_once_a_foreign_scan_lease_has_expired() {
         }
         other => panic!("expected MigrationBlocked, got {other:?}"),
     }
-    assert_still_version_1(&path, &clock);
+    assert_still_current(&path, &clock);
 
     // At the expiry instant the lease is dead (fences use `expires_at > now`): the upgrade
     // proceeds even though the foreign process never released.
     clock.advance(1);
     let upgraded =
-        open(&path, &clock, "ourhost:1:0001", V2).expect("an expired lease does not block");
+        open(&path, &clock, "ourhost:1:0001", next()).expect("an expired lease does not block");
     // The stale holder's writes are no-ops after the upgrade too.
     assert!(
         foreign
@@ -179,7 +185,7 @@ fn migration_proceeds_once_a_foreign_scan_lease_has_expired() {
         RunState::Running
     );
     drop(upgraded);
-    open(&path, &clock, "ourhost:1:0001", V3).expect("extra exists after the upgrade");
+    open(&path, &clock, "ourhost:1:0001", after_next()).expect("extra exists after the upgrade");
 }
 
 #[test]
@@ -188,13 +194,13 @@ fn this_process_own_live_leases_do_not_block_its_migration() {
     let ours = open(&path, &clock, "ourhost:1:0001", MIGRATIONS).unwrap();
     ours.enqueue(NewJob::new("walk", "{}")).unwrap();
     ours.claim_job(&["walk"], TTL).unwrap().unwrap();
-    open(&path, &clock, "ourhost:1:0001", V2).expect("own leases do not block");
+    open(&path, &clock, "ourhost:1:0001", next()).expect("own leases do not block");
 }
 
 #[test]
 fn a_database_newer_than_the_binary_is_refused_and_left_unchanged() {
     let (_dir, path, clock) = setup();
-    let newer = open(&path, &clock, "newer:1:0001", V2).unwrap();
+    let newer = open(&path, &clock, "newer:1:0001", next()).unwrap();
     let id = newer
         .enqueue(NewJob::new("walk", "{\"keep\":true}"))
         .unwrap()
@@ -208,19 +214,17 @@ fn a_database_newer_than_the_binary_is_refused_and_left_unchanged() {
     assert!(
         matches!(
             err,
-            StoreError::NewerSchema {
-                found: 2,
-                supported: 1
-            }
+            StoreError::NewerSchema { found, supported }
+                if found == current() + 1 && supported == current()
         ),
         "expected NewerSchema, got {err:?}"
     );
     assert!(err.to_string().contains("newer"), "{err}");
 
-    // Unchanged: the newer binary still opens it at version 2 with its row as it was, and
+    // Unchanged: the newer binary still opens it at its version with its row as it was, and
     // its table is still there.
-    let again = open(&path, &clock, "newer:1:0001", V2).expect("still version 2");
+    let again = open(&path, &clock, "newer:1:0001", next()).expect("still the newer version");
     assert_eq!(again.job(id).unwrap().unwrap(), before);
     drop(again);
-    open(&path, &clock, "newer:1:0001", V3).expect("extra still exists");
+    open(&path, &clock, "newer:1:0001", after_next()).expect("extra still exists");
 }

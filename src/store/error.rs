@@ -34,6 +34,15 @@ pub enum StoreError {
     DiskFull,
     #[error("{0}")]
     Conflict(String),
+    #[error(
+        "library {library_id} already had {limit} scans in the last hour; \
+         try again in {} s", (retry_after_ms + 999) / 1000
+    )]
+    RateLimited {
+        library_id: i64,
+        limit: u32,
+        retry_after_ms: i64,
+    },
     #[error("{0}")]
     NotFound(String),
     #[error("cannot open the database {path}: {source}")]

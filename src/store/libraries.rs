@@ -1,13 +1,16 @@
 //! The `libraries` table: the roots the user asked us to index.
 
 use super::{Store, StoreError};
-use crate::model::Library;
+use crate::model::{Library, LibraryIdentity};
 use rusqlite::{Connection, OptionalExtension, Row};
 use std::path::Path;
 
 const LIST: &str = "SELECT id, name, root, created_at FROM libraries ORDER BY id";
 const INSERT: &str = "INSERT INTO libraries (name, root, created_at) VALUES (?1, ?2, ?3)
                       RETURNING id, name, root, created_at";
+
+const SET_IDENTITY: &str = "UPDATE libraries SET root_dev = ?2, marker_id = ?3 WHERE id = ?1";
+const GET_IDENTITY: &str = "SELECT root_dev, marker_id FROM libraries WHERE id = ?1";
 
 fn library_from_row(r: &Row<'_>) -> rusqlite::Result<Library> {
     Ok(Library {
@@ -54,6 +57,45 @@ impl Store {
             Ok(conn
                 .prepare_cached(INSERT)?
                 .query_row(rusqlite::params![name, root, now], library_from_row)?)
+        })
+    }
+
+    /// Records the identity of a library's root (at `library add`): its device id and the
+    /// id written into its `.mediadex-library` marker.
+    pub fn set_library_identity(
+        &self,
+        library_id: i64,
+        identity: LibraryIdentity,
+    ) -> Result<(), StoreError> {
+        self.write(move |conn, _| {
+            let n = conn
+                .prepare_cached(SET_IDENTITY)?
+                .execute(rusqlite::params![
+                    library_id,
+                    identity.root_dev.map(|d| d as i64),
+                    identity.marker_id
+                ])?;
+            if n == 0 {
+                return Err(StoreError::NotFound(format!(
+                    "no library with id {library_id}"
+                )));
+            }
+            Ok(())
+        })
+    }
+
+    /// The recorded identity of a library's root, for the circuit breaker.
+    pub fn library_identity(&self, library_id: i64) -> Result<Option<LibraryIdentity>, StoreError> {
+        self.read(|conn| {
+            Ok(conn
+                .prepare_cached(GET_IDENTITY)?
+                .query_row([library_id], |r| {
+                    Ok(LibraryIdentity {
+                        root_dev: r.get::<_, Option<i64>>(0)?.map(|d| d as u64),
+                        marker_id: r.get(1)?,
+                    })
+                })
+                .optional()?)
         })
     }
 

@@ -13,11 +13,18 @@ pub struct Migration {
 }
 
 /// The schema this binary carries, in order.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "init",
-    sql: include_str!("../../schema/0001_init.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "init",
+        sql: include_str!("../../schema/0001_init.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "assets",
+        sql: include_str!("../../schema/0002_assets.sql"),
+    },
+];
 
 pub(super) fn migrate(
     conn: &mut Connection,

@@ -19,20 +19,23 @@ macro_rules! fenced {
     };
 }
 
+mod assets;
 mod conn;
 mod counters;
 mod error;
+mod files;
 mod jobs;
 mod lease;
 mod libraries;
 mod migrate;
 mod scan_runs;
+mod trash;
 mod writer;
 
 pub use error::StoreError;
 pub use jobs::Enqueued;
 pub use migrate::{MIGRATIONS, Migration};
-pub use scan_runs::Admission;
+pub use scan_runs::{Admission, AdmissionOptions};
 
 use crate::clock::SharedClock;
 use crate::model::{Lease, Millis, Target};

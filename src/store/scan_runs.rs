@@ -50,7 +50,29 @@ pub enum Admission {
     Accepted,
     /// The library already had a waiting run; the request widened its scope.
     Coalesced,
+    /// The idempotency key was seen before with the same request: its original run.
+    Replayed,
 }
+
+/// Admission's knobs beyond the request itself.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AdmissionOptions {
+    /// Names the request: the same key with the same request answers the original run, the
+    /// same key with a different request is a conflict.
+    pub idempotency_key: Option<String>,
+    /// At most this many new runs per library per hour (a coalesced request adds none).
+    pub hourly_limit: Option<u32>,
+}
+
+const HOUR: Millis = 3_600_000;
+const KEY_GET: &str =
+    "SELECT library_id, scope, trigger, run_id FROM scan_requests WHERE idempotency_key = ?1";
+const KEY_PUT: &str = "
+    INSERT INTO scan_requests (idempotency_key, library_id, scope, trigger, run_id, created_at)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+/// Runs of a library accepted in the window, and the oldest of them (when the window frees).
+const RECENT_RUNS: &str = "
+    SELECT count(*), min(accepted_at) FROM scan_runs WHERE library_id = ?1 AND accepted_at > ?2";
 
 const GET: &str = concat!("SELECT ", run_cols!(), " FROM scan_runs WHERE id = ?1");
 const COUNTS: &str = "SELECT state, count(*) FROM scan_runs GROUP BY state";
@@ -276,8 +298,123 @@ pub(super) fn reclaim(
     Ok(())
 }
 
+/// The fenced end of a run: how many rows matched (0 = the lease is stale).
+pub(super) fn finish(
+    conn: &Connection,
+    lease: &Lease,
+    state: RunState,
+    reason: Option<String>,
+    now: Millis,
+) -> Result<usize, StoreError> {
+    Ok(conn.prepare_cached(FINISH)?.execute(params![
+        lease.id,
+        lease.generation,
+        now,
+        state.as_str(),
+        reason
+    ])?)
+}
+
 pub(super) fn prune(conn: &Connection, before: Millis) -> Result<u64, StoreError> {
     Ok(conn.prepare_cached(PRUNE)?.execute([before])? as u64)
+}
+
+/// The original run of an idempotency key, if the key was seen with this same request.
+fn replay(conn: &Connection, key: &str, req: &ScanRequest) -> Result<Option<ScanRun>, StoreError> {
+    let seen: Option<(i64, String, String, i64)> = conn
+        .prepare_cached(KEY_GET)?
+        .query_row([key], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .optional()?;
+    let Some((library_id, scope, trigger, run_id)) = seen else {
+        return Ok(None);
+    };
+    if (library_id, scope.as_str(), trigger.as_str())
+        != (req.library_id, req.scope.as_str(), req.trigger.as_str())
+    {
+        return Err(StoreError::Conflict(format!(
+            "the idempotency key {key:?} was used for another scan request \
+             (library {library_id}, scope {scope:?}, trigger {trigger})"
+        )));
+    }
+    get(conn, run_id)?
+        .map(Some)
+        .ok_or_else(|| StoreError::NotFound(format!("scan run {run_id} is gone")))
+}
+
+/// Refuses a new run when the library already had `limit` runs accepted in the last hour.
+fn check_hourly_limit(
+    conn: &Connection,
+    library_id: i64,
+    limit: u32,
+    now: Millis,
+) -> Result<(), StoreError> {
+    let (count, oldest): (i64, Option<Millis>) = conn
+        .prepare_cached(RECENT_RUNS)?
+        .query_row(params![library_id, now - HOUR], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+    if count >= i64::from(limit) {
+        return Err(StoreError::RateLimited {
+            library_id,
+            limit,
+            retry_after_ms: oldest.map_or(HOUR, |t| t + HOUR - now).max(1),
+        });
+    }
+    Ok(())
+}
+
+/// Admission without a key: coalesce into the waiting run, or create one (within the limit).
+fn admit(
+    conn: &Connection,
+    req: &ScanRequest,
+    hourly_limit: Option<u32>,
+    now: Millis,
+) -> Result<(ScanRun, Admission), StoreError> {
+    let exists = conn
+        .prepare_cached(LIBRARY_EXISTS)?
+        .query_row([req.library_id], |_| Ok(()))
+        .optional()?;
+    if exists.is_none() {
+        return Err(StoreError::NotFound(format!(
+            "no library with id {}",
+            req.library_id
+        )));
+    }
+    if let Some(w) = waiting(conn, req.library_id)? {
+        let scope = widen_scope(&w.scope, &req.scope);
+        let run = conn.prepare_cached(WIDEN)?.query_row(
+            // A fresh request makes a retry that is backing off due at once.
+            params![
+                w.id,
+                scope,
+                w.requested_at,
+                None::<i64>,
+                w.attempt,
+                now,
+                now
+            ],
+            run_from_row,
+        )?;
+        return Ok((run, Admission::Coalesced));
+    }
+    if let Some(limit) = hourly_limit {
+        check_hourly_limit(conn, req.library_id, limit, now)?;
+    }
+    let run = conn.prepare_cached(INSERT)?.query_row(
+        params![
+            req.library_id,
+            req.scope,
+            req.trigger.as_str(),
+            req.watch_event,
+            1,
+            now,
+            now,
+            now,
+            None::<i64>
+        ],
+        run_from_row,
+    )?;
+    Ok((run, Admission::Accepted))
 }
 
 fn run_lease(run: &ScanRun, owner: String, expires_at: Millis) -> Lease {
@@ -294,53 +431,41 @@ impl Store {
     /// Admission: a new waiting run for the library, or the waiting run widened to cover
     /// this request too.
     pub fn request_scan(&self, req: ScanRequest) -> Result<(ScanRun, Admission), StoreError> {
+        self.request_scan_keyed(req, AdmissionOptions::default())
+    }
+
+    /// Admission with an idempotency key and an hourly limit, in one write transaction:
+    /// a key seen with the same request (library, scope, trigger) answers its original run
+    /// (`Replayed`); with a different request it is `Conflict`. Otherwise as `request_scan`,
+    /// except that creating a new run beyond `hourly_limit` runs of the library in the last
+    /// hour is refused with `RateLimited` (coalescing into the waiting run is always allowed).
+    pub fn request_scan_keyed(
+        &self,
+        req: ScanRequest,
+        options: AdmissionOptions,
+    ) -> Result<(ScanRun, Admission), StoreError> {
         self.write(move |conn, now| {
-            let exists = conn
-                .prepare_cached(LIBRARY_EXISTS)?
-                .query_row([req.library_id], |_| Ok(()))
-                .optional()?;
-            if exists.is_none() {
-                return Err(StoreError::NotFound(format!(
-                    "no library with id {}",
-                    req.library_id
-                )));
+            if let Some(key) = &options.idempotency_key
+                && let Some(run) = replay(conn, key, &req)?
+            {
+                return Ok((run, Admission::Replayed));
             }
-            if let Some(w) = waiting(conn, req.library_id)? {
-                let scope = widen_scope(&w.scope, &req.scope);
-                let run = conn.prepare_cached(WIDEN)?.query_row(
-                    // A fresh request makes a retry that is backing off due at once.
-                    params![
-                        w.id,
-                        scope,
-                        w.requested_at,
-                        None::<i64>,
-                        w.attempt,
-                        now,
-                        now
-                    ],
-                    run_from_row,
-                )?;
-                return Ok((run, Admission::Coalesced));
-            }
-            let run = conn.prepare_cached(INSERT)?.query_row(
-                params![
+            let (run, admission) = admit(conn, &req, options.hourly_limit, now)?;
+            if let Some(key) = &options.idempotency_key {
+                conn.prepare_cached(KEY_PUT)?.execute(params![
+                    key,
                     req.library_id,
                     req.scope,
                     req.trigger.as_str(),
-                    req.watch_event,
-                    1,
-                    now,
-                    now,
-                    now,
-                    None::<i64>
-                ],
-                run_from_row,
-            )?;
-            Ok((run, Admission::Accepted))
+                    run.id,
+                    now
+                ])?;
+            }
+            Ok((run, admission))
         })
     }
 
-    /// Claims the oldest due waiting run of a library with nothing running, for `ttl` ms.
+    /// Claims the oldest due waiting run of a librar    /// Claims the oldest due waiting run of a library with nothing running, for `ttl` ms.
     pub fn claim_scan_run(&self, ttl: Millis) -> Result<Option<(Lease, ScanRun)>, StoreError> {
         let owner = self.owner().to_string();
         self.write(move |conn, now| {
@@ -394,13 +519,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let lease = lease.clone();
         self.write(move |conn, now| {
-            let n = conn.prepare_cached(FINISH)?.execute(params![
-                lease.id,
-                lease.generation,
-                now,
-                state.as_str(),
-                reason
-            ])?;
+            let n = finish(conn, &lease, state, reason, now)?;
             expect_one(&lease, n)
         })
     }

@@ -1,0 +1,552 @@
+//! The `assets` table: the claim of an asset for a checksum (DESIGN.md section 6: a live
+//! asset is a duplicate, a trashed one is restored by id alone, a swept one is stored afresh,
+//! and a unique-index violation never escapes), trashing orphans, the guarded sweep, and the
+//! read APIs (assets with their paths, duplicate groups).
+
+use super::{Store, StoreError};
+use crate::model::{
+    Asset, AssetPath, Claim, DuplicateGroup, FileState, MediaFacts, MediaKind, Millis, TrashReason,
+};
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+/// Every owner is `local` until households get accounts.
+pub(super) const LOCAL_OWNER: &str = "local";
+
+const FIND: &str =
+    "SELECT id, trashed_at IS NOT NULL FROM assets WHERE owner = ?1 AND checksum = ?2";
+const INSERT: &str = "
+    INSERT INTO assets (owner, checksum, size, mime, kind, width, height, display_width,
+                        display_height, taken_local, taken_offset_minutes, make, model, lat, lon,
+                        orientation, duration_ms, video_codec, created_at)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)
+    ON CONFLICT (owner, checksum) DO NOTHING
+    RETURNING id";
+/// Restore by id alone: whatever happened to the row since it was read, this either brings
+/// back the row that is still trashed or matches nothing.
+const RESTORE: &str = "
+    UPDATE assets SET trashed_at = NULL, trash_reason = NULL
+     WHERE id = ?1 AND trashed_at IS NOT NULL RETURNING id";
+const EXISTS: &str = "SELECT trashed_at IS NOT NULL FROM assets WHERE id = ?1";
+/// Trashes a live asset that no present file shows any more.
+const TRASH_IF_ORPHAN: &str = "
+    UPDATE assets SET trashed_at = ?2, trash_reason = ?3
+     WHERE id = ?1 AND trashed_at IS NULL
+       AND NOT EXISTS (SELECT 1 FROM files WHERE asset_id = ?1 AND state = 'present')";
+const TRASH: &str = "
+    UPDATE assets SET trashed_at = ?2, trash_reason = ?3 WHERE id = ?1 AND trashed_at IS NULL";
+/// Assets trashed long enough and not being moved by a pending journal intent.
+const SWEEPABLE: &str = "
+    SELECT id FROM assets a
+     WHERE trashed_at IS NOT NULL AND trashed_at <= ?1
+       AND NOT EXISTS (SELECT 1 FROM trash_intents t
+                        WHERE t.asset_id = a.id AND t.state = 'pending')
+     ORDER BY id LIMIT ?2";
+/// The sweep's guard is repeated in each statement: a restore that committed in between
+/// makes them match nothing.
+const SWEEP_FILES: &str = "
+    DELETE FROM files WHERE asset_id = ?1 AND state = 'missing'
+       AND EXISTS (SELECT 1 FROM assets WHERE id = ?1 AND trashed_at IS NOT NULL
+                                             AND trashed_at <= ?2)";
+const SWEEP_ONE: &str = "
+    DELETE FROM assets
+     WHERE id = ?1 AND trashed_at IS NOT NULL AND trashed_at <= ?2
+       AND NOT EXISTS (SELECT 1 FROM trash_intents t
+                        WHERE t.asset_id = ?1 AND t.state = 'pending')";
+
+macro_rules! asset_cols {
+    () => {
+        "id, owner, checksum, size, mime, kind, width, height, display_width, display_height, \
+         taken_local, taken_offset_minutes, make, model, lat, lon, orientation, duration_ms, \
+         video_codec, created_at, trashed_at, trash_reason"
+    };
+}
+const LIST: &str = concat!(
+    "SELECT ",
+    asset_cols!(),
+    " FROM assets WHERE (trashed_at IS NOT NULL) = ?1 ORDER BY id"
+);
+const GET: &str = concat!("SELECT ", asset_cols!(), " FROM assets WHERE id = ?1");
+const PATHS: &str = "
+    SELECT id, library_id, rel_path, rel_path_text, state FROM files WHERE asset_id = ?1
+     ORDER BY state = 'missing', library_id, rel_path";
+const DUPLICATES: &str = "
+    SELECT a.id, a.checksum, a.size, f.id, f.library_id, f.rel_path, f.rel_path_text, f.state
+      FROM assets a JOIN files f ON f.asset_id = a.id AND f.state = 'present'
+     WHERE a.id IN (SELECT asset_id FROM files WHERE state = 'present' AND asset_id IS NOT NULL
+                     GROUP BY asset_id HAVING count(*) > 1)
+     ORDER BY a.id, f.library_id, f.rel_path";
+
+fn find(conn: &Connection, checksum: &[u8; 32]) -> Result<Option<(i64, bool)>, StoreError> {
+    Ok(conn
+        .prepare_cached(FIND)?
+        .query_row(params![LOCAL_OWNER, &checksum[..]], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()?)
+}
+
+fn insert(
+    conn: &Connection,
+    checksum: &[u8; 32],
+    size: u64,
+    facts: &MediaFacts,
+    now: Millis,
+) -> Result<Option<i64>, StoreError> {
+    let f = facts;
+    Ok(conn
+        .prepare_cached(INSERT)?
+        .query_row(
+            params![
+                LOCAL_OWNER,
+                &checksum[..],
+                size as i64,
+                f.mime,
+                f.kind.map(MediaKind::as_str),
+                f.width,
+                f.height,
+                f.display_width,
+                f.display_height,
+                f.taken_local,
+                f.taken_offset_minutes,
+                f.make,
+                f.model,
+                f.lat,
+                f.lon,
+                f.orientation,
+                f.duration_ms,
+                f.video_codec,
+                now
+            ],
+            |r| r.get(0),
+        )
+        .optional()?)
+}
+
+/// Restores a trashed asset by id alone. `false`: the row is no longer trashed (or gone).
+pub(super) fn restore(conn: &Connection, id: i64) -> Result<bool, StoreError> {
+    Ok(conn
+        .prepare_cached(RESTORE)?
+        .query_row([id], |r| r.get::<_, i64>(0))
+        .optional()?
+        .is_some())
+}
+
+/// Whether the asset exists, and if so whether it is trashed.
+pub(super) fn state(conn: &Connection, id: i64) -> Result<Option<bool>, StoreError> {
+    Ok(conn
+        .prepare_cached(EXISTS)?
+        .query_row([id], |r| r.get(0))
+        .optional()?)
+}
+
+/// How many times a claim re-reads after its write matched nothing. Inside the writer's
+/// IMMEDIATE transaction nothing can change between two statements, so one retry always
+/// settles; the bound only turns a bug into an error instead of a loop.
+const CLAIM_PASSES: usize = 4;
+
+/// Finds or makes the asset for `checksum` (DESIGN.md section 6). `previous` is the asset
+/// the file pointed at before, which tells a duplicate from the file's own asset.
+pub(super) fn claim(
+    conn: &Connection,
+    checksum: &[u8; 32],
+    size: u64,
+    facts: &MediaFacts,
+    previous: Option<i64>,
+    now: Millis,
+) -> Result<(i64, Claim), StoreError> {
+    let mut saw_trashed = false;
+    for _ in 0..CLAIM_PASSES {
+        match find(conn, checksum)? {
+            Some((id, false)) if previous == Some(id) => return Ok((id, Claim::Kept)),
+            Some((id, false)) => return Ok((id, Claim::Duplicate)),
+            Some((id, true)) => {
+                if restore(conn, id)? {
+                    return Ok((id, Claim::Restored));
+                }
+                // Restored or swept by someone else meanwhile: read again.
+                saw_trashed = true;
+            }
+            None => {
+                if let Some(id) = insert(conn, checksum, size, facts, now)? {
+                    let claim = if saw_trashed {
+                        Claim::Recreated
+                    } else {
+                        Claim::Created
+                    };
+                    return Ok((id, claim));
+                }
+                // The unique index said another row exists now: read it (never an error).
+            }
+        }
+    }
+    Err(StoreError::Conflict(format!(
+        "the asset claim for checksum {} did not settle",
+        crate::model::hex(checksum)
+    )))
+}
+
+/// Trashes `id` if no present file shows it any more. Returns whether it did.
+pub(super) fn trash_if_orphan(
+    conn: &Connection,
+    id: i64,
+    reason: TrashReason,
+    now: Millis,
+) -> Result<bool, StoreError> {
+    Ok(conn
+        .prepare_cached(TRASH_IF_ORPHAN)?
+        .execute(params![id, now, reason.as_str()])?
+        == 1)
+}
+
+/// Trashes a live asset whatever its files. Returns whether it did.
+pub(super) fn trash(
+    conn: &Connection,
+    id: i64,
+    reason: TrashReason,
+    now: Millis,
+) -> Result<bool, StoreError> {
+    Ok(conn
+        .prepare_cached(TRASH)?
+        .execute(params![id, now, reason.as_str()])?
+        == 1)
+}
+
+/// Deletes one asset (and its missing file rows) if it is still trashed since `cutoff` or
+/// earlier and no journal intent is moving it. Returns whether it did.
+pub(super) fn sweep_one(conn: &Connection, id: i64, cutoff: Millis) -> Result<bool, StoreError> {
+    conn.prepare_cached(SWEEP_FILES)?
+        .execute(params![id, cutoff])?;
+    Ok(conn
+        .prepare_cached(SWEEP_ONE)?
+        .execute(params![id, cutoff])?
+        == 1)
+}
+
+fn checksum_col(r: &Row<'_>, idx: usize) -> rusqlite::Result<[u8; 32]> {
+    let bytes: Vec<u8> = r.get(idx)?;
+    bytes.try_into().map_err(|_| {
+        rusqlite::Error::FromSqlConversionFailure(
+            idx,
+            rusqlite::types::Type::Blob,
+            "a checksum is 32 bytes".into(),
+        )
+    })
+}
+
+fn opt_enum<T>(
+    r: &Row<'_>,
+    idx: usize,
+    parse: fn(&str) -> Option<T>,
+) -> rusqlite::Result<Option<T>> {
+    let text: Option<String> = r.get(idx)?;
+    Ok(text.as_deref().and_then(parse))
+}
+
+fn asset_from_row(r: &Row<'_>) -> rusqlite::Result<Asset> {
+    Ok(Asset {
+        id: r.get(0)?,
+        owner: r.get(1)?,
+        checksum: checksum_col(r, 2)?,
+        size: r.get::<_, i64>(3)? as u64,
+        facts: MediaFacts {
+            mime: r.get(4)?,
+            kind: opt_enum(r, 5, MediaKind::parse)?,
+            width: r.get(6)?,
+            height: r.get(7)?,
+            display_width: r.get(8)?,
+            display_height: r.get(9)?,
+            taken_local: r.get(10)?,
+            taken_offset_minutes: r.get(11)?,
+            make: r.get(12)?,
+            model: r.get(13)?,
+            lat: r.get(14)?,
+            lon: r.get(15)?,
+            orientation: r.get(16)?,
+            duration_ms: r.get(17)?,
+            video_codec: r.get(18)?,
+            error: None,
+        },
+        created_at: r.get(19)?,
+        trashed_at: r.get(20)?,
+        trash_reason: opt_enum(r, 21, TrashReason::parse)?,
+        paths: Vec::new(),
+    })
+}
+
+fn path_from_row(r: &Row<'_>, at: usize) -> rusqlite::Result<AssetPath> {
+    Ok(AssetPath {
+        file_id: r.get(at)?,
+        library_id: r.get(at + 1)?,
+        rel_path: r.get(at + 2)?,
+        rel_path_text: r.get(at + 3)?,
+        state: super::parse_col(r, at + 4, FileState::parse)?,
+    })
+}
+
+fn with_paths(conn: &Connection, mut asset: Asset) -> Result<Asset, StoreError> {
+    asset.paths = conn
+        .prepare_cached(PATHS)?
+        .query_map([asset.id], |r| path_from_row(r, 0))?
+        .collect::<Result<_, _>>()?;
+    Ok(asset)
+}
+
+impl Store {
+    /// Live assets (`trashed = false`) or the trash (`true`), by id, each with its paths.
+    pub fn assets(&self, trashed: bool) -> Result<Vec<Asset>, StoreError> {
+        self.read(|conn| {
+            let list: Vec<Asset> = conn
+                .prepare_cached(LIST)?
+                .query_map([trashed], asset_from_row)?
+                .collect::<Result<_, _>>()?;
+            list.into_iter().map(|a| with_paths(conn, a)).collect()
+        })
+    }
+
+    /// One asset with its paths, live or trashed.
+    pub fn asset(&self, id: i64) -> Result<Option<Asset>, StoreError> {
+        self.read(|conn| {
+            let asset = conn
+                .prepare_cached(GET)?
+                .query_row([id], asset_from_row)
+                .optional()?;
+            asset.map(|a| with_paths(conn, a)).transpose()
+        })
+    }
+
+    /// Byte-identical copies: every asset shown by two or more present files, with them.
+    pub fn duplicates(&self) -> Result<Vec<DuplicateGroup>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(DUPLICATES)?;
+            let mut rows = stmt.query([])?;
+            let mut groups: Vec<DuplicateGroup> = Vec::new();
+            while let Some(r) = rows.next()? {
+                let asset_id: i64 = r.get(0)?;
+                let file = path_from_row(r, 3)?;
+                match groups.last_mut() {
+                    Some(g) if g.asset_id == asset_id => g.files.push(file),
+                    _ => groups.push(DuplicateGroup {
+                        asset_id,
+                        checksum: checksum_col(r, 1)?,
+                        size: r.get::<_, i64>(2)? as u64,
+                        files: vec![file],
+                    }),
+                }
+            }
+            Ok(groups)
+        })
+    }
+
+    /// Deletes the assets trashed for longer than `retention`, each in its own guarded
+    /// `DELETE … WHERE` (still trashed, long enough, no pending journal intent), so that a
+    /// racing restore ends with the row restored or gone, never both and never an error.
+    /// Works in bounded batches. Returns how many assets it deleted.
+    pub fn sweep_trash(&self, retention: Millis) -> Result<u64, StoreError> {
+        const BATCH: i64 = 500;
+        let mut deleted = 0;
+        loop {
+            let (seen, gone) = self.write(move |conn, now| {
+                let cutoff = now - retention;
+                let ids: Vec<i64> = conn
+                    .prepare_cached(SWEEPABLE)?
+                    .query_map(params![cutoff, BATCH], |r| r.get(0))?
+                    .collect::<Result<_, _>>()?;
+                let mut gone = 0u64;
+                for id in &ids {
+                    gone += u64::from(sweep_one(conn, *id, cutoff)?);
+                }
+                Ok((ids.len() as i64, gone))
+            })?;
+            deleted += gone;
+            if seen < BATCH {
+                return Ok(deleted);
+            }
+        }
+    }
+}
+
+/// Races between a claim and a restore or a sweep, staged deterministically: one raw
+/// connection holds its write transaction open while the other's `BEGIN IMMEDIATE` is
+/// provably waiting on it (its busy handler has run), then commits.
+#[cfg(test)]
+mod race_tests {
+    use super::sweep_one;
+    use crate::clock::FakeClock;
+    use crate::model::{Claim, FileReason, FileStamp, IngestItem, Lease, MediaFacts};
+    use crate::store::files::ingest_one;
+    use crate::store::{Store, StoreOptions};
+    use rusqlite::Connection;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    const T0: i64 = 1_800_000_000_000;
+    static WAITING: [AtomicBool; 3] = [const { AtomicBool::new(false) }; 3];
+
+    /// Records that a connection found the database locked, then lets it keep waiting.
+    fn busy<const I: usize>(_attempt: i32) -> bool {
+        WAITING[I].store(true, Ordering::SeqCst);
+        std::thread::yield_now();
+        true
+    }
+
+    fn item(path: &str, content: u8) -> IngestItem {
+        IngestItem {
+            rel_path: path.as_bytes().to_vec(),
+            rel_path_text: path.to_string(),
+            stamp: FileStamp {
+                size: 10,
+                mtime_ns: 1,
+                dev: 1,
+                inode: u64::from(content),
+            },
+            reason: FileReason::New,
+            checksum: Some([content; 32]),
+            facts: Some(MediaFacts::default()),
+            error: None,
+        }
+    }
+
+    /// A library whose asset for content 1 is in the trash (its file went missing) next to
+    /// a live asset for content 2 with a higher id; the lease of a running full scan.
+    struct Setup {
+        _dir: tempfile::TempDir,
+        store: Store,
+        lib: i64,
+        lease: Lease,
+        trashed: i64,
+    }
+
+    fn setup() -> Setup {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(
+            &dir.path().join("m.db"),
+            FakeClock::new(T0),
+            StoreOptions::default(),
+        )
+        .expect("open");
+        let lib = store.add_library("photos", "/photos").expect("library").id;
+        let scan = |store: &Store| {
+            let req = crate::model::ScanRequest {
+                library_id: lib,
+                scope: String::new(),
+                trigger: crate::model::Trigger::Manual,
+                watch_event: None,
+            };
+            store.request_scan(req).expect("request");
+            store
+                .claim_scan_run(60_000)
+                .expect("claim")
+                .expect("a run")
+                .0
+        };
+        let lease = scan(&store);
+        let report = store
+            .ingest_batch(&lease, lib, vec![item("a.jpg", 1), item("b.jpg", 2)], "")
+            .expect("ingest");
+        store
+            .finish_full_scan(&lease, lib, 1.0, true)
+            .expect("finish");
+        let lease = scan(&store);
+        store
+            .touch_unchanged(&lease, lib, vec![b"b.jpg".to_vec()], "")
+            .expect("touch");
+        store
+            .finish_full_scan(&lease, lib, 1.0, true)
+            .expect("finish");
+        let trashed = report.items[0].asset_id.expect("asset");
+        assert!(store.asset(trashed).unwrap().unwrap().trashed_at.is_some());
+        let lease = scan(&store);
+        Setup {
+            _dir: dir,
+            store,
+            lib,
+            lease,
+            trashed,
+        }
+    }
+
+    fn raw(store: &Store) -> Connection {
+        let conn = Connection::open(store.path()).expect("raw connection");
+        conn.execute_batch("PRAGMA foreign_keys = ON;")
+            .expect("pragma");
+        conn
+    }
+
+    /// Runs `holder` in a write transaction on one connection and, while it is still open,
+    /// starts `waiter`'s transaction on another; commits the holder only once the waiter is
+    /// blocked on it, and returns what the waiter did once it could run.
+    fn race<const I: usize, T: Send + 'static>(
+        store: &Store,
+        holder: impl FnOnce(&Connection),
+        waiter: impl FnOnce(&Connection) -> T + Send + 'static,
+    ) -> T {
+        let held = raw(store);
+        held.execute_batch("BEGIN IMMEDIATE").expect("begin holder");
+        holder(&held);
+        let waiting = raw(store);
+        waiting.busy_handler(Some(busy::<I>)).expect("handler");
+        WAITING[I].store(false, Ordering::SeqCst);
+        let thread = std::thread::spawn(move || {
+            waiting
+                .execute_batch("BEGIN IMMEDIATE")
+                .expect("begin waiter");
+            let out = waiter(&waiting);
+            waiting.execute_batch("COMMIT").expect("commit waiter");
+            out
+        });
+        while !WAITING[I].load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        held.execute_batch("COMMIT").expect("commit holder");
+        thread.join().expect("waiter")
+    }
+
+    #[test]
+    fn a_claim_that_loses_to_a_held_restore_answers_duplicate_not_a_unique_key_error() {
+        let s = setup();
+        let (lib, run, id) = (s.lib, s.lease.id, s.trashed);
+        let out = race::<0, _>(
+            &s.store,
+            |c| assert!(super::restore(c, id).expect("restore")),
+            move |c| ingest_one(c, run, lib, &item("copy/a.jpg", 1), T0 + 1),
+        )
+        .expect("the claim never errors");
+        assert_eq!((out.claim, out.asset_id), (Claim::Duplicate, Some(id)));
+        assert_eq!(s.store.assets(false).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_claim_that_loses_to_a_held_sweep_stores_the_file_afresh() {
+        let s = setup();
+        let (lib, run, id) = (s.lib, s.lease.id, s.trashed);
+        let out = race::<1, _>(
+            &s.store,
+            |c| assert!(sweep_one(c, id, T0 + 10).expect("sweep")),
+            move |c| ingest_one(c, run, lib, &item("a.jpg", 1), T0 + 1),
+        )
+        .expect("the claim never errors");
+        assert_eq!(out.claim, Claim::Created);
+        assert!(
+            out.asset_id.expect("asset") > id,
+            "a new row, not the swept one"
+        );
+        assert!(s.store.asset(id).unwrap().is_none());
+        assert_eq!(s.store.assets(false).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_sweep_that_loses_to_a_held_restoring_claim_deletes_nothing() {
+        let s = setup();
+        let (lib, run, id) = (s.lib, s.lease.id, s.trashed);
+        let swept = race::<2, _>(
+            &s.store,
+            |c| {
+                let out = ingest_one(c, run, lib, &item("a.jpg", 1), T0 + 1).expect("claim");
+                assert_eq!(out.claim, Claim::Restored);
+            },
+            move |c| sweep_one(c, id, T0 + 10).expect("the sweep never errors"),
+        );
+        assert!(!swept);
+        let asset = s.store.asset(id).unwrap().expect("restored, not gone");
+        assert_eq!(asset.trashed_at, None);
+    }
+}

@@ -1,0 +1,617 @@
+//! Files, assets, provenance, missing files and the circuit breaker, trash and the sweep,
+//! and keyed admission (DESIGN.md sections 5 and 6), each staged at the store level with a
+//! fake clock on a real database file.
+
+mod support;
+
+use mediadex::model::{
+    Claim, FileReason, FileStamp, IngestItem, Lease, LibraryIdentity, MediaFacts, MediaKind,
+    MoveOutcome, Provenance, RunState, ScanRequest, TrashAction, TrashReason, Trigger, trash_path,
+};
+use mediadex::store::{Admission, AdmissionOptions, StoreError};
+use support::{Env, TTL, env};
+
+fn stamp(size: u64, inode: u64) -> FileStamp {
+    FileStamp {
+        size,
+        mtime_ns: 1_000,
+        dev: 7,
+        inode,
+    }
+}
+
+fn item(path: &str, content: u8, reason: FileReason) -> IngestItem {
+    IngestItem {
+        rel_path: path.as_bytes().to_vec(),
+        rel_path_text: path.to_string(),
+        stamp: stamp(100 + u64::from(content), u64::from(content)),
+        reason,
+        checksum: Some([content; 32]),
+        facts: Some(MediaFacts {
+            kind: Some(MediaKind::Image),
+            mime: Some("image/jpeg".into()),
+            width: Some(4000),
+            height: Some(3000),
+            ..MediaFacts::default()
+        }),
+        error: None,
+    }
+}
+
+/// Requests and claims a scan of `scope`: the lease a scan worker would hold.
+fn start_scan(env: &Env, lib: i64, scope: &str) -> Lease {
+    env.store
+        .request_scan(env.scan_request(lib, scope))
+        .unwrap();
+    env.store.claim_scan_run(TTL).unwrap().unwrap().0
+}
+
+fn reasons(env: &Env, run: i64) -> Vec<(Provenance, i64)> {
+    env.store.run_reasons(run).unwrap()
+}
+
+fn live_assets(env: &Env) -> usize {
+    env.store.assets(false).unwrap().len()
+}
+
+#[test]
+fn two_byte_identical_files_are_one_asset_with_two_files_reported_duplicate() {
+    let env = env();
+    let lib = env.library("photos");
+    let lease = start_scan(&env, lib, "");
+    let report = env
+        .store
+        .ingest_batch(
+            &lease,
+            lib,
+            vec![
+                item("a/IMG_1.JPG", 1, FileReason::New),
+                item("b/copy of IMG_1.JPG", 1, FileReason::New),
+            ],
+            "{\"files\":2}",
+        )
+        .unwrap();
+    let claims: Vec<Claim> = report.items.iter().map(|i| i.claim).collect();
+    assert_eq!(claims, [Claim::Created, Claim::Duplicate]);
+    assert_eq!(report.items[0].asset_id, report.items[1].asset_id);
+
+    let assets = env.store.assets(false).unwrap();
+    assert_eq!(assets.len(), 1);
+    assert_eq!(assets[0].checksum, [1; 32]);
+    assert_eq!(assets[0].facts.width, Some(4000));
+    assert_eq!(assets[0].paths.len(), 2);
+    let dups = env.store.duplicates().unwrap();
+    assert_eq!(dups.len(), 1);
+    assert_eq!(dups[0].files.len(), 2);
+    assert_eq!(
+        reasons(&env, lease.id),
+        [(Provenance::Duplicate, 1), (Provenance::New, 2)]
+    );
+    let run = env.store.scan_run(lease.id).unwrap().unwrap();
+    assert_eq!(run.progress.as_deref(), Some("{\"files\":2}"));
+}
+
+#[test]
+fn known_files_give_the_stamps_under_a_scope_with_non_utf8_names_kept_exactly() {
+    let env = env();
+    let lib = env.library("photos");
+    let lease = start_scan(&env, lib, "");
+    let mut odd = item("2024/x", 3, FileReason::New);
+    odd.rel_path = b"2024/caf\xe9.jpg".to_vec();
+    odd.rel_path_text = "2024/caf\u{fffd}.jpg".into();
+    env.store
+        .ingest_batch(
+            &lease,
+            lib,
+            vec![
+                item("2024/a.jpg", 1, FileReason::New),
+                item("2024b/b.jpg", 2, FileReason::New),
+                odd,
+            ],
+            "",
+        )
+        .unwrap();
+    let all = env.store.known_files(lib, "").unwrap();
+    assert_eq!(all.len(), 3);
+    let mut scoped: Vec<Vec<u8>> = env
+        .store
+        .known_files(lib, "2024")
+        .unwrap()
+        .into_iter()
+        .map(|k| k.rel_path)
+        .collect();
+    scoped.sort();
+    assert_eq!(
+        scoped,
+        [b"2024/a.jpg".to_vec(), b"2024/caf\xe9.jpg".to_vec()]
+    );
+    let a = all.iter().find(|k| k.rel_path == b"2024/a.jpg").unwrap();
+    assert_eq!(a.stamp, stamp(101, 1));
+    assert!(a.asset_id.is_some() && !a.has_error);
+}
+
+#[test]
+fn a_replaced_file_relinks_and_its_old_asset_goes_to_the_trash() {
+    let env = env();
+    let lib = env.library("photos");
+    let lease = start_scan(&env, lib, "");
+    let first = env
+        .store
+        .ingest_batch(&lease, lib, vec![item("a.jpg", 1, FileReason::New)], "")
+        .unwrap();
+    let old = first.items[0].asset_id.unwrap();
+    let again = env
+        .store
+        .ingest_batch(&lease, lib, vec![item("a.jpg", 2, FileReason::Size)], "")
+        .unwrap();
+    assert_eq!(again.items[0].claim, Claim::Created);
+    let new = again.items[0].asset_id.unwrap();
+    assert_ne!(new, old);
+    assert_eq!(again.items[0].file_id, first.items[0].file_id);
+    let trashed = env.store.assets(true).unwrap();
+    assert_eq!(trashed.len(), 1);
+    assert_eq!(trashed[0].id, old);
+    assert!(trashed[0].paths.is_empty());
+    // The same content again: the file's own asset, not a duplicate.
+    let same = env
+        .store
+        .ingest_batch(&lease, lib, vec![item("a.jpg", 2, FileReason::Forced)], "")
+        .unwrap();
+    assert_eq!(same.items[0].claim, Claim::Kept);
+}
+
+#[test]
+fn an_unreadable_file_is_recorded_with_its_error_and_keeps_its_link() {
+    let env = env();
+    let lib = env.library("photos");
+    let lease = start_scan(&env, lib, "");
+    let first = env
+        .store
+        .ingest_batch(&lease, lib, vec![item("a.jpg", 1, FileReason::New)], "")
+        .unwrap();
+    let mut broken = item("a.jpg", 1, FileReason::Error);
+    broken.checksum = None;
+    broken.error = Some("permission denied".into());
+    let report = env
+        .store
+        .ingest_batch(&lease, lib, vec![broken], "")
+        .unwrap();
+    assert_eq!(report.items[0].claim, Claim::Unreadable);
+    assert_eq!(report.items[0].asset_id, first.items[0].asset_id);
+    assert!(env.store.known_files(lib, "").unwrap()[0].has_error);
+    assert!(reasons(&env, lease.id).contains(&(Provenance::Error, 1)));
+}
+
+#[test]
+fn a_file_whose_asset_was_trashed_comes_back_restored_by_id() {
+    let env = env();
+    let lib = env.library("photos");
+    let lease = start_scan(&env, lib, "");
+    let first = env
+        .store
+        .ingest_batch(&lease, lib, vec![item("a.jpg", 1, FileReason::New)], "")
+        .unwrap();
+    let asset = first.items[0].asset_id.unwrap();
+    let done = env.store.finish_full_scan(&lease, lib, 0.2, true).unwrap();
+    assert_eq!(done.state, RunState::Completed);
+
+    // The next full scan does not see it: missing, and its asset trashed.
+    let lease = start_scan(&env, lib, "");
+    let report = env.store.finish_full_scan(&lease, lib, 1.0, true).unwrap();
+    assert_eq!((report.missing_files, report.trashed_assets), (1, 1));
+    assert_eq!(live_assets(&env), 0);
+    assert!(env.store.known_files(lib, "").unwrap().is_empty());
+
+    // It comes back (elsewhere): the same asset id, restored.
+    let lease = start_scan(&env, lib, "");
+    let back = env
+        .store
+        .ingest_batch(
+            &lease,
+            lib,
+            vec![item("moved/a.jpg", 1, FileReason::New)],
+            "",
+        )
+        .unwrap();
+    assert_eq!(back.items[0].claim, Claim::Restored);
+    assert_eq!(back.items[0].asset_id, Some(asset));
+    assert_eq!(live_assets(&env), 1);
+}
+
+#[test]
+fn a_normal_full_scan_marks_unseen_files_missing_and_trashes_the_orphaned_asset() {
+    let env = env();
+    let lib = env.library("photos");
+    let lease = start_scan(&env, lib, "");
+    let items: Vec<_> = (1..=10)
+        .map(|i| item(&format!("f{i}.jpg"), i, FileReason::New))
+        .chain([item("copy-of-f1.jpg", 1, FileReason::New)])
+        .collect();
+    env.store.ingest_batch(&lease, lib, items, "").unwrap();
+    env.store.finish_full_scan(&lease, lib, 0.2, true).unwrap();
+
+    // Rescan: f2 and the copy of f1 are gone, the rest unchanged.
+    let lease = start_scan(&env, lib, "");
+    let seen: Vec<Vec<u8>> = (1..=10)
+        .filter(|i| *i != 2)
+        .map(|i| format!("f{i}.jpg").into_bytes())
+        .collect();
+    assert_eq!(
+        env.store
+            .touch_unchanged(&lease, lib, seen, "{\"seen\":9}")
+            .unwrap(),
+        9
+    );
+    let report = env.store.finish_full_scan(&lease, lib, 0.2, true).unwrap();
+    assert_eq!(report.state, RunState::Completed);
+    assert_eq!((report.missing_files, report.trashed_assets), (2, 1));
+    let trashed = env.store.assets(true).unwrap();
+    assert_eq!(trashed.len(), 1);
+    assert_eq!(trashed[0].checksum, [2; 32]);
+    assert_eq!(live_assets(&env), 9, "f1 still has a present file");
+    assert_eq!(
+        reasons(&env, lease.id),
+        [(Provenance::Missing, 2), (Provenance::Unchanged, 9)]
+    );
+    let run = env.store.scan_run(lease.id).unwrap().unwrap();
+    assert_eq!(run.state, RunState::Completed);
+}
+
+#[test]
+fn the_circuit_breaker_holds_on_mass_missing_and_on_a_changed_identity() {
+    let env = env();
+    let lib = env.library("photos");
+    let lease = start_scan(&env, lib, "");
+    let items: Vec<_> = (1..=10)
+        .map(|i| item(&format!("f{i}.jpg"), i, FileReason::New))
+        .collect();
+    env.store.ingest_batch(&lease, lib, items, "").unwrap();
+    env.store.finish_full_scan(&lease, lib, 0.2, true).unwrap();
+
+    // A scan that saw only 7 of 10: 30% would go missing, over the 20% allowed.
+    let lease = start_scan(&env, lib, "");
+    let seen = (1..=7).map(|i| format!("f{i}.jpg").into_bytes()).collect();
+    env.store.touch_unchanged(&lease, lib, seen, "").unwrap();
+    let report = env.store.finish_full_scan(&lease, lib, 0.2, true).unwrap();
+    assert_eq!(report.state, RunState::Suspect);
+    assert!(report.reason.as_deref().unwrap().contains("3 of 10"));
+    assert_eq!((report.missing_files, report.trashed_assets), (0, 0));
+    let run = env.store.scan_run(lease.id).unwrap().unwrap();
+    assert_eq!(run.state, RunState::Suspect);
+    assert_eq!(run.reason, report.reason);
+    assert_eq!(env.store.known_files(lib, "").unwrap().len(), 10);
+    assert_eq!(live_assets(&env), 10);
+
+    // A remounted root (identity changed) that saw nothing at all: nothing marked.
+    let lease = start_scan(&env, lib, "");
+    let report = env.store.finish_full_scan(&lease, lib, 1.0, false).unwrap();
+    assert_eq!(report.state, RunState::Suspect);
+    assert!(report.reason.as_deref().unwrap().contains("identity"));
+    assert_eq!(env.store.known_files(lib, "").unwrap().len(), 10);
+    assert_eq!(live_assets(&env), 10);
+}
+
+#[test]
+fn a_scoped_scan_marks_nothing_missing() {
+    let env = env();
+    let lib = env.library("photos");
+    let lease = start_scan(&env, lib, "");
+    env.store
+        .ingest_batch(
+            &lease,
+            lib,
+            vec![
+                item("2024/a.jpg", 1, FileReason::New),
+                item("2025/b.jpg", 2, FileReason::New),
+            ],
+            "",
+        )
+        .unwrap();
+    env.store.finish_full_scan(&lease, lib, 0.2, true).unwrap();
+    let lease = start_scan(&env, lib, "2024");
+    let report = env.store.finish_full_scan(&lease, lib, 0.0, true).unwrap();
+    assert_eq!(report.state, RunState::Completed);
+    assert_eq!(report.missing_files, 0);
+    assert_eq!(env.store.known_files(lib, "").unwrap().len(), 2);
+}
+
+#[test]
+fn a_stale_scan_worker_lands_none_of_its_later_batches() {
+    let env = env();
+    let lib = env.library("photos");
+    let stale = start_scan(&env, lib, "");
+    env.store
+        .ingest_batch(&stale, lib, vec![item("a.jpg", 1, FileReason::New)], "1")
+        .unwrap();
+    // The lease is lost mid-ingest (a slept laptop): reclaim retires the run.
+    env.clock.advance(TTL + 1);
+    env.store.reclaim_stale().unwrap();
+    let before_files = env.store.known_files(lib, "").unwrap();
+    let before_reasons = reasons(&env, stale.id);
+
+    let late = env.store.ingest_batch(
+        &stale,
+        lib,
+        vec![
+            item("b.jpg", 2, FileReason::New),
+            item("a.jpg", 3, FileReason::Size),
+        ],
+        "2",
+    );
+    assert!(
+        matches!(late, Err(StoreError::LeaseLost { .. })),
+        "{late:?}"
+    );
+    let touch = env
+        .store
+        .touch_unchanged(&stale, lib, vec![b"a.jpg".to_vec()], "3");
+    assert!(touch.unwrap_err().is_lease_lost());
+    let finish = env.store.finish_full_scan(&stale, lib, 0.2, true);
+    assert!(finish.unwrap_err().is_lease_lost());
+
+    assert_eq!(env.store.known_files(lib, "").unwrap(), before_files);
+    assert_eq!(reasons(&env, stale.id), before_reasons);
+    assert_eq!(live_assets(&env), 1);
+    assert!(env.store.assets(true).unwrap().is_empty());
+    let run = env.store.scan_run(stale.id).unwrap().unwrap();
+    assert_eq!(run.progress.as_deref(), Some("1"));
+    assert_eq!(run.state, RunState::Failed);
+}
+
+#[test]
+fn a_batch_for_another_library_is_refused_whole() {
+    let env = env();
+    let lib = env.library("photos");
+    let other = env.library("videos");
+    let lease = start_scan(&env, lib, "");
+    let err = env
+        .store
+        .ingest_batch(&lease, other, vec![item("a.jpg", 1, FileReason::New)], "x")
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Conflict(_)), "{err:?}");
+    assert!(env.store.known_files(other, "").unwrap().is_empty());
+    assert_eq!(
+        env.store.scan_run(lease.id).unwrap().unwrap().progress,
+        None
+    );
+}
+
+#[test]
+fn the_sweep_deletes_only_assets_trashed_past_the_retention() {
+    let env = env();
+    let lib = env.library("photos");
+    let lease = start_scan(&env, lib, "");
+    env.store
+        .ingest_batch(&lease, lib, vec![item("a.jpg", 1, FileReason::New)], "")
+        .unwrap();
+    env.store.finish_full_scan(&lease, lib, 1.0, true).unwrap();
+    let lease = start_scan(&env, lib, "");
+    env.store.finish_full_scan(&lease, lib, 1.0, true).unwrap();
+    assert_eq!(env.store.assets(true).unwrap().len(), 1);
+
+    const DAY: i64 = 86_400_000;
+    env.clock.advance(DAY);
+    assert_eq!(env.store.sweep_trash(30 * DAY).unwrap(), 0);
+    env.clock.advance(30 * DAY);
+    assert_eq!(env.store.sweep_trash(30 * DAY).unwrap(), 1);
+    assert!(env.store.assets(true).unwrap().is_empty());
+
+    // The file comes back after the sweep: stored afresh, never a unique-key error.
+    let lease = start_scan(&env, lib, "");
+    let back = env
+        .store
+        .ingest_batch(&lease, lib, vec![item("a.jpg", 1, FileReason::New)], "")
+        .unwrap();
+    assert_eq!(back.items[0].claim, Claim::Created);
+}
+
+fn keyed(key: &str, limit: Option<u32>) -> AdmissionOptions {
+    AdmissionOptions {
+        idempotency_key: Some(key.to_string()),
+        hourly_limit: limit,
+    }
+}
+
+#[test]
+fn an_idempotency_key_replays_the_same_request_and_refuses_a_different_one() {
+    let env = env();
+    let lib = env.library("photos");
+    let req = env.scan_request(lib, "2024");
+    let (run, admission) = env
+        .store
+        .request_scan_keyed(req.clone(), keyed("k1", None))
+        .unwrap();
+    assert_eq!(admission, Admission::Accepted);
+    let (again, admission) = env
+        .store
+        .request_scan_keyed(req.clone(), keyed("k1", None))
+        .unwrap();
+    assert_eq!((again.id, admission), (run.id, Admission::Replayed));
+
+    let different = ScanRequest {
+        trigger: Trigger::Api,
+        ..req.clone()
+    };
+    let err = env
+        .store
+        .request_scan_keyed(different, keyed("k1", None))
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Conflict(_)), "{err:?}");
+    let err = env
+        .store
+        .request_scan_keyed(env.scan_request(lib, "2025"), keyed("k1", None))
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Conflict(_)), "{err:?}");
+
+    // A new key while a run waits is coalesced as usual, and remembered.
+    let (widened, admission) = env
+        .store
+        .request_scan_keyed(env.scan_request(lib, "2025"), keyed("k2", None))
+        .unwrap();
+    assert_eq!((widened.id, admission), (run.id, Admission::Coalesced));
+    assert_eq!(widened.scope, "");
+    assert_eq!(env.store.scan_runs(Some(lib), 10).unwrap().len(), 1);
+}
+
+#[test]
+fn the_hourly_limit_refuses_new_runs_until_the_hour_has_passed() {
+    let env = env();
+    let lib = env.library("photos");
+    let limit = Some(2);
+    let opts = || AdmissionOptions {
+        idempotency_key: None,
+        hourly_limit: limit,
+    };
+    for _ in 0..2 {
+        env.store
+            .request_scan_keyed(env.scan_request(lib, ""), opts())
+            .unwrap();
+        let (lease, _) = env.store.claim_scan_run(TTL).unwrap().unwrap();
+        env.store.finish_full_scan(&lease, lib, 1.0, true).unwrap();
+        env.clock.advance(60_000);
+    }
+    let err = env
+        .store
+        .request_scan_keyed(env.scan_request(lib, ""), opts())
+        .unwrap_err();
+    match &err {
+        StoreError::RateLimited {
+            limit: 2,
+            retry_after_ms,
+            ..
+        } => assert_eq!(*retry_after_ms, 3_600_000 - 120_000),
+        other => panic!("expected RateLimited, got {other:?}"),
+    }
+    assert!(err.to_string().contains("in the last hour"), "{err}");
+    // Without a limit (or another library) admission is unaffected.
+    env.store.request_scan(env.scan_request(lib, "")).unwrap();
+    // A request coalesced into the waiting run creates nothing, so it is allowed.
+    let (_, admission) = env
+        .store
+        .request_scan_keyed(env.scan_request(lib, "x"), opts())
+        .unwrap();
+    assert_eq!(admission, Admission::Coalesced);
+    env.clock.advance(3_600_000);
+    let (lease, _) = env.store.claim_scan_run(TTL).unwrap().unwrap();
+    env.store.finish_full_scan(&lease, lib, 1.0, true).unwrap();
+    env.store
+        .request_scan_keyed(env.scan_request(lib, ""), opts())
+        .expect("the window moved on");
+}
+
+/// One asset shown by two files, both present.
+fn two_copies(env: &Env) -> (i64, i64) {
+    let lib = env.library("photos");
+    let lease = start_scan(env, lib, "");
+    let report = env
+        .store
+        .ingest_batch(
+            &lease,
+            lib,
+            vec![
+                item("a.jpg", 1, FileReason::New),
+                item("b/a.jpg", 1, FileReason::New),
+            ],
+            "",
+        )
+        .unwrap();
+    env.store.finish_full_scan(&lease, lib, 0.2, true).unwrap();
+    (lib, report.items[0].asset_id.unwrap())
+}
+
+#[test]
+fn a_user_trash_is_journaled_intent_then_commit_and_a_restore_moves_the_files_back() {
+    let env = env();
+    let (lib, asset) = two_copies(&env);
+    let intents = env.store.begin_trash(asset).unwrap();
+    assert_eq!(intents.len(), 2);
+    assert_eq!(intents[0].action, TrashAction::Trash);
+    assert_eq!(intents[0].from_path, b"a.jpg");
+    assert_eq!(intents[0].to_path, trash_path(asset, b"a.jpg"));
+    assert_eq!(
+        intents[0].to_path,
+        format!(".mediadex-trash/{asset}/a.jpg").into_bytes()
+    );
+    // Until committed, nothing is trashed and the intents wait for replay.
+    assert_eq!(env.store.pending_intents().unwrap(), intents);
+    assert_eq!(live_assets(&env), 1);
+    assert!(env.store.begin_trash(asset).is_err(), "one move at a time");
+
+    assert_eq!(env.store.commit_intent(intents[0].id).unwrap(), None);
+    assert_eq!(
+        env.store.commit_intent(intents[1].id).unwrap(),
+        Some(MoveOutcome::Trashed)
+    );
+    assert!(env.store.pending_intents().unwrap().is_empty());
+    let trashed = env.store.assets(true).unwrap();
+    assert_eq!(trashed[0].trash_reason, Some(TrashReason::User));
+    assert!(env.store.known_files(lib, "").unwrap().is_empty());
+
+    let back = env.store.begin_restore(asset).unwrap();
+    assert_eq!(back.len(), 2);
+    assert_eq!(back[1].from_path, trash_path(asset, b"b/a.jpg"));
+    assert_eq!(back[1].to_path, b"b/a.jpg");
+    // A crash here: the replay finds the restore pending and finishes it.
+    assert_eq!(env.store.pending_intents().unwrap(), back);
+    assert_eq!(env.store.abort_intent(back[0].id).unwrap(), None);
+    assert_eq!(
+        env.store.commit_intent(back[1].id).unwrap(),
+        Some(MoveOutcome::Restored)
+    );
+    assert_eq!(live_assets(&env), 1);
+    let known = env.store.known_files(lib, "").unwrap();
+    assert_eq!(known.len(), 1, "only the committed move came back");
+    assert_eq!(known[0].rel_path, b"b/a.jpg");
+}
+
+#[test]
+fn sweep_and_restore_in_either_order_end_restored_or_gone_never_an_error() {
+    const DAY: i64 = 86_400_000;
+    // Restore first: the sweep finds nothing to delete.
+    let env = env();
+    let (_, asset) = two_copies(&env);
+    let intents = env.store.begin_trash(asset).unwrap();
+    for i in &intents {
+        env.store.commit_intent(i.id).unwrap();
+    }
+    env.clock.advance(31 * DAY);
+    let back = env.store.begin_restore(asset).unwrap();
+    // A pending restore holds the sweep off.
+    assert_eq!(env.store.sweep_trash(30 * DAY).unwrap(), 0);
+    for i in &back {
+        env.store.commit_intent(i.id).unwrap();
+    }
+    assert_eq!(env.store.sweep_trash(30 * DAY).unwrap(), 0);
+    assert_eq!(env.store.asset(asset).unwrap().unwrap().trashed_at, None);
+
+    // Sweep first: the restore answers that the asset is gone.
+    let env = support::env();
+    let (_, asset) = two_copies(&env);
+    for i in &env.store.begin_trash(asset).unwrap() {
+        env.store.commit_intent(i.id).unwrap();
+    }
+    env.clock.advance(31 * DAY);
+    assert_eq!(env.store.sweep_trash(30 * DAY).unwrap(), 1);
+    assert!(env.store.asset(asset).unwrap().is_none());
+    assert!(matches!(
+        env.store.begin_restore(asset),
+        Err(StoreError::NotFound(_))
+    ));
+}
+
+#[test]
+fn a_library_root_identity_is_recorded_for_the_circuit_breaker() {
+    let env = env();
+    let lib = env.library("photos");
+    assert_eq!(
+        env.store.library_identity(lib).unwrap(),
+        Some(LibraryIdentity::default())
+    );
+    let id = LibraryIdentity {
+        root_dev: Some(u64::MAX - 1),
+        marker_id: Some("0191-marker".into()),
+    };
+    env.store.set_library_identity(lib, id.clone()).unwrap();
+    assert_eq!(env.store.library_identity(lib).unwrap(), Some(id));
+    assert_eq!(env.store.library_identity(999).unwrap(), None);
+}
