@@ -105,5 +105,8 @@ CREATE TABLE scan_requests (
 ) STRICT;
 
 CREATE INDEX scan_requests_run ON scan_requests (run_id);
+-- `scan --force`: the run re-reads every file in scope; kept through coalescing and retries.
+ALTER TABLE scan_runs ADD COLUMN forced INTEGER NOT NULL DEFAULT 0 CHECK (forced IN (0, 1));
+
 -- The hourly limit counts a library's runs by acceptance time.
 CREATE INDEX scan_runs_accepted ON scan_runs (library_id, accepted_at);

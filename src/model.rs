@@ -192,6 +192,8 @@ pub struct ScanRun {
     pub finished_at: Option<Millis>,
     pub updated_at: Millis,
     pub predecessor_id: Option<i64>,
+    /// Every file in scope is re-read, changed or not.
+    pub forced: bool,
 }
 
 /// A request for a scan, as admission receives it.

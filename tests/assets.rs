@@ -409,6 +409,7 @@ fn keyed(key: &str, limit: Option<u32>) -> AdmissionOptions {
     AdmissionOptions {
         idempotency_key: Some(key.to_string()),
         hourly_limit: limit,
+        forced: false,
     }
 }
 
@@ -461,6 +462,7 @@ fn the_hourly_limit_refuses_new_runs_until_the_hour_has_passed() {
     let opts = || AdmissionOptions {
         idempotency_key: None,
         hourly_limit: limit,
+        forced: false,
     };
     for _ in 0..2 {
         env.store
@@ -614,4 +616,61 @@ fn a_library_root_identity_is_recorded_for_the_circuit_breaker() {
     env.store.set_library_identity(lib, id.clone()).unwrap();
     assert_eq!(env.store.library_identity(lib).unwrap(), Some(id));
     assert_eq!(env.store.library_identity(999).unwrap(), None);
+}
+
+#[test]
+fn known_in_dir_lists_only_the_direct_children_of_a_directory() {
+    let env = env();
+    let lib = env.library("photos");
+    let lease = start_scan(&env, lib, "");
+    let batch = vec![
+        item("top.jpg", 1, FileReason::New),
+        item("2024/a.jpg", 2, FileReason::New),
+        item("2024/trip/b.jpg", 3, FileReason::New),
+        item("2024-old/c.jpg", 4, FileReason::New),
+    ];
+    env.store.ingest_batch(&lease, lib, batch, "{}").unwrap();
+    let names = |dir: &str| -> Vec<String> {
+        let mut v: Vec<String> = env
+            .store
+            .known_in_dir(lib, dir.as_bytes())
+            .unwrap()
+            .into_iter()
+            .map(|k| String::from_utf8_lossy(&k.rel_path).into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names(""), vec!["top.jpg"]);
+    assert_eq!(names("2024"), vec!["2024/a.jpg"]);
+    assert_eq!(names("2024/trip"), vec!["2024/trip/b.jpg"]);
+    assert!(names("2023").is_empty());
+}
+
+#[test]
+fn a_forced_request_stays_forced_through_coalescing_and_retries() {
+    let env = env();
+    let lib = env.library("photos");
+    let forced = AdmissionOptions {
+        forced: true,
+        ..AdmissionOptions::default()
+    };
+    let (run, _) = env
+        .store
+        .request_scan_keyed(env.scan_request(lib, "a"), forced.clone())
+        .unwrap();
+    assert!(run.forced);
+    let (same, admission) = env.store.request_scan(env.scan_request(lib, "b")).unwrap();
+    assert_eq!(
+        (same.id, admission, same.forced),
+        (run.id, Admission::Coalesced, true)
+    );
+    env.store.claim_scan_run(TTL).unwrap().unwrap();
+    env.clock.advance(TTL);
+    env.store.reclaim_stale().unwrap();
+    let successor = &env.store.scan_runs(Some(lib), 1).unwrap()[0];
+    assert_eq!(
+        (successor.predecessor_id, successor.forced),
+        (Some(run.id), true)
+    );
 }

@@ -443,6 +443,7 @@ impl Oracle {
                         finished_at: None,
                         updated_at: now,
                         predecessor_id: Some(pred.id),
+                        forced: false,
                     });
                 }
             }
@@ -537,6 +538,7 @@ impl Oracle {
             finished_at: None,
             updated_at: now,
             predecessor_id: None,
+            forced: false,
         };
         self.runs.push(run.clone());
         (run, Admission::Accepted)

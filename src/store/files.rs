@@ -25,6 +25,15 @@ const KNOWN: &str = "
     SELECT rel_path, size, mtime_ns, dev, inode, asset_id, error IS NOT NULL FROM files
      WHERE library_id = ?1 AND state = 'present'
        AND (?2 = '' OR rel_path = ?3 OR (rel_path >= ?4 AND rel_path < ?5))";
+/// The present files directly in one directory (not deeper): the diff loads a directory
+/// when the walk enters it, so its memory follows the walk, not the library.
+const KNOWN_IN_ROOT: &str = "
+    SELECT rel_path, size, mtime_ns, dev, inode, asset_id, error IS NOT NULL FROM files
+     WHERE library_id = ?1 AND state = 'present' AND instr(rel_path, x'2f') = 0";
+const KNOWN_IN_DIR: &str = "
+    SELECT rel_path, size, mtime_ns, dev, inode, asset_id, error IS NOT NULL FROM files
+     WHERE library_id = ?1 AND state = 'present' AND rel_path >= ?2 AND rel_path < ?3
+       AND instr(substr(rel_path, length(?2) + 1), x'2f') = 0";
 const PREVIOUS: &str = "SELECT asset_id FROM files WHERE library_id = ?1 AND rel_path = ?2";
 /// Upsert of a processed file. An unreadable file (no asset given) keeps its old link.
 const UPSERT: &str = "
@@ -100,6 +109,20 @@ fn scope_bounds(scope: &str) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
     let mut hi = exact.clone();
     hi.push(b'/' + 1);
     (exact, lo, hi)
+}
+
+fn known_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<KnownFile> {
+    Ok(KnownFile {
+        rel_path: r.get(0)?,
+        stamp: FileStamp {
+            size: r.get::<_, i64>(1)? as u64,
+            mtime_ns: r.get(2)?,
+            dev: r.get::<_, i64>(3)? as u64,
+            inode: r.get::<_, i64>(4)? as u64,
+        },
+        asset_id: r.get(5)?,
+        has_error: r.get(6)?,
+    })
 }
 
 /// Stamps are stored as SQLite integers: u64 values are kept bit for bit.
@@ -232,20 +255,28 @@ impl Store {
         self.read(move |conn| {
             let (exact, lo, hi) = scope_bounds(&scope);
             let mut stmt = conn.prepare_cached(KNOWN)?;
-            let rows = stmt.query_map(params![library_id, scope, exact, lo, hi], |r| {
-                Ok(KnownFile {
-                    rel_path: r.get(0)?,
-                    stamp: FileStamp {
-                        size: r.get::<_, i64>(1)? as u64,
-                        mtime_ns: r.get(2)?,
-                        dev: r.get::<_, i64>(3)? as u64,
-                        inode: r.get::<_, i64>(4)? as u64,
-                    },
-                    asset_id: r.get(5)?,
-                    has_error: r.get(6)?,
-                })
-            })?;
+            let rows = stmt.query_map(params![library_id, scope, exact, lo, hi], known_from_row)?;
             Ok(rows.collect::<Result<_, _>>()?)
+        })
+    }
+
+    /// The present files directly inside `dir` (library-relative bytes; empty is the root).
+    pub fn known_in_dir(&self, library_id: i64, dir: &[u8]) -> Result<Vec<KnownFile>, StoreError> {
+        self.read(|conn| {
+            let rows: Vec<KnownFile> = if dir.is_empty() {
+                let mut stmt = conn.prepare_cached(KNOWN_IN_ROOT)?;
+                stmt.query_map(params![library_id], known_from_row)?
+                    .collect::<Result<_, _>>()?
+            } else {
+                let mut lo = dir.to_vec();
+                lo.push(b'/');
+                let mut hi = dir.to_vec();
+                hi.push(b'/' + 1);
+                let mut stmt = conn.prepare_cached(KNOWN_IN_DIR)?;
+                stmt.query_map(params![library_id, lo, hi], known_from_row)?
+                    .collect::<Result<_, _>>()?
+            };
+            Ok(rows)
         })
     }
 

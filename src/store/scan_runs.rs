@@ -14,7 +14,7 @@ macro_rules! run_cols {
     () => {
         "id, library_id, scope, trigger, watch_event, state, reason, generation, attempt, \
          run_at, lease_owner, lease_expires_at, progress, requested_at, accepted_at, \
-         started_at, finished_at, updated_at, predecessor_id"
+         started_at, finished_at, updated_at, predecessor_id, forced"
     };
 }
 
@@ -39,6 +39,7 @@ fn run_from_row(r: &Row<'_>) -> rusqlite::Result<ScanRun> {
         finished_at: r.get(16)?,
         updated_at: r.get(17)?,
         predecessor_id: r.get(18)?,
+        forced: r.get(19)?,
     })
 }
 
@@ -62,6 +63,9 @@ pub struct AdmissionOptions {
     pub idempotency_key: Option<String>,
     /// At most this many new runs per library per hour (a coalesced request adds none).
     pub hourly_limit: Option<u32>,
+    /// Re-read every file in scope, changed or not (`scan --force`). Survives coalescing
+    /// and retries.
+    pub forced: bool,
 }
 
 const HOUR: Millis = 3_600_000;
@@ -88,15 +92,15 @@ const LIST: &str = concat!(
 );
 const INSERT: &str = concat!(
     "INSERT INTO scan_runs (library_id, scope, trigger, watch_event, state, attempt, run_at,
-                            requested_at, accepted_at, updated_at, predecessor_id)
-     VALUES (?1, ?2, ?3, ?4, 'accepted', ?5, ?6, ?7, ?8, ?8, ?9)
+                            requested_at, accepted_at, updated_at, predecessor_id, forced)
+     VALUES (?1, ?2, ?3, ?4, 'accepted', ?5, ?6, ?7, ?8, ?8, ?9, ?10)
      RETURNING ",
     run_cols!()
 );
 const WIDEN: &str = concat!(
     "UPDATE scan_runs SET scope = ?2, requested_at = min(requested_at, ?3),
             predecessor_id = coalesce(predecessor_id, ?4), attempt = max(attempt, ?5),
-            updated_at = ?6, run_at = min(run_at, ?7)
+            updated_at = ?6, run_at = min(run_at, ?7), forced = max(forced, ?8)
       WHERE id = ?1 RETURNING ",
     run_cols!()
 );
@@ -190,7 +194,8 @@ fn fold_into(
             pred.id,
             attempt,
             now,
-            waiting.run_at
+            waiting.run_at,
+            pred.forced
         ],
         run_from_row,
     )?)
@@ -218,7 +223,8 @@ fn successor(
             run_at,
             pred.requested_at,
             now,
-            pred.id
+            pred.id,
+            pred.forced
         ],
         run_from_row,
     )?)
@@ -367,7 +373,7 @@ fn check_hourly_limit(
 fn admit(
     conn: &Connection,
     req: &ScanRequest,
-    hourly_limit: Option<u32>,
+    options: &AdmissionOptions,
     now: Millis,
 ) -> Result<(ScanRun, Admission), StoreError> {
     let exists = conn
@@ -391,13 +397,14 @@ fn admit(
                 None::<i64>,
                 w.attempt,
                 now,
-                now
+                now,
+                options.forced
             ],
             run_from_row,
         )?;
         return Ok((run, Admission::Coalesced));
     }
-    if let Some(limit) = hourly_limit {
+    if let Some(limit) = options.hourly_limit {
         check_hourly_limit(conn, req.library_id, limit, now)?;
     }
     let run = conn.prepare_cached(INSERT)?.query_row(
@@ -410,7 +417,8 @@ fn admit(
             now,
             now,
             now,
-            None::<i64>
+            None::<i64>,
+            options.forced
         ],
         run_from_row,
     )?;
@@ -450,7 +458,7 @@ impl Store {
             {
                 return Ok((run, Admission::Replayed));
             }
-            let (run, admission) = admit(conn, &req, options.hourly_limit, now)?;
+            let (run, admission) = admit(conn, &req, &options, now)?;
             if let Some(key) = &options.idempotency_key {
                 conn.prepare_cached(KEY_PUT)?.execute(params![
                     key,
