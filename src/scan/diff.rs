@@ -1,44 +1,11 @@
 //! The diff: decides from a file's stamp alone whether it must be read again, and says why.
 //! An unchanged file is never opened. Pure: no I/O, no database.
 
-use super::walk::Stamp;
-use std::fmt;
+pub use crate::model::FileReason as Reason;
+use crate::model::FileStamp as Stamp;
 
-/// Why a file is (re)read in a run. Stored per file and counted per run, so that "why did it
-/// re-hash everything?" has an answer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Reason {
-    /// Not known before.
-    New,
-    /// Its size changed.
-    Size,
-    /// Same size, new modification time.
-    Mtime,
-    /// Same size and time, but another file (device or inode) now has this path.
-    Inode,
-    /// The user asked for a full re-read (`scan --force`).
-    Forced,
-}
-
-impl Reason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::New => "new",
-            Reason::Size => "size",
-            Reason::Mtime => "mtime",
-            Reason::Inode => "inode",
-            Reason::Forced => "forced",
-        }
-    }
-}
-
-impl fmt::Display for Reason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// `None` means unchanged: the file is not opened.
+/// `None` means unchanged: the file is not opened. (A file whose last read failed is
+/// retried by the caller with `Reason::Error`.)
 pub fn reason(now: &Stamp, known: Option<&Stamp>, forced: bool) -> Option<Reason> {
     let Some(known) = known else {
         return Some(Reason::New);

@@ -15,8 +15,16 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+/// What the store knows of one file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KnownStamp {
+    pub stamp: Stamp,
+    /// Its last read failed: read it again even if its stamp is unchanged.
+    pub retry: bool,
+}
+
 /// What the store knows of one directory's files: name → stamp.
-pub type DirStamps = HashMap<OsString, Stamp>;
+pub type DirStamps = HashMap<OsString, KnownStamp>;
 
 /// Looks up known files per directory (library-relative; `""` is the root).
 pub trait Known {
@@ -168,7 +176,9 @@ impl<'a> Diffing<'a> {
             Walked::Problem { rel, error } => self.batch.problems.push((rel, error)),
             Walked::File { rel, stamp } => {
                 let known = self.known_stamp(&rel)?;
-                match reason(&stamp, known.as_ref(), self.forced) {
+                let why = reason(&stamp, known.as_ref().map(|k| &k.stamp), self.forced)
+                    .or_else(|| known.filter(|k| k.retry).map(|_| Reason::Error));
+                match why {
                     None => self.batch.unchanged.push(rel),
                     Some(why) => self.to_read.push((rel, stamp, why)),
                 }
@@ -179,7 +189,7 @@ impl<'a> Diffing<'a> {
 
     /// The known stamp of `rel`, loading its directory's stamps when the walk enters it and
     /// dropping those of directories the walk has left.
-    fn known_stamp(&mut self, rel: &Path) -> Result<Option<Stamp>, SinkError> {
+    fn known_stamp(&mut self, rel: &Path) -> Result<Option<KnownStamp>, SinkError> {
         let parent = rel.parent().unwrap_or(Path::new("")).to_path_buf();
         while self
             .dirs
@@ -266,7 +276,7 @@ mod tests {
 
     /// Known stamps kept by full relative path, as the store would answer per directory.
     #[derive(Default)]
-    struct Memory(HashMap<PathBuf, Stamp>);
+    struct Memory(HashMap<PathBuf, KnownStamp>);
 
     impl Known for Memory {
         fn dir(&mut self, rel_dir: &Path) -> Result<DirStamps, SinkError> {
@@ -311,7 +321,8 @@ mod tests {
         /// What a store would know after these batches.
         fn remember(&self, known: &mut Memory) {
             for o in self.batches.iter().flat_map(|b| &b.changed) {
-                known.0.insert(o.rel.clone(), o.stamp);
+                let retry = o.checksum.is_none();
+                known.0.insert(o.rel.clone(), KnownStamp { stamp: o.stamp, retry });
             }
         }
     }

@@ -9,15 +9,7 @@ use crossbeam_channel::Sender;
 use std::path::{Path, PathBuf};
 use walkdir::{DirEntry, WalkDir};
 
-/// What the diff needs to decide whether a file changed, without opening it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Stamp {
-    pub size: u64,
-    /// Modification time in nanoseconds since the epoch.
-    pub mtime_ns: i64,
-    pub dev: u64,
-    pub inode: u64,
-}
+pub use crate::model::FileStamp as Stamp;
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum Walked {
