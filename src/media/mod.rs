@@ -52,8 +52,16 @@ fn read_all(path: &Path, facts: &mut MediaFacts) -> Result<(), String> {
 /// cut after its header still leaves its EXIF.
 fn read_image(file: File, mime: &str, facts: &mut MediaFacts) -> Result<(), String> {
     let mut reader = BufReader::new(file);
-    let size = photo::read_size(&mut reader, facts);
-    let exif = photo::read_exif(&mut reader, mime, facts);
+    let complete = match mime {
+        "image/jpeg" => photo::jpeg_end_check(&mut reader),
+        _ => Ok(()),
+    };
+    let size = photo::read_size(&mut reader, facts).and(complete);
+    let exif = if photo::EXIF_MIMES.contains(&mime) {
+        photo::read_exif(&mut reader, mime, facts)
+    } else {
+        Ok(())
+    };
     if let (Some(w), Some(h)) = (facts.width, facts.height) {
         let (dw, dh) = values::display_size(w, h, facts.orientation);
         (facts.display_width, facts.display_height) = (Some(dw), Some(dh));

@@ -27,6 +27,41 @@ pub fn read_size<R: BufRead + Seek>(reader: &mut R, facts: &mut MediaFacts) -> R
     }
 }
 
+/// Containers whose EXIF kamadak-exif can find (GIF, BMP and the like carry none it reads).
+pub const EXIF_MIMES: &[&str] = &[
+    "image/jpeg",
+    "image/png",
+    "image/webp",
+    "image/tiff",
+    "image/heic",
+    "image/heif",
+    "image/avif",
+];
+
+/// How far from the end a JPEG's EOI marker (or an appended motion-photo MP4's boxes) is
+/// looked for.
+const JPEG_TAIL: u64 = 64 * 1024;
+
+/// A JPEG cut short has no EOI marker (`FF D9`) near its end. Motion photos carry an MP4
+/// after the EOI, so MP4 box names in the tail also count as complete.
+pub fn jpeg_end_check<R: Read + Seek>(reader: &mut R) -> Result<(), String> {
+    let len = reader.seek(SeekFrom::End(0)).map_err(|e| e.to_string())?;
+    reader
+        .seek(SeekFrom::Start(len.saturating_sub(JPEG_TAIL)))
+        .map_err(|e| e.to_string())?;
+    let mut tail = Vec::new();
+    reader
+        .take(JPEG_TAIL)
+        .read_to_end(&mut tail)
+        .map_err(|e| e.to_string())?;
+    let has = |needle: &[u8]| tail.windows(needle.len()).any(|w| w == needle);
+    if has(&[0xFF, 0xD9]) || has(b"moov") || has(b"mdat") {
+        Ok(())
+    } else {
+        Err("truncated: no JPEG end marker".into())
+    }
+}
+
 /// Reads EXIF into `facts`. No EXIF at all is not an error; a broken EXIF block is.
 pub fn read_exif<R: BufRead + Seek>(
     reader: &mut R,

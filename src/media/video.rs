@@ -7,11 +7,14 @@ use crate::model::MediaFacts;
 use chrono::{DateTime, Datelike, FixedOffset};
 use nom_exif::{EntryValue, MediaParser, MediaSource, TrackInfo, TrackInfoTag};
 use std::fs::File;
+use std::io::{Seek, SeekFrom};
 
 /// Container creation times before this year are the zero/epoch placeholder, not a date.
 const FIRST_PLAUSIBLE_YEAR: i32 = 1971;
 
-pub fn read_track(file: File, facts: &mut MediaFacts) -> Result<(), String> {
+pub fn read_track(mut file: File, facts: &mut MediaFacts) -> Result<(), String> {
+    file.seek(SeekFrom::Start(0))
+        .map_err(|e| format!("video: {e}"))?;
     let source = MediaSource::seekable(file).map_err(|e| format!("video: {e}"))?;
     let info = MediaParser::new()
         .parse_track(source)
