@@ -1,6 +1,6 @@
 //! Pure media extractors: a file path in, `MediaFacts` out. Owns type sniffing, dimensions,
-//! EXIF and video container facts; must not touch the database, the queue or SQL (no rusqlite
-//! here), and must never panic on what it reads.
+//! EXIF and video container facts; must not touch the database, the queue or SQL (no database
+//! access of any kind), and must never panic on what it reads.
 
 mod photo;
 mod sniff;
