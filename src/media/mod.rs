@@ -1,0 +1,115 @@
+//! Pure media extractors: a file path in, `MediaFacts` out. Owns type sniffing, dimensions,
+//! EXIF and video container facts; must not touch the database, the queue or SQL (no database
+//! access of any kind), and must never panic on what it reads.
+
+mod photo;
+mod sniff;
+pub mod values;
+mod video;
+
+pub use sniff::{HEAD_LEN, sniff};
+
+use crate::model::{MediaFacts, MediaKind};
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
+
+/// Everything that can be read about the file at `path`. Never panics: an I/O failure, a
+/// corrupt or truncated file or a parser panic leaves what was read plus `error`.
+pub fn extract(path: &Path) -> MediaFacts {
+    let mut facts = MediaFacts::default();
+    let outcome = catch_unwind(AssertUnwindSafe(|| read_all(path, &mut facts)));
+    let error = match outcome {
+        Ok(Ok(())) => None,
+        Ok(Err(reason)) => Some(reason),
+        Err(_) => Some("parser panicked".to_string()),
+    };
+    facts.error = join_errors(error, mislabel(path, &facts));
+    facts
+}
+
+fn read_all(path: &Path, facts: &mut MediaFacts) -> Result<(), String> {
+    let mut file = File::open(path).map_err(|e| format!("open: {e}"))?;
+    let mut head = Vec::with_capacity(HEAD_LEN);
+    (&mut file)
+        .take(HEAD_LEN as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| format!("read: {e}"))?;
+    if head.is_empty() {
+        return Err("empty file".into());
+    }
+    (facts.kind, facts.mime) = sniff(&head);
+    let mime = facts.mime.clone().unwrap_or_default();
+    match facts.kind {
+        Some(MediaKind::Image) => read_image(file, &mime, facts),
+        Some(MediaKind::Video) => video::read_track(file, facts),
+        _ => Ok(()),
+    }
+}
+
+/// Size and EXIF are read independently, so a broken EXIF still leaves the size and a file
+/// cut after its header still leaves its EXIF.
+fn read_image(file: File, mime: &str, facts: &mut MediaFacts) -> Result<(), String> {
+    let mut reader = BufReader::new(file);
+    let complete = match mime {
+        "image/jpeg" => photo::jpeg_end_check(&mut reader),
+        _ => Ok(()),
+    };
+    let size = photo::read_size(&mut reader, facts).and(complete);
+    let exif = if photo::EXIF_MIMES.contains(&mime) {
+        photo::read_exif(&mut reader, mime, facts)
+    } else {
+        Ok(())
+    };
+    if let (Some(w), Some(h)) = (facts.width, facts.height) {
+        let (dw, dh) = values::display_size(w, h, facts.orientation);
+        (facts.display_width, facts.display_height) = (Some(dw), Some(dh));
+    }
+    match (size, exif) {
+        (Err(a), Err(b)) => Err(format!("{a}; {b}")),
+        (Err(e), _) | (_, Err(e)) => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// A media extension on a file whose content is something else (or nothing recognisable).
+fn mislabel(path: &Path, facts: &MediaFacts) -> Option<String> {
+    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+    let expected = expected_mimes(&ext)?;
+    let actual = facts.mime.as_deref();
+    if actual.is_none() && facts.kind.is_none() {
+        return None; // empty or unreadable: already reported
+    }
+    if actual.is_some_and(|m| expected.contains(&m)) {
+        return None;
+    }
+    Some(format!(
+        "content is {} but name says .{ext}",
+        actual.unwrap_or("unknown")
+    ))
+}
+
+fn expected_mimes(ext: &str) -> Option<&'static [&'static str]> {
+    Some(match ext {
+        "jpg" | "jpeg" | "jpe" => &["image/jpeg"],
+        "png" => &["image/png"],
+        "gif" => &["image/gif"],
+        "webp" => &["image/webp"],
+        "tif" | "tiff" => &["image/tiff"],
+        "heic" | "heif" => &["image/heic", "image/heif"],
+        "avif" => &["image/avif"],
+        "mp4" | "m4v" => &["video/mp4", "video/x-m4v", "video/quicktime"],
+        "mov" => &["video/quicktime", "video/mp4"],
+        "mkv" => &["video/x-matroska"],
+        "webm" => &["video/webm", "video/x-matroska"],
+        _ => return None,
+    })
+}
+
+fn join_errors(a: Option<String>, b: Option<String>) -> Option<String> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
+    }
+}

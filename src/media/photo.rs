@@ -1,0 +1,165 @@
+//! Photo metadata: stored pixel size (imagesize, header only) and EXIF (kamadak-exif, including
+//! the EXIF of HEIC/AVIF, PNG, WebP and TIFF). Owns the choice of EXIF tags; must not decide the
+//! media kind (that is `sniff`) nor touch video containers.
+
+use super::values::{
+    clean_text, exif_date, gps_degrees, orientation, utc_offset_minutes, with_subsec,
+};
+use crate::model::MediaFacts;
+use ::exif::{Exif, Field, In, Reader, Tag, Value};
+use std::io::{BufRead, Read, Seek, SeekFrom};
+
+/// A TIFF's EXIF may sit anywhere in the file, so kamadak-exif reads TIFFs whole; cap that.
+const TIFF_READ_CAP: u64 = 64 * 1024 * 1024;
+
+/// Stored pixel size from the image header.
+pub fn read_size<R: BufRead + Seek>(reader: &mut R, facts: &mut MediaFacts) -> Result<(), String> {
+    reader.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
+    let size = imagesize::reader_size(reader).map_err(|e| format!("size: {e}"))?;
+    let (w, h) = (u32::try_from(size.width), u32::try_from(size.height));
+    match (w, h) {
+        (Ok(w), Ok(h)) if w > 0 && h > 0 => {
+            facts.width = Some(w);
+            facts.height = Some(h);
+            Ok(())
+        }
+        _ => Err("size: zero or huge dimensions".into()),
+    }
+}
+
+/// Containers whose EXIF kamadak-exif can find (GIF, BMP and the like carry none it reads).
+pub const EXIF_MIMES: &[&str] = &[
+    "image/jpeg",
+    "image/png",
+    "image/webp",
+    "image/tiff",
+    "image/heic",
+    "image/heif",
+    "image/avif",
+];
+
+/// How far from the end a JPEG's EOI marker (or an appended motion-photo MP4's boxes) is
+/// looked for.
+const JPEG_TAIL: u64 = 64 * 1024;
+
+/// A JPEG cut short has no EOI marker (`FF D9`) near its end. Motion photos carry an MP4
+/// after the EOI, so MP4 box names in the tail also count as complete.
+pub fn jpeg_end_check<R: Read + Seek>(reader: &mut R) -> Result<(), String> {
+    let len = reader.seek(SeekFrom::End(0)).map_err(|e| e.to_string())?;
+    reader
+        .seek(SeekFrom::Start(len.saturating_sub(JPEG_TAIL)))
+        .map_err(|e| e.to_string())?;
+    let mut tail = Vec::new();
+    reader
+        .take(JPEG_TAIL)
+        .read_to_end(&mut tail)
+        .map_err(|e| e.to_string())?;
+    let has = |needle: &[u8]| tail.windows(needle.len()).any(|w| w == needle);
+    if has(&[0xFF, 0xD9]) || has(b"moov") || has(b"mdat") {
+        Ok(())
+    } else {
+        Err("truncated: no JPEG end marker".into())
+    }
+}
+
+/// Reads EXIF into `facts`. No EXIF at all is not an error; a broken EXIF block is.
+pub fn read_exif<R: BufRead + Seek>(
+    reader: &mut R,
+    mime: &str,
+    facts: &mut MediaFacts,
+) -> Result<(), String> {
+    reader.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
+    let mut exif_reader = Reader::new();
+    exif_reader.continue_on_error(true);
+    let parsed = if mime == "image/tiff" {
+        let mut buf = Vec::new();
+        reader
+            .take(TIFF_READ_CAP)
+            .read_to_end(&mut buf)
+            .map_err(|e| e.to_string())?;
+        exif_reader.read_raw(buf)
+    } else {
+        exif_reader.read_from_container(reader)
+    };
+    let mut partial = false;
+    let exif = match parsed.map_err(|e| e.distill_partial_result(|_| partial = true)) {
+        Ok(exif) | Err(Ok(exif)) => exif,
+        Err(Err(::exif::Error::NotFound(_))) => return Ok(()),
+        Err(Err(e)) => return Err(format!("exif: {e}")),
+    };
+    apply(&exif, facts);
+    if partial {
+        Err("exif: some entries unreadable".into())
+    } else {
+        Ok(())
+    }
+}
+
+fn apply(exif: &Exif, facts: &mut MediaFacts) {
+    facts.make = text(exif, Tag::Make);
+    facts.model = text(exif, Tag::Model);
+    facts.orientation = field(exif, Tag::Orientation)
+        .and_then(|f| f.value.get_uint(0))
+        .and_then(orientation);
+    apply_date(exif, facts);
+    facts.lat = gps(exif, Tag::GPSLatitude, Tag::GPSLatitudeRef, 90.0);
+    facts.lon = gps(exif, Tag::GPSLongitude, Tag::GPSLongitudeRef, 180.0);
+    if facts.lat.is_none() || facts.lon.is_none() {
+        (facts.lat, facts.lon) = (None, None);
+    }
+}
+
+/// DateTimeOriginal, else DateTimeDigitized, else DateTime — each with its own sub-seconds
+/// and offset tags, the offset falling back to OffsetTime.
+fn apply_date(exif: &Exif, facts: &mut MediaFacts) {
+    let candidates = [
+        (
+            Tag::DateTimeOriginal,
+            Tag::SubSecTimeOriginal,
+            Tag::OffsetTimeOriginal,
+        ),
+        (
+            Tag::DateTimeDigitized,
+            Tag::SubSecTimeDigitized,
+            Tag::OffsetTimeDigitized,
+        ),
+        (Tag::DateTime, Tag::SubSecTime, Tag::OffsetTime),
+    ];
+    for (date_tag, subsec_tag, offset_tag) in candidates {
+        let Some(date) = text(exif, date_tag).as_deref().and_then(exif_date) else {
+            continue;
+        };
+        facts.taken_local = Some(with_subsec(date, text(exif, subsec_tag).as_deref()));
+        facts.taken_offset_minutes = [offset_tag, Tag::OffsetTime]
+            .into_iter()
+            .find_map(|t| text(exif, t).as_deref().and_then(utc_offset_minutes));
+        return;
+    }
+}
+
+fn gps(exif: &Exif, value_tag: Tag, ref_tag: Tag, limit: f64) -> Option<f64> {
+    let Value::Rational(parts) = &field(exif, value_tag)?.value else {
+        return None;
+    };
+    let part = |i: usize| -> Option<f64> {
+        let r = parts.get(i)?;
+        (r.denom != 0).then(|| r.to_f64())
+    };
+    let dms = [part(0)?, part(1).unwrap_or(0.0), part(2).unwrap_or(0.0)];
+    gps_degrees(dms, text(exif, ref_tag).as_deref(), limit)
+}
+
+fn field(exif: &Exif, tag: Tag) -> Option<&Field> {
+    exif.get_field(tag, In::PRIMARY)
+}
+
+fn text(exif: &Exif, tag: Tag) -> Option<String> {
+    match &field(exif, tag)?.value {
+        Value::Ascii(parts) => {
+            let first = parts.iter().find(|p| !p.is_empty())?;
+            clean_text(&String::from_utf8_lossy(first))
+        }
+        Value::Undefined(bytes, _) => clean_text(&String::from_utf8_lossy(bytes)),
+        _ => None,
+    }
+}

@@ -1,0 +1,208 @@
+//! `media::extract` on small files made here: JPEG/PNG generated with the `image` crate, EXIF
+//! written by kamadak-exif's own writer, and broken inputs (truncated, random, empty,
+//! mislabelled). Every case must return without panicking.
+
+use exif::experimental::Writer;
+use exif::{Field, In, Rational, Tag, Value};
+use mediadex::media::extract;
+use mediadex::model::MediaKind;
+use std::io::Cursor;
+use std::path::{Path, PathBuf};
+
+fn jpeg(width: u32, height: u32) -> Vec<u8> {
+    let img = image::RgbImage::from_fn(width, height, |x, y| image::Rgb([x as u8, y as u8, 90]));
+    let mut out = Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Jpeg).unwrap();
+    out.into_inner()
+}
+
+fn png(width: u32, height: u32) -> Vec<u8> {
+    let img = image::GrayImage::from_fn(width, height, |x, _| image::Luma([x as u8]));
+    let mut out = Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png).unwrap();
+    out.into_inner()
+}
+
+fn ascii(tag: Tag, text: &str) -> Field {
+    Field {
+        tag,
+        ifd_num: In::PRIMARY,
+        value: Value::Ascii(vec![text.as_bytes().to_vec()]),
+    }
+}
+
+fn rationals(tag: Tag, parts: &[(u32, u32)]) -> Field {
+    let value = Value::Rational(
+        parts
+            .iter()
+            .map(|&(num, denom)| Rational { num, denom })
+            .collect(),
+    );
+    Field {
+        tag,
+        ifd_num: In::PRIMARY,
+        value,
+    }
+}
+
+/// A JPEG with an APP1 EXIF segment (written by kamadak-exif) right after SOI.
+fn jpeg_with_exif(width: u32, height: u32, fields: &[Field]) -> Vec<u8> {
+    let mut writer = Writer::new();
+    for f in fields {
+        writer.push_field(f);
+    }
+    let mut tiff = Cursor::new(Vec::new());
+    writer.write(&mut tiff, false).unwrap();
+    let tiff = tiff.into_inner();
+    let body = jpeg(width, height);
+    let mut out = body[..2].to_vec();
+    out.extend_from_slice(&[0xFF, 0xE1]);
+    out.extend_from_slice(&((tiff.len() + 8) as u16).to_be_bytes());
+    out.extend_from_slice(b"Exif\0\0");
+    out.extend_from_slice(&tiff);
+    out.extend_from_slice(&body[2..]);
+    out
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+#[test]
+fn plain_jpeg_and_png_have_kind_mime_and_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = extract(&write(dir.path(), "a.jpg", &jpeg(64, 48)));
+    assert_eq!(f.kind, Some(MediaKind::Image));
+    assert_eq!(f.mime.as_deref(), Some("image/jpeg"));
+    assert_eq!((f.width, f.height), (Some(64), Some(48)));
+    assert_eq!((f.display_width, f.display_height), (Some(64), Some(48)));
+    assert_eq!((f.taken_local.as_ref(), f.error.as_ref()), (None, None));
+
+    let f = extract(&write(dir.path(), "b.png", &png(10, 30)));
+    assert_eq!(f.mime.as_deref(), Some("image/png"));
+    assert_eq!((f.width, f.height, f.error), (Some(10), Some(30), None));
+}
+
+#[test]
+fn exif_fields_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let fields = [
+        ascii(Tag::Make, "Canon\0\0"),
+        ascii(Tag::Model, " Canon EOS 5D "),
+        Field {
+            tag: Tag::Orientation,
+            ifd_num: In::PRIMARY,
+            value: Value::Short(vec![6]),
+        },
+        ascii(Tag::DateTimeOriginal, "2020:02:29 23:59:59"),
+        ascii(Tag::SubSecTimeOriginal, "999"),
+        ascii(Tag::OffsetTimeOriginal, "-08:00"),
+        ascii(Tag::GPSLatitudeRef, "S"),
+        rationals(Tag::GPSLatitude, &[(33, 1), (52, 1), (1234, 100)]),
+        ascii(Tag::GPSLongitudeRef, "E"),
+        rationals(Tag::GPSLongitude, &[(151, 1), (12, 1), (3000, 100)]),
+    ];
+    let f = extract(&write(
+        dir.path(),
+        "exif.jpg",
+        &jpeg_with_exif(40, 20, &fields),
+    ));
+    assert_eq!(f.error, None);
+    assert_eq!(f.make.as_deref(), Some("Canon"));
+    assert_eq!(f.model.as_deref(), Some("Canon EOS 5D"));
+    assert_eq!(f.orientation, Some(6));
+    assert_eq!((f.width, f.height), (Some(40), Some(20)));
+    assert_eq!((f.display_width, f.display_height), (Some(20), Some(40)));
+    assert_eq!(f.taken_local.as_deref(), Some("2020-02-29T23:59:59.999"));
+    assert_eq!(f.taken_offset_minutes, Some(-480));
+    assert!((f.lat.unwrap() + (33.0 + 52.0 / 60.0 + 12.34 / 3600.0)).abs() < 1e-9);
+    assert!((f.lon.unwrap() - (151.0 + 12.0 / 60.0 + 30.0 / 3600.0)).abs() < 1e-9);
+}
+
+#[test]
+fn zero_original_date_falls_back_to_digitized() {
+    let dir = tempfile::tempdir().unwrap();
+    let fields = [
+        ascii(Tag::DateTimeOriginal, "0000:00:00 00:00:00"),
+        ascii(Tag::DateTimeDigitized, "2011:05:06 07:08:09"),
+        ascii(Tag::DateTime, "2012:01:01 00:00:00"),
+        ascii(Tag::OffsetTime, "+02:00"),
+    ];
+    let f = extract(&write(dir.path(), "d.jpg", &jpeg_with_exif(8, 8, &fields)));
+    assert_eq!(f.taken_local.as_deref(), Some("2011-05-06T07:08:09"));
+    assert_eq!(f.taken_offset_minutes, Some(120));
+
+    let blank = [ascii(Tag::DateTimeOriginal, "    :  :     :  :  ")];
+    let f = extract(&write(dir.path(), "e.jpg", &jpeg_with_exif(8, 8, &blank)));
+    assert_eq!((f.taken_local, f.taken_offset_minutes), (None, None));
+}
+
+#[test]
+fn broken_inputs_return_an_error_or_other_without_panicking() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = jpeg_with_exif(300, 200, &[ascii(Tag::Make, "X")]);
+    let mut noise = Vec::new();
+    let mut x: u32 = 12345;
+    for _ in 0..5000 {
+        x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+        noise.push((x >> 16) as u8);
+    }
+
+    let f = extract(&write(dir.path(), "head.jpg", &whole[..20]));
+    assert_eq!(f.kind, Some(MediaKind::Image));
+    assert!(f.error.is_some(), "{f:?}");
+
+    let f = extract(&write(dir.path(), "empty.jpg", b""));
+    assert!(f.error.is_some() && f.kind.is_none(), "{f:?}");
+
+    let f = extract(&write(
+        dir.path(),
+        "page.jpg",
+        b"<html><body>not a photo</body></html>",
+    ));
+    assert_eq!(f.kind, Some(MediaKind::Other));
+    assert!(f.error.is_some(), "{f:?}");
+
+    let f = extract(&write(dir.path(), "notes.txt", b"shopping list"));
+    assert_eq!((f.kind, f.error), (Some(MediaKind::Other), None));
+
+    let f = extract(&write(dir.path(), "really-png.jpg", &png(5, 5)));
+    assert_eq!(f.mime.as_deref(), Some("image/png"));
+    assert_eq!((f.width, f.height), (Some(5), Some(5)));
+    assert!(
+        f.error.as_deref().is_some_and(|e| e.contains(".jpg")),
+        "{f:?}"
+    );
+
+    let _ = extract(&write(dir.path(), "noise.jpg", &noise));
+    let _ = extract(&dir.path().join("does-not-exist.jpg"))
+        .error
+        .unwrap();
+
+    for cut in [100, whole.len() / 2, whole.len() - 10] {
+        let f = extract(&write(dir.path(), "cut.jpg", &whole[..cut]));
+        assert_eq!(f.kind, Some(MediaKind::Image));
+    }
+    let mut fake_mp4 = b"\0\0\0\x18ftypisom\0\0\0\0isommp41".to_vec();
+    fake_mp4.extend_from_slice(&noise);
+    let f = extract(&write(dir.path(), "v.mp4", &fake_mp4));
+    assert_eq!(f.kind, Some(MediaKind::Video));
+    assert!(f.error.is_some(), "{f:?}");
+}
+
+/// Every prefix of a JPEG with EXIF (step 7 bytes) and of a PNG: no panic escapes.
+#[test]
+fn every_prefix_is_survived() {
+    let dir = tempfile::tempdir().unwrap();
+    let fields = [
+        ascii(Tag::Make, "Y"),
+        ascii(Tag::DateTimeOriginal, "2001:01:01 01:01:01"),
+    ];
+    for bytes in [jpeg_with_exif(30, 30, &fields), png(30, 30)] {
+        for cut in (0..bytes.len()).step_by(7) {
+            let _ = extract(&write(dir.path(), "p", &bytes[..cut]));
+        }
+    }
+}
