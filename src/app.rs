@@ -7,6 +7,7 @@ use crate::clock::{SharedClock, SystemClock};
 use crate::config::Config;
 use crate::model::Millis;
 use crate::queue::{Handlers, Maintenance, MaintenanceConfig, PoolConfig, WorkerPool};
+use crate::scan::job::{ScanConfig, ScanJob};
 use crate::store::{Store, StoreOptions};
 use anyhow::Context;
 use std::sync::Arc;
@@ -21,7 +22,7 @@ pub fn open_store(config: &Config) -> Result<Store, crate::store::StoreError> {
 pub fn run(config: Config) -> anyhow::Result<()> {
     let store = open_store(&config)?;
     add_pictures_library_if_none(&store)?;
-    let pool = WorkerPool::start(&store, handlers(), pool_config(&config));
+    let pool = WorkerPool::start(&store, handlers(&store), pool_config(&config));
     let pool = Arc::new(pool);
     let waker = pool.clone();
     let maintenance =
@@ -42,11 +43,50 @@ pub fn run(config: Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The handlers this binary carries. The scan pipeline and the walks register here as they
-/// land; until then the pool claims nothing and the maintenance loop still rescues rows
-/// left behind by other processes.
-fn handlers() -> Handlers {
-    Handlers::default()
+/// The handlers this binary carries: the scan pipeline (the walks register here as they
+/// land).
+fn handlers(store: &Store) -> Handlers {
+    Handlers::default().scan(ScanJob {
+        store: store.clone(),
+        config: ScanConfig::default(),
+        extract: crate::media::extract,
+    })
+}
+
+/// Runs workers in this process until none of `libraries` has a scan waiting or running
+/// (`scan --wait` without a service). Another process may do part of the work; either way
+/// this returns when the work is done.
+pub fn work_until_idle(store: &Store, config: &Config, libraries: &[i64]) -> anyhow::Result<()> {
+    let pool = WorkerPool::start(store, handlers(store), pool_config(config));
+    let maintenance = Maintenance::start(store, maintenance_config(config), |_| {})
+        .context("starting the maintenance loop")?;
+    let busy = || -> anyhow::Result<bool> {
+        for &id in libraries {
+            let runs = store.scan_runs(Some(id), 3)?;
+            if runs.iter().any(|r| !r.state.is_terminal()) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    };
+    let outcome = loop {
+        match busy() {
+            Ok(true) => std::thread::sleep(std::time::Duration::from_millis(50)),
+            Ok(false) => break Ok(()),
+            Err(e) => break Err(e),
+        }
+    };
+    maintenance.shutdown();
+    pool.shutdown();
+    outcome
+}
+
+/// Adds a library and records its root's identity (device id, marker) for the circuit
+/// breaker.
+pub fn add_library(store: &Store, name: &str, root: &str) -> anyhow::Result<crate::model::Library> {
+    let library = store.add_library(name, root)?;
+    crate::scan::identity::record(store, &library)?;
+    Ok(library)
 }
 
 fn millis(d: std::time::Duration) -> Millis {
@@ -88,7 +128,7 @@ fn add_pictures_library_if_none(store: &Store) -> anyhow::Result<()> {
         return Ok(());
     }
     let (root, name) = crate::config::library_root(&pictures, None)?;
-    let library = store.add_library(&name, &root)?;
+    let library = add_library(store, &name, &root)?;
     tracing::info!(root = %library.root, "added the pictures folder as the first library");
     Ok(())
 }

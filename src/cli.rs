@@ -3,12 +3,14 @@
 //! user input (a library path); rendering lives in `cli/render.rs`. Must not hold SQL or
 //! know how the store keeps its rows.
 
+mod assets;
 mod render;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use mediadex::config::{Config, ConfigError};
-use mediadex::model::Library;
+use mediadex::model::{Library, Provenance, ScanRequest, ScanRun, Target, Trigger};
+use mediadex::store::AdmissionOptions;
 use mediadex::store::{Store, StoreError};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -61,6 +63,41 @@ pub enum Command {
     /// Summarise the data dir, libraries, runs, jobs and counters
     Status {
         /// Print one JSON object on stdout
+        #[arg(long)]
+        json: bool,
+    },
+    /// Ask for a scan of a library (all libraries when none is named)
+    Scan {
+        /// The library (its id or its name)
+        library: Option<String>,
+        /// Only this sub-folder of the library (library-relative)
+        #[arg(long, value_name = "SUBPATH")]
+        scope: Option<String>,
+        /// Re-read every file, changed or not
+        #[arg(long)]
+        force: bool,
+        /// Wait until the scan has ended (running it in this process if no service does)
+        #[arg(long)]
+        wait: bool,
+        /// Cancel the library's waiting or running scan instead
+        #[arg(long, conflicts_with_all = ["scope", "force", "wait"])]
+        cancel: bool,
+        /// Print one JSON array of the runs on stdout
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the indexed pictures and videos
+    Assets {
+        /// The trashed ones instead
+        #[arg(long)]
+        trashed: bool,
+        /// Print one JSON array on stdout
+        #[arg(long)]
+        json: bool,
+    },
+    /// List byte-identical files (one asset shown by several paths)
+    Duplicates {
+        /// Print one JSON array on stdout
         #[arg(long)]
         json: bool,
     },
@@ -140,7 +177,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             // Input first: a bad path must not create a data dir or a database.
             let (root, name) = library_root_and_name(&path, name)?;
             let store = open(args.data)?.1;
-            let library = store.add_library(&name, &root)?;
+            let library = mediadex::app::add_library(&store, &name, &root)?;
             emit(&render::added(&library, json)?)
         }
         Command::Library(LibraryCommand::List { json }) => {
@@ -159,7 +196,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 None => None,
             };
             let runs = store.scan_runs(filter, limit)?;
-            emit(&render::runs(&runs, &libraries, json)?)
+            let reasons = run_reasons(&store, &runs)?;
+            emit(&render::runs(&runs, &libraries, &reasons, json)?)
         }
         Command::Jobs { limit, json } => {
             let store = open(args.data)?.1;
@@ -178,7 +216,116 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             };
             emit(&render::status(&status, json)?)
         }
+        Command::Scan {
+            library,
+            scope,
+            force,
+            wait,
+            cancel,
+            json,
+        } => {
+            let (config, store) = open(args.data)?;
+            let targets = scan_targets(&store, library.as_deref())?;
+            let runs = if cancel {
+                cancel_scans(&store, &targets)?
+            } else {
+                request_scans(&store, &targets, scope.as_deref(), force)?
+            };
+            let ids: Vec<i64> = targets.iter().map(|l| l.id).collect();
+            if wait {
+                mediadex::app::work_until_idle(&store, &config, &ids)?;
+            }
+            let latest = latest_runs(&store, &runs)?;
+            let reasons = run_reasons(&store, &latest)?;
+            emit(&render::runs(&latest, &targets, &reasons, json)?)
+        }
+        Command::Assets { trashed, json } => {
+            let store = open(args.data)?.1;
+            emit(&assets::assets(&store.assets(trashed)?, json)?)
+        }
+        Command::Duplicates { json } => {
+            let store = open(args.data)?.1;
+            emit(&assets::duplicates(&store.duplicates()?, json)?)
+        }
     }
+}
+
+fn scan_targets(store: &Store, wanted: Option<&str>) -> anyhow::Result<Vec<Library>> {
+    let libraries = store.libraries()?;
+    match wanted {
+        Some(w) => Ok(vec![find_library(&libraries, w)?.clone()]),
+        None if libraries.is_empty() => Err(input_error(
+            "no libraries yet; add one with `mediadex library add PATH`",
+        )),
+        None => Ok(libraries),
+    }
+}
+
+fn request_scans(
+    store: &Store,
+    targets: &[Library],
+    scope: Option<&str>,
+    forced: bool,
+) -> anyhow::Result<Vec<ScanRun>> {
+    let scope = scope.unwrap_or("").trim_matches('/').to_string();
+    if scope.split('/').any(|part| part == "..") {
+        return Err(input_error("--scope must stay inside the library"));
+    }
+    targets
+        .iter()
+        .map(|l| {
+            let request = ScanRequest {
+                library_id: l.id,
+                scope: scope.clone(),
+                trigger: Trigger::Manual,
+                watch_event: None,
+            };
+            let options = AdmissionOptions {
+                forced,
+                ..AdmissionOptions::default()
+            };
+            Ok(store.request_scan_keyed(request, options)?.0)
+        })
+        .collect()
+}
+
+/// Cancels each library's waiting and running runs; a worker holding one stops within a
+/// fraction of a second and what it committed stays.
+fn cancel_scans(store: &Store, targets: &[Library]) -> anyhow::Result<Vec<ScanRun>> {
+    let mut cancelled = vec![];
+    for l in targets {
+        for run in store.scan_runs(Some(l.id), 5)? {
+            if !run.state.is_terminal() && store.cancel(Target::ScanRun, run.id)? {
+                cancelled.push(run);
+            }
+        }
+    }
+    Ok(cancelled)
+}
+
+/// The runs as they are now, following a retried run to its successor.
+fn latest_runs(store: &Store, runs: &[ScanRun]) -> anyhow::Result<Vec<ScanRun>> {
+    let mut latest = vec![];
+    for run in runs {
+        let history = store.scan_runs(Some(run.library_id), 50)?;
+        let mut current = run.id;
+        while let Some(next) = history.iter().find(|r| r.predecessor_id == Some(current)) {
+            current = next.id;
+        }
+        if let Some(r) = history.into_iter().find(|r| r.id == current) {
+            latest.push(r);
+        }
+    }
+    Ok(latest)
+}
+
+fn run_reasons(
+    store: &Store,
+    runs: &[ScanRun],
+) -> anyhow::Result<std::collections::HashMap<i64, Vec<(Provenance, i64)>>> {
+    runs.iter()
+        .map(|r| Ok((r.id, store.run_reasons(r.id)?)))
+        .collect()
 }
 
 /// The store is returned by value and dropped by the caller before the process exits, so

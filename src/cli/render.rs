@@ -3,9 +3,9 @@
 //! change it) and the human tables. Pure functions from rows to text; must not touch the
 //! store or the disk.
 
-use mediadex::model::{Counter, Job, JobState, Library, Millis, RunState, ScanRun};
+use mediadex::model::{Counter, Job, JobState, Library, Millis, Provenance, RunState, ScanRun};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 #[derive(Serialize)]
 struct LibraryOut<'a> {
@@ -48,6 +48,10 @@ struct RunOut<'a> {
     started_at: Option<Millis>,
     finished_at: Option<Millis>,
     updated_at: Millis,
+    forced: bool,
+    /// Files processed by this run, by why: new, size, mtime, inode, forced, error,
+    /// unchanged, missing, duplicate.
+    reasons: BTreeMap<&'static str, i64>,
 }
 
 #[derive(Serialize)]
@@ -125,7 +129,18 @@ pub fn libraries(libraries: &[Library], json: bool) -> serde_json::Result<String
     Ok(table(&["ID", "NAME", "ADDED", "ROOT"], rows))
 }
 
-pub fn runs(runs: &[ScanRun], libraries: &[Library], json: bool) -> serde_json::Result<String> {
+pub fn runs(
+    runs: &[ScanRun],
+    libraries: &[Library],
+    reasons: &HashMap<i64, Vec<(Provenance, i64)>>,
+    json: bool,
+) -> serde_json::Result<String> {
+    let reasons_of = |id: i64| -> BTreeMap<&'static str, i64> {
+        reasons
+            .get(&id)
+            .map(|v| v.iter().map(|&(p, n)| (p.as_str(), n)).collect())
+            .unwrap_or_default()
+    };
     let name_of = |id: i64| {
         libraries
             .iter()
@@ -156,6 +171,8 @@ pub fn runs(runs: &[ScanRun], libraries: &[Library], json: bool) -> serde_json::
                 started_at: r.started_at,
                 finished_at: r.finished_at,
                 updated_at: r.updated_at,
+                forced: r.forced,
+                reasons: reasons_of(r.id),
             })
             .collect();
         return to_json(&out);
@@ -306,7 +323,7 @@ fn count<S: Copy + PartialEq>(
         .collect()
 }
 
-fn to_json<T: Serialize>(value: &T) -> serde_json::Result<String> {
+pub(super) fn to_json<T: Serialize>(value: &T) -> serde_json::Result<String> {
     let mut text = serde_json::to_string_pretty(value)?;
     text.push('\n');
     Ok(text)
@@ -328,7 +345,7 @@ fn opt_time(ms: Option<Millis>) -> String {
     ms.map_or_else(|| "-".into(), local_time)
 }
 
-fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
+pub(super) fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
     let mut all = vec![header.iter().map(|h| h.to_string()).collect()];
     all.extend(rows);
     table_body(&all)

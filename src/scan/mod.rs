@@ -3,5 +3,7 @@
 
 pub mod diff;
 pub mod hash;
+pub mod identity;
+pub mod job;
 pub mod pipeline;
 pub mod walk;

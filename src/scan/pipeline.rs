@@ -322,7 +322,13 @@ mod tests {
         fn remember(&self, known: &mut Memory) {
             for o in self.batches.iter().flat_map(|b| &b.changed) {
                 let retry = o.checksum.is_none();
-                known.0.insert(o.rel.clone(), KnownStamp { stamp: o.stamp, retry });
+                known.0.insert(
+                    o.rel.clone(),
+                    KnownStamp {
+                        stamp: o.stamp,
+                        retry,
+                    },
+                );
             }
         }
     }

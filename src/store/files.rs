@@ -22,16 +22,16 @@ const FENCE: &str = fenced!(
 /// Present files under a scope: `?2 = ''` is the whole library; otherwise the path itself
 /// or anything below `scope/` (the byte range `scope/` ..< `scope0`, `0` following `/`).
 const KNOWN: &str = "
-    SELECT rel_path, size, mtime_ns, dev, inode, asset_id, error IS NOT NULL FROM files
+    SELECT rel_path, size, mtime_ns, dev, inode, asset_id, last_reason = 'error' FROM files
      WHERE library_id = ?1 AND state = 'present'
        AND (?2 = '' OR rel_path = ?3 OR (rel_path >= ?4 AND rel_path < ?5))";
 /// The present files directly in one directory (not deeper): the diff loads a directory
 /// when the walk enters it, so its memory follows the walk, not the library.
 const KNOWN_IN_ROOT: &str = "
-    SELECT rel_path, size, mtime_ns, dev, inode, asset_id, error IS NOT NULL FROM files
+    SELECT rel_path, size, mtime_ns, dev, inode, asset_id, last_reason = 'error' FROM files
      WHERE library_id = ?1 AND state = 'present' AND instr(rel_path, x'2f') = 0";
 const KNOWN_IN_DIR: &str = "
-    SELECT rel_path, size, mtime_ns, dev, inode, asset_id, error IS NOT NULL FROM files
+    SELECT rel_path, size, mtime_ns, dev, inode, asset_id, last_reason = 'error' FROM files
      WHERE library_id = ?1 AND state = 'present' AND rel_path >= ?2 AND rel_path < ?3
        AND instr(substr(rel_path, length(?2) + 1), x'2f') = 0";
 const PREVIOUS: &str = "SELECT asset_id FROM files WHERE library_id = ?1 AND rel_path = ?2";

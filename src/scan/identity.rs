@@ -1,0 +1,90 @@
+//! The identity of a library root, for the circuit breaker (DESIGN.md section 5): the root's
+//! device id and the id in its `.mediadex-library` marker, recorded at `library add` and
+//! compared before a full scan may mark anything missing. An unmounted NAS share, a
+//! different disk mounted at the same path, or an empty folder in place of the real one
+//! must never look like deleted photos. No SQL: rows go through `Store`.
+
+use crate::model::{Library, LibraryIdentity};
+use crate::store::{Store, StoreError};
+use std::path::Path;
+
+/// The marker file written at the root of every library.
+pub const MARKER: &str = ".mediadex-library";
+
+/// What a scan may do with the root it found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The same root as recorded: a full scan may mark missing files.
+    Same,
+    /// Walkable, but not provably the same root: scan, but trash nothing.
+    Changed(String),
+    /// Not there at all (unmounted, deleted): nothing to walk.
+    Unavailable(String),
+}
+
+/// Writes (or reads back) the marker and records the root's identity. A read-only root gets
+/// no marker; the device id still guards it.
+pub fn record(store: &Store, library: &Library) -> Result<LibraryIdentity, StoreError> {
+    let root = Path::new(&library.root);
+    let identity = LibraryIdentity {
+        root_dev: root_dev(root),
+        marker_id: read_marker(root).or_else(|| write_marker(root, library.id)),
+    };
+    store.set_library_identity(library.id, identity.clone())?;
+    Ok(identity)
+}
+
+/// Compares the root as it is now with the identity recorded for the library.
+pub fn check(store: &Store, library: &Library) -> Result<Verdict, StoreError> {
+    let root = Path::new(&library.root);
+    if !root.is_dir() {
+        return Ok(Verdict::Unavailable(format!(
+            "the library folder {} is not there (unmounted?)",
+            library.root
+        )));
+    }
+    let recorded = store.library_identity(library.id)?.unwrap_or_default();
+    if let Some(dev) = recorded.root_dev
+        && root_dev(root) != Some(dev)
+    {
+        return Ok(Verdict::Changed(
+            "the library folder is on another device than before".into(),
+        ));
+    }
+    if let Some(marker) = &recorded.marker_id
+        && read_marker(root).as_ref() != Some(marker)
+    {
+        return Ok(Verdict::Changed(format!(
+            "the library folder's {MARKER} marker is missing or different"
+        )));
+    }
+    Ok(Verdict::Same)
+}
+
+fn read_marker(root: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(root.join(MARKER)).ok()?;
+    let id = text.trim();
+    (!id.is_empty()).then(|| id.to_string())
+}
+
+fn write_marker(root: &Path, library_id: i64) -> Option<String> {
+    let id = format!("{}-{library_id}", uuid::Uuid::now_v7().simple());
+    match std::fs::write(root.join(MARKER), format!("{id}\n")) {
+        Ok(()) => Some(id),
+        Err(e) => {
+            tracing::warn!(root = %root.display(), error = %e, "cannot write the library marker");
+            None
+        }
+    }
+}
+
+#[cfg(unix)]
+fn root_dev(root: &Path) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(root).ok().map(|m| m.dev())
+}
+
+#[cfg(not(unix))]
+fn root_dev(_root: &Path) -> Option<u64> {
+    None
+}

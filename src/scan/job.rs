@@ -1,0 +1,294 @@
+//! The scan run handler: what a worker does with a claimed scan run. It checks the library
+//! root, feeds the pipeline with what the store knows (a directory at a time) and commits
+//! each batch through the run's lease guard, so a worker that lost its lease writes nothing
+//! more. A full-scope run ends with the missing-file marking and the circuit breaker in the
+//! same fenced transaction as its completion. No SQL here: everything goes through `Store`.
+
+use super::identity::{self, Verdict};
+use super::pipeline::{self, Batch, DirStamps, Known, KnownStamp, Settings, Sink, SinkError};
+use crate::model::{FileReason, IngestItem, Library, MediaFacts, MediaKind, RunOutcome, ScanRun};
+use crate::queue::{GuardError, ScanDone, ScanHandler, WorkContext, WorkError};
+use crate::store::{Store, StoreError};
+use std::cell::Cell;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// How a scan behaves; from the config.
+#[derive(Clone, Debug)]
+pub struct ScanConfig {
+    /// The circuit breaker: a full scan that would mark more than this share of the
+    /// library's files missing trashes nothing and ends `suspect`.
+    pub max_missing_share: f64,
+    pub pipeline: Settings,
+}
+
+impl Default for ScanConfig {
+    fn default() -> Self {
+        ScanConfig {
+            max_missing_share: 0.2,
+            pipeline: Settings::default(),
+        }
+    }
+}
+
+pub struct ScanJob {
+    pub store: Store,
+    pub config: ScanConfig,
+    pub extract: fn(&Path) -> MediaFacts,
+}
+
+impl ScanHandler for ScanJob {
+    fn run(&self, ctx: &WorkContext, run: &ScanRun) -> Result<ScanDone, WorkError> {
+        let library = self
+            .store
+            .library(run.library_id)
+            .map_err(failed)?
+            .ok_or_else(|| WorkError::Failed(format!("library {} is gone", run.library_id)))?;
+        let verdict = identity::check(&self.store, &library).map_err(failed)?;
+        if let Verdict::Unavailable(why) = &verdict {
+            // Nothing to walk: never let an unmounted disk look like deleted photos.
+            tracing::warn!(library = %library.name, %why, "scan held back");
+            return Ok(ScanDone::Complete {
+                outcome: RunOutcome::Suspect,
+                reason: Some(why.clone()),
+            });
+        }
+        let settings = Settings {
+            forced: run.forced,
+            ..self.config.pipeline.clone()
+        };
+        let mut known = StoreKnown {
+            store: &self.store,
+            library_id: library.id,
+        };
+        let mut sink = LeaseSink::new(ctx, &self.store, &library);
+        let root = PathBuf::from(&library.root);
+        let walked = pipeline::run(
+            &root,
+            Path::new(&run.scope),
+            &settings,
+            &mut known,
+            &mut sink,
+            &self.extract,
+        );
+        match walked {
+            Ok(_) => self.finish(ctx, &library, &verdict),
+            Err(SinkError::LeaseLost) => Err(WorkError::Guard(GuardError::LeaseLost(
+                ctx.lease().target,
+                ctx.lease().id,
+            ))),
+            Err(SinkError::Cancelled) => Err(WorkError::Guard(GuardError::Cancelled(
+                ctx.lease().target,
+                ctx.lease().id,
+                ctx.token()
+                    .reason()
+                    .unwrap_or(crate::queue::CancelReason::Cancelled),
+            ))),
+            Err(SinkError::Store(msg)) => Err(WorkError::Failed(msg)),
+        }
+    }
+}
+
+impl ScanJob {
+    /// The fenced end of a walked run: missing files and the breaker for a full scope,
+    /// committed with the completion.
+    fn finish(
+        &self,
+        ctx: &WorkContext,
+        library: &Library,
+        verdict: &Verdict,
+    ) -> Result<ScanDone, WorkError> {
+        let share = self.config.max_missing_share;
+        let same = *verdict == Verdict::Same;
+        let report = ctx
+            .guarded(|s, l| s.finish_full_scan(l, library.id, share, same))
+            .map_err(WorkError::Guard)?;
+        if let (Verdict::Changed(why), Some(_)) = (verdict, &report.reason) {
+            tracing::warn!(library = %library.name, %why, "full scan ended suspect");
+        }
+        tracing::info!(
+            library = %library.name,
+            state = %report.state,
+            missing = report.missing_files,
+            trashed = report.trashed_assets,
+            "scan finished"
+        );
+        Ok(ScanDone::Committed)
+    }
+}
+
+fn failed(e: StoreError) -> WorkError {
+    WorkError::Failed(e.to_string())
+}
+
+/// The store's knowledge of a directory, for the diff.
+struct StoreKnown<'a> {
+    store: &'a Store,
+    library_id: i64,
+}
+
+impl Known for StoreKnown<'_> {
+    fn dir(&mut self, rel_dir: &Path) -> Result<DirStamps, SinkError> {
+        let files = self
+            .store
+            .known_in_dir(self.library_id, &path_bytes(rel_dir))
+            .map_err(|e| SinkError::Store(e.to_string()))?;
+        Ok(files
+            .into_iter()
+            .map(|k| {
+                let name = k.rel_path.rsplit(|&b| b == b'/').next().unwrap_or_default();
+                let known = KnownStamp {
+                    stamp: k.stamp,
+                    retry: k.has_error,
+                };
+                (os_string(name), known)
+            })
+            .collect())
+    }
+}
+
+/// Hands batches to the store under the run's lease, and notices a cancel from another
+/// process within a fraction of a second (not only at the next heartbeat).
+struct LeaseSink<'a> {
+    ctx: &'a WorkContext,
+    store: &'a Store,
+    library_id: i64,
+    progress: Progress,
+    last_poll: Cell<Instant>,
+}
+
+#[derive(Debug, Default, serde::Serialize)]
+struct Progress {
+    files: u64,
+    changed: u64,
+    unchanged: u64,
+    problems: u64,
+    last_problem: Option<String>,
+}
+
+const CANCEL_POLL: Duration = Duration::from_millis(250);
+
+impl<'a> LeaseSink<'a> {
+    fn new(ctx: &'a WorkContext, store: &'a Store, library: &Library) -> Self {
+        LeaseSink {
+            ctx,
+            store,
+            library_id: library.id,
+            progress: Progress::default(),
+            last_poll: Cell::new(Instant::now()),
+        }
+    }
+
+    fn progress_json(&mut self, batch: &Batch) -> String {
+        let p = &mut self.progress;
+        p.changed += batch.changed.len() as u64;
+        p.unchanged += batch.unchanged.len() as u64;
+        p.problems += batch.problems.len() as u64;
+        p.files = p.changed + p.unchanged;
+        if let Some((rel, error)) = batch.problems.last() {
+            p.last_problem = Some(format!("{}: {error}", rel.display()));
+        }
+        serde_json::to_string(p).unwrap_or_else(|_| "{}".into())
+    }
+
+    fn write<T>(
+        &self,
+        op: impl FnOnce(&Store, &crate::model::Lease) -> Result<T, StoreError>,
+    ) -> Result<T, SinkError> {
+        self.ctx.guarded(op).map_err(|e| match e {
+            GuardError::LeaseLost(..) => SinkError::LeaseLost,
+            GuardError::Cancelled(..) => SinkError::Cancelled,
+            GuardError::Store(e) => SinkError::Store(e.to_string()),
+        })
+    }
+}
+
+impl Sink for LeaseSink<'_> {
+    fn commit(&mut self, batch: Batch) -> Result<(), SinkError> {
+        let progress = self.progress_json(&batch);
+        let library_id = self.library_id;
+        let unchanged: Vec<Vec<u8>> = batch.unchanged.iter().map(|p| path_bytes(p)).collect();
+        let items: Vec<IngestItem> = batch.changed.into_iter().map(ingest_item).collect();
+        let (touch, ingest) = (!unchanged.is_empty(), !items.is_empty());
+        if touch {
+            self.write(|s, l| s.touch_unchanged(l, library_id, unchanged, &progress))?;
+        }
+        if ingest {
+            self.write(|s, l| s.ingest_batch(l, library_id, items, &progress))?;
+        }
+        if !touch && !ingest {
+            self.write(|s, l| s.checkpoint_scan(l, &progress))?;
+        }
+        Ok(())
+    }
+
+    fn cancelled(&self) -> bool {
+        if self.ctx.ensure_live().is_err() {
+            return true;
+        }
+        if self.last_poll.get().elapsed() < CANCEL_POLL {
+            return false;
+        }
+        self.last_poll.set(Instant::now());
+        let lease = self.ctx.lease();
+        let still_ours = self
+            .store
+            .scan_run(lease.id)
+            .map(|r| r.is_some_and(|r| r.generation == lease.generation && r.lease_owner.is_some()))
+            .unwrap_or(true);
+        if !still_ours {
+            self.ctx
+                .token()
+                .cancel(crate::queue::CancelReason::Cancelled);
+        }
+        !still_ours
+    }
+}
+
+/// A file that could not be read is retried next scan (`error`); a file that is not a
+/// photo or video is kept as a file row without an asset and not read again until it
+/// changes.
+fn ingest_item(o: pipeline::Observed) -> IngestItem {
+    let not_media = o
+        .facts
+        .as_ref()
+        .is_some_and(|f| f.kind.is_none_or(|k| k == MediaKind::Other));
+    let (reason, checksum, error) = match (o.checksum, not_media) {
+        (None, _) => (FileReason::Error, None, o.error),
+        (Some(_), true) => (o.reason, None, Some("not a photo or video".to_string())),
+        (Some(sum), false) => (o.reason, Some(sum), o.error),
+    };
+    IngestItem {
+        rel_path: path_bytes(&o.rel),
+        rel_path_text: o.rel.to_string_lossy().replace('\\', "/"),
+        stamp: o.stamp,
+        reason,
+        checksum,
+        facts: if not_media { None } else { o.facts },
+        error,
+    }
+}
+
+/// Library-relative path bytes, `/`-separated (lossless on Unix).
+#[cfg(unix)]
+fn path_bytes(p: &Path) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    p.as_os_str().as_bytes().to_vec()
+}
+
+#[cfg(not(unix))]
+fn path_bytes(p: &Path) -> Vec<u8> {
+    p.to_string_lossy().replace('\\', "/").into_bytes()
+}
+
+#[cfg(unix)]
+fn os_string(bytes: &[u8]) -> OsString {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::OsStr::from_bytes(bytes).to_os_string()
+}
+
+#[cfg(not(unix))]
+fn os_string(bytes: &[u8]) -> OsString {
+    OsString::from(String::from_utf8_lossy(bytes).into_owned())
+}
