@@ -1,0 +1,328 @@
+//! A library scanned end to end through the worker pool: provenance reasons, duplicates,
+//! unchanged rescans, renames and deletes, the circuit breaker and cancellation.
+
+mod support;
+
+use mediadex::model::{Asset, Provenance, RunState, ScanRun, Target};
+use mediadex::queue::{Handlers, PoolConfig, WorkerPool};
+use mediadex::scan::job::{ScanConfig, ScanJob};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use support::{Env, TTL, env};
+
+fn photo(path: &Path, shade: u8) {
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    image::RgbImage::from_pixel(8, 6, image::Rgb([shade, 10, 20]))
+        .save(path)
+        .expect("write png");
+}
+
+struct Lib<'a> {
+    env: &'a Env,
+    id: i64,
+    root: std::path::PathBuf,
+}
+
+fn library(env: &Env) -> Lib<'_> {
+    let root = env.dir.path().join("photos");
+    photo(&root.join("2024/a.png"), 1);
+    photo(&root.join("2024/b.png"), 2);
+    photo(&root.join("2024/trip/c.png"), 3);
+    photo(&root.join("d.png"), 4);
+    photo(&root.join("e.png"), 5);
+    std::fs::copy(root.join("2024/a.png"), root.join("copy-of-a.png")).expect("copy");
+    std::fs::write(root.join("notes.txt"), "not a photo").expect("notes");
+    photo(&root.join("@eaDir/a.png/SYNOPHOTO_THUMB_M.png"), 9);
+    let canonical = std::fs::canonicalize(&root).expect("canon");
+    let library = mediadex::app::add_library(&env.store, "photos", &canonical.to_string_lossy())
+        .expect("add");
+    Lib {
+        env,
+        id: library.id,
+        root: canonical,
+    }
+}
+
+impl Lib<'_> {
+    fn scan_with(&self, scope: &str, config: ScanConfig) -> (ScanRun, BTreeMap<&'static str, i64>) {
+        let (run, _) = self
+            .env
+            .store
+            .request_scan(self.env.scan_request(self.id, scope))
+            .expect("request");
+        let job = ScanJob {
+            store: self.env.store.clone(),
+            config,
+            extract: mediadex::media::extract,
+        };
+        let pool = WorkerPool::start(
+            &self.env.store,
+            Handlers::default().scan(job),
+            PoolConfig::with_ttl(1, TTL),
+        );
+        let start = Instant::now();
+        let done = loop {
+            let r = self.env.store.scan_run(run.id).expect("run").expect("row");
+            if r.state.is_terminal() {
+                break r;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "scan did not end"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        pool.shutdown();
+        let reasons = self
+            .env
+            .store
+            .run_reasons(done.id)
+            .expect("reasons")
+            .into_iter()
+            .filter(|&(_, n)| n > 0)
+            .map(|(p, n)| (p.as_str(), n))
+            .collect();
+        (done, reasons)
+    }
+
+    fn scan(&self) -> (ScanRun, BTreeMap<&'static str, i64>) {
+        self.scan_with("", ScanConfig::default())
+    }
+
+    fn assets(&self, trashed: bool) -> Vec<Asset> {
+        self.env.store.assets(trashed).expect("assets")
+    }
+
+    fn paths_of<'b>(&self, asset: &'b Asset) -> Vec<&'b str> {
+        asset
+            .paths
+            .iter()
+            .map(|p| p.rel_path_text.as_str())
+            .collect()
+    }
+}
+
+#[test]
+fn a_first_scan_indexes_photos_once_with_their_duplicates_and_skips_junk() {
+    let env = env();
+    let lib = library(&env);
+    let (run, reasons) = lib.scan();
+    assert_eq!(run.state, RunState::Completed);
+    assert_eq!(reasons, BTreeMap::from([("new", 7), ("duplicate", 1)]));
+    let assets = lib.assets(false);
+    assert_eq!(
+        assets.len(),
+        5,
+        "six photos, one a byte copy; the text file is no asset"
+    );
+    let a = assets
+        .iter()
+        .find(|a| lib.paths_of(a).contains(&"2024/a.png"))
+        .expect("a");
+    assert_eq!(lib.paths_of(a), vec!["2024/a.png", "copy-of-a.png"]);
+    assert_eq!(a.facts.mime.as_deref(), Some("image/png"));
+    assert_eq!((a.facts.width, a.facts.height), (Some(8), Some(6)));
+    assert!(
+        assets
+            .iter()
+            .all(|a| !lib.paths_of(a).iter().any(|p| p.contains("@eaDir")))
+    );
+    assert_eq!(env.store.duplicates().expect("dups").len(), 1);
+}
+
+#[test]
+fn an_unchanged_rescan_reads_nothing_and_changes_nothing() {
+    let env = env();
+    let lib = library(&env);
+    lib.scan();
+    let before = lib.assets(false);
+    let (run, reasons) = lib.scan();
+    assert_eq!(run.state, RunState::Completed);
+    assert_eq!(
+        reasons,
+        BTreeMap::from([("unchanged", 7)]),
+        "no file was read"
+    );
+    let progress: serde_json::Value =
+        serde_json::from_str(run.progress.as_deref().expect("progress")).expect("json");
+    assert_eq!(progress["changed"], 0);
+    assert_eq!(lib.assets(false), before);
+}
+
+#[test]
+fn touch_grow_rename_and_delete_give_their_reasons_and_asset_links() {
+    let env = env();
+    let lib = library(&env);
+    for i in 0..10 {
+        photo(&lib.root.join(format!("more/{i}.png")), 100 + i);
+    }
+    lib.scan();
+    let d = lib.root.join("d.png");
+    let f = std::fs::File::options().write(true).open(&d).expect("open");
+    f.set_modified(std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000))
+        .expect("touch");
+    photo(&lib.root.join("e.png"), 6); // new content, new size or bytes
+    std::fs::rename(
+        lib.root.join("2024/b.png"),
+        lib.root.join("2024/b-renamed.png"),
+    )
+    .expect("rename");
+    std::fs::remove_file(lib.root.join("copy-of-a.png")).expect("rm copy");
+    let (run, reasons) = lib.scan();
+    assert_eq!(run.state, RunState::Completed);
+    let changed = reasons.get("mtime").unwrap_or(&0) + reasons.get("size").unwrap_or(&0);
+    assert_eq!(
+        changed, 2,
+        "the touched and the rewritten file: {reasons:?}"
+    );
+    assert_eq!(reasons.get("new"), Some(&1), "the renamed file");
+    assert_eq!(
+        reasons.get("missing"),
+        Some(&2),
+        "the old name and the deleted copy"
+    );
+    let live = lib.assets(false);
+    let b = live
+        .iter()
+        .find(|a| lib.paths_of(a).contains(&"2024/b-renamed.png"))
+        .expect("renamed b keeps its asset");
+    assert!(
+        b.paths.iter().any(|p| p.rel_path_text == "2024/b.png"),
+        "old path kept as missing"
+    );
+    let trashed = lib.assets(true);
+    assert_eq!(trashed.len(), 1, "only e's old content lost its last file");
+}
+
+#[test]
+fn the_breaker_holds_when_the_marker_changes_or_too_much_goes_missing() {
+    let env = env();
+    let lib = library(&env);
+    lib.scan();
+    std::fs::write(lib.root.join(".mediadex-library"), "another-disk\n").expect("marker");
+    std::fs::remove_file(lib.root.join("d.png")).expect("rm");
+    let (run, reasons) = lib.scan();
+    assert_eq!(run.state, RunState::Suspect);
+    assert!(run.reason.expect("reason").contains("marker"));
+    assert_eq!(reasons.get("missing"), None);
+    assert!(lib.assets(true).is_empty(), "nothing trashed");
+
+    let env2 = support::env();
+    let lib2 = library(&env2);
+    lib2.scan();
+    for p in ["d.png", "e.png", "2024/a.png", "copy-of-a.png"] {
+        std::fs::remove_file(lib2.root.join(p)).expect("rm");
+    }
+    let (run, _) = lib2.scan();
+    assert_eq!(run.state, RunState::Suspect, "over 20% would go missing");
+    assert!(lib2.assets(true).is_empty());
+}
+
+#[test]
+fn an_unmounted_root_trashes_nothing() {
+    let env = env();
+    let lib = library(&env);
+    lib.scan();
+    let away = env.dir.path().join("unmounted");
+    std::fs::rename(&lib.root, &away).expect("unmount");
+    let (run, _) = lib.scan();
+    assert_eq!(run.state, RunState::Suspect);
+    assert!(run.reason.expect("reason").contains("not there"));
+    std::fs::rename(&away, &lib.root).expect("remount");
+    assert!(lib.assets(true).is_empty());
+    assert_eq!(lib.scan().0.state, RunState::Completed);
+}
+
+#[test]
+fn a_scoped_scan_reads_only_its_folder_and_marks_nothing_missing() {
+    let env = env();
+    let lib = library(&env);
+    lib.scan();
+    std::fs::remove_file(lib.root.join("d.png")).expect("rm");
+    photo(&lib.root.join("2024/trip/new.png"), 42);
+    let (run, reasons) = lib.scan_with("2024/trip", ScanConfig::default());
+    assert_eq!(run.state, RunState::Completed);
+    assert_eq!(reasons, BTreeMap::from([("new", 1), ("unchanged", 1)]));
+    assert!(lib.assets(true).is_empty());
+}
+
+/// Keeps the cancelled scan busy long enough that the cancel lands mid-way on any machine.
+fn slow_extract(path: &Path) -> mediadex::model::MediaFacts {
+    std::thread::sleep(Duration::from_millis(3));
+    mediadex::media::extract(path)
+}
+
+#[test]
+fn a_cancelled_scan_stops_and_what_it_committed_stays_consistent() {
+    let env = env();
+    let lib = library(&env);
+    for i in 0..400 {
+        photo(
+            &lib.root.join(format!("bulk/{}/{i}.png", i % 10)),
+            (i % 200) as u8,
+        );
+    }
+    let (run, _) = env
+        .store
+        .request_scan(env.scan_request(lib.id, ""))
+        .expect("request");
+    let job = ScanJob {
+        store: env.store.clone(),
+        config: ScanConfig {
+            pipeline: mediadex::scan::pipeline::Settings {
+                batch: 8,
+                ..Default::default()
+            },
+            ..ScanConfig::default()
+        },
+        extract: slow_extract,
+    };
+    let pool = WorkerPool::start(
+        &env.store,
+        Handlers::default().scan(job),
+        PoolConfig::with_ttl(1, TTL),
+    );
+    let start = Instant::now();
+    while env
+        .store
+        .scan_run(run.id)
+        .expect("run")
+        .expect("row")
+        .progress
+        .is_none()
+    {
+        assert!(start.elapsed() < Duration::from_secs(20));
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(
+        env.other_process("cli:1:cccc")
+            .cancel(Target::ScanRun, run.id)
+            .expect("cancel")
+    );
+    let cancelled_at = Instant::now();
+    while pool.busy() > 0 {
+        assert!(
+            cancelled_at.elapsed() < Duration::from_secs(2),
+            "the worker stops within a second or so"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    pool.shutdown();
+    let row = env.store.scan_run(run.id).expect("run").expect("row");
+    assert_eq!(row.state, RunState::Cancelled);
+    let counted: i64 = env
+        .store
+        .run_reasons(run.id)
+        .expect("reasons")
+        .iter()
+        .filter(|(p, _)| *p != Provenance::Duplicate)
+        .map(|(_, n)| n)
+        .sum();
+    let files: usize = lib.assets(false).iter().map(|a| a.paths.len()).sum();
+    assert!(counted < 407, "stopped before the end ({counted})");
+    assert!(
+        files as i64 <= counted,
+        "every stored file was counted by the run"
+    );
+}
