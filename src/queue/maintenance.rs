@@ -1,6 +1,7 @@
 //! The recurring maintenance loop: reclaims expired leases every few seconds for the life of
 //! the process (not only at boot: a worker that dies mid-afternoon is rescued
-//! mid-afternoon), and prunes finished jobs and runs past their retention.
+//! mid-afternoon), prunes finished jobs and runs past their retention, and sweeps assets
+//! trashed longer than the trash retention.
 
 use crate::model::{Millis, ReclaimReport};
 use crate::store::Store;
@@ -15,6 +16,9 @@ pub struct MaintenanceConfig {
     pub prune_every_rounds: u32,
     pub job_retention: Millis,
     pub run_retention: Millis,
+    /// Trashed assets older than this are deleted for good (rows only; files in a
+    /// library's trash folder are the user's).
+    pub trash_retention: Millis,
 }
 
 impl Default for MaintenanceConfig {
@@ -24,6 +28,7 @@ impl Default for MaintenanceConfig {
             prune_every_rounds: 720,
             job_retention: 7 * 24 * 3_600_000,
             run_retention: 90 * 24 * 3_600_000,
+            trash_retention: 30 * 24 * 3_600_000,
         }
     }
 }
@@ -102,6 +107,11 @@ pub fn run_round(
             Ok(0) => {}
             Ok(n) => tracing::info!(rows = n, "pruned finished jobs and runs"),
             Err(e) => tracing::warn!(error = %e, "prune failed; retrying later"),
+        }
+        match store.sweep_trash(config.trash_retention) {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(assets = n, "swept assets trashed past the retention"),
+            Err(e) => tracing::warn!(error = %e, "trash sweep failed; retrying later"),
         }
     }
 }
