@@ -21,6 +21,7 @@ pub fn open_store(config: &Config) -> Result<Store, crate::store::StoreError> {
 /// The foreground process (desktop double-click, or a service): runs until Ctrl-C/SIGTERM.
 pub fn run(config: Config) -> anyhow::Result<()> {
     let store = open_store(&config)?;
+    replay_trash(&store);
     add_pictures_library_if_none(&store)?;
     let pool = WorkerPool::start(&store, handlers(&store), pool_config(&config));
     let pool = Arc::new(pool);
@@ -79,6 +80,16 @@ pub fn work_until_idle(store: &Store, config: &Config, libraries: &[i64]) -> any
     maintenance.shutdown();
     pool.shutdown();
     outcome
+}
+
+/// Finishes trash and restore moves a crash interrupted. A failure is logged, not fatal:
+/// the intents stay pending for the next start.
+pub fn replay_trash(store: &Store) {
+    match crate::trash::replay(store) {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(moves = n, "finished interrupted trash moves"),
+        Err(e) => tracing::warn!(error = %e, "could not finish interrupted trash moves"),
+    }
 }
 
 /// Adds a library and records its root's identity (device id, marker) for the circuit

@@ -95,6 +95,22 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Move an asset's files into their library's trash folder
+    Trash {
+        /// The asset id (see `mediadex assets`)
+        id: i64,
+        /// Print the asset as one JSON object on stdout
+        #[arg(long)]
+        json: bool,
+    },
+    /// Move a trashed asset's files back where they were
+    Restore {
+        /// The asset id (see `mediadex assets --trashed`)
+        id: i64,
+        /// Print the asset as one JSON object on stdout
+        #[arg(long)]
+        json: bool,
+    },
     /// List byte-identical files (one asset shown by several paths)
     Duplicates {
         /// Print one JSON array on stdout
@@ -242,6 +258,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Command::Assets { trashed, json } => {
             let store = open(args.data)?.1;
             emit(&assets::assets(&store.assets(trashed)?, json)?)
+        }
+        Command::Trash { id, json } | Command::Restore { id, json } => {
+            let trash = matches!(command, Command::Trash { .. });
+            let store = open(args.data)?.1;
+            mediadex::app::replay_trash(&store);
+            if trash {
+                mediadex::trash::trash(&store, id)?;
+            } else {
+                mediadex::trash::restore(&store, id)?;
+            }
+            let asset = store
+                .asset(id)?
+                .ok_or_else(|| input_error(format!("no asset {id}")))?;
+            emit(&assets::one(&asset, json)?)
         }
         Command::Duplicates { json } => {
             let store = open(args.data)?.1;

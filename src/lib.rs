@@ -9,3 +9,4 @@ pub mod model;
 pub mod queue;
 pub mod scan;
 pub mod store;
+pub mod trash;

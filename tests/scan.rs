@@ -326,3 +326,65 @@ fn a_cancelled_scan_stops_and_what_it_committed_stays_consistent() {
         "every stored file was counted by the run"
     );
 }
+
+#[test]
+fn trash_and_restore_move_the_files_and_survive_rescans() {
+    let env = env();
+    let lib = library(&env);
+    lib.scan();
+    let d = lib
+        .assets(false)
+        .into_iter()
+        .find(|a| lib.paths_of(a) == vec!["d.png"])
+        .expect("d");
+    mediadex::trash::trash(&env.store, d.id).expect("trash");
+    assert!(!lib.root.join("d.png").exists());
+    let in_trash = lib.root.join(format!(".mediadex-trash/{}/d.png", d.id));
+    assert!(in_trash.exists(), "moved into the library's trash folder");
+    assert_eq!(lib.assets(true).len(), 1);
+    let (run, _) = lib.scan();
+    assert_eq!(
+        run.state,
+        RunState::Completed,
+        "a user's trash is not a mass disappearance"
+    );
+    assert_eq!(lib.assets(true).len(), 1, "still trashed after a rescan");
+
+    mediadex::trash::restore(&env.store, d.id).expect("restore");
+    assert!(lib.root.join("d.png").exists() && !in_trash.exists());
+    assert!(lib.assets(true).is_empty());
+    let (_, reasons) = lib.scan();
+    assert_eq!(reasons.get("new"), None, "{reasons:?}");
+    assert_eq!(lib.assets(false).len(), 5);
+}
+
+#[test]
+fn an_interrupted_trash_is_finished_at_start_whether_or_not_the_file_moved() {
+    let env = env();
+    let lib = library(&env);
+    lib.scan();
+    let live = lib.assets(false);
+    let pick = |name: &str| {
+        live.iter()
+            .find(|a| lib.paths_of(a) == vec![name])
+            .expect("asset")
+            .id
+    };
+    let (d, e) = (pick("d.png"), pick("e.png"));
+    // Crash after the intent, before the move:
+    env.store.begin_trash(d).expect("intent d");
+    // Crash after the move, before the commit:
+    let intents = env.store.begin_trash(e).expect("intent e");
+    let to = lib
+        .root
+        .join(String::from_utf8(intents[0].to_path.clone()).expect("utf8"));
+    std::fs::create_dir_all(to.parent().expect("parent")).expect("mkdir");
+    std::fs::rename(lib.root.join("e.png"), &to).expect("move");
+
+    assert_eq!(mediadex::trash::replay(&env.store).expect("replay"), 2);
+    let trashed: Vec<i64> = lib.assets(true).iter().map(|a| a.id).collect();
+    assert_eq!(trashed.len(), 2);
+    assert!(trashed.contains(&d) && trashed.contains(&e));
+    assert!(!lib.root.join("d.png").exists() && !lib.root.join("e.png").exists());
+    assert!(env.store.pending_intents().expect("pending").is_empty());
+}

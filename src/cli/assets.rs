@@ -102,6 +102,19 @@ pub fn assets(assets: &[Asset], json: bool) -> serde_json::Result<String> {
     ))
 }
 
+/// One asset (after trash or restore).
+pub fn one(asset: &Asset, json: bool) -> serde_json::Result<String> {
+    if json {
+        return to_json(&asset_out(asset));
+    }
+    let state = if asset.trashed_at.is_some() {
+        "in the trash"
+    } else {
+        "live"
+    };
+    Ok(format!("asset {} is {state}\n", asset.id))
+}
+
 #[derive(Serialize)]
 struct GroupOut<'a> {
     asset_id: i64,
