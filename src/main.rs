@@ -8,7 +8,7 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 /// nom-exif logs a line per file at info; the filter keeps it quiet unless RUST_LOG asks.
-const DEFAULT_LOG_FILTER: &str = "info,nom_exif=error";
+const DEFAULT_LOG_FILTER: &str = "info,nom_exif=off";
 
 fn main() -> ExitCode {
     init_logging();
