@@ -32,11 +32,15 @@ CREATE TABLE assets (
     created_at           INTEGER NOT NULL,
     trashed_at           INTEGER,
     trash_reason         TEXT    CHECK (trash_reason IN ('missing', 'replaced', 'user')),
+    -- The scan run that created it, until a run of that library completes: an asset
+    -- becomes visible only after the fenced completion (DESIGN.md section 4).
+    pending_run          INTEGER,
     CHECK ((trashed_at IS NULL) = (trash_reason IS NULL)),
     UNIQUE (owner, checksum)
 ) STRICT;
 
 CREATE INDEX assets_trashed ON assets (trashed_at) WHERE trashed_at IS NOT NULL;
+CREATE INDEX assets_pending ON assets (pending_run) WHERE pending_run IS NOT NULL;
 
 -- A path in a library. `rel_path` is the library-relative path as raw bytes (`/`-separated,
 -- lossless for names that are not UTF-8); `rel_path_text` is its lossy rendering for display.

@@ -74,6 +74,11 @@ fn two_byte_identical_files_are_one_asset_with_two_files_reported_duplicate() {
     let claims: Vec<Claim> = report.items.iter().map(|i| i.claim).collect();
     assert_eq!(claims, [Claim::Created, Claim::Duplicate]);
     assert_eq!(report.items[0].asset_id, report.items[1].asset_id);
+    assert!(
+        env.store.assets(false).unwrap().is_empty(),
+        "a new asset is visible only once its run completed"
+    );
+    env.store.finish_full_scan(&lease, lib, 1.0, true).unwrap();
 
     let assets = env.store.assets(false).unwrap();
     assert_eq!(assets.len(), 1);
@@ -148,16 +153,17 @@ fn a_replaced_file_relinks_and_its_old_asset_goes_to_the_trash() {
     let new = again.items[0].asset_id.unwrap();
     assert_ne!(new, old);
     assert_eq!(again.items[0].file_id, first.items[0].file_id);
-    let trashed = env.store.assets(true).unwrap();
-    assert_eq!(trashed.len(), 1);
-    assert_eq!(trashed[0].id, old);
-    assert!(trashed[0].paths.is_empty());
     // The same content again: the file's own asset, not a duplicate.
     let same = env
         .store
         .ingest_batch(&lease, lib, vec![item("a.jpg", 2, FileReason::Forced)], "")
         .unwrap();
     assert_eq!(same.items[0].claim, Claim::Kept);
+    env.store.finish_full_scan(&lease, lib, 1.0, true).unwrap();
+    let trashed = env.store.assets(true).unwrap();
+    assert_eq!(trashed.len(), 1);
+    assert_eq!(trashed[0].id, old);
+    assert!(trashed[0].paths.is_empty());
 }
 
 #[test]
@@ -351,11 +357,26 @@ fn a_stale_scan_worker_lands_none_of_its_later_batches() {
 
     assert_eq!(env.store.known_files(lib, "").unwrap(), before_files);
     assert_eq!(reasons(&env, stale.id), before_reasons);
-    assert_eq!(live_assets(&env), 1);
+    assert_eq!(
+        live_assets(&env),
+        0,
+        "the retired run's asset waits for a completion"
+    );
     assert!(env.store.assets(true).unwrap().is_empty());
     let run = env.store.scan_run(stale.id).unwrap().unwrap();
     assert_eq!(run.progress.as_deref(), Some("1"));
     assert_eq!(run.state, RunState::Failed);
+
+    // The successor finds a.jpg unchanged; its completion publishes what the first run made.
+    env.clock.advance(60_000);
+    let (successor, _) = env.store.claim_scan_run(TTL).unwrap().unwrap();
+    env.store
+        .touch_unchanged(&successor, lib, vec![b"a.jpg".to_vec()], "s")
+        .unwrap();
+    env.store
+        .finish_full_scan(&successor, lib, 0.2, true)
+        .unwrap();
+    assert_eq!(live_assets(&env), 1);
 }
 
 #[test]

@@ -63,7 +63,7 @@ macro_rules! asset_cols {
 const LIST: &str = concat!(
     "SELECT ",
     asset_cols!(),
-    " FROM assets WHERE (trashed_at IS NOT NULL) = ?1 ORDER BY id"
+    " FROM assets WHERE (trashed_at IS NOT NULL) = ?1 AND pending_run IS NULL ORDER BY id"
 );
 const GET: &str = concat!("SELECT ", asset_cols!(), " FROM assets WHERE id = ?1");
 const PATHS: &str = "
@@ -72,9 +72,29 @@ const PATHS: &str = "
 const DUPLICATES: &str = "
     SELECT a.id, a.checksum, a.size, f.id, f.library_id, f.rel_path, f.rel_path_text, f.state
       FROM assets a JOIN files f ON f.asset_id = a.id AND f.state = 'present'
-     WHERE a.id IN (SELECT asset_id FROM files WHERE state = 'present' AND asset_id IS NOT NULL
+     WHERE a.pending_run IS NULL AND a.id IN (SELECT asset_id FROM files WHERE state = 'present' AND asset_id IS NOT NULL
                      GROUP BY asset_id HAVING count(*) > 1)
      ORDER BY a.id, f.library_id, f.rel_path";
+
+/// A new asset waits for its run's completion before anyone sees it.
+const HOLD: &str = "UPDATE assets SET pending_run = ?2 WHERE id = ?1";
+/// A run's completion publishes what every run of its library created and left pending
+/// (a retried run's successor finds those files unchanged; its completion publishes them).
+const PUBLISH: &str = "
+    UPDATE assets SET pending_run = NULL
+     WHERE pending_run IN (SELECT id FROM scan_runs
+                            WHERE library_id = (SELECT library_id FROM scan_runs WHERE id = ?1))";
+
+pub(super) fn hold(conn: &Connection, asset_id: i64, run_id: i64) -> Result<(), StoreError> {
+    conn.prepare_cached(HOLD)?
+        .execute(params![asset_id, run_id])?;
+    Ok(())
+}
+
+pub(super) fn publish(conn: &Connection, run_id: i64) -> Result<(), StoreError> {
+    conn.prepare_cached(PUBLISH)?.execute([run_id])?;
+    Ok(())
+}
 
 fn find(conn: &Connection, checksum: &[u8; 32]) -> Result<Option<(i64, bool)>, StoreError> {
     Ok(conn

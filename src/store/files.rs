@@ -298,6 +298,11 @@ impl Store {
             let mut report = BatchReport::default();
             for item in &batch {
                 let outcome = ingest_one(conn, lease.id, library_id, item, now)?;
+                if let (Claim::Created | Claim::Recreated, Some(asset)) =
+                    (outcome.claim, outcome.asset_id)
+                {
+                    super::assets::hold(conn, asset, lease.id)?;
+                }
                 *counts
                     .entry(Provenance::from(item.reason).as_str())
                     .or_insert(0) += 1;

@@ -312,13 +312,18 @@ pub(super) fn finish(
     reason: Option<String>,
     now: Millis,
 ) -> Result<usize, StoreError> {
-    Ok(conn.prepare_cached(FINISH)?.execute(params![
+    let n = conn.prepare_cached(FINISH)?.execute(params![
         lease.id,
         lease.generation,
         now,
         state.as_str(),
         reason
-    ])?)
+    ])?;
+    // Side effects of a completion follow only a fenced completion that matched.
+    if n == 1 && matches!(state, RunState::Completed | RunState::Suspect) {
+        super::assets::publish(conn, lease.id)?;
+    }
+    Ok(n)
 }
 
 pub(super) fn prune(conn: &Connection, before: Millis) -> Result<u64, StoreError> {
