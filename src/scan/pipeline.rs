@@ -445,6 +445,20 @@ mod tests {
         );
     }
 
+    /// A first scan of `root` in small batches into `sink`.
+    fn first_scan_into(root: &Path, sink: &mut Recorder) -> Result<Summary, SinkError> {
+        let extract = |_: &Path| MediaFacts::default();
+        let settings = small_batches();
+        run(
+            root,
+            Path::new(""),
+            &settings,
+            &mut Memory::default(),
+            sink,
+            &extract,
+        )
+    }
+
     #[test]
     fn a_refused_batch_stops_the_run_and_nothing_after_it_is_sent() {
         let dir = library(40);
@@ -452,15 +466,7 @@ mod tests {
             refuse_from: Some(2),
             ..Recorder::default()
         };
-        let extract = |_: &Path| MediaFacts::default();
-        let result = run(
-            dir.path(),
-            Path::new(""),
-            &small_batches(),
-            &mut Memory::default(),
-            &mut sink,
-            &extract,
-        );
+        let result = first_scan_into(dir.path(), &mut sink);
         assert!(matches!(result, Err(SinkError::LeaseLost)));
         assert_eq!(sink.batches.len(), 2);
     }
@@ -472,15 +478,7 @@ mod tests {
             cancel: true,
             ..Recorder::default()
         };
-        let extract = |_: &Path| MediaFacts::default();
-        let result = run(
-            dir.path(),
-            Path::new(""),
-            &small_batches(),
-            &mut Memory::default(),
-            &mut sink,
-            &extract,
-        );
+        let result = first_scan_into(dir.path(), &mut sink);
         assert!(matches!(result, Err(SinkError::Cancelled)));
         assert!(sink.batches.is_empty());
     }
