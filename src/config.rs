@@ -10,6 +10,11 @@ use std::time::Duration;
 /// The database file's name inside the data dir.
 pub const DB_FILE: &str = "mediadex.db";
 
+/// Testing knob: the lease ttl in milliseconds (at least 300), so that a test of a killed
+/// process sees its work reclaimed in about a second instead of `DEFAULT_LEASE_TTL`. Not a
+/// tuning setting: a short ttl makes a busy or sleeping machine lose leases it still needs.
+pub const LEASE_TTL_ENV: &str = "MEDIADEX_LEASE_TTL_MS";
+
 /// Everything the process needs to know before it opens the store.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
@@ -69,9 +74,19 @@ pub enum ConfigError {
 }
 
 impl Config {
-    /// The configuration for `data_dir` (or the OS default when `None`) with default knobs.
-    /// Touches nothing on disk; `prepare` does.
+    /// The configuration for `data_dir` (or the OS default when `None`) with default knobs,
+    /// except what the testing knob `MEDIADEX_LEASE_TTL_MS` says. Touches nothing on disk;
+    /// `prepare` does.
     pub fn resolve(data_dir: Option<PathBuf>) -> Result<Config, ConfigError> {
+        Config::resolve_with(data_dir, |name| std::env::var_os(name))
+    }
+
+    /// `resolve` with the environment given as a lookup, so that tests need not change the
+    /// process environment.
+    fn resolve_with(
+        data_dir: Option<PathBuf>,
+        env: impl Fn(&str) -> Option<std::ffi::OsString>,
+    ) -> Result<Config, ConfigError> {
         let data_dir = match data_dir {
             Some(dir) => dir,
             None => default_data_dir().ok_or(ConfigError::NoDefaultDataDir)?,
@@ -84,7 +99,7 @@ impl Config {
             path: data_dir.display().to_string(),
             source,
         })?;
-        let config = Config {
+        let mut config = Config {
             db_path: data_dir.join(DB_FILE),
             data_dir,
             lease_ttl: DEFAULT_LEASE_TTL,
@@ -93,7 +108,33 @@ impl Config {
             job_retention: DEFAULT_JOB_RETENTION,
             run_retention: DEFAULT_RUN_RETENTION,
         };
-        config.validate()?;
+        match env(LEASE_TTL_ENV) {
+            None => config.validate()?,
+            Some(raw) => {
+                let shown = raw.to_string_lossy().into_owned();
+                let knob_error = |why: String| ConfigError::Invalid {
+                    name: LEASE_TTL_ENV,
+                    why: format!("{why} (it is {shown:?})"),
+                };
+                let ms: u64 = raw
+                    .to_str()
+                    .and_then(|s| s.trim().parse().ok())
+                    .ok_or_else(|| knob_error("must be a whole number of milliseconds".into()))?;
+                config.lease_ttl = Duration::from_millis(ms);
+                // Reclaim must run within the shorter ttl (validate insists), so the
+                // maintenance loop then runs twice per ttl.
+                if config.lease_ttl < DEFAULT_MAINTENANCE_INTERVAL {
+                    config.maintenance_interval = config.lease_ttl / 2;
+                }
+                config.validate().map_err(|e| match e {
+                    ConfigError::Invalid {
+                        name: "lease_ttl",
+                        why,
+                    } => knob_error(why),
+                    other => other,
+                })?;
+            }
+        }
         Ok(config)
     }
 
@@ -237,6 +278,54 @@ mod tests {
         c.workers = 1;
         c.maintenance_interval = c.lease_ttl * 2;
         assert!(c.validate().is_err());
+    }
+
+    fn with_ttl_knob(value: &str) -> Result<Config, ConfigError> {
+        let value = std::ffi::OsString::from(value);
+        Config::resolve_with(Some("/tmp/x".into()), |name| {
+            (name == LEASE_TTL_ENV).then(|| value.clone())
+        })
+    }
+
+    #[test]
+    fn lease_ttl_knob_sets_the_ttl_and_keeps_maintenance_within_it() {
+        let c = with_ttl_knob("1000").expect("valid");
+        assert_eq!(c.lease_ttl, Duration::from_millis(1000));
+        assert_eq!(c.maintenance_interval, Duration::from_millis(500));
+        let c = with_ttl_knob("300").expect("the minimum is allowed");
+        assert_eq!(c.lease_ttl, Duration::from_millis(300));
+        assert_eq!(c.maintenance_interval, Duration::from_millis(150));
+        // At or above the default interval the interval stays as it is.
+        let c = with_ttl_knob("60000").expect("valid");
+        assert_eq!(c.lease_ttl, Duration::from_secs(60));
+        assert_eq!(c.maintenance_interval, DEFAULT_MAINTENANCE_INTERVAL);
+        let c = with_ttl_knob("5000").expect("valid");
+        assert_eq!(c.maintenance_interval, DEFAULT_MAINTENANCE_INTERVAL);
+    }
+
+    #[test]
+    fn lease_ttl_knob_refuses_bad_values_by_name() {
+        for bad in ["299", "0", "", "1s", "-5", "1.5", "99999999999999999999999"] {
+            match with_ttl_knob(bad) {
+                Err(ConfigError::Invalid { name, why }) => {
+                    assert_eq!(name, LEASE_TTL_ENV, "{bad:?}");
+                    assert!(why.contains(&format!("{bad:?}")), "{bad:?}: {why}");
+                }
+                other => panic!("{bad:?} must be refused, got {other:?}"),
+            }
+        }
+        let err = with_ttl_knob("299").expect_err("too short").to_string();
+        assert!(err.contains("MEDIADEX_LEASE_TTL_MS"), "{err}");
+        assert!(err.contains("at least 300 ms"), "{err}");
+        let err = with_ttl_knob("soon").expect_err("not a number").to_string();
+        assert!(err.contains("whole number of milliseconds"), "{err}");
+    }
+
+    #[test]
+    fn without_the_knob_the_ttl_is_the_default() {
+        let c = Config::resolve_with(Some("/tmp/x".into()), |_| None).expect("valid");
+        assert_eq!(c.lease_ttl, DEFAULT_LEASE_TTL);
+        assert_eq!(c.maintenance_interval, DEFAULT_MAINTENANCE_INTERVAL);
     }
 
     #[test]
