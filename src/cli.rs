@@ -245,7 +245,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             let runs = if cancel {
                 cancel_scans(&store, &targets)?
             } else {
-                request_scans(&store, &targets, scope.as_deref(), force)?
+                let limit = config.scan_hourly_limit;
+                request_scans(&store, &targets, scope.as_deref(), force, limit)?
             };
             let ids: Vec<i64> = targets.iter().map(|l| l.id).collect();
             if wait {
@@ -296,6 +297,7 @@ fn request_scans(
     targets: &[Library],
     scope: Option<&str>,
     forced: bool,
+    hourly_limit: Option<u32>,
 ) -> anyhow::Result<Vec<ScanRun>> {
     let scope = scope.unwrap_or("").trim_matches('/').to_string();
     if scope.split('/').any(|part| part == "..") {
@@ -312,6 +314,7 @@ fn request_scans(
             };
             let options = AdmissionOptions {
                 forced,
+                hourly_limit,
                 ..AdmissionOptions::default()
             };
             Ok(store.request_scan_keyed(request, options)?.0)

@@ -15,6 +15,10 @@ pub const DB_FILE: &str = "mediadex.db";
 /// tuning setting: a short ttl makes a busy or sleeping machine lose leases it still needs.
 pub const LEASE_TTL_ENV: &str = "MEDIADEX_LEASE_TTL_MS";
 
+/// At most this many new scan runs per library per hour (unset: no limit). Requests beyond
+/// it are refused with a clear message; a request coalesced into a waiting run always passes.
+pub const SCAN_HOURLY_LIMIT_ENV: &str = "MEDIADEX_SCAN_HOURLY_LIMIT";
+
 /// Everything the process needs to know before it opens the store.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
@@ -32,6 +36,8 @@ pub struct Config {
     pub job_retention: Duration,
     /// Finished scan runs older than this are pruned (the newest per library is kept).
     pub run_retention: Duration,
+    /// At most this many new scan runs per library per hour; `None` is no limit.
+    pub scan_hourly_limit: Option<u32>,
 }
 
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
@@ -107,19 +113,13 @@ impl Config {
             maintenance_interval: DEFAULT_MAINTENANCE_INTERVAL,
             job_retention: DEFAULT_JOB_RETENTION,
             run_retention: DEFAULT_RUN_RETENTION,
+            scan_hourly_limit: None,
         };
-        match env(LEASE_TTL_ENV) {
+        config.scan_hourly_limit =
+            env_number(&env, SCAN_HOURLY_LIMIT_ENV)?.map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+        match env_number(&env, LEASE_TTL_ENV)? {
             None => config.validate()?,
-            Some(raw) => {
-                let shown = raw.to_string_lossy().into_owned();
-                let knob_error = |why: String| ConfigError::Invalid {
-                    name: LEASE_TTL_ENV,
-                    why: format!("{why} (it is {shown:?})"),
-                };
-                let ms: u64 = raw
-                    .to_str()
-                    .and_then(|s| s.trim().parse().ok())
-                    .ok_or_else(|| knob_error("must be a whole number of milliseconds".into()))?;
+            Some(ms) => {
                 config.lease_ttl = Duration::from_millis(ms);
                 // Reclaim must run within the shorter ttl (validate insists), so the
                 // maintenance loop then runs twice per ttl.
@@ -130,7 +130,10 @@ impl Config {
                     ConfigError::Invalid {
                         name: "lease_ttl",
                         why,
-                    } => knob_error(why),
+                    } => ConfigError::Invalid {
+                        name: LEASE_TTL_ENV,
+                        why: format!("{why} (it is \"{ms}\")"),
+                    },
                     other => other,
                 })?;
             }
@@ -207,6 +210,23 @@ fn probe_writable(dir: &Path) -> std::io::Result<()> {
     let removed = std::fs::remove_file(&probe);
     written?;
     removed
+}
+
+/// A whole number from the environment, `None` when unset.
+fn env_number(
+    env: &impl Fn(&str) -> Option<std::ffi::OsString>,
+    name: &'static str,
+) -> Result<Option<u64>, ConfigError> {
+    let Some(raw) = env(name) else {
+        return Ok(None);
+    };
+    raw.to_str()
+        .and_then(|s| s.trim().parse().ok())
+        .map(Some)
+        .ok_or_else(|| ConfigError::Invalid {
+            name,
+            why: format!("must be a whole number (it is {:?})", raw.to_string_lossy()),
+        })
 }
 
 /// Checks a folder the user wants as a library and returns its canonical root (absolute,
@@ -304,6 +324,27 @@ mod tests {
     }
 
     #[test]
+    fn the_scan_hourly_limit_comes_from_the_environment() {
+        let dir = Some(PathBuf::from("/tmp/x"));
+        let with = |v: Option<&str>| {
+            Config::resolve_with(dir.clone(), |name| {
+                (name == SCAN_HOURLY_LIMIT_ENV)
+                    .then(|| v.map(Into::into))
+                    .flatten()
+            })
+        };
+        assert_eq!(with(None).expect("unset").scan_hourly_limit, None);
+        assert_eq!(with(Some("12")).expect("set").scan_hourly_limit, Some(12));
+        assert!(matches!(
+            with(Some("lots")),
+            Err(ConfigError::Invalid {
+                name: SCAN_HOURLY_LIMIT_ENV,
+                ..
+            })
+        ));
+    }
+
+    #[test]
     fn lease_ttl_knob_refuses_bad_values_by_name() {
         for bad in ["299", "0", "", "1s", "-5", "1.5", "99999999999999999999999"] {
             match with_ttl_knob(bad) {
@@ -318,7 +359,7 @@ mod tests {
         assert!(err.contains("MEDIADEX_LEASE_TTL_MS"), "{err}");
         assert!(err.contains("at least 300 ms"), "{err}");
         let err = with_ttl_knob("soon").expect_err("not a number").to_string();
-        assert!(err.contains("whole number of milliseconds"), "{err}");
+        assert!(err.contains("whole number"), "{err}");
     }
 
     #[test]
