@@ -17,7 +17,8 @@
 #
 # All numbers are WARM: the page cache cannot be dropped here without root sysctl rights, so
 # every input tool gets one untimed warm-up pass and every figure is a median of REPS runs
-# over files already in memory. This measures CPU and syscall cost, not the disk.
+# over files already in memory. This measures CPU and syscall cost, not reading the disk
+# (the database's own writes and fsyncs do still go to the disk of target/bench-data).
 #
 # Environment: SMALL_FILES (100000), LARGE_FILES (40), LARGE_MB (64), REPS (3),
 #              LIBS ("small large": which libraries to run), B3SUM_VERSION (~1.8).
