@@ -1,0 +1,274 @@
+#!/usr/bin/env bash
+# benches/scan-compare.sh — scan throughput of mediadex side by side with a bare
+# walk-and-stat (`find`) and with `b3sum` over the same files (issue 3, "Benchmarks").
+#
+# For each generated library (many small photos; a few large videos) it measures, in one run:
+#   walk+stat      find LIB -type f -printf '%s %T@ %i\n'            (the rescan floor)
+#   b3sum          find LIB -type f -print0 | xargs -0 b3sum          (b3sum defaults: mmap
+#                  for files >= 16 KiB, multi-threaded within a file; files one after another)
+#   b3sum-nommap   the same with --no-mmap (read(2) like mediadex does for files < 4 MiB)
+#   b3sum-P<cores> the same split over <cores> b3sum processes (xargs -P), so small files are
+#                  hashed on every core as mediadex's rayon pool does
+#   first index    mediadex --data FRESH library add LIB && mediadex --data FRESH scan NAME --wait
+#   rescan         mediadex --data SAME scan NAME --wait   (nothing changed: nothing is opened)
+# and prints files/s, MB/s (MB = 10^6 bytes), peak RSS and the two ratios of issue 3:
+#   rescan / walk+stat      target <= 1.5
+#   first index / b3sum     target <= 1.0   (at least as fast as b3sum)
+#
+# All numbers are WARM: the page cache cannot be dropped here without root sysctl rights, so
+# every input tool gets one untimed warm-up pass and every figure is a median of REPS runs
+# over files already in memory. This measures CPU and syscall cost, not reading the disk
+# (the database's own writes and fsyncs do still go to the disk of target/bench-data).
+#
+# Environment: SMALL_FILES (100000), LARGE_FILES (40), LARGE_MB (64), REPS (3),
+#              LIBS ("small large": which libraries to run), B3SUM_VERSION (~1.8).
+# Generated libraries are cached under target/bench-data/ and rebuilt only when their
+# parameters change (the generator is deterministic: same parameters, same bytes).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SMALL_FILES=${SMALL_FILES:-100000}
+LARGE_FILES=${LARGE_FILES:-40}
+LARGE_MB=${LARGE_MB:-64}
+REPS=${REPS:-3}
+LIBS=${LIBS:-small large}
+B3SUM_VERSION=${B3SUM_VERSION:-~1.8}   # the blake3 1.8 line, as in Cargo.lock; builds on Rust 1.95
+CORES=$(nproc)
+
+DATA=$PWD/target/bench-data
+TOOLS=$PWD/target/bench-tools
+MEDIADEX=$PWD/target/release/mediadex
+B3SUM=$TOOLS/bin/b3sum
+mkdir -p "$DATA" "$TOOLS"
+
+log() { printf '>> %s\n' "$*" >&2; }
+
+# ---------------------------------------------------------------------------------------
+# 1. Tools: the release binary, b3sum from crates.io, GNU time for peak RSS.
+# ---------------------------------------------------------------------------------------
+log "cargo build --release"
+cargo build --release --quiet
+
+if [ ! -x "$B3SUM" ]; then
+    log "installing b3sum $B3SUM_VERSION from crates.io into $TOOLS"
+    cargo install b3sum --locked --version "$B3SUM_VERSION" --root "$TOOLS" --quiet
+fi
+log "using $("$B3SUM" --version)"
+
+if ! command -v /usr/bin/time >/dev/null 2>&1; then
+    log "GNU time missing: installing it (apt-get install time)"
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq time
+fi
+
+# ---------------------------------------------------------------------------------------
+# 2. Libraries, generated once and cached (deterministic; python3 standard library only).
+#    small: SMALL_FILES JPEGs in YYYY/MM/DD folders of 100-300 files. Each is one real tiny
+#           JPEG (64x48, EXIF make/model/date) followed by 0-32 KiB of pseudo-random bytes
+#           after its end marker: still decodable, and goes through the real sniff + size +
+#           EXIF path. Files are distinct except the few whose trailer length came out 0 (they
+#           equal the seed: byte-identical duplicates, as real libraries have).
+#    large: LARGE_FILES MP4s of LARGE_MB MiB: one real 1 s H.264 MP4 (moov first) followed by
+#           a top-level `free` box of pseudo-random bytes, so each is a valid, distinct video.
+# ---------------------------------------------------------------------------------------
+# 64x48 JPEG (ImageMagick gradient, EXIF Make/Model/DateTimeOriginal/OffsetTimeOriginal by exiftool)
+SEED_JPEG_B64='
+/9j/4AAQSkZJRgABAQAAAQABAAD/4QECRXhpZgAATU0AKgAAAAgACAEPAAIAAAAJAAAAbgEQAAIAAAAIAAAAeAESAAMA
+AAABAAEAAAEaAAUAAAABAAAAgAEbAAUAAAABAAAAiAEoAAMAAAABAAEAAAITAAMAAAABAAEAAIdpAAQAAAABAAAAkAAA
+AABCZW5jaENhbQAAQmVuY2ggMQAAAAABAAAAAQAAAAEAAAABAAaQAAAHAAAABDAyMzKQAwACAAAAFAAAAN6QEQACAAAA
+BwAAAPKRAQAHAAAABAECAwCgAAAHAAAABDAxMDCgAQADAAAAAf//AAAAAAAAMjAyMTowNjoxNSAxMDoyMDozMAArMDI6
+MDAAAP/bAEMACgcHCAcGCggICAsKCgsOGBAODQ0OHRUWERgjHyUkIh8iISYrNy8mKTQpISIwQTE0OTs+Pj4lLkRJQzxI
+Nz0+O//bAEMBCgsLDg0OHBAQHDsoIig7Ozs7Ozs7Ozs7Ozs7Ozs7Ozs7Ozs7Ozs7Ozs7Ozs7Ozs7Ozs7Ozs7Ozs7Ozs7
+Ozs7O//AABEIADAAQAMBIgACEQEDEQH/xAAWAAEBAQAAAAAAAAAAAAAAAAAAAwb/xAAVEAEBAAAAAAAAAAAAAAAAAAAA
+Ev/EABcBAQEBAQAAAAAAAAAAAAAAAAAGBAf/xAAWEQEBAQAAAAAAAAAAAAAAAAAAFGH/2gAMAwEAAhEDEQA/AMnZaFls
+UeOp1L2WhZZHhUvZaFlkeFS9loWWR4VI2WhZavjxL1L2WhZZHhUvZaFlkeFS9loWWR4VI2WjZaujS1S1lo2WRlS1lo2W
+RlS1lo2WRlT/2Q=='
+# 32x24, 1 s, H.264 MP4 with faststart and creation_time (ffmpeg testsrc)
+SEED_MP4_B64='
+AAAAIGZ0eXBpc29tAAACAGlzb21pc28yYXZjMW1wNDEAAAMXbW9vdgAAAGxtdmhkAAAAANzuL27c7i9uAAAD6AAAA+gA
+AQAAAQAAAAAAAAAAAAAAAAEAAAAAAAAAAAAAAAAAAAABAAAAAAAAAAAAAAAAAABAAAAAAAAAAAAAAAAAAAAAAAAAAAAA
+AAAAAAAAAAAAAgAAAkF0cmFrAAAAXHRraGQAAAAD3O4vbtzuL24AAAABAAAAAAAAA+gAAAAAAAAAAAAAAAAAAAAAAAEA
+AAAAAAAAAAAAAAAAAAABAAAAAAAAAAAAAAAAAABAAAAAACAAAAAYAAAAAAAkZWR0cwAAABxlbHN0AAAAAAAAAAEAAAPo
+AAAAAAABAAAAAAG5bWRpYQAAACBtZGhkAAAAANzuL27c7i9uAABAAAAAQABVxAAAAAAALWhkbHIAAAAAAAAAAHZpZGUA
+AAAAAAAAAAAAAABWaWRlb0hhbmRsZXIAAAABZG1pbmYAAAAUdm1oZAAAAAEAAAAAAAAAAAAAACRkaW5mAAAAHGRyZWYA
+AAAAAAAAAQAAAAx1cmwgAAAAAQAAASRzdGJsAAAAwHN0c2QAAAAAAAAAAQAAALBhdmMxAAAAAAAAAAEAAAAAAAAAAAAA
+AAAAAAAAACAAGABIAAAASAAAAAAAAAABFUxhdmM1OS4zNy4xMDAgbGlieDI2NAAAAAAAAAAAAAAAGP//AAAANmF2Y0MB
+ZAAK/+EAGWdkAAqs2Ul+XARAAAADAEAAAAMAg8SJZYABAAZo6+PLIsD9+PgAAAAAEHBhc3AAAAABAAAAAQAAABRidHJ0
+AAAAAAAAIsgAACLIAAAAGHN0dHMAAAAAAAAAAQAAAAEAAEAAAAAAHHN0c2MAAAAAAAAAAQAAAAEAAAABAAAAAQAAABRz
+dHN6AAAAAAAABFkAAAABAAAAFHN0Y28AAAAAAAAAAQAAA0cAAABidWR0YQAAAFptZXRhAAAAAAAAACFoZGxyAAAAAAAA
+AABtZGlyYXBwbAAAAAAAAAAAAAAAAC1pbHN0AAAAJal0b28AAAAdZGF0YQAAAAEAAAAATGF2ZjU5LjI3LjEwMAAAAAhm
+cmVlAAAEYW1kYXQAAAKtBgX//6ncRem95tlIt5Ys2CDZI+7veDI2NCAtIGNvcmUgMTY0IHIzMDk1IGJhZWU0MDAgLSBI
+LjI2NC9NUEVHLTQgQVZDIGNvZGVjIC0gQ29weWxlZnQgMjAwMy0yMDIyIC0gaHR0cDovL3d3dy52aWRlb2xhbi5vcmcv
+eDI2NC5odG1sIC0gb3B0aW9uczogY2FiYWM9MSByZWY9MyBkZWJsb2NrPTE6MDowIGFuYWx5c2U9MHgzOjB4MTEzIG1l
+PWhleCBzdWJtZT03IHBzeT0xIHBzeV9yZD0xLjAwOjAuMDAgbWl4ZWRfcmVmPTEgbWVfcmFuZ2U9MTYgY2hyb21hX21l
+PTEgdHJlbGxpcz0xIDh4OGRjdD0xIGNxbT0wIGRlYWR6b25lPTIxLDExIGZhc3RfcHNraXA9MSBjaHJvbWFfcXBfb2Zm
+c2V0PS0yIHRocmVhZHM9MSBsb29rYWhlYWRfdGhyZWFkcz0xIHNsaWNlZF90aHJlYWRzPTAgbnI9MCBkZWNpbWF0ZT0x
+IGludGVybGFjZWQ9MCBibHVyYXlfY29tcGF0PTAgY29uc3RyYWluZWRfaW50cmE9MCBiZnJhbWVzPTMgYl9weXJhbWlk
+PTIgYl9hZGFwdD0xIGJfYmlhcz0wIGRpcmVjdD0xIHdlaWdodGI9MSBvcGVuX2dvcD0wIHdlaWdodHA9MiBrZXlpbnQ9
+MjUwIGtleWludF9taW49MSBzY2VuZWN1dD00MCBpbnRyYV9yZWZyZXNoPTAgcmNfbG9va2FoZWFkPTQwIHJjPWNyZiBt
+YnRyZWU9MSBjcmY9MjMuMCBxY29tcD0wLjYwIHFwbWluPTAgcXBtYXg9NjkgcXBzdGVwPTQgaXBfcmF0aW89MS40MCBh
+cT0xOjEuMDAAgAAAAaRliIQBf+jYIRYYI9/A8fI1b2Xy90zACQSsCykB5ZehlwiZlaWx6/SZhwAAOvq3WxWrogEN0UMA
+hb3f8bBoJVSah2geOvBAGWV0VWjong+YtZ4F5QjKuo4NYdGu1qTxZ1dLBcFev0Bh6T9Uf/4FyH8FAAyItNMpuRRkhygU
+OxTAJ34OhyK2w0f3Ft2dIWlnsy+YqBOxPiUdS87EvgC5ZJD0BQ8Pe3lPFZT1sCKCvk2DipXDoxn31NRMxDAgZfdcfw6c
+ZBJ4WJjz6XVMJLVwWbb3dELJdQKfp0m9A+HIfzdOE5jVi2EFRmKHggndQ+aqV8nCMNpfF18Z8Gtu85Jv3uStPjBpxElH
+gash9PY69RaOq5cLKGIAQxLoSLnccMNBrLcLztGn9jy0AU2VYD9GYCIVu5bPk5Phjk2l2VjzXz5a3/Gjoa93Sl1MHvhA
+1D5FaUMIFAYoPdGhEyCWLIqC0iuMKL7Gm4GClz39uvmbXeW7v0eJeViygw2+T3ojQoz/OnHRx7csWYEhHHWYnpnk1lSe
+ugsATXKdBEhZI3JdBbw1eobpsT8='
+
+gen_library() { # gen_library KIND DIR COUNT [MB]
+    local kind=$1 dir=$2 count=$3 mb=${4:-0}
+    local params="v1 $kind count=$count mb=$mb"
+    if [ -f "$dir.params" ] && [ "$(cat "$dir.params")" = "$params" ]; then
+        log "library $kind: cached ($params)"
+        return
+    fi
+    log "library $kind: generating ($params) in $dir"
+    rm -rf "$dir" "$dir.params"
+    mkdir -p "$dir"
+    KIND=$kind DIR=$dir COUNT=$count MB=$mb SEED_JPEG=$SEED_JPEG_B64 SEED_MP4=$SEED_MP4_B64 \
+        python3 - <<'PY'
+import base64, datetime, os, random, struct
+kind, root, count, mb = os.environ["KIND"], os.environ["DIR"], int(os.environ["COUNT"]), int(os.environ["MB"])
+jpeg = base64.b64decode(os.environ["SEED_JPEG"])
+mp4 = base64.b64decode(os.environ["SEED_MP4"])
+rng = random.Random(f"mediadex-bench-{kind}")      # one seeded stream: same params, same bytes
+day = datetime.datetime(2015, 1, 1, 9, 0, 0, tzinfo=datetime.timezone.utc)
+made = 0
+while made < count:
+    folder = os.path.join(root, day.strftime("%Y/%m/%d"))
+    os.makedirs(folder, exist_ok=True)
+    in_folder = rng.randint(100, 300) if kind == "small" else rng.randint(1, 3)
+    for k in range(min(in_folder, count - made)):
+        made += 1
+        if kind == "small":
+            path = os.path.join(folder, f"IMG_{made:06d}.jpg")
+            body = jpeg + rng.randbytes(rng.randint(0, 32 * 1024))
+        else:
+            path = os.path.join(folder, f"VID_{made:04d}.mp4")
+            payload = mb * 1024 * 1024 - len(mp4) - 8
+            body = mp4 + struct.pack(">I", payload + 8) + b"free" + rng.randbytes(payload)
+        with open(path, "wb") as f:
+            f.write(body)
+        t = (day + datetime.timedelta(seconds=37 * k)).timestamp()
+        os.utime(path, (t, t))
+    day += datetime.timedelta(days=1)
+PY
+    echo "$params" >"$dir.params"   # beside the library, not in it: written only when complete
+}
+
+# ---------------------------------------------------------------------------------------
+# 3. Measuring: REPS timed runs per command; wall time from bash's clock, peak RSS (largest
+#    single process of the command, GNU time's %M) from /usr/bin/time. Median of each.
+# ---------------------------------------------------------------------------------------
+RESULTS=()   # rows: tool|files|bytes|seconds|rss_mib|lib
+
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+# measure LIB LABEL FILES BYTES SETUP CMD: runs SETUP (untimed) then CMD (timed), REPS times.
+measure() {
+    local lib=$1 label=$2 files=$3 bytes=$4 setup=$5 cmd=$6
+    local secs=() rss=() i t0 t1 out=$DATA/time.out
+    for ((i = 1; i <= REPS; i++)); do
+        bash -c "$setup"
+        t0=$EPOCHREALTIME
+        /usr/bin/time -f '%M' -o "$out" bash -c "$cmd"
+        t1=$EPOCHREALTIME
+        secs+=("$(echo "$t1 - $t0" | bc -l)")
+        rss+=("$(tail -n1 "$out")")
+        log "  $label run $i: ${secs[-1]} s, peak RSS ${rss[-1]} KiB"
+    done
+    RESULTS+=("$label|$files|$bytes|$(median "${secs[@]}")|$(median "${rss[@]}" | awk '{printf "%.1f", $1/1024}')|$lib")
+}
+
+# Checks the newest run of a data dir ended `completed` and prints its reasons/progress.
+check_run() { # check_run DATA_DIR WHAT
+    RUNS=$("$MEDIADEX" --data "$1" runs --limit 1 --json 2>/dev/null) WHAT=$2 python3 - <<'PY'
+import json, os, sys
+run = json.loads(os.environ["RUNS"])[0]
+print(f">>   {os.environ['WHAT']}: state={run['state']} reasons={run.get('reasons')} "
+      f"progress={run.get('progress')}", file=sys.stderr)
+sys.exit(0 if run["state"] == "completed" else 1)
+PY
+}
+
+bench_library() { # bench_library NAME DIR
+    local name=$1 lib=$2 files bytes mdx=$DATA/mediadex-$1
+    files=$(find "$lib" -type f -not -name '.*' | wc -l)
+    bytes=$(find "$lib" -type f -not -name '.*' -printf '%s\n' | awk '{s+=$1} END {printf "%.0f", s}')
+    log "library $name: $files files, $bytes bytes"
+    local list="find '$lib' -type f -not -name '.*' -print0"
+
+    log "warm-up (page cache)"
+    bash -c "$list | xargs -0 cat >/dev/null"
+
+    measure "$name" "walk+stat (find)" "$files" "$bytes" : \
+        "find '$lib' -type f -printf '%s %T@ %i\n' >/dev/null"
+    measure "$name" "b3sum (mmap, default)" "$files" "$bytes" : \
+        "$list | xargs -0 '$B3SUM' >/dev/null"
+    measure "$name" "b3sum --no-mmap" "$files" "$bytes" : \
+        "$list | xargs -0 '$B3SUM' --no-mmap >/dev/null"
+    measure "$name" "b3sum xargs -P$CORES" "$files" "$bytes" : \
+        "$list | xargs -0 -P$CORES -n $(( (files + CORES - 1) / CORES )) '$B3SUM' >/dev/null"
+    # A fresh data dir for every first index; the library's files are already warm.
+    measure "$name" "mediadex first index" "$files" "$bytes" "rm -rf '$mdx'" \
+        "'$MEDIADEX' --data '$mdx' library add '$lib' --name '$name' >/dev/null 2>>'$mdx.log' &&
+         '$MEDIADEX' --data '$mdx' scan '$name' --wait >/dev/null 2>>'$mdx.log'"
+    check_run "$mdx" "first index"
+    measure "$name" "mediadex rescan" "$files" "$bytes" : \
+        "'$MEDIADEX' --data '$mdx' scan '$name' --wait >/dev/null 2>>'$mdx.log'"
+    check_run "$mdx" "rescan"
+}
+
+# ---------------------------------------------------------------------------------------
+# 4. Run and report.
+# ---------------------------------------------------------------------------------------
+for name in $LIBS; do
+    case $name in
+        small) gen_library small "$DATA/small-$SMALL_FILES" "$SMALL_FILES" ;;
+        large) gen_library large "$DATA/large-${LARGE_FILES}x$LARGE_MB" "$LARGE_FILES" "$LARGE_MB" ;;
+        *) echo "unknown library $name" >&2; exit 2 ;;
+    esac
+done
+for name in $LIBS; do
+    case $name in
+        small) bench_library small "$DATA/small-$SMALL_FILES" ;;
+        large) bench_library large "$DATA/large-${LARGE_FILES}x$LARGE_MB" ;;
+    esac
+done
+
+report() {
+    local name row tool files bytes secs rss lib
+    local find_s b3_s first_s rescan_s
+    echo
+    echo "mediadex scan-compare — $(date -u +%FT%TZ), $CORES cores, $(uname -r), warm page cache, median of $REPS"
+    echo "mediadex $(git rev-parse --short HEAD), $("$B3SUM" --version), load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+    for name in $LIBS; do
+        echo
+        echo "library: $name"
+        printf '| %-24s | %8s | %14s | %9s | %10s | %9s | %13s |\n' \
+            tool files bytes seconds files/s MB/s 'peak RSS MiB'
+        printf '|%s|%s|%s|%s|%s|%s|%s|\n' -------------------------- ---------- ---------------- \
+            ----------- ------------ ----------- ---------------
+        for row in "${RESULTS[@]}"; do
+            IFS='|' read -r tool files bytes secs rss lib <<<"$row"
+            [ "$lib" = "$name" ] || continue
+            printf '| %-24s | %8d | %14d | %9.3f | %10.0f | %9.1f | %13.1f |\n' "$tool" "$files" \
+                "$bytes" "$secs" "$(echo "$files / $secs" | bc -l)" \
+                "$(echo "$bytes / $secs / 1000000" | bc -l)" "$rss"
+            case $tool in
+                "walk+stat (find)") find_s=$secs ;;
+                "b3sum (mmap, default)") b3_s=$secs ;;
+                "mediadex first index") first_s=$secs ;;
+                "mediadex rescan") rescan_s=$secs ;;
+            esac
+        done
+        local r1 r2
+        r1=$(echo "$rescan_s / $find_s" | bc -l)
+        r2=$(echo "$first_s / $b3_s" | bc -l)
+        printf 'rescan / walk+stat       = %6.2f  (target <= 1.5: %s)\n' "$r1" \
+            "$(echo "$r1 <= 1.5" | bc -l | sed 's/1/met/;s/0/MISSED/')"
+        printf 'first index / b3sum      = %6.2f  (target <= 1.0: %s)\n' "$r2" \
+            "$(echo "$r2 <= 1.0" | bc -l | sed 's/1/met/;s/0/MISSED/')"
+    done
+}
+report | tee "$DATA/report-$(date -u +%Y%m%dT%H%M%SZ).txt"
