@@ -2,6 +2,7 @@
 //! EXIF and video container facts; must not touch the database, the queue or SQL (no database
 //! access of any kind), and must never panic on what it reads.
 
+mod container;
 mod photo;
 mod sniff;
 pub mod values;
