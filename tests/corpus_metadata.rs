@@ -2,7 +2,7 @@
 //!
 //! Run with `MEDIADEX_CORPUS=/path/to/lib cargo test --release --test corpus_metadata --
 //! --ignored --nocapture` (or `scripts/corpus-tier.sh`). exiftool (`-json -n -G`) is the
-//! oracle; every regular file under the corpus is compared field by field and an agreement
+//! oracle (ffprobe for the video codec and displayed size); every regular file under the corpus is compared field by field and an agreement
 //! table is printed. The test fails when a field agrees on fewer than `THRESHOLD` of the
 //! files where the oracle has that field, or when any file exiftool calls media is missing a
 //! kind.
@@ -20,8 +20,64 @@ const THRESHOLD: f64 = 0.95;
 const COORD_EPS: f64 = 1e-5;
 const DURATION_EPS_MS: i64 = 50;
 
-/// One corpus file: its path, what we read, what exiftool read.
-type Checked = (PathBuf, MediaFacts, Option<Map<String, Value>>);
+/// One corpus file: its path, what we read, what exiftool read, what ffprobe read (videos).
+type Checked = (
+    PathBuf,
+    MediaFacts,
+    Option<Map<String, Value>>,
+    Option<Probe>,
+);
+
+/// ffprobe's first video stream: codec name and the displayed size (rotation applied).
+#[derive(Clone, Debug)]
+struct Probe {
+    codec: Option<String>,
+    display: Option<(i64, i64)>,
+}
+
+fn ffprobe(path: &Path) -> Option<Probe> {
+    let out = Command::new("ffprobe")
+        .args(["-v", "quiet", "-print_format", "json", "-show_streams"])
+        .args(["-select_streams", "v:0"])
+        .arg(path)
+        .output()
+        .ok()?;
+    let parsed: Value = serde_json::from_slice(&out.stdout).ok()?;
+    let stream = parsed
+        .get("streams")?
+        .as_array()?
+        .first()?
+        .as_object()?
+        .clone();
+    let codec = stream
+        .get("codec_name")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let (w, h) = (
+        stream.get("width")?.as_i64()?,
+        stream.get("height")?.as_i64()?,
+    );
+    let rotation = stream
+        .get("side_data_list")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find_map(|d| d.get("rotation").and_then(Value::as_i64))
+        .or_else(|| {
+            let tags = stream.get("tags")?;
+            tags.get("rotate")?.as_str()?.parse().ok()
+        })
+        .unwrap_or(0);
+    let display = if rotation.rem_euclid(180) == 90 {
+        (h, w)
+    } else {
+        (w, h)
+    };
+    Some(Probe {
+        codec,
+        display: Some(display),
+    })
+}
 
 #[derive(Default)]
 struct Tally {
@@ -226,7 +282,11 @@ fn our_kind(f: &MediaFacts) -> Option<&'static str> {
 }
 
 /// (field, ours, oracle) for one file.
-fn compare(f: &MediaFacts, t: &Map<String, Value>) -> Vec<(&'static str, Option<V>, Option<V>)> {
+fn compare(
+    f: &MediaFacts,
+    t: &Map<String, Value>,
+    probe: Option<&Probe>,
+) -> Vec<(&'static str, Option<V>, Option<V>)> {
     let mime = text(t, &["File:MIMEType"]);
     let media = oracle_kind(mime.as_deref()) != "other";
     let (w, h) = text(t, &["Composite:ImageSize"])
@@ -288,6 +348,21 @@ fn compare(f: &MediaFacts, t: &Map<String, Value>) -> Vec<(&'static str, Option<
             number(t, "EXIF:Orientation").map(|o| V::I(o as i64)),
         ),
         ("duration_ms", f.duration_ms.map(V::I), media_only(duration)),
+        (
+            "video_codec",
+            s(&f.video_codec),
+            probe.and_then(|p| p.codec.clone()).map(V::S),
+        ),
+        (
+            "video_display",
+            f.display_width
+                .zip(f.display_height)
+                .filter(|_| f.kind == Some(MediaKind::Video))
+                .map(|(w, h)| V::S(format!("{w}x{h}"))),
+            probe
+                .and_then(|p| p.display)
+                .map(|(w, h)| V::S(format!("{w}x{h}"))),
+        ),
     ]
 }
 
@@ -308,7 +383,13 @@ fn metadata_agrees_with_exiftool() {
                 scope.spawn(move || {
                     chunk
                         .iter()
-                        .map(|p| (p.clone(), extract(p), exiftool(p)))
+                        .map(|p| {
+                            let facts = extract(p);
+                            let probe = (facts.kind == Some(MediaKind::Video))
+                                .then(|| ffprobe(p))
+                                .flatten();
+                            (p.clone(), facts, exiftool(p), probe)
+                        })
                         .collect::<Vec<_>>()
                 })
             })
@@ -321,7 +402,7 @@ fn metadata_agrees_with_exiftool() {
 
     let mut table: BTreeMap<&'static str, Tally> = BTreeMap::new();
     let mut unkinded = Vec::new();
-    for (path, facts, tags) in &results {
+    for (path, facts, tags, probe) in &results {
         let Some(tags) = tags else { continue };
         let rel = path
             .strip_prefix(&root)
@@ -332,7 +413,7 @@ fn metadata_agrees_with_exiftool() {
         {
             unkinded.push(rel.clone());
         }
-        for (field, ours, oracle) in compare(facts, tags) {
+        for (field, ours, oracle) in compare(facts, tags, probe.as_ref()) {
             let tally = table.entry(field).or_default();
             match (&ours, &oracle) {
                 (Some(a), Some(b)) if same(field, a, b) => tally.agree += 1,
@@ -381,11 +462,14 @@ fn metadata_agrees_with_exiftool() {
             println!("  {field}: {example}");
         }
     }
-    let errors = results.iter().filter(|(_, f, _)| f.error.is_some()).count();
+    let errors = results
+        .iter()
+        .filter(|(_, f, _, _)| f.error.is_some())
+        .count();
     println!("{errors} files recorded an error");
     let bad = bad_paths(&root);
     let mut unflagged = Vec::new();
-    for (path, f, _) in &results {
+    for (path, f, _, _) in &results {
         let rel = path
             .strip_prefix(&root)
             .unwrap_or(path)

@@ -1,11 +1,13 @@
 //! Pure media extractors: a file path in, `MediaFacts` out. Owns type sniffing, dimensions,
-//! EXIF and video container facts; must not touch the database, the queue or SQL (no database
-//! access of any kind), and must never panic on what it reads.
+//! EXIF (with an XMP fallback) and video container facts; must not touch the database, the
+//! queue or SQL (no database access of any kind), and must never panic on what it reads.
 
+mod container;
 mod photo;
 mod sniff;
 pub mod values;
 mod video;
+mod xmp;
 
 pub use sniff::{HEAD_LEN, sniff};
 
@@ -62,6 +64,7 @@ fn read_image(file: File, mime: &str, facts: &mut MediaFacts) -> Result<(), Stri
     } else {
         Ok(())
     };
+    xmp::fill_from_xmp(&mut reader, mime, facts);
     if let (Some(w), Some(h)) = (facts.width, facts.height) {
         let (dw, dh) = values::display_size(w, h, facts.orientation);
         (facts.display_width, facts.display_height) = (Some(dw), Some(dh));

@@ -1,7 +1,8 @@
 //! Video metadata through nom-exif's track parser (MP4, MOV, MKV/WebM): size, duration,
-//! creation time, make/model and GPS. Owns the interpretation of container dates; must not
+//! creation time, make/model and GPS; codec and rotation from `container`. Owns the interpretation of container dates; must not
 //! read photo EXIF (that is `photo`).
 
+use super::container;
 use super::values::{clean_text, gps_degrees};
 use crate::model::MediaFacts;
 use chrono::{DateTime, Datelike, FixedOffset};
@@ -13,6 +14,20 @@ use std::io::{Seek, SeekFrom};
 const FIRST_PLAUSIBLE_YEAR: i32 = 1971;
 
 pub fn read_track(mut file: File, facts: &mut MediaFacts) -> Result<(), String> {
+    let track = container::video_track(&mut file).unwrap_or_default();
+    facts.video_codec = track.codec;
+    let outcome = read_nom_exif(file, facts);
+    if let (Some(w), Some(h)) = (facts.width, facts.height) {
+        let (dw, dh) = match track.rotation {
+            90 | 270 => (h, w),
+            _ => (w, h),
+        };
+        (facts.display_width, facts.display_height) = (Some(dw), Some(dh));
+    }
+    outcome
+}
+
+fn read_nom_exif(mut file: File, facts: &mut MediaFacts) -> Result<(), String> {
     file.seek(SeekFrom::Start(0))
         .map_err(|e| format!("video: {e}"))?;
     let source = MediaSource::seekable(file).map_err(|e| format!("video: {e}"))?;

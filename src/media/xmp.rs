@@ -1,0 +1,326 @@
+//! XMP fallback for photos: the XMP packet of a JPEG (APP1 `http://ns.adobe.com/xap/1.0/`)
+//! or PNG (`iTXt` keyword `XML:com.adobe.xmp`), scanned as text for capture date, make and
+//! model. Bounded reads, no XML parser; must not override what EXIF already said.
+
+use super::values::{clean_text, exif_date, utc_offset_minutes};
+use crate::model::MediaFacts;
+use std::io::{Read, Seek, SeekFrom};
+
+const JPEG_XMP: &[u8] = b"http://ns.adobe.com/xap/1.0/\0";
+const PNG_KEYWORD: &[u8] = b"XML:com.adobe.xmp\0";
+/// Largest packet read.
+const MAX_PACKET: u64 = 4 * 1024 * 1024;
+/// Segments / chunks looked at before giving up.
+const MAX_PARTS: usize = 4096;
+
+/// Fills capture date, make and model from XMP where EXIF left them empty.
+pub fn fill_from_xmp<R: Read + Seek>(reader: &mut R, mime: &str, facts: &mut MediaFacts) {
+    if facts.taken_local.is_some() && facts.make.is_some() && facts.model.is_some() {
+        return;
+    }
+    let packet = match mime {
+        "image/jpeg" => jpeg_packet(reader),
+        "image/png" => png_packet(reader),
+        _ => None,
+    };
+    if let Some(packet) = packet {
+        apply(&String::from_utf8_lossy(&packet), facts);
+    }
+}
+
+pub fn apply(xml: &str, facts: &mut MediaFacts) {
+    if facts.make.is_none() {
+        facts.make = value(xml, "tiff:Make").as_deref().and_then(clean_text);
+    }
+    if facts.model.is_none() {
+        facts.model = value(xml, "tiff:Model").as_deref().and_then(clean_text);
+    }
+    if facts.taken_local.is_none() {
+        let date = [
+            "exif:DateTimeOriginal",
+            "xmp:CreateDate",
+            "photoshop:DateCreated",
+        ]
+        .iter()
+        .find_map(|k| value(xml, k).as_deref().and_then(iso_date));
+        if let Some((local, offset)) = date {
+            facts.taken_local = Some(local);
+            facts.taken_offset_minutes = offset;
+        }
+    }
+}
+
+/// ISO 8601 `YYYY-MM-DDTHH:MM:SS[.fff][Z|±HH:MM]` → (local wall time, offset minutes).
+pub fn iso_date(text: &str) -> Option<(String, Option<i32>)> {
+    let t = text.trim();
+    let mut local = exif_date(t)?;
+    let mut rest = t.get(19..)?;
+    if let Some(frac) = rest.strip_prefix('.') {
+        let n = frac.bytes().take_while(u8::is_ascii_digit).count();
+        if n > 0 {
+            local = format!("{local}.{}", &frac[..n]);
+        }
+        rest = &frac[n..];
+    }
+    let rest = rest.trim();
+    let offset = if rest.is_empty() {
+        None
+    } else {
+        Some(utc_offset_minutes(rest)?)
+    };
+    Some((local, offset))
+}
+
+/// The value of property `key` as an attribute (`key="v"`) or an element (`<key>v</key>`,
+/// also inside `rdf:Alt`/`rdf:Seq` items).
+pub fn value(xml: &str, key: &str) -> Option<String> {
+    let mut from = 0;
+    while let Some(found) = xml.get(from..)?.find(key) {
+        let at = from + found;
+        from = at + key.len();
+        let before = xml[..at].chars().next_back();
+        let after = &xml[from..];
+        let next = after.chars().next();
+        if before == Some('<') && matches!(next, Some('>' | ' ' | '\t' | '\r' | '\n')) {
+            if let Some(v) = element_text(after) {
+                return Some(v);
+            }
+        } else if before.is_some_and(char::is_whitespace)
+            && let Some(v) = attribute_value(after)
+        {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// `="value"` (or single-quoted) right after an attribute's name.
+fn attribute_value(after_name: &str) -> Option<String> {
+    let rest = after_name.trim_start().strip_prefix('=')?.trim_start();
+    let quote = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+    let body = &rest[1..];
+    let end = body.find(quote)?;
+    Some(unescape(&body[..end]))
+}
+
+/// Text content after an opening tag's name, skipping nested opening tags.
+fn element_text(after_name: &str) -> Option<String> {
+    let close = after_name.find('>')?;
+    if after_name[..close].ends_with('/') {
+        return None;
+    }
+    let mut rest = &after_name[close + 1..];
+    for _ in 0..8 {
+        let trimmed = rest.trim_start();
+        if trimmed.starts_with('<') && !trimmed.starts_with("</") {
+            rest = &trimmed[trimmed.find('>')? + 1..];
+            continue;
+        }
+        let end = rest.find('<')?;
+        let text = rest[..end].trim();
+        return (!text.is_empty()).then(|| unescape(text));
+    }
+    None
+}
+
+fn unescape(s: &str) -> String {
+    s.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&apos;", "'")
+        .replace("&amp;", "&")
+}
+
+fn read_exact_at<R: Read + Seek>(r: &mut R, pos: u64, len: u64) -> Option<Vec<u8>> {
+    if len > MAX_PACKET {
+        return None;
+    }
+    r.seek(SeekFrom::Start(pos)).ok()?;
+    let mut buf = Vec::new();
+    r.take(len).read_to_end(&mut buf).ok()?;
+    (buf.len() as u64 == len).then_some(buf)
+}
+
+/// The XMP APP1 segment's packet, walking markers up to the start of scan.
+fn jpeg_packet<R: Read + Seek>(r: &mut R) -> Option<Vec<u8>> {
+    if read_exact_at(r, 0, 2)? != [0xFF, 0xD8] {
+        return None;
+    }
+    let mut pos = 2u64;
+    for _ in 0..MAX_PARTS {
+        let head = read_exact_at(r, pos, 4)?;
+        if head[0] != 0xFF {
+            return None;
+        }
+        let marker = head[1];
+        if marker == 0xFF {
+            pos += 1; // fill byte
+            continue;
+        }
+        if marker == 0xD8 || (0xD0..=0xD7).contains(&marker) || marker == 0x01 {
+            pos += 2;
+            continue;
+        }
+        if marker == 0xDA || marker == 0xD9 {
+            return None;
+        }
+        let len = u64::from(u16::from_be_bytes([head[2], head[3]]));
+        if len < 2 {
+            return None;
+        }
+        if marker == 0xE1 && len - 2 > JPEG_XMP.len() as u64 {
+            let body = read_exact_at(r, pos + 4, len - 2)?;
+            if let Some(packet) = body.strip_prefix(JPEG_XMP) {
+                return Some(packet.to_vec());
+            }
+        }
+        pos += 2 + len;
+    }
+    None
+}
+
+/// The uncompressed `iTXt` XMP chunk's text.
+fn png_packet<R: Read + Seek>(r: &mut R) -> Option<Vec<u8>> {
+    if read_exact_at(r, 0, 8)? != b"\x89PNG\r\n\x1a\n" {
+        return None;
+    }
+    let mut pos = 8u64;
+    for _ in 0..MAX_PARTS {
+        let head = read_exact_at(r, pos, 8)?;
+        let len = u64::from(u32::from_be_bytes([head[0], head[1], head[2], head[3]]));
+        let kind = &head[4..8];
+        if kind == b"IEND" {
+            return None;
+        }
+        if kind == b"iTXt" && len > PNG_KEYWORD.len() as u64 + 2 {
+            let data = read_exact_at(r, pos + 8, len)?;
+            if let Some(rest) = data.strip_prefix(PNG_KEYWORD) {
+                // compression flag, method, language\0, translated keyword\0, text
+                if rest.first() != Some(&0) {
+                    return None;
+                }
+                let mut parts = rest.get(2..)?.splitn(3, |b| *b == 0);
+                let (_, _, text) = (parts.next()?, parts.next()?, parts.next()?);
+                return Some(text.to_vec());
+            }
+        }
+        pos = pos.checked_add(12 + len)?;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+
+    const ATTRS: &str = r#"<?xpacket begin="" id="W5M0MpCehiHzreSzNTczkc9d"?>
+<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF><rdf:Description rdf:about=""
+  tiff:Make="Canon" tiff:Model='EOS &amp; R5'
+  exif:DateTimeOriginal="2021-05-04T10:11:12.34+02:00"/></rdf:RDF></x:xmpmeta>"#;
+
+    const ELEMENTS: &str = r#"<rdf:Description rdf:about="">
+ <tiff:Make>NIKON CORPORATION</tiff:Make>
+ <tiff:Model>
+   <rdf:Alt><rdf:li xml:lang="x-default">NIKON D750</rdf:li></rdf:Alt>
+ </tiff:Model>
+ <xmp:CreateDate>2019-12-31T23:59:58Z</xmp:CreateDate>
+ <photoshop:DateCreated>2000-01-01T00:00:00</photoshop:DateCreated>
+</rdf:Description>"#;
+
+    #[test]
+    fn attributes_and_elements() {
+        let mut f = MediaFacts::default();
+        apply(ATTRS, &mut f);
+        assert_eq!(f.make.as_deref(), Some("Canon"));
+        assert_eq!(f.model.as_deref(), Some("EOS & R5"));
+        assert_eq!(f.taken_local.as_deref(), Some("2021-05-04T10:11:12.34"));
+        assert_eq!(f.taken_offset_minutes, Some(120));
+
+        let mut f = MediaFacts::default();
+        apply(ELEMENTS, &mut f);
+        assert_eq!(f.make.as_deref(), Some("NIKON CORPORATION"));
+        assert_eq!(f.model.as_deref(), Some("NIKON D750"));
+        assert_eq!(f.taken_local.as_deref(), Some("2019-12-31T23:59:58"));
+        assert_eq!(f.taken_offset_minutes, Some(0));
+    }
+
+    #[test]
+    fn exif_values_win() {
+        let mut f = MediaFacts {
+            make: Some("Apple".into()),
+            taken_local: Some("2020-01-01T00:00:00".into()),
+            ..MediaFacts::default()
+        };
+        apply(ATTRS, &mut f);
+        assert_eq!(f.make.as_deref(), Some("Apple"));
+        assert_eq!(f.model.as_deref(), Some("EOS & R5"));
+        assert_eq!(f.taken_local.as_deref(), Some("2020-01-01T00:00:00"));
+        assert_eq!(f.taken_offset_minutes, None);
+    }
+
+    #[test]
+    fn dates() {
+        assert_eq!(
+            iso_date("2021-05-04T10:11:12-08:30"),
+            Some(("2021-05-04T10:11:12".into(), Some(-510)))
+        );
+        assert_eq!(
+            iso_date("2021-05-04T10:11:12"),
+            Some(("2021-05-04T10:11:12".into(), None))
+        );
+        assert_eq!(iso_date("2021-05-04"), None);
+        assert_eq!(iso_date("2021-05-04T10:11:12junk"), None);
+        assert_eq!(value("<a:b/>", "tiff:Make"), None);
+        assert_eq!(value("<tiff:Make/>", "tiff:Make"), None);
+        assert_eq!(value("x tiff:Make=", "tiff:Make"), None);
+        assert_eq!(value("<tiff:Make>unterminated", "tiff:Make"), None);
+    }
+
+    fn jpeg_with_xmp(xml: &str) -> Vec<u8> {
+        let mut v = vec![0xFF, 0xD8, 0xFF, 0xE0, 0, 4, 0, 0];
+        let body = [JPEG_XMP, xml.as_bytes()].concat();
+        v.extend_from_slice(&[0xFF, 0xE1]);
+        v.extend_from_slice(&((body.len() + 2) as u16).to_be_bytes());
+        v.extend_from_slice(&body);
+        v.extend_from_slice(&[0xFF, 0xDA, 0, 2, 1, 2, 3, 0xFF, 0xD9]);
+        v
+    }
+
+    fn png_with_xmp(xml: &str) -> Vec<u8> {
+        let mut v = b"\x89PNG\r\n\x1a\n".to_vec();
+        let chunk = |kind: &[u8], data: &[u8]| {
+            let mut c = (data.len() as u32).to_be_bytes().to_vec();
+            c.extend_from_slice(kind);
+            c.extend_from_slice(data);
+            c.extend_from_slice(&[0; 4]);
+            c
+        };
+        v.extend(chunk(b"IHDR", &[0; 13]));
+        let data = [PNG_KEYWORD, b"\0\0\0\0", xml.as_bytes()].concat();
+        v.extend(chunk(b"iTXt", &data));
+        v.extend(chunk(b"IEND", &[]));
+        v
+    }
+
+    #[test]
+    fn packets_from_jpeg_and_png() {
+        for (bytes, mime) in [
+            (jpeg_with_xmp(ATTRS), "image/jpeg"),
+            (png_with_xmp(ATTRS), "image/png"),
+        ] {
+            let mut f = MediaFacts::default();
+            fill_from_xmp(&mut Cursor::new(&bytes), mime, &mut f);
+            assert_eq!(f.model.as_deref(), Some("EOS & R5"), "{mime}");
+            for cut in 0..bytes.len() {
+                let mut f = MediaFacts::default();
+                fill_from_xmp(&mut Cursor::new(&bytes[..cut]), mime, &mut f);
+            }
+            let mut noise = bytes.clone();
+            for (i, b) in noise.iter_mut().enumerate().skip(8) {
+                *b = b.wrapping_mul(13).wrapping_add(i as u8);
+            }
+            fill_from_xmp(&mut Cursor::new(&noise), mime, &mut MediaFacts::default());
+        }
+    }
+}
