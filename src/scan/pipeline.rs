@@ -91,7 +91,8 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             forced: false,
-            batch: 256,
+            // Each batch is one fsync'd commit: large enough to amortise it.
+            batch: 1024,
             channel: 1024,
         }
     }

@@ -11,6 +11,8 @@ fn pragmas(options: &StoreOptions) -> String {
     format!(
         "PRAGMA busy_timeout = {};\n\
          PRAGMA foreign_keys = ON;\n\
+         PRAGMA temp_store = MEMORY;\n\
+         PRAGMA cache_size = -65536;\n\
          PRAGMA synchronous = {};",
         options.busy_timeout.as_millis(),
         if options.durable { "FULL" } else { "OFF" },
