@@ -212,10 +212,7 @@ pub(super) fn trash_if_orphan(
     reason: TrashReason,
     now: Millis,
 ) -> Result<bool, StoreError> {
-    Ok(conn
-        .prepare_cached(TRASH_IF_ORPHAN)?
-        .execute(params![id, now, reason.as_str()])?
-        == 1)
+    run_trash(conn, TRASH_IF_ORPHAN, id, reason, now)
 }
 
 /// Trashes a live asset whatever its files. Returns whether it did.
@@ -225,8 +222,18 @@ pub(super) fn trash(
     reason: TrashReason,
     now: Millis,
 ) -> Result<bool, StoreError> {
+    run_trash(conn, TRASH, id, reason, now)
+}
+
+fn run_trash(
+    conn: &Connection,
+    sql: &str,
+    id: i64,
+    reason: TrashReason,
+    now: Millis,
+) -> Result<bool, StoreError> {
     Ok(conn
-        .prepare_cached(TRASH)?
+        .prepare_cached(sql)?
         .execute(params![id, now, reason.as_str()])?
         == 1)
 }
