@@ -111,6 +111,23 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run as a service: workers, maintenance and the HTTP API until SIGTERM/SIGINT
+    Serve {
+        /// Address to listen on; a non-loopback address needs the access token
+        #[arg(long, value_name = "ADDR", default_value = mediadex::app::DEFAULT_BIND)]
+        bind: std::net::SocketAddr,
+        /// A folder to index (added as a library if it is not one yet); repeatable
+        #[arg(long = "library", value_name = "PATH")]
+        libraries: Vec<PathBuf>,
+        /// Do not open a browser (the service never does; accepted for scripts)
+        #[arg(long)]
+        no_browser: bool,
+        /// Serve a non-loopback address without the access token (dangerous)
+        #[arg(long)]
+        insecure_no_auth: bool,
+    },
+    /// Print the HTTP API's access token (made on first use, stored 0600 in the data dir)
+    Token,
     /// List byte-identical files (one asset shown by several paths)
     Duplicates {
         /// Print one JSON array on stdout
@@ -273,6 +290,26 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 .asset(id)?
                 .ok_or_else(|| input_error(format!("no asset {id}")))?;
             emit(&assets::one(&asset, json)?)
+        }
+        Command::Serve {
+            bind,
+            libraries,
+            no_browser: _,
+            insecure_no_auth,
+        } => {
+            let config = Config::load(args.data)?;
+            let options = mediadex::app::ServeOptions {
+                bind,
+                libraries,
+                insecure_no_auth,
+                open_browser: false,
+            };
+            mediadex::app::serve(config, options)
+        }
+        Command::Token => {
+            let config = Config::load(args.data)?;
+            let token = mediadex::token::load_or_create(&config.data_dir)?;
+            emit(&format!("{token}\n"))
         }
         Command::Duplicates { json } => {
             let store = open(args.data)?.1;

@@ -4,9 +4,13 @@
 pub mod app;
 pub mod clock;
 pub mod config;
+pub mod http;
 pub mod media;
+pub mod metrics;
 pub mod model;
 pub mod queue;
 pub mod scan;
 pub mod store;
+pub mod thumbs;
+pub mod token;
 pub mod trash;
