@@ -4,9 +4,12 @@
 pub mod app;
 pub mod clock;
 pub mod config;
+pub mod instance;
+pub mod logfile;
 pub mod media;
 pub mod model;
 pub mod queue;
 pub mod scan;
 pub mod store;
 pub mod trash;
+pub mod watch;
