@@ -20,6 +20,10 @@ pub fn open_store(config: &Config) -> Result<Store, crate::store::StoreError> {
 
 /// The foreground process (desktop double-click, or a service): runs until Ctrl-C/SIGTERM.
 pub fn run(config: Config) -> anyhow::Result<()> {
+    match crate::logfile::open(&config.data_dir) {
+        Ok(path) => tracing::info!(log = %path.display(), "logging to file"),
+        Err(e) => tracing::warn!(error = %e, "cannot write the log file; logging to stderr only"),
+    }
     let store = open_store(&config)?;
     replay_trash(&store);
     add_pictures_library_if_none(&store)?;
@@ -29,6 +33,7 @@ pub fn run(config: Config) -> anyhow::Result<()> {
     let maintenance =
         Maintenance::start(&store, maintenance_config(&config), move |_| waker.wake())
             .context("starting the maintenance loop")?;
+    let watcher = start_watcher(&store, &config, &pool)?;
     tracing::info!(
         data = %config.data_dir.display(),
         owner = store.owner(),
@@ -36,12 +41,33 @@ pub fn run(config: Config) -> anyhow::Result<()> {
     );
     wait_for_stop_signal()?;
     tracing::info!("stopping: handing leases back");
+    if let Some(watcher) = watcher {
+        watcher.shutdown();
+    }
     maintenance.shutdown();
     match Arc::try_unwrap(pool) {
         Ok(pool) => pool.shutdown(),
         Err(_) => tracing::warn!("the worker pool is still shared; it stops when dropped"),
     }
     Ok(())
+}
+
+/// Watches every library for changes (unless watching is off), waking `pool` when a
+/// change was admitted as a scan request.
+fn start_watcher(
+    store: &Store,
+    config: &Config,
+    pool: &Arc<WorkerPool>,
+) -> anyhow::Result<Option<crate::watch::Watcher>> {
+    if !config.watch_enabled {
+        tracing::info!("file watching is off (MEDIADEX_WATCH=off)");
+        return Ok(None);
+    }
+    let libraries = store.libraries()?;
+    let pool = pool.clone();
+    let wake: crate::watch::Waker = Arc::new(move || pool.wake());
+    let watcher = crate::watch::Watcher::start(store, &libraries, config.watch.clone(), wake);
+    Ok(Some(watcher))
 }
 
 /// The handlers this binary carries: the scan pipeline (the walks register here as they
