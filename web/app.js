@@ -333,14 +333,16 @@ async function loadLibraries() {
       el("td", {}, w ? (w.mode === "events" ? "live" : `polling${w.reason ? " — " + w.reason : ""}`) : "—"),
       el("td", { id: `lib-scan-${lib.id}` }, last ? `${last.state} · ${progressText(last)}` : "never"),
       el("td", {},
-        el("button", { onclick: guard(() => requestScan(lib.id)) }, "Scan"),
+        el("button", { onclick: guard(() => requestScan(lib.id)), title: "Look for new, changed and deleted files" }, "Scan"),
+        el("button", { onclick: guard(() => requestScan(lib.id, true)), title: "Re-read every file, changed or not" }, "Full rescan"),
         el("button", { class: "danger", onclick: guard(() => removeLibrary(lib)) }, "Remove"))));
   }
   if (!libraries.length) body.append(el("tr", {}, el("td", { colspan: 5, class: "muted" }, "No library yet: add a folder above.")));
 }
 
-async function requestScan(libraryId) {
-  const out = await api("POST", `/api/libraries/${libraryId}/scans`, {}, { "Idempotency-Key": uuid() });
+async function requestScan(libraryId, force = false) {
+  const body = force ? { force: true } : {};
+  const out = await api("POST", `/api/libraries/${libraryId}/scans`, body, { "Idempotency-Key": uuid() });
   banner(`Scan ${out.admission === "coalesced" ? "merged into the waiting one" : "requested"} (#${out.run.id}).`, "info");
   loadLibraries();
 }
