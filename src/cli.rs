@@ -203,7 +203,7 @@ pub fn one_line(err: &anyhow::Error) -> String {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let Some(command) = args.command else {
-        return mediadex::app::run(Config::load(args.data)?);
+        return mediadex::app::desktop(Config::load(args.data)?);
     };
     match command {
         Command::Library(LibraryCommand::Add { path, name, json }) => {
@@ -300,9 +300,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             let config = Config::load(args.data)?;
             let options = mediadex::app::ServeOptions {
                 bind,
+                next_free_port: false,
                 libraries,
                 insecure_no_auth,
                 open_browser: false,
+                claim: None,
             };
             mediadex::app::serve(config, options)
         }

@@ -51,6 +51,7 @@ fn api_with(security: Security, hourly_limit: Option<u32>) -> Api {
         wake: Arc::new(move || {
             counter.fetch_add(1, Ordering::SeqCst);
         }),
+        watch: None,
     };
     let state = AppState::start(env.store.clone(), config, stop_rx).expect("state");
     Api {
@@ -208,7 +209,7 @@ async fn health_page_unknown_routes_and_methods() {
     assert_eq!(page.status, StatusCode::OK);
     let html = String::from_utf8_lossy(&page.body);
     assert!(
-        html.contains("not built yet") && html.contains("/api/assets"),
+        html.contains("<script src=\"/app.js\">") && html.contains("mediadex"),
         "{html}"
     );
     let r = api.get("/api/nope").await;

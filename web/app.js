@@ -46,8 +46,17 @@ function askToken() {
   const token = prompt("This mediadex needs its access token (run `mediadex token` on the server):");
   if (!token) return false;
   localStorage.setItem("mediadex-token", token.trim());
+  tokenCookie();
   return true;
 }
+
+// Thumbnails and the event stream cannot send headers: the server also takes the token as
+// this cookie (SameSite=Strict, so no other site's page gets it sent).
+function tokenCookie() {
+  const token = localStorage.getItem("mediadex-token");
+  if (token) document.cookie = `mediadex_token=${encodeURIComponent(token)}; path=/; SameSite=Strict`;
+}
+tokenCookie();
 
 function banner(message, kind = "error") {
   const b = $("#banner");

@@ -27,6 +27,7 @@ pub async fn add(
 ) -> Result<(StatusCode, Json<Library>), ApiError> {
     let Json(req) = body?;
     let store = s.store.clone();
+    let watch = s.watch.clone();
     let library = blocking(move || {
         let path = std::path::PathBuf::from(&req.path);
         let (root, name) = crate::config::library_root(&path, req.name)
@@ -34,6 +35,9 @@ pub async fn add(
         Ok(crate::app::add_library(&store, &name, &root)?)
     })
     .await?;
+    if let Some(watch) = &watch {
+        watch.add(library.clone());
+    }
     Ok((StatusCode::CREATED, Json(library)))
 }
 
@@ -51,5 +55,8 @@ pub async fn remove(
     let Path(id) = id?;
     let store = s.store.clone();
     let removed_assets = blocking(move || Ok(store.remove_library(id)?)).await?;
+    if let Some(watch) = &s.watch {
+        watch.remove(id);
+    }
     Ok(Json(Removed { id, removed_assets }))
 }

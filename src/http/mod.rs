@@ -10,6 +10,7 @@ mod error;
 mod jobs;
 mod libraries;
 mod media;
+mod page;
 mod scans;
 pub mod security;
 pub mod sse;
@@ -20,7 +21,7 @@ pub use security::Security;
 
 use crate::store::Store;
 use crate::thumbs::Thumbs;
-use axum::Router;
+use axum::{Json, Router};
 use axum::extract::{DefaultBodyLimit, FromRef, State};
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
@@ -44,6 +45,8 @@ pub struct AppState {
     /// Admission's hourly limit per library (`MEDIADEX_SCAN_HOURLY_LIMIT`).
     pub hourly_limit: Option<u32>,
     pub wake: Wake,
+    /// The watcher of this process, when it watches (library add/remove, statuses).
+    pub watch: Option<crate::watch::WatchHandle>,
 }
 
 impl FromRef<AppState> for Arc<Security> {
@@ -66,6 +69,7 @@ pub struct HttpConfig {
     pub event_poll: Duration,
     pub hourly_limit: Option<u32>,
     pub wake: Wake,
+    pub watch: Option<crate::watch::WatchHandle>,
 }
 
 impl AppState {
@@ -84,6 +88,7 @@ impl AppState {
             events,
             hourly_limit: config.hourly_limit,
             wake: config.wake,
+            watch: config.watch,
         })
     }
 }
@@ -124,8 +129,12 @@ pub fn router(state: AppState) -> Router {
         .route("/api/assets/{id}/trash", post(assets::trash))
         .route("/api/assets/{id}/restore", post(assets::restore))
         .route("/api/duplicates", get(assets::duplicates))
-        .route("/", get(index))
-        .route("/index.html", get(index))
+        .route("/api/watch", get(watch_status))
+        .route("/api", get(api_listing))
+        .route("/", get(page::file))
+        .route("/index.html", get(page::file))
+        .route("/app.js", get(page::file))
+        .route("/app.css", get(page::file))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed);
     api.layer(DefaultBodyLimit::max(MAX_BODY))
@@ -147,33 +156,49 @@ pub async fn serve(
         .await
 }
 
+/// The response header of `/healthz` naming the answering instance's lease owner.
+pub const OWNER_HEADER: axum::http::HeaderName =
+    axum::http::HeaderName::from_static("x-mediadex-owner");
+
 /// For the service manager: the database answers a read.
 async fn healthz(State(state): State<AppState>) -> Result<Response, ApiError> {
     let store = state.store.clone();
+    let owner = store.owner().to_string();
     blocking(move || Ok(store.libraries()?)).await?;
-    Ok(([(header::CACHE_CONTROL, "no-store")], "ok\n").into_response())
+    // The owner lets a second desktop launch tell this instance from another program that
+    // took over the port (`instance::is_live`).
+    let headers = [(header::CACHE_CONTROL, "no-store".to_string()), (OWNER_HEADER, owner)];
+    Ok((headers, "ok\n").into_response())
 }
 
 async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
     let store = state.store.clone();
     let snapshot = blocking(move || Ok(store.metrics_snapshot()?)).await?;
-    let text = crate::metrics::render(&snapshot);
+    let mut text = crate::metrics::render(&snapshot);
+    if let Some(watch) = &state.watch {
+        text.push_str(&crate::metrics::render_watch(&watch.statuses()));
+    }
     Ok(([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response())
 }
 
 async fn not_found() -> ApiError {
-    ApiError::not_found("no such endpoint; GET / lists the API")
+    ApiError::not_found("no such endpoint; GET /api lists the API")
 }
 
 async fn method_not_allowed() -> ApiError {
     ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,
         "method_not_allowed",
-        "this endpoint does not take that method; GET / lists the API",
+        "this endpoint does not take that method; GET /api lists the API",
     )
 }
 
-/// The page shell until the real page lands: says so, and lists the API.
-async fn index() -> Html<&'static str> {
-    Html(include_str!("placeholder.html"))
+/// A short HTML listing of the API, for people exploring it with a browser or curl.
+async fn api_listing() -> Html<&'static str> {
+    Html(include_str!("api.html"))
+}
+
+/// How this process watches each library (empty when it does not watch).
+async fn watch_status(State(state): State<AppState>) -> Json<Vec<crate::watch::WatchStatus>> {
+    Json(state.watch.as_ref().map(|w| w.statuses()).unwrap_or_default())
 }

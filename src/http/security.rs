@@ -62,15 +62,27 @@ impl Security {
         Ok(())
     }
 
+    /// The token came as `Authorization: Bearer`, or as the page's `mediadex_token`
+    /// cookie (images and the event stream cannot send headers; the cookie is SameSite=Strict,
+    /// so a cross-site page never gets it sent).
     fn bearer_ok(&self, headers: &HeaderMap) -> bool {
         let Some(token) = &self.token else {
             return false;
         };
-        headers
+        let matches = |given: &str| same_bytes(given.trim().as_bytes(), token.as_bytes());
+        let bearer = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
-            .is_some_and(|given| same_bytes(given.trim().as_bytes(), token.as_bytes()))
+            .is_some_and(matches);
+        bearer
+            || headers
+                .get_all(header::COOKIE)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .flat_map(|v| v.split(';'))
+                .filter_map(|c| c.trim().strip_prefix("mediadex_token="))
+                .any(matches)
     }
 }
 
@@ -90,7 +102,7 @@ pub async fn guard(
 /// the page shell (which holds no data).
 fn public(method: &Method, path: &str) -> bool {
     matches!(*method, Method::GET | Method::HEAD)
-        && matches!(path, "/healthz" | "/" | "/index.html")
+        && matches!(path, "/healthz" | "/" | "/index.html" | "/app.js" | "/app.css" | "/api")
 }
 
 fn changes_state(method: &Method) -> bool {
