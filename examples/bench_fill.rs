@@ -1,7 +1,8 @@
 //! Fills a data dir for the HTTP latency benchmark (benches/http-latency.sh): a library
 //! `bench` at ROOT holding N synthetic assets, made through the store's own fenced ingest
 //! (no files are read; only the first asset has a real picture behind it, for the
-//! thumbnail hit). Usage: bench_fill DATA_DIR ROOT N
+//! thumbnail hit). With SCAN_DIR, also writes 200 noisy 600x600 PNGs (about 1 MiB each)
+//! there for the concurrent scan to hash. Usage: bench_fill DATA_DIR ROOT N [SCAN_DIR]
 
 #[path = "../tests/support/synthetic.rs"]
 mod synthetic;
@@ -10,9 +11,14 @@ use mediadex::config::Config;
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    let [_, data, root, n] = args.as_slice() else {
-        anyhow::bail!("usage: bench_fill DATA_DIR ROOT N");
+    let (data, root, n, scan_dir) = match args.as_slice() {
+        [_, d, r, n] => (d, r, n, None),
+        [_, d, r, n, s] => (d, r, n, Some(s)),
+        _ => anyhow::bail!("usage: bench_fill DATA_DIR ROOT N [SCAN_DIR]"),
     };
+    if let Some(dir) = scan_dir {
+        noisy_pictures(std::path::Path::new(dir))?;
+    }
     let n: u64 = n.parse()?;
     let config = Config::load(Some(data.into()))?;
     let store = mediadex::app::open_store(&config)?;
@@ -42,5 +48,22 @@ fn main() -> anyhow::Result<()> {
         "filled {n} assets in {:.1} s",
         start.elapsed().as_secs_f64()
     );
+    Ok(())
+}
+
+/// Pictures that do not compress: a scan has to read and hash every byte.
+fn noisy_pictures(dir: &std::path::Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let mut state: u32 = 0x1234_5678;
+    for i in 0..200 {
+        let img = image::RgbImage::from_fn(600, 600, |_, _| {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            let [a, b, c, _] = state.to_le_bytes();
+            image::Rgb([a, b, c])
+        });
+        img.save(dir.join(format!("noise{i:03}.png")))?;
+    }
     Ok(())
 }

@@ -39,13 +39,17 @@ fn api() -> Api {
 }
 
 fn api_with(security: Security, hourly_limit: Option<u32>) -> Api {
+    api_full(security, hourly_limit, None)
+}
+
+fn api_full(security: Security, hourly_limit: Option<u32>, ffmpeg: Option<PathBuf>) -> Api {
     let env = env();
     let wakes = Arc::new(AtomicUsize::new(0));
     let counter = wakes.clone();
     let (stop, stop_rx) = tokio::sync::watch::channel(false);
     let config = HttpConfig {
         security,
-        thumbs: Thumbs::with_ffmpeg(env.dir.path(), None),
+        thumbs: Thumbs::with_ffmpeg(env.dir.path(), ffmpeg),
         event_poll: Duration::from_millis(10),
         hourly_limit,
         wake: Arc::new(move || {
@@ -950,6 +954,46 @@ async fn heic_and_videos_without_ffmpeg_get_an_uncached_placeholder() {
         !api.env.dir.path().join("thumbs").exists(),
         "placeholders are not cached"
     );
+}
+
+#[tokio::test]
+async fn a_video_gets_a_poster_frame_when_ffmpeg_is_on_path() {
+    let Some(ffmpeg) = mediadex::thumbs::find_on_path("ffmpeg") else {
+        eprintln!("SKIPPED: ffmpeg is not on PATH; the placeholder path is tested above");
+        return;
+    };
+    let api = api_full(loopback(), None, Some(ffmpeg.clone()));
+    let lib = api.env.library("pics");
+    let clip = api.env.dir.path().join("pics/clip.mp4");
+    let made = std::process::Command::new(&ffmpeg)
+        .args([
+            "-nostdin",
+            "-v",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc=size=96x64:rate=10",
+        ])
+        .args(["-t", "2", "-pix_fmt", "yuv420p", "-y"])
+        .arg(&clip)
+        .status()
+        .expect("run ffmpeg");
+    assert!(made.success(), "ffmpeg made the test clip");
+    synthetic::ingest(
+        &api.env.store,
+        lib,
+        "",
+        vec![synthetic::item("clip.mp4", 7, synthetic::facts(7))],
+    )
+    .unwrap();
+    let id = api.asset_at("clip.mp4");
+    let r = api.get(&format!("/api/assets/{id}/thumbnail")).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.header("content-type"), "image/jpeg");
+    assert!(r.header("cache-control").contains("immutable"));
+    let img = image::load_from_memory(&r.body).expect("a real JPEG poster");
+    assert_eq!((img.width(), img.height()), (96, 64));
 }
 
 #[tokio::test]
