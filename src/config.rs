@@ -19,6 +19,11 @@ pub const LEASE_TTL_ENV: &str = "MEDIADEX_LEASE_TTL_MS";
 /// it are refused with a clear message; a request coalesced into a waiting run always passes.
 pub const SCAN_HOURLY_LIMIT_ENV: &str = "MEDIADEX_SCAN_HOURLY_LIMIT";
 
+/// Testing knobs: the current content-hash and face schemes, overriding this binary's, so
+/// that tests can stage a scheme upgrade or a rollback with one binary. Not settings.
+pub const CONTENT_HASH_SCHEME_ENV: &str = "MEDIADEX_CONTENT_HASH_SCHEME";
+pub const FACE_SCHEME_ENV: &str = "MEDIADEX_FACE_SCHEME";
+
 /// Everything the process needs to know before it opens the store.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
@@ -38,6 +43,11 @@ pub struct Config {
     pub run_retention: Duration,
     /// At most this many new scan runs per library per hour; `None` is no limit.
     pub scan_hourly_limit: Option<u32>,
+    /// `MEDIADEX_CONTENT_HASH_SCHEME`: the content-hash scheme to walk instead of this
+    /// binary's (testing knob).
+    pub content_hash_scheme: Option<i64>,
+    /// `MEDIADEX_FACE_SCHEME`: the face scheme instead of the detector's version (testing).
+    pub face_scheme: Option<i64>,
 }
 
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
@@ -114,7 +124,12 @@ impl Config {
             job_retention: DEFAULT_JOB_RETENTION,
             run_retention: DEFAULT_RUN_RETENTION,
             scan_hourly_limit: None,
+            content_hash_scheme: None,
+            face_scheme: None,
         };
+        let scheme = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        config.content_hash_scheme = env_number(&env, CONTENT_HASH_SCHEME_ENV)?.map(scheme);
+        config.face_scheme = env_number(&env, FACE_SCHEME_ENV)?.map(scheme);
         config.scan_hourly_limit =
             env_number(&env, SCAN_HOURLY_LIMIT_ENV)?.map(|n| u32::try_from(n).unwrap_or(u32::MAX));
         match env_number(&env, LEASE_TTL_ENV)? {

@@ -10,3 +10,4 @@ pub mod queue;
 pub mod scan;
 pub mod store;
 pub mod trash;
+pub mod walks;
