@@ -149,18 +149,7 @@ pub struct Boot {
 /// a rollback), then schedules a chain through `enqueue_unique` when the record is below the
 /// scheme or some asset lacks its stamp. Two processes booting at once make one chain.
 pub fn boot(store: &Store, kind: WalkKindId, scheme: i64) -> Result<Boot, StoreError> {
-    let record = store.start_walk_record(kind, scheme)?;
-    let rollback = record.seen > scheme;
-    if rollback {
-        tracing::warn!(
-            walk = %kind,
-            scheme,
-            seen = record.seen,
-            "ROLLBACK: a newer mediadex walked this database under {kind} scheme {}; this one \
-             walks scheme {scheme} and re-stamps what the newer one did",
-            record.seen
-        );
-    }
+    let (record, rollback) = start(store, kind, scheme)?;
     let behind = record.scheme < scheme || store.walk_left(kind, scheme, false, 0)? > 0;
     let chain = if behind {
         Some(store.enqueue(chain_job(kind, &Payload::fresh(scheme, false)))?)
@@ -175,6 +164,28 @@ pub fn boot(store: &Store, kind: WalkKindId, scheme: i64) -> Result<Boot, StoreE
     })
 }
 
+/// Clamps the record to `scheme` and raises `seen`; warns loudly when a newer binary ran
+/// here (a rollback). Returns the record and whether it was a rollback.
+pub fn start(
+    store: &Store,
+    kind: WalkKindId,
+    scheme: i64,
+) -> Result<(crate::model::WalkRecord, bool), StoreError> {
+    let record = store.start_walk_record(kind, scheme)?;
+    let rollback = record.seen > scheme;
+    if rollback {
+        tracing::warn!(
+            walk = %kind,
+            scheme,
+            seen = record.seen,
+            "ROLLBACK: a newer mediadex walked this database under {kind} scheme {}; this one \
+             walks scheme {scheme} and re-stamps what the newer one did",
+            record.seen
+        );
+    }
+    Ok((record, rollback))
+}
+
 /// Asks for a walk now: the live chain when there is one, else a new one from the start.
 /// `restart` replaces any live chain with one that re-visits every asset.
 pub fn request(
@@ -183,7 +194,7 @@ pub fn request(
     scheme: i64,
     restart: bool,
 ) -> Result<Enqueued, StoreError> {
-    store.start_walk_record(kind, scheme)?;
+    start(store, kind, scheme)?;
     let job = chain_job(kind, &Payload::fresh(scheme, restart));
     if restart {
         store.replace_unique(job)
