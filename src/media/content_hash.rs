@@ -33,9 +33,10 @@ pub const SCHEME: i64 = 1;
 /// At most this many segments or chunks are parsed before giving up (whole-file hash).
 pub const MAX_SEGMENTS: usize = 65_536;
 
-/// A file larger than this is hashed whole, without parsing (no picture is that large;
-/// reading it into memory would be).
-pub const MAX_PARSED: u64 = 512 << 20;
+/// A file larger than this is hashed whole, without parsing: a picture is read into memory
+/// once for both hashes, and one per rayon thread must stay affordable (a 100 MP JPEG is
+/// about 40 MB).
+pub const MAX_PARSED: u64 = 128 << 20;
 
 /// Both hashes of one file, from one read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

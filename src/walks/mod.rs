@@ -123,9 +123,10 @@ impl<K: WalkKind> JobHandler for WalkJob<K> {
             next: (!short).then(|| chain_job(kind.id(), &next)),
             complete_scheme: short.then_some(scheme),
         };
-        // The commit completes this row: no heartbeat may follow it.
+        // The commit completes this row: no heartbeat may follow it. It is the claim's final
+        // write (`ack`): a batch finished while the process stops is kept, not redone.
         ctx.stop_heartbeat();
-        ctx.guarded(|s, l| s.commit_walk_batch(l, commit))?;
+        ctx.ack(|s, l| s.commit_walk_batch(l, commit))?;
         if short {
             tracing::info!(walk = %kind.id(), scheme, visited = next.done, "walk complete");
         }
