@@ -629,13 +629,14 @@ pub struct WalkRecord {
     pub completed_at: Option<Millis>,
 }
 
-/// One file of an asset a walk may read: library root, library-relative path bytes, and
-/// whether the last scan saw it present.
+/// One file of an asset a walk may read: library root, library-relative path bytes,
+/// whether the last scan saw it present, and the stamp the scan recorded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WalkFile {
     pub root: String,
     pub rel_path: Vec<u8>,
     pub present: bool,
+    pub stamp: FileStamp,
 }
 
 /// An asset a walk batch visits, with the files that may show it.

@@ -195,6 +195,9 @@ fn walk_content_hash_restamps_under_a_new_scheme_and_status_shows_it_and_a_rollb
     let (assets, _) = ok_json(&data, &["assets", "--json"], &two);
     for a in assets.as_array().expect("array") {
         assert_eq!(a["content_hash_scheme"], 2, "{a}");
+        let path = lib.join(a["paths"][0].as_str().expect("path"));
+        let expected = hash_file(&path).expect("hash").content_hash;
+        assert_eq!(a["content_hash"], mediadex::model::hex(&expected));
     }
     let (status, _) = ok_json(&data, &["status", "--json"], &two);
     assert_eq!(status["walks"]["content-hash"]["scheme"], 2);

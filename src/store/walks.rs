@@ -8,7 +8,7 @@ use super::assets::checksum_col;
 use super::jobs::{self, Enqueued};
 use super::{Store, StoreError, faces, parse_col};
 use crate::model::{
-    Lease, Millis, WalkAsset, WalkCommit, WalkFile, WalkKindId, WalkRecord, WalkResults,
+    FileStamp, Lease, Millis, WalkAsset, WalkCommit, WalkFile, WalkKindId, WalkRecord, WalkResults,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -42,7 +42,8 @@ const FACES_LEFT: &str = "
     SELECT count(*) FROM assets
      WHERE id > ?1 AND trashed_at IS NULL AND kind = 'image' AND (?3 OR faces_scheme IS NOT ?2)";
 const FILES: &str = "
-    SELECT l.root, f.rel_path, f.state = 'present' FROM files f
+    SELECT l.root, f.rel_path, f.state = 'present', f.size, f.mtime_ns, f.dev, f.inode
+      FROM files f
       JOIN libraries l ON l.id = f.library_id
      WHERE f.asset_id = ?1
      ORDER BY f.state = 'missing', f.id";
@@ -70,6 +71,12 @@ fn files_of(conn: &Connection, asset_id: i64) -> Result<Vec<WalkFile>, StoreErro
             root: r.get(0)?,
             rel_path: r.get(1)?,
             present: r.get(2)?,
+            stamp: FileStamp {
+                size: r.get::<_, i64>(3)? as u64,
+                mtime_ns: r.get(4)?,
+                dev: r.get::<_, i64>(5)? as u64,
+                inode: r.get::<_, i64>(6)? as u64,
+            },
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)

@@ -1,10 +1,12 @@
 //! The content-hash walk: backfills and re-stamps `content_hash` under the current scheme.
 //! Visits every asset, trashed ones too (they still catch duplicates). A file is used only
-//! if its bytes still have the asset's checksum (it may have been replaced since the scan);
-//! an asset with no such file keeps its old stamp and does not block the walk.
+//! if it still holds the asset's bytes: its stamp is the one the scan recorded (then only the
+//! content hash is computed), or else its checksum is the asset's (it may have been replaced
+//! since the scan). An asset with no such file keeps its old stamp and does not block the
+//! walk.
 
-use super::{WalkKind, candidates};
-use crate::media::content_hash::{self, hash_file};
+use super::{WalkKind, candidates, unchanged};
+use crate::media::content_hash::{self, content_hash_file, hash_file};
 use crate::model::{ContentHash, WalkAsset, WalkKindId, WalkResults};
 use rayon::prelude::*;
 
@@ -29,7 +31,10 @@ impl ContentHashWalk {
 /// The content hash of the asset's bytes, from the first candidate file that still holds
 /// them; `None` when none does.
 fn hash_asset(asset: &WalkAsset) -> Option<[u8; 32]> {
-    candidates(asset).into_iter().find_map(|path| {
+    candidates(asset).into_iter().find_map(|(path, stamp)| {
+        if unchanged(&path, &stamp) {
+            return content_hash_file(&path).ok();
+        }
         let h = hash_file(&path).ok()?;
         (h.checksum == asset.checksum).then_some(h.content_hash)
     })

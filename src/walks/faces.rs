@@ -1,10 +1,10 @@
 //! The face-repair walk (DESIGN.md section 8): detects faces in every live image that lacks
 //! the current detector version ("repair missing"); trashed assets are skipped. The detector
 //! is a trait object so that any implementation plugs in without touching the machinery.
-//! A file is used only if it still has the asset's checksum; an asset whose file cannot be
-//! read or decoded keeps its old stamp and does not block the walk.
+//! A file is used only if it still has its scan stamp or the asset's checksum; an asset
+//! whose file cannot be read or decoded keeps its old stamp and does not block the walk.
 
-use super::{WalkKind, candidates};
+use super::{WalkKind, candidates, unchanged};
 use crate::media::content_hash::hash_file;
 use crate::model::{WalkAsset, WalkKindId, WalkResults};
 use rayon::prelude::*;
@@ -43,11 +43,15 @@ impl FacesWalk {
     }
 }
 
-/// The first candidate file that still holds the asset's bytes.
+/// The first candidate file that still holds the asset's bytes (its scan stamp, or else its
+/// checksum, says so).
 fn file_of(asset: &WalkAsset) -> Option<PathBuf> {
     candidates(asset)
         .into_iter()
-        .find(|p| hash_file(p).is_ok_and(|h| h.checksum == asset.checksum))
+        .find(|(p, stamp)| {
+            unchanged(p, stamp) || hash_file(p).is_ok_and(|h| h.checksum == asset.checksum)
+        })
+        .map(|(p, _)| p)
 }
 
 impl WalkKind for FacesWalk {

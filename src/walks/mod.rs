@@ -10,7 +10,7 @@
 pub mod content_hash;
 pub mod faces;
 
-use crate::model::{Job, NewJob, WalkAsset, WalkCommit, WalkKindId, WalkResults};
+use crate::model::{FileStamp, Job, NewJob, WalkAsset, WalkCommit, WalkKindId, WalkResults};
 use crate::queue::{JobDone, JobHandler, WorkContext, WorkError};
 use crate::store::{Enqueued, Store, StoreError};
 use serde::{Deserialize, Serialize};
@@ -256,19 +256,26 @@ pub fn state(store: &Store, kind: WalkKindId, current: i64) -> Result<WalkState,
     })
 }
 
-/// Where an asset's file may be, in the order to try: a present file where it is; a
-/// missing one in its library's trash folder (a user trash moved it), then where it was.
-pub fn candidates(asset: &WalkAsset) -> Vec<PathBuf> {
+/// Where an asset's file may be, in the order to try, with the stamp the scan recorded: a
+/// present file where it is; a missing one in its library's trash folder (a user trash
+/// moved it: a rename keeps the stamp), then where it was.
+pub fn candidates(asset: &WalkAsset) -> Vec<(PathBuf, FileStamp)> {
     let mut out = Vec::new();
     for f in &asset.files {
         let root = PathBuf::from(&f.root);
         if !f.present {
             let moved = crate::model::trash_path(asset.id, &f.rel_path);
-            out.push(root.join(path_from_bytes(&moved)));
+            out.push((root.join(path_from_bytes(&moved)), f.stamp));
         }
-        out.push(root.join(path_from_bytes(&f.rel_path)));
+        out.push((root.join(path_from_bytes(&f.rel_path)), f.stamp));
     }
     out
+}
+
+/// Whether the file at `path` still has the stamp the scan recorded: then, by the scan's own
+/// rule (an unchanged stamp is an unchanged file), it still holds the asset's bytes.
+pub fn unchanged(path: &std::path::Path, stamp: &FileStamp) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| crate::scan::walk::stamp(&m) == *stamp)
 }
 
 #[cfg(unix)]
