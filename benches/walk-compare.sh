@@ -12,7 +12,7 @@
 # the cache cannot be dropped without root sysctl rights, so this measures CPU and syscalls,
 # not the disk — the walk's database commits do go to the disk):
 #   walk         mediadex walk content-hash --restart --wait   (every asset re-read and
-#                re-stamped: both hashes from one read, a fenced commit per 256 assets)
+#                re-stamped: both hashes from one read, a fenced commit per 1024 assets)
 #   b3sum        find LIB -type f -print0 | xargs -0 b3sum      (files one after another)
 #   b3sum-P<n>   the same over <n> = nproc b3sum processes (xargs -P), as the walk uses rayon
 # and prints files/s, MB/s (MB = 10^6 bytes) and the ratio walk time / b3sum time.

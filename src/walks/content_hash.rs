@@ -10,8 +10,10 @@ use crate::media::content_hash::{self, content_hash_file, hash_file};
 use crate::model::{ContentHash, WalkAsset, WalkKindId, WalkResults};
 use rayon::prelude::*;
 
-/// Assets per batch (per job row and per fenced commit).
-pub const BATCH: usize = 256;
+/// Assets per batch (per job row and per fenced commit). Each batch costs a claim, a first
+/// heartbeat and a commit (three fsync'd transactions) while the cores idle, so batches are
+/// large; one takes a few seconds, well within a lease (and the heartbeat runs meanwhile).
+pub const BATCH: usize = 1024;
 
 pub struct ContentHashWalk {
     pub scheme: i64,
