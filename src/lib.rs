@@ -12,4 +12,5 @@ pub mod queue;
 pub mod scan;
 pub mod store;
 pub mod trash;
+pub mod walks;
 pub mod watch;
