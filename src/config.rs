@@ -26,6 +26,11 @@ pub const WATCH_ENV: &str = "MEDIADEX_WATCH";
 /// Seconds between two polls of a polled root (default 300).
 pub const WATCH_POLL_SECS_ENV: &str = "MEDIADEX_WATCH_POLL_SECS";
 
+/// Testing knobs: the current content-hash and face schemes, overriding this binary's, so
+/// that tests can stage a scheme upgrade or a rollback with one binary. Not settings.
+pub const CONTENT_HASH_SCHEME_ENV: &str = "MEDIADEX_CONTENT_HASH_SCHEME";
+pub const FACE_SCHEME_ENV: &str = "MEDIADEX_FACE_SCHEME";
+
 /// Everything the process needs to know before it opens the store.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
@@ -49,6 +54,11 @@ pub struct Config {
     pub watch_enabled: bool,
     /// How the watcher behaves (debounce, poll interval, polling forced).
     pub watch: crate::watch::WatchOptions,
+    /// `MEDIADEX_CONTENT_HASH_SCHEME`: the content-hash scheme to walk instead of this
+    /// binary's (testing knob).
+    pub content_hash_scheme: Option<i64>,
+    /// `MEDIADEX_FACE_SCHEME`: the face scheme instead of the detector's version (testing).
+    pub face_scheme: Option<i64>,
 }
 
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
@@ -127,7 +137,12 @@ impl Config {
             scan_hourly_limit: None,
             watch_enabled: true,
             watch: crate::watch::WatchOptions::default(),
+            content_hash_scheme: None,
+            face_scheme: None,
         };
+        let scheme = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        config.content_hash_scheme = env_number(&env, CONTENT_HASH_SCHEME_ENV)?.map(scheme);
+        config.face_scheme = env_number(&env, FACE_SCHEME_ENV)?.map(scheme);
         config.scan_hourly_limit =
             env_number(&env, SCAN_HOURLY_LIMIT_ENV)?.map(|n| u32::try_from(n).unwrap_or(u32::MAX));
         config.watch.hourly_limit = config.scan_hourly_limit;

@@ -16,4 +16,5 @@ pub mod store;
 pub mod thumbs;
 pub mod token;
 pub mod trash;
+pub mod walks;
 pub mod watch;

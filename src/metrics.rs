@@ -131,7 +131,11 @@ fn counters(o: &mut Out, s: &MetricsSnapshot) {
 pub fn render_watch(statuses: &[crate::watch::WatchStatus]) -> String {
     let mut o = Out(String::new());
     let name = "mediadex_watch_polling";
-    o.head(name, "gauge", "1 when a library is polled instead of watched with kernel events.");
+    o.head(
+        name,
+        "gauge",
+        "1 when a library is polled instead of watched with kernel events.",
+    );
     for st in statuses {
         let id = st.library_id.to_string();
         let polling = st.mode == crate::watch::WatchMode::Polling;
@@ -141,7 +145,11 @@ pub fn render_watch(statuses: &[crate::watch::WatchStatus]) -> String {
     o.head(name, "gauge", "1 when kernel watching failed (e.g. the watch limit) and the library fell back to polling.");
     for st in statuses {
         let id = st.library_id.to_string();
-        o.sample(name, &[("library_id", &id)], f64::from(u8::from(st.degraded)));
+        o.sample(
+            name,
+            &[("library_id", &id)],
+            f64::from(u8::from(st.degraded)),
+        );
     }
     o.0
 }

@@ -64,7 +64,13 @@ pub fn open_browser(url: &str) {
             .arg(url)
             .status()
             .map_err(|e| e.to_string())
-            .and_then(|s| if s.success() { Ok(()) } else { Err(s.to_string()) }),
+            .and_then(|s| {
+                if s.success() {
+                    Ok(())
+                } else {
+                    Err(s.to_string())
+                }
+            }),
         Err(_) => open::that_detached(url).map_err(|e| e.to_string()),
     };
     match opened {

@@ -2,7 +2,7 @@
 //! SIGTERM/SIGINT, then a graceful drain. Also the engine of the desktop mode, which adds
 //! the instance claim and the browser.
 
-use super::{handlers, maintenance_config, open_store, pool_config, replay_trash, add_library};
+use super::{add_library, handlers, maintenance_config, open_store, pool_config, replay_trash};
 use crate::config::Config;
 use crate::queue::{Maintenance, WorkerPool};
 use crate::store::Store;
@@ -47,10 +47,11 @@ pub fn serve(config: Config, mut options: ServeOptions) -> anyhow::Result<()> {
         adopt_library(&store, path)?;
     }
     request_boot_scans(&store);
+    super::boot_walks(&store, &config);
     let security = security(&config, &options)?;
     let pool = Arc::new(WorkerPool::start(
         &store,
-        handlers(&store),
+        handlers(&store, &config),
         pool_config(&config),
     ));
     let waker = pool.clone();
@@ -171,7 +172,11 @@ fn request_boot_scans(store: &Store) {
 
 /// Binds `options.bind`, or with `next_free_port` the first free port after it.
 async fn bind(options: &ServeOptions) -> anyhow::Result<tokio::net::TcpListener> {
-    let tries = if options.next_free_port { PORT_TRIES } else { 1 };
+    let tries = if options.next_free_port {
+        PORT_TRIES
+    } else {
+        1
+    };
     let mut addr = options.bind;
     let mut last = None;
     for _ in 0..tries {
@@ -202,6 +207,7 @@ fn run_http(
         .build()
         .context("starting the HTTP runtime")?;
     let outcome = runtime.block_on(async {
+        let stop = Stop::listen()?;
         let listener = bind(options).await?;
         let addr = listener.local_addr().context("reading the bound address")?;
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -213,7 +219,7 @@ fn run_http(
             let _ = stopped.wait_for(|s| *s).await;
         }));
         announce(store, &url, claim, options.open_browser);
-        let signal = stop_signal().await;
+        let signal = stop.wait().await;
         // Ends the event streams and tells the server to stop taking requests.
         let _ = stop_tx.send(true);
         match tokio::time::timeout(HTTP_DRAIN, server).await {
@@ -263,21 +269,44 @@ fn adopt_library(store: &Store, path: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Resolves on Ctrl-C or SIGTERM.
-async fn stop_signal() -> anyhow::Result<()> {
+/// Ctrl-C and SIGTERM, listened for from `listen` on (inside the HTTP runtime, before the
+/// server says it is running): a signal that arrives before `wait` is kept, never the
+/// default action that kills the process without handing its leases back.
+struct Stop {
     #[cfg(unix)]
-    {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .context("listening for SIGTERM")?;
-        tokio::select! {
-            r = tokio::signal::ctrl_c() => r.context("listening for Ctrl-C"),
-            _ = term.recv() => Ok(()),
+    signals: (tokio::signal::unix::Signal, tokio::signal::unix::Signal),
+}
+
+impl Stop {
+    fn listen() -> anyhow::Result<Stop> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let signals = (
+                signal(SignalKind::interrupt()).context("listening for Ctrl-C")?,
+                signal(SignalKind::terminate()).context("listening for SIGTERM")?,
+            );
+            Ok(Stop { signals })
         }
+        #[cfg(not(unix))]
+        Ok(Stop {})
     }
-    #[cfg(not(unix))]
-    {
-        tokio::signal::ctrl_c()
-            .await
-            .context("listening for Ctrl-C")
+
+    async fn wait(self) -> anyhow::Result<()> {
+        #[cfg(unix)]
+        {
+            let (mut int, mut term) = self.signals;
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+            Ok(())
+        }
+        #[cfg(not(unix))]
+        {
+            tokio::signal::ctrl_c()
+                .await
+                .context("listening for Ctrl-C")
+        }
     }
 }

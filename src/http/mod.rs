@@ -21,11 +21,11 @@ pub use security::Security;
 
 use crate::store::Store;
 use crate::thumbs::Thumbs;
-use axum::{Json, Router};
 use axum::extract::{DefaultBodyLimit, FromRef, State};
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::{Json, Router};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -167,7 +167,10 @@ async fn healthz(State(state): State<AppState>) -> Result<Response, ApiError> {
     blocking(move || Ok(store.libraries()?)).await?;
     // The owner lets a second desktop launch tell this instance from another program that
     // took over the port (`instance::is_live`).
-    let headers = [(header::CACHE_CONTROL, "no-store".to_string()), (OWNER_HEADER, owner)];
+    let headers = [
+        (header::CACHE_CONTROL, "no-store".to_string()),
+        (OWNER_HEADER, owner),
+    ];
     Ok((headers, "ok\n").into_response())
 }
 
@@ -200,5 +203,11 @@ async fn api_listing() -> Html<&'static str> {
 
 /// How this process watches each library (empty when it does not watch).
 async fn watch_status(State(state): State<AppState>) -> Json<Vec<crate::watch::WatchStatus>> {
-    Json(state.watch.as_ref().map(|w| w.statuses()).unwrap_or_default())
+    Json(
+        state
+            .watch
+            .as_ref()
+            .map(|w| w.statuses())
+            .unwrap_or_default(),
+    )
 }

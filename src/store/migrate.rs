@@ -24,11 +24,15 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "assets",
         sql: include_str!("../../schema/0002_assets.sql"),
     },
-    // 3 to 5 are taken by other branches; they land before this one in the merge order.
     Migration {
-        version: 6,
+        version: 3,
+        name: "walks",
+        sql: include_str!("../../schema/0003_walks.sql"),
+    },
+    Migration {
+        version: 4,
         name: "http",
-        sql: include_str!("../../schema/0006_http.sql"),
+        sql: include_str!("../../schema/0004_http.sql"),
     },
 ];
 

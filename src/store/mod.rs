@@ -23,6 +23,7 @@ mod assets;
 mod conn;
 mod counters;
 mod error;
+mod faces;
 mod files;
 mod jobs;
 mod lease;
@@ -31,6 +32,7 @@ mod migrate;
 mod queries;
 mod scan_runs;
 mod trash;
+mod walks;
 mod writer;
 
 pub use error::StoreError;

@@ -1,5 +1,5 @@
 //! Read queries of the HTTP API and /metrics: the paged, filtered asset list (keyset
-//! pagination on the `assets_timeline` index of migration 0006) and the metrics snapshot.
+//! pagination on the `assets_timeline` index of migration 0004) and the metrics snapshot.
 //! Reads only, on the pool; must not write.
 
 use super::assets::{ASSET_COLS, asset_from_row};

@@ -65,6 +65,7 @@ pub fn item(path: &str, seed: u64, facts: MediaFacts) -> IngestItem {
         },
         reason: FileReason::New,
         checksum: Some(checksum),
+        content_hash: None,
         facts: Some(facts),
         error: None,
     }

@@ -1,4 +1,4 @@
--- 0006: indexes for the HTTP API's paged asset list (keyset pagination, newest taken first)
+-- 0004: indexes for the HTTP API's paged asset list (keyset pagination, newest taken first)
 -- and for /metrics. No table changes.
 
 -- The timeline: visible assets by capture time (undated last), then id, both descending.
