@@ -8,7 +8,7 @@ use super::decode::{self, Candidate, Outputs};
 use super::load::{self, Decoded};
 use super::orient;
 use super::{DetectedFace, FaceDetector, FaceError, Point, SCHEME};
-use image::imageops::{self, FilterType};
+use image::imageops::FilterType;
 use image::metadata::Orientation;
 use image::{DynamicImage, RgbImage};
 use std::io::{BufRead, Seek};
@@ -136,15 +136,12 @@ fn upright_scaled(rgb: RgbImage, orientation: Orientation) -> RgbImage {
     let factor = TARGET_LONG_SIDE as f32 / w.max(h) as f32;
     let side = |n: u32| ((n as f32 * factor).round() as u32).clamp(1, TARGET_LONG_SIDE);
     let (tw, th) = (side(w), side(h));
-    let scaled = if (tw, th) == (w, h) {
-        rgb
-    } else {
-        imageops::resize(&rgb, tw, th, FilterType::Triangle)
-    };
-    if orientation == Orientation::NoTransforms {
-        return scaled;
+    let mut image = DynamicImage::ImageRgb8(rgb);
+    if (tw, th) != (w, h) {
+        // DynamicImage's method, not the generic imageops::resize: it is compiled optimised
+        // inside the image crate even in debug builds of this crate.
+        image = image.resize_exact(tw, th, FilterType::Triangle);
     }
-    let mut image = DynamicImage::ImageRgb8(scaled);
     image.apply_orientation(orientation);
     image.into_rgb8()
 }
