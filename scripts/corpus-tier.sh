@@ -39,3 +39,4 @@ echo "corpus-tier: corpus (SCALE=$SCALE) built in $(( $(date +%s) - start )) s"
 
 MEDIADEX_CORPUS="$WORK/lib" cargo test --release --test corpus_metadata -- --ignored --nocapture
 MEDIADEX_CORPUS="$WORK/lib" cargo test --release --test corpus_scan -- --ignored --nocapture
+MEDIADEX_CORPUS="$WORK/lib" cargo test --release --test corpus_walks -- --ignored --nocapture

@@ -6,9 +6,13 @@
 use crate::clock::{SharedClock, SystemClock};
 use crate::config::Config;
 use crate::model::Millis;
+use crate::model::WalkKindId;
 use crate::queue::{Handlers, Maintenance, MaintenanceConfig, PoolConfig, WorkerPool};
 use crate::scan::job::{ScanConfig, ScanJob};
 use crate::store::{Store, StoreOptions};
+use crate::walks::content_hash::ContentHashWalk;
+use crate::walks::faces::{FaceDetector, FacesWalk};
+use crate::walks::{WalkJob, WalkKind};
 use anyhow::Context;
 use std::sync::Arc;
 
@@ -20,15 +24,21 @@ pub fn open_store(config: &Config) -> Result<Store, crate::store::StoreError> {
 
 /// The foreground process (desktop double-click, or a service): runs until Ctrl-C/SIGTERM.
 pub fn run(config: Config) -> anyhow::Result<()> {
+    match crate::logfile::open(&config.data_dir) {
+        Ok(path) => tracing::info!(log = %path.display(), "logging to file"),
+        Err(e) => tracing::warn!(error = %e, "cannot write the log file; logging to stderr only"),
+    }
     let store = open_store(&config)?;
     replay_trash(&store);
     add_pictures_library_if_none(&store)?;
-    let pool = WorkerPool::start(&store, handlers(&store), pool_config(&config));
+    boot_walks(&store, &config);
+    let pool = WorkerPool::start(&store, handlers(&store, &config), pool_config(&config));
     let pool = Arc::new(pool);
     let waker = pool.clone();
     let maintenance =
         Maintenance::start(&store, maintenance_config(&config), move |_| waker.wake())
             .context("starting the maintenance loop")?;
+    let watcher = start_watcher(&store, &config, &pool)?;
     tracing::info!(
         data = %config.data_dir.display(),
         owner = store.owner(),
@@ -36,6 +46,9 @@ pub fn run(config: Config) -> anyhow::Result<()> {
     );
     wait_for_stop_signal()?;
     tracing::info!("stopping: handing leases back");
+    if let Some(watcher) = watcher {
+        watcher.shutdown();
+    }
     maintenance.shutdown();
     match Arc::try_unwrap(pool) {
         Ok(pool) => pool.shutdown(),
@@ -44,32 +57,142 @@ pub fn run(config: Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The handlers this binary carries: the scan pipeline (the walks register here as they
-/// land).
-fn handlers(store: &Store) -> Handlers {
+/// Watches every library for changes (unless watching is off), waking `pool` when a
+/// change was admitted as a scan request.
+fn start_watcher(
+    store: &Store,
+    config: &Config,
+    pool: &Arc<WorkerPool>,
+) -> anyhow::Result<Option<crate::watch::Watcher>> {
+    if !config.watch_enabled {
+        tracing::info!("file watching is off (MEDIADEX_WATCH=off)");
+        return Ok(None);
+    }
+    let libraries = store.libraries()?;
+    let pool = pool.clone();
+    let wake: crate::watch::Waker = Arc::new(move || pool.wake());
+    let watcher = crate::watch::Watcher::start(store, &libraries, config.watch.clone(), wake);
+    Ok(Some(watcher))
+}
+
+/// The handlers this binary carries: the scan pipeline and the walks.
+fn handlers(store: &Store, config: &Config) -> Handlers {
+    let mut handlers = scan_handler(store, config).job(
+        WalkKindId::ContentHash.job_kind(),
+        WalkJob::new(store, Arc::new(content_walk(config))),
+    );
+    if let Some(faces) = faces_walk(config) {
+        handlers = handlers.job(
+            WalkKindId::Faces.job_kind(),
+            WalkJob::new(store, Arc::new(faces)),
+        );
+    }
+    handlers
+}
+
+fn scan_handler(store: &Store, config: &Config) -> Handlers {
     Handlers::default().scan(ScanJob {
         store: store.clone(),
-        config: ScanConfig::default(),
+        config: ScanConfig {
+            content_hash_scheme: content_walk(config).scheme,
+            ..ScanConfig::default()
+        },
         extract: crate::media::extract,
     })
 }
 
-/// Runs workers in this process until none of `libraries` has a scan waiting or running
-/// (`scan --wait` without a service). Another process may do part of the work; either way
-/// this returns when the work is done.
-pub fn work_until_idle(store: &Store, config: &Config, libraries: &[i64]) -> anyhow::Result<()> {
-    let pool = WorkerPool::start(store, handlers(store), pool_config(config));
+/// The content-hash walk as this process runs it (scheme override from the config).
+pub fn content_walk(config: &Config) -> ContentHashWalk {
+    ContentHashWalk::new(config.content_hash_scheme)
+}
+
+/// The face detector this build carries: RetinaFace, its model embedded in the binary. `None`
+/// only if the model fails to load (a broken build): the face-repair walk is then not
+/// scheduled, and the reason is logged.
+pub fn face_detector() -> Option<Arc<dyn FaceDetector>> {
+    match crate::faces::RetinaFace::new() {
+        Ok(det) => Some(Arc::new(crate::faces::WalkRetinaFace(det))),
+        Err(e) => {
+            tracing::error!(error = %e, "face detector unavailable; face walk disabled");
+            None
+        }
+    }
+}
+
+/// The face-repair walk, when this build has a detector.
+pub fn faces_walk(config: &Config) -> Option<FacesWalk> {
+    face_detector().map(|d| FacesWalk::new(d, config.face_scheme))
+}
+
+/// The walk kinds this process can run, with their current schemes.
+pub fn walk_schemes(config: &Config) -> Vec<(WalkKindId, Option<i64>)> {
+    vec![
+        (WalkKindId::ContentHash, Some(content_walk(config).scheme)),
+        (WalkKindId::Faces, faces_walk(config).map(|f| f.scheme)),
+    ]
+}
+
+/// At start: clamps each walk record to this binary's scheme (warning on a rollback) and
+/// schedules the walks that have work, one chain per kind. Failures are logged: the next
+/// start tries again.
+pub fn boot_walks(store: &Store, config: &Config) {
+    for (kind, scheme) in walk_schemes(config) {
+        let Some(scheme) = scheme else { continue };
+        match crate::walks::boot(store, kind, scheme) {
+            Ok(boot) if boot.chain.is_some() => {
+                tracing::info!(walk = %kind, scheme, "walk scheduled")
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(walk = %kind, error = %e, "could not schedule the walk"),
+        }
+    }
+}
+
+/// Asks for a walk of `kind` (the live chain, or a new one; `restart` replaces it with one
+/// that re-visits every asset) and, with `wait`, runs it in this process until no chain of
+/// that kind is left (another process may do part of it).
+pub fn walk(
+    store: &Store,
+    config: &Config,
+    kind: WalkKindId,
+    restart: bool,
+    wait: bool,
+) -> anyhow::Result<()> {
+    let handlers = match kind {
+        WalkKindId::ContentHash => {
+            let walk = content_walk(config);
+            crate::walks::request(store, kind, walk.scheme(), restart)?;
+            Handlers::default().job(kind.job_kind(), WalkJob::new(store, Arc::new(walk)))
+        }
+        WalkKindId::Faces => {
+            let walk = faces_walk(config).ok_or(NoDetector)?;
+            crate::walks::request(store, kind, walk.scheme(), restart)?;
+            Handlers::default().job(kind.job_kind(), WalkJob::new(store, Arc::new(walk)))
+        }
+    };
+    if wait {
+        run_until(store, config, handlers, || {
+            Ok(store.live_job(kind.job_kind())?.is_some())
+        })?;
+    }
+    Ok(())
+}
+
+/// `walk faces` in a build without a face detector.
+#[derive(Debug, thiserror::Error)]
+#[error("this mediadex has no face detector yet, so it cannot walk faces")]
+pub struct NoDetector;
+
+/// Runs a worker pool with `handlers` (and the maintenance loop) until `busy` says no.
+fn run_until(
+    store: &Store,
+    config: &Config,
+    handlers: Handlers,
+    busy: impl Fn() -> anyhow::Result<bool>,
+) -> anyhow::Result<()> {
+    let pool = WorkerPool::start(store, handlers, pool_config(config));
     let maintenance = Maintenance::start(store, maintenance_config(config), |_| {})
         .context("starting the maintenance loop")?;
-    let busy = || -> anyhow::Result<bool> {
-        for &id in libraries {
-            let runs = store.scan_runs(Some(id), 3)?;
-            if runs.iter().any(|r| !r.state.is_terminal()) {
-                return Ok(true);
-            }
-        }
-        Ok(false)
-    };
     let outcome = loop {
         match busy() {
             Ok(true) => std::thread::sleep(std::time::Duration::from_millis(50)),
@@ -80,6 +203,21 @@ pub fn work_until_idle(store: &Store, config: &Config, libraries: &[i64]) -> any
     maintenance.shutdown();
     pool.shutdown();
     outcome
+}
+
+/// Runs workers in this process until none of `libraries` has a scan waiting or running
+/// (`scan --wait` without a service). Another process may do part of the work; either way
+/// this returns when the work is done.
+pub fn work_until_idle(store: &Store, config: &Config, libraries: &[i64]) -> anyhow::Result<()> {
+    run_until(store, config, scan_handler(store, config), || {
+        for &id in libraries {
+            let runs = store.scan_runs(Some(id), 3)?;
+            if runs.iter().any(|r| !r.state.is_terminal()) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    })
 }
 
 /// Finishes trash and restore moves a crash interrupted. A failure is logged, not fatal:

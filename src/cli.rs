@@ -5,11 +5,12 @@
 
 mod assets;
 mod render;
+mod walks;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use mediadex::config::{Config, ConfigError};
-use mediadex::model::{Library, Provenance, ScanRequest, ScanRun, Target, Trigger};
+use mediadex::model::{Library, Provenance, ScanRequest, ScanRun, Target, Trigger, WalkKindId};
 use mediadex::store::AdmissionOptions;
 use mediadex::store::{Store, StoreError};
 use std::io::Write;
@@ -111,12 +112,42 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// List byte-identical files (one asset shown by several paths)
+    /// Run a walk over every asset: content-hash (re-stamps content hashes) or faces
+    Walk {
+        /// Which walk
+        #[arg(value_enum)]
+        kind: WalkArg,
+        /// Wait until the walk has ended (running it in this process)
+        #[arg(long)]
+        wait: bool,
+        /// Start again from the beginning, re-visiting assets already stamped
+        #[arg(long)]
+        restart: bool,
+        /// Print the walk's state as one JSON object on stdout
+        #[arg(long)]
+        json: bool,
+    },
+    /// List duplicates: byte-identical files, and the same picture with other metadata
     Duplicates {
         /// Print one JSON array on stdout
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum WalkArg {
+    ContentHash,
+    Faces,
+}
+
+impl WalkArg {
+    fn id(self) -> WalkKindId {
+        match self {
+            WalkArg::ContentHash => WalkKindId::ContentHash,
+            WalkArg::Faces => WalkKindId::Faces,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -229,6 +260,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 runs: store.scan_run_counts()?,
                 jobs: store.job_counts()?,
                 counters: store.counters()?,
+                walks: walk_states(&store, &config)?,
             };
             emit(&render::status(&status, json)?)
         }
@@ -276,9 +308,41 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         Command::Duplicates { json } => {
             let store = open(args.data)?.1;
-            emit(&assets::duplicates(&store.duplicates()?, json)?)
+            let twins = store.content_twins()?;
+            emit(&assets::duplicates(&store.duplicates()?, &twins, json)?)
+        }
+        Command::Walk {
+            kind,
+            wait,
+            restart,
+            json,
+        } => {
+            let (config, store) = open(args.data)?;
+            let kind = kind.id();
+            let Some(scheme) = walk_scheme(&config, kind) else {
+                return Err(input_error(mediadex::app::NoDetector.to_string()));
+            };
+            mediadex::app::walk(&store, &config, kind, restart, wait)?;
+            let state = mediadex::walks::state(&store, kind, scheme)?;
+            emit(&walks::walk(&state, json)?)
         }
     }
+}
+
+fn walk_scheme(config: &Config, kind: WalkKindId) -> Option<i64> {
+    mediadex::app::walk_schemes(config)
+        .into_iter()
+        .find(|(k, _)| *k == kind)
+        .and_then(|(_, s)| s)
+}
+
+/// The walks this binary can run, with their records and live chains.
+fn walk_states(store: &Store, config: &Config) -> anyhow::Result<Vec<mediadex::walks::WalkState>> {
+    mediadex::app::walk_schemes(config)
+        .into_iter()
+        .filter_map(|(kind, scheme)| Some((kind, scheme?)))
+        .map(|(kind, scheme)| Ok(mediadex::walks::state(store, kind, scheme)?))
+        .collect()
 }
 
 fn scan_targets(store: &Store, wanted: Option<&str>) -> anyhow::Result<Vec<Library>> {

@@ -19,6 +19,18 @@ pub const LEASE_TTL_ENV: &str = "MEDIADEX_LEASE_TTL_MS";
 /// it are refused with a clear message; a request coalesced into a waiting run always passes.
 pub const SCAN_HOURLY_LIMIT_ENV: &str = "MEDIADEX_SCAN_HOURLY_LIMIT";
 
+/// How library roots are watched: `events` (default: kernel events, polling on network and
+/// FUSE filesystems), `poll` (poll every root) or `off` (no watching; scans only on request).
+pub const WATCH_ENV: &str = "MEDIADEX_WATCH";
+
+/// Seconds between two polls of a polled root (default 300).
+pub const WATCH_POLL_SECS_ENV: &str = "MEDIADEX_WATCH_POLL_SECS";
+
+/// Testing knobs: the current content-hash and face schemes, overriding this binary's, so
+/// that tests can stage a scheme upgrade or a rollback with one binary. Not settings.
+pub const CONTENT_HASH_SCHEME_ENV: &str = "MEDIADEX_CONTENT_HASH_SCHEME";
+pub const FACE_SCHEME_ENV: &str = "MEDIADEX_FACE_SCHEME";
+
 /// Everything the process needs to know before it opens the store.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
@@ -38,6 +50,15 @@ pub struct Config {
     pub run_retention: Duration,
     /// At most this many new scan runs per library per hour; `None` is no limit.
     pub scan_hourly_limit: Option<u32>,
+    /// Whether library roots are watched for changes at all.
+    pub watch_enabled: bool,
+    /// How the watcher behaves (debounce, poll interval, polling forced).
+    pub watch: crate::watch::WatchOptions,
+    /// `MEDIADEX_CONTENT_HASH_SCHEME`: the content-hash scheme to walk instead of this
+    /// binary's (testing knob).
+    pub content_hash_scheme: Option<i64>,
+    /// `MEDIADEX_FACE_SCHEME`: the face scheme instead of the detector's version (testing).
+    pub face_scheme: Option<i64>,
 }
 
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
@@ -114,9 +135,18 @@ impl Config {
             job_retention: DEFAULT_JOB_RETENTION,
             run_retention: DEFAULT_RUN_RETENTION,
             scan_hourly_limit: None,
+            watch_enabled: true,
+            watch: crate::watch::WatchOptions::default(),
+            content_hash_scheme: None,
+            face_scheme: None,
         };
+        let scheme = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        config.content_hash_scheme = env_number(&env, CONTENT_HASH_SCHEME_ENV)?.map(scheme);
+        config.face_scheme = env_number(&env, FACE_SCHEME_ENV)?.map(scheme);
         config.scan_hourly_limit =
             env_number(&env, SCAN_HOURLY_LIMIT_ENV)?.map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+        config.watch.hourly_limit = config.scan_hourly_limit;
+        watch_from_env(&mut config, &env)?;
         match env_number(&env, LEASE_TTL_ENV)? {
             None => config.validate()?,
             Some(ms) => {
@@ -190,6 +220,35 @@ impl Config {
             source,
         })
     }
+}
+
+/// Applies `MEDIADEX_WATCH` and `MEDIADEX_WATCH_POLL_SECS`.
+fn watch_from_env(
+    config: &mut Config,
+    env: &impl Fn(&str) -> Option<std::ffi::OsString>,
+) -> Result<(), ConfigError> {
+    match env(WATCH_ENV).as_ref().map(|v| v.to_string_lossy()) {
+        None => {}
+        Some(v) if v == "events" => {}
+        Some(v) if v == "poll" => config.watch.force_poll = true,
+        Some(v) if v == "off" => config.watch_enabled = false,
+        Some(v) => {
+            return Err(ConfigError::Invalid {
+                name: WATCH_ENV,
+                why: format!("must be events, poll or off (it is \"{v}\")"),
+            });
+        }
+    }
+    if let Some(secs) = env_number(env, WATCH_POLL_SECS_ENV)? {
+        if secs == 0 {
+            return Err(ConfigError::Invalid {
+                name: WATCH_POLL_SECS_ENV,
+                why: "must be at least 1".into(),
+            });
+        }
+        config.watch.poll_interval = Duration::from_secs(secs);
+    }
+    Ok(())
 }
 
 /// The OS convention: `~/.local/share/mediadex` (or `$XDG_DATA_HOME/mediadex`) on Linux,

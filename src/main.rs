@@ -23,13 +23,22 @@ fn main() -> ExitCode {
     }
 }
 
-/// Logs go to stderr so that stdout carries only the command's output (`--json`).
+/// Logs go to stderr so that stdout carries only the command's output (`--json`), and, once
+/// the desktop app or the service opened it, to the rolling file in the data dir.
 fn init_logging() {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
+        .with_ansi(std::io::stderr().is_terminal());
+    let file = tracing_subscriber::fmt::layer()
+        .with_writer(mediadex::logfile::Sink)
+        .with_ansi(false);
+    let _ = tracing_subscriber::registry()
+        .with(filter)
+        .with(stderr)
+        .with(file)
         .try_init();
 }

@@ -450,6 +450,8 @@ pub struct IngestItem {
     pub reason: FileReason,
     /// blake3 of the whole file; `None` when it could not be read.
     pub checksum: Option<[u8; 32]>,
+    /// The content hash computed from the same read, stamped on the asset it claims.
+    pub content_hash: Option<ContentHash>,
     pub facts: Option<MediaFacts>,
     /// What went wrong reading or parsing the file, kept on its row.
     pub error: Option<String>,
@@ -528,6 +530,12 @@ pub struct Asset {
     pub trash_reason: Option<TrashReason>,
     /// Present paths first, then missing ones; by library and path.
     pub paths: Vec<AssetPath>,
+    /// The content hash and the scheme that computed it; `None` until stamped.
+    pub content_hash: Option<ContentHash>,
+    /// The detector version `faces` came from; `None` until a detector ran on it.
+    pub faces_scheme: Option<i64>,
+    /// The faces stored for `faces_scheme`.
+    pub faces: Vec<DetectedFace>,
 }
 
 /// Files sharing one asset: byte-identical copies.
@@ -538,6 +546,15 @@ pub struct DuplicateGroup {
     pub size: u64,
     /// The present files, two or more.
     pub files: Vec<AssetPath>,
+}
+
+/// Assets that are the same picture with different metadata: one content hash (under one
+/// scheme), different checksums. At least one of them is live; trashed ones are listed too.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ContentTwins {
+    pub content_hash: ContentHash,
+    /// By id, each with its paths.
+    pub assets: Vec<Asset>,
 }
 
 /// A trash journal entry: move `from_path` to `to_path` (library-relative) in the library,
@@ -574,6 +591,108 @@ pub fn trash_path(asset_id: i64, rel_path: &[u8]) -> Vec<u8> {
     let mut p = format!("{TRASH_DIR}/{asset_id}/").into_bytes();
     p.extend_from_slice(rel_path);
     p
+}
+
+/// blake3 over a picture's essence (DESIGN.md section 6) and the rule version (scheme) that
+/// computed it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ContentHash {
+    pub scheme: i64,
+    pub hash: [u8; 32],
+}
+
+string_enum!(
+    /// The walks of DESIGN.md section 7. The name is the walk record's key.
+    WalkKindId {
+        ContentHash => "content-hash",
+        Faces => "faces",
+    }
+);
+
+impl WalkKindId {
+    /// The job kind and unique key of the kind's chain: one live chain per kind.
+    pub fn job_kind(self) -> &'static str {
+        match self {
+            WalkKindId::ContentHash => "walk:content-hash",
+            WalkKindId::Faces => "walk:faces",
+        }
+    }
+}
+
+/// The walk record of one kind: `scheme` = the last scheme a walk covered to the end,
+/// `seen` = the highest scheme any binary has run on this database.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct WalkRecord {
+    pub kind: WalkKindId,
+    pub scheme: i64,
+    pub seen: i64,
+    pub completed_at: Option<Millis>,
+}
+
+/// One file of an asset a walk may read: library root, library-relative path bytes,
+/// whether the last scan saw it present, and the stamp the scan recorded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WalkFile {
+    pub root: String,
+    pub rel_path: Vec<u8>,
+    pub present: bool,
+    pub stamp: FileStamp,
+}
+
+/// An asset a walk batch visits, with the files that may show it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WalkAsset {
+    pub id: i64,
+    pub checksum: [u8; 32],
+    pub trashed: bool,
+    pub files: Vec<WalkFile>,
+}
+
+/// A face found by a detector, in original-image pixel coordinates (EXIF orientation
+/// undone): the box, the score and five landmarks (eyes, nose, mouth corners).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct DetectedFace {
+    pub x: f32,
+    pub y: f32,
+    pub w: f32,
+    pub h: f32,
+    pub score: f32,
+    pub landmarks: [(f32, f32); 5],
+}
+
+/// What one walk batch found, to be committed with its cursor. An asset left out (its file
+/// could not be read) keeps its old stamp.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WalkResults {
+    ContentHashes(Vec<(i64, ContentHash)>),
+    Faces {
+        version: i64,
+        found: Vec<(i64, Vec<DetectedFace>)>,
+    },
+}
+
+impl WalkResults {
+    pub fn len(&self) -> usize {
+        match self {
+            WalkResults::ContentHashes(v) => v.len(),
+            WalkResults::Faces { found, .. } => found.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// One fenced walk batch commit: the results, the chain's advance (`next`, the follow-up
+/// row carrying the cursor) or, for the last (short) batch, the walk record's raise to
+/// `complete_scheme`. Exactly one of `next` and `complete_scheme` is set.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WalkCommit {
+    pub kind: WalkKindId,
+    pub results: WalkResults,
+    pub next: Option<NewJob>,
+    pub complete_scheme: Option<i64>,
 }
 
 /// Lowercase hex of a checksum.

@@ -27,6 +27,7 @@ fn item(path: &str, content: u8, reason: FileReason) -> IngestItem {
         stamp: stamp(100 + u64::from(content), u64::from(content)),
         reason,
         checksum: Some([content; 32]),
+        content_hash: None,
         facts: Some(MediaFacts {
             kind: Some(MediaKind::Image),
             mime: Some("image/jpeg".into()),

@@ -2,7 +2,9 @@
 //! `mediadex assets --json` and `mediadex duplicates --json` (documented in the README).
 
 use super::render::{table, to_json};
-use mediadex::model::{Asset, AssetPath, DuplicateGroup, FileState, MediaFacts, hex};
+use mediadex::model::{
+    Asset, AssetPath, ContentTwins, DetectedFace, DuplicateGroup, FileState, MediaFacts, hex,
+};
 use serde::Serialize;
 
 #[derive(Serialize)]
@@ -28,6 +30,32 @@ struct AssetOut<'a> {
     orientation: Option<u16>,
     duration_ms: Option<i64>,
     trashed: bool,
+    /// Hex blake3 of the picture's essence, and the scheme that computed it.
+    content_hash: Option<String>,
+    content_hash_scheme: Option<i64>,
+    /// The faces stored for the asset's detector version.
+    faces: Vec<FaceOut>,
+}
+
+#[derive(Serialize)]
+struct FaceOut {
+    x: f32,
+    y: f32,
+    w: f32,
+    h: f32,
+    score: f32,
+    landmarks: Vec<[f32; 2]>,
+}
+
+fn face_out(f: &DetectedFace) -> FaceOut {
+    FaceOut {
+        x: f.x,
+        y: f.y,
+        w: f.w,
+        h: f.h,
+        score: f.score,
+        landmarks: f.landmarks.iter().map(|&(x, y)| [x, y]).collect(),
+    }
 }
 
 /// RFC 3339 with the offset when the file says it, else the camera's local wall time.
@@ -67,6 +95,9 @@ fn asset_out(a: &Asset) -> AssetOut<'_> {
         orientation: f.orientation,
         duration_ms: f.duration_ms,
         trashed: a.trashed_at.is_some(),
+        content_hash: a.content_hash.map(|c| hex(&c.hash)),
+        content_hash_scheme: a.content_hash.map(|c| c.scheme),
+        faces: a.faces.iter().map(face_out).collect(),
     }
 }
 
@@ -115,28 +146,93 @@ pub fn one(asset: &Asset, json: bool) -> serde_json::Result<String> {
     Ok(format!("asset {} is {state}\n", asset.id))
 }
 
+/// A duplicate group of either kind. `identical`: one asset shown by several files (the
+/// asset fields are set). `same_content`: several assets with one content hash and other
+/// metadata (`content_hash` and `assets` are set). `paths` lists the present files of both.
 #[derive(Serialize)]
 struct GroupOut<'a> {
-    asset_id: i64,
-    checksum: String,
-    size: u64,
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    asset_id: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    checksum: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    size: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content_hash: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content_hash_scheme: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    assets: Option<Vec<TwinOut<'a>>>,
     paths: Vec<&'a str>,
 }
 
-pub fn duplicates(groups: &[DuplicateGroup], json: bool) -> serde_json::Result<String> {
+#[derive(Serialize)]
+struct TwinOut<'a> {
+    asset_id: i64,
+    checksum: String,
+    size: u64,
+    trashed: bool,
+    paths: Vec<&'a str>,
+}
+
+fn present(files: &[AssetPath]) -> Vec<&str> {
+    files
+        .iter()
+        .filter(|f| f.state == FileState::Present)
+        .map(|f| f.rel_path_text.as_str())
+        .collect()
+}
+
+fn identical(g: &DuplicateGroup) -> GroupOut<'_> {
+    GroupOut {
+        kind: "identical",
+        asset_id: Some(g.asset_id),
+        checksum: Some(hex(&g.checksum)),
+        size: Some(g.size),
+        content_hash: None,
+        content_hash_scheme: None,
+        assets: None,
+        paths: present(&g.files),
+    }
+}
+
+fn same_content(t: &ContentTwins) -> GroupOut<'_> {
+    let assets: Vec<TwinOut<'_>> = t
+        .assets
+        .iter()
+        .map(|a| TwinOut {
+            asset_id: a.id,
+            checksum: hex(&a.checksum),
+            size: a.size,
+            trashed: a.trashed_at.is_some(),
+            paths: present(&a.paths),
+        })
+        .collect();
+    GroupOut {
+        kind: "same_content",
+        asset_id: None,
+        checksum: None,
+        size: None,
+        content_hash: Some(hex(&t.content_hash.hash)),
+        content_hash_scheme: Some(t.content_hash.scheme),
+        paths: assets
+            .iter()
+            .flat_map(|a| a.paths.iter().copied())
+            .collect(),
+        assets: Some(assets),
+    }
+}
+
+pub fn duplicates(
+    groups: &[DuplicateGroup],
+    twins: &[ContentTwins],
+    json: bool,
+) -> serde_json::Result<String> {
     let out: Vec<GroupOut<'_>> = groups
         .iter()
-        .map(|g| GroupOut {
-            asset_id: g.asset_id,
-            checksum: hex(&g.checksum),
-            size: g.size,
-            paths: g
-                .files
-                .iter()
-                .filter(|f| f.state == FileState::Present)
-                .map(|f| f.rel_path_text.as_str())
-                .collect(),
-        })
+        .map(identical)
+        .chain(twins.iter().map(same_content))
         .collect();
     if json {
         return to_json(&out);
@@ -147,12 +243,15 @@ pub fn duplicates(groups: &[DuplicateGroup], json: bool) -> serde_json::Result<S
     let rows = out
         .iter()
         .map(|g| {
-            vec![
-                g.asset_id.to_string(),
-                g.size.to_string(),
-                g.paths.join("  "),
-            ]
+            let what = match &g.assets {
+                Some(a) => {
+                    let ids: Vec<String> = a.iter().map(|t| t.asset_id.to_string()).collect();
+                    format!("same picture, other metadata: assets {}", ids.join(", "))
+                }
+                None => format!("identical bytes: asset {}", g.asset_id.unwrap_or_default()),
+            };
+            vec![what, g.paths.join("  ")]
         })
         .collect();
-    Ok(table(&["ASSET", "BYTES", "PATHS"], rows))
+    Ok(table(&["KIND", "PATHS"], rows))
 }

@@ -85,6 +85,7 @@ pub struct Status {
     pub runs: Vec<(RunState, i64)>,
     pub jobs: Vec<(JobState, i64)>,
     pub counters: Vec<(Counter, i64)>,
+    pub walks: Vec<mediadex::walks::WalkState>,
 }
 
 #[derive(Serialize)]
@@ -96,6 +97,8 @@ struct StatusOut<'a> {
     runs_by_state: BTreeMap<&'static str, i64>,
     jobs_by_state: BTreeMap<&'static str, i64>,
     counters: BTreeMap<&'static str, i64>,
+    /// Per walk kind this binary runs: schemes, record and live chain.
+    walks: BTreeMap<&'static str, super::walks::WalkOut>,
 }
 
 pub fn added(library: &Library, json: bool) -> serde_json::Result<String> {
@@ -285,6 +288,11 @@ pub fn status(s: &Status, json: bool) -> serde_json::Result<String> {
             runs_by_state: runs,
             jobs_by_state: jobs,
             counters,
+            walks: s
+                .walks
+                .iter()
+                .map(|w| (w.kind.as_str(), super::walks::walk_out(w)))
+                .collect(),
         });
     }
     let joined = |m: &BTreeMap<&str, i64>| {
@@ -305,6 +313,11 @@ pub fn status(s: &Status, json: bool) -> serde_json::Result<String> {
         counters
             .iter()
             .map(|(k, v)| vec![format!("counter {k}"), v.to_string()]),
+    );
+    rows.extend(
+        s.walks
+            .iter()
+            .map(|w| vec![format!("walk {}", w.kind), super::walks::summary(w)]),
     );
     Ok(table_body(&rows))
 }
@@ -403,6 +416,7 @@ mod tests {
             runs: vec![(RunState::Completed, 1)],
             jobs: vec![],
             counters: vec![(Counter::FenceRejections, 3)],
+            walks: vec![],
         };
         let v: serde_json::Value =
             serde_json::from_str(&status(&s, true).expect("json")).expect("parse");

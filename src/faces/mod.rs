@@ -1,17 +1,19 @@
 //! Face detection: an image file in, the faces in it out, in the file's stored (un-rotated)
 //! pixel coordinates. Owns the `FaceDetector` trait, the embedded RetinaFace model and its
-//! pre- and post-processing. Must not touch the database, the queue or the walks (they call in
-//! through `FaceDetector`), and must never panic on what it reads.
+//! pre- and post-processing. Must not touch the database or the queue, and must never panic
+//! on what it reads. Only `for_walks` knows the face-repair walk's trait.
 //!
 //! The pipeline of `RetinaFace::detect`: decode (bounded) → apply EXIF orientation → scale the
 //! long side to `TARGET_LONG_SIDE` → run the net → decode priors → score threshold → NMS →
 //! map boxes and landmarks back to stored-pixel coordinates.
 
 mod decode;
+mod for_walks;
 mod load;
 mod orient;
 mod retina;
 
+pub use for_walks::WalkRetinaFace;
 pub use load::{MAX_ALLOC_BYTES, MAX_SIDE};
 pub use retina::{NMS_THRESHOLD, RetinaFace, SCORE_THRESHOLD, TARGET_LONG_SIDE};
 

@@ -3,6 +3,7 @@
 //! queue or SQL (no database access of any kind), and must never panic on what it reads.
 
 mod container;
+pub mod content_hash;
 mod photo;
 mod sniff;
 pub mod values;

@@ -23,6 +23,9 @@ pub enum JobDone {
     Done,
     /// Done, and this follow-up is enqueued in the same fenced transaction (a chain).
     Then(NewJob),
+    /// The handler already completed the row in the same fenced transaction as its data
+    /// (a walk batch: results, cursor and the chain's advance); nothing is left to write.
+    Committed,
 }
 
 /// How a scan handler finished.
@@ -291,6 +294,7 @@ impl Worker {
             Ack::Finish(JobDone::Then(next)) => guard
                 .ack(|s, l| s.complete_job_and_enqueue(l, next))
                 .map(drop),
+            Ack::Finish(JobDone::Committed) => Ok(()),
             Ack::Fail(msg) => guard.ack(|s, l| s.fail_job(l, &msg)).map(drop),
             Ack::HandBack => guard.ack(|s, l| s.release(l)),
             Ack::Abandon => return,

@@ -6,7 +6,9 @@
 
 use super::identity::{self, Verdict};
 use super::pipeline::{self, Batch, DirStamps, Known, KnownStamp, Settings, Sink, SinkError};
-use crate::model::{FileReason, IngestItem, Library, MediaFacts, MediaKind, RunOutcome, ScanRun};
+use crate::model::{
+    ContentHash, FileReason, IngestItem, Library, MediaFacts, MediaKind, RunOutcome, ScanRun,
+};
 use crate::queue::{GuardError, ScanDone, ScanHandler, WorkContext, WorkError};
 use crate::store::{Store, StoreError};
 use std::cell::Cell;
@@ -21,6 +23,9 @@ pub struct ScanConfig {
     /// library's files missing trashes nothing and ends `suspect`.
     pub max_missing_share: f64,
     pub pipeline: Settings,
+    /// The content-hash scheme stamped on what the scan hashes (this binary's, or the
+    /// `MEDIADEX_CONTENT_HASH_SCHEME` testing override).
+    pub content_hash_scheme: i64,
 }
 
 impl Default for ScanConfig {
@@ -28,6 +33,7 @@ impl Default for ScanConfig {
         ScanConfig {
             max_missing_share: 0.2,
             pipeline: Settings::default(),
+            content_hash_scheme: crate::media::content_hash::SCHEME,
         }
     }
 }
@@ -63,6 +69,7 @@ impl ScanHandler for ScanJob {
             library_id: library.id,
         };
         let mut sink = LeaseSink::new(ctx, &self.store, &library);
+        sink.content_hash_scheme = self.config.content_hash_scheme;
         let root = PathBuf::from(&library.root);
         let walked = pipeline::run(
             &root,
@@ -154,6 +161,7 @@ struct LeaseSink<'a> {
     ctx: &'a WorkContext,
     store: &'a Store,
     library_id: i64,
+    content_hash_scheme: i64,
     progress: Progress,
     last_poll: Cell<Instant>,
 }
@@ -175,6 +183,7 @@ impl<'a> LeaseSink<'a> {
             ctx,
             store,
             library_id: library.id,
+            content_hash_scheme: crate::media::content_hash::SCHEME,
             progress: Progress::default(),
             last_poll: Cell::new(Instant::now()),
         }
@@ -209,7 +218,12 @@ impl Sink for LeaseSink<'_> {
         let progress = self.progress_json(&batch);
         let library_id = self.library_id;
         let unchanged: Vec<Vec<u8>> = batch.unchanged.iter().map(|p| path_bytes(p)).collect();
-        let items: Vec<IngestItem> = batch.changed.into_iter().map(ingest_item).collect();
+        let scheme = self.content_hash_scheme;
+        let items: Vec<IngestItem> = batch
+            .changed
+            .into_iter()
+            .map(|o| ingest_item(o, scheme))
+            .collect();
         let (touch, ingest) = (!unchanged.is_empty(), !items.is_empty());
         if touch {
             self.write(|s, l| s.touch_unchanged(l, library_id, unchanged, &progress))?;
@@ -249,7 +263,7 @@ impl Sink for LeaseSink<'_> {
 /// A file that could not be read is retried next scan (`error`); a file that is not a
 /// photo or video is kept as a file row without an asset and not read again until it
 /// changes.
-fn ingest_item(o: pipeline::Observed) -> IngestItem {
+fn ingest_item(o: pipeline::Observed, content_hash_scheme: i64) -> IngestItem {
     let not_media = o
         .facts
         .as_ref()
@@ -265,6 +279,10 @@ fn ingest_item(o: pipeline::Observed) -> IngestItem {
         stamp: o.stamp,
         reason,
         checksum,
+        content_hash: checksum.and(o.content_hash).map(|hash| ContentHash {
+            scheme: content_hash_scheme,
+            hash,
+        }),
         facts: if not_media { None } else { o.facts },
         error,
     }

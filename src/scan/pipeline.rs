@@ -6,7 +6,7 @@
 //! the library. A refused batch (lost lease) or a cancellation stops the walk.
 
 use super::diff::{Reason, reason};
-use super::hash::{Checksum, checksum};
+use super::hash::Checksum;
 use super::walk::{Stamp, Walked, walk};
 use crate::model::MediaFacts;
 use crossbeam_channel::bounded;
@@ -39,6 +39,8 @@ pub struct Observed {
     pub reason: Reason,
     /// `None` when the file could not be read (then `error` says why).
     pub checksum: Option<Checksum>,
+    /// The content hash from the same read (`media::content_hash`); `None` with `checksum`.
+    pub content_hash: Option<Checksum>,
     pub facts: Option<MediaFacts>,
     pub error: Option<String>,
 }
@@ -233,14 +235,15 @@ fn observe(
     extract: &(dyn Fn(&Path) -> MediaFacts + Sync),
 ) -> Observed {
     let path = root.join(&rel);
-    match checksum(&path) {
-        Ok(sum) => {
+    match crate::media::content_hash::hash_file(&path) {
+        Ok(hashes) => {
             let facts = extract(&path);
             Observed {
                 rel,
                 stamp,
                 reason,
-                checksum: Some(sum),
+                checksum: Some(hashes.checksum),
+                content_hash: Some(hashes.content_hash),
                 error: facts.error.clone(),
                 facts: Some(facts),
             }
@@ -251,6 +254,7 @@ fn observe(
             stamp,
             reason,
             checksum: None,
+            content_hash: None,
             facts: None,
             error: Some(format!("cannot read: {e}")),
         },

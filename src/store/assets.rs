@@ -5,7 +5,8 @@
 
 use super::{Store, StoreError};
 use crate::model::{
-    Asset, AssetPath, Claim, DuplicateGroup, FileState, MediaFacts, MediaKind, Millis, TrashReason,
+    Asset, AssetPath, Claim, ContentHash, ContentTwins, DuplicateGroup, FileState, MediaFacts,
+    MediaKind, Millis, TrashReason,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -17,8 +18,10 @@ const FIND: &str =
 const INSERT: &str = "
     INSERT INTO assets (owner, checksum, size, mime, kind, width, height, display_width,
                         display_height, taken_local, taken_offset_minutes, make, model, lat, lon,
-                        orientation, duration_ms, video_codec, created_at)
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)
+                        orientation, duration_ms, video_codec, created_at, content_hash,
+                        content_hash_scheme)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
+            ?20, ?21)
     ON CONFLICT (owner, checksum) DO NOTHING
     RETURNING id";
 /// Restore by id alone: whatever happened to the row since it was read, this either brings
@@ -26,6 +29,11 @@ const INSERT: &str = "
 const RESTORE: &str = "
     UPDATE assets SET trashed_at = NULL, trash_reason = NULL
      WHERE id = ?1 AND trashed_at IS NOT NULL RETURNING id";
+/// A file read by a scan brings the content hash of this binary's scheme to an asset that
+/// has none or another scheme's (identical bytes, so the hash is the asset's).
+const STAMP_CONTENT: &str = "
+    UPDATE assets SET content_hash = ?2, content_hash_scheme = ?3
+     WHERE id = ?1 AND content_hash_scheme IS NOT ?3";
 const EXISTS: &str = "SELECT trashed_at IS NOT NULL FROM assets WHERE id = ?1";
 /// Trashes a live asset that no present file shows any more.
 const TRASH_IF_ORPHAN: &str = "
@@ -57,7 +65,8 @@ macro_rules! asset_cols {
     () => {
         "id, owner, checksum, size, mime, kind, width, height, display_width, display_height, \
          taken_local, taken_offset_minutes, make, model, lat, lon, orientation, duration_ms, \
-         video_codec, created_at, trashed_at, trash_reason"
+         video_codec, created_at, trashed_at, trash_reason, content_hash, content_hash_scheme, \
+         faces_scheme"
     };
 }
 const LIST: &str = concat!(
@@ -75,6 +84,18 @@ const DUPLICATES: &str = "
      WHERE a.pending_run IS NULL AND a.id IN (SELECT asset_id FROM files WHERE state = 'present' AND asset_id IS NOT NULL
                      GROUP BY asset_id HAVING count(*) > 1)
      ORDER BY a.id, f.library_id, f.rel_path";
+
+/// Assets sharing a content hash under one scheme with another asset (at least one of the
+/// group live), grouped by hash.
+const CONTENT_TWINS: &str = "
+    SELECT id, content_hash, content_hash_scheme FROM assets
+     WHERE pending_run IS NULL AND content_hash IS NOT NULL
+       AND (content_hash, content_hash_scheme) IN (
+           SELECT content_hash, content_hash_scheme FROM assets
+            WHERE pending_run IS NULL AND content_hash IS NOT NULL
+            GROUP BY content_hash, content_hash_scheme
+           HAVING count(*) > 1 AND sum(trashed_at IS NULL) > 0)
+     ORDER BY content_hash, content_hash_scheme, id";
 
 /// A new asset waits for its run's completion before anyone sees it.
 const HOLD: &str = "UPDATE assets SET pending_run = ?2 WHERE id = ?1";
@@ -110,6 +131,7 @@ fn insert(
     checksum: &[u8; 32],
     size: u64,
     facts: &MediaFacts,
+    content: Option<&ContentHash>,
     now: Millis,
 ) -> Result<Option<i64>, StoreError> {
     let f = facts;
@@ -135,11 +157,25 @@ fn insert(
                 f.orientation,
                 f.duration_ms,
                 f.video_codec,
-                now
+                now,
+                content.map(|c| &c.hash[..]),
+                content.map(|c| c.scheme)
             ],
             |r| r.get(0),
         )
         .optional()?)
+}
+
+/// Stamps the content hash a scan computed on an asset claimed for it, unless the asset has
+/// this scheme's already.
+pub(super) fn stamp_content(
+    conn: &Connection,
+    id: i64,
+    content: &ContentHash,
+) -> Result<(), StoreError> {
+    conn.prepare_cached(STAMP_CONTENT)?
+        .execute(params![id, &content.hash[..], content.scheme])?;
+    Ok(())
 }
 
 /// Restores a trashed asset by id alone. `false`: the row is no longer trashed (or gone).
@@ -171,6 +207,7 @@ pub(super) fn claim(
     checksum: &[u8; 32],
     size: u64,
     facts: &MediaFacts,
+    content: Option<&ContentHash>,
     previous: Option<i64>,
     now: Millis,
 ) -> Result<(i64, Claim), StoreError> {
@@ -187,7 +224,7 @@ pub(super) fn claim(
                 saw_trashed = true;
             }
             None => {
-                if let Some(id) = insert(conn, checksum, size, facts, now)? {
+                if let Some(id) = insert(conn, checksum, size, facts, content, now)? {
                     let claim = if saw_trashed {
                         Claim::Recreated
                     } else {
@@ -249,7 +286,20 @@ pub(super) fn sweep_one(conn: &Connection, id: i64, cutoff: Millis) -> Result<bo
         == 1)
 }
 
-fn checksum_col(r: &Row<'_>, idx: usize) -> rusqlite::Result<[u8; 32]> {
+/// The content hash at `idx` and its scheme at `idx + 1`, when both are set.
+fn content_hash_cols(r: &Row<'_>, idx: usize) -> rusqlite::Result<Option<ContentHash>> {
+    let scheme: Option<i64> = r.get(idx + 1)?;
+    let hash: Option<Vec<u8>> = r.get(idx)?;
+    match (hash, scheme) {
+        (Some(_), Some(scheme)) => Ok(Some(ContentHash {
+            scheme,
+            hash: checksum_col(r, idx)?,
+        })),
+        _ => Ok(None),
+    }
+}
+
+pub(super) fn checksum_col(r: &Row<'_>, idx: usize) -> rusqlite::Result<[u8; 32]> {
     let bytes: Vec<u8> = r.get(idx)?;
     bytes.try_into().map_err(|_| {
         rusqlite::Error::FromSqlConversionFailure(
@@ -297,6 +347,9 @@ fn asset_from_row(r: &Row<'_>) -> rusqlite::Result<Asset> {
         trashed_at: r.get(20)?,
         trash_reason: opt_enum(r, 21, TrashReason::parse)?,
         paths: Vec::new(),
+        content_hash: content_hash_cols(r, 22)?,
+        faces_scheme: r.get(24)?,
+        faces: Vec::new(),
     })
 }
 
@@ -315,6 +368,9 @@ fn with_paths(conn: &Connection, mut asset: Asset) -> Result<Asset, StoreError> 
         .prepare_cached(PATHS)?
         .query_map([asset.id], |r| path_from_row(r, 0))?
         .collect::<Result<_, _>>()?;
+    if let Some(version) = asset.faces_scheme {
+        asset.faces = super::faces::of_asset(conn, asset.id, version)?;
+    }
     Ok(asset)
 }
 
@@ -357,6 +413,37 @@ impl Store {
                         checksum: checksum_col(r, 1)?,
                         size: r.get::<_, i64>(2)? as u64,
                         files: vec![file],
+                    }),
+                }
+            }
+            Ok(groups)
+        })
+    }
+
+    /// The same pictures with different metadata: groups of two or more assets sharing a
+    /// content hash, each asset with its paths.
+    pub fn content_twins(&self) -> Result<Vec<ContentTwins>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(CONTENT_TWINS)?;
+            let rows: Vec<(i64, Option<ContentHash>)> = stmt
+                .query_map([], |r| Ok((r.get(0)?, content_hash_cols(r, 1)?)))?
+                .collect::<Result<_, _>>()?;
+            let mut groups: Vec<ContentTwins> = Vec::new();
+            for (id, hash) in rows {
+                let Some(hash) = hash else { continue };
+                let Some(asset) = conn
+                    .prepare_cached(GET)?
+                    .query_row([id], asset_from_row)
+                    .optional()?
+                else {
+                    continue;
+                };
+                let asset = with_paths(conn, asset)?;
+                match groups.last_mut() {
+                    Some(g) if g.content_hash == hash => g.assets.push(asset),
+                    _ => groups.push(ContentTwins {
+                        content_hash: hash,
+                        assets: vec![asset],
                     }),
                 }
             }
@@ -427,6 +514,7 @@ mod race_tests {
             },
             reason: FileReason::New,
             checksum: Some([content; 32]),
+            content_hash: None,
             facts: Some(MediaFacts::default()),
             error: None,
         }

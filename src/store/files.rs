@@ -148,14 +148,22 @@ pub(super) fn ingest_one(
         Some(checksum) => {
             let none = MediaFacts::default();
             let facts = item.facts.as_ref().unwrap_or(&none);
-            Some(claim(
+            let content = item.content_hash.as_ref();
+            let claimed = claim(
                 conn,
                 checksum,
                 item.stamp.size,
                 facts,
+                content,
                 previous,
                 now,
-            )?)
+            )?;
+            if let (Some(content), Claim::Kept | Claim::Duplicate | Claim::Restored) =
+                (content, claimed.1)
+            {
+                super::assets::stamp_content(conn, claimed.0, content)?;
+            }
+            Some(claimed)
         }
         None => None,
     };

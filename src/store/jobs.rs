@@ -103,6 +103,11 @@ const REQUEUE_EXPIRED: &str = "
 const PRUNE: &str =
     "DELETE FROM jobs WHERE state IN ('done', 'failed', 'cancelled') AND finished_at < ?1";
 const GET: &str = concat!("SELECT ", job_cols!(), " FROM jobs WHERE id = ?1");
+const LIVE_ROW_BY_KEY: &str = concat!(
+    "SELECT ",
+    job_cols!(),
+    " FROM jobs WHERE unique_key = ?1 AND state IN ('queued', 'running')"
+);
 const COUNTS: &str = "SELECT state, count(*) FROM jobs GROUP BY state";
 const LIST: &str = concat!(
     "SELECT ",
@@ -110,7 +115,7 @@ const LIST: &str = concat!(
     " FROM jobs ORDER BY id DESC LIMIT ?1"
 );
 
-fn insert(conn: &Connection, job: &NewJob, now: Millis) -> Result<Enqueued, StoreError> {
+pub(super) fn insert(conn: &Connection, job: &NewJob, now: Millis) -> Result<Enqueued, StoreError> {
     let created: Option<i64> = conn
         .prepare_cached(INSERT)?
         .query_row(
@@ -174,7 +179,7 @@ pub(super) fn prune(conn: &Connection, before: Millis) -> Result<u64, StoreError
     Ok(conn.prepare_cached(PRUNE)?.execute([before])? as u64)
 }
 
-fn complete(conn: &Connection, lease: &Lease, now: Millis) -> Result<(), StoreError> {
+pub(super) fn complete(conn: &Connection, lease: &Lease, now: Millis) -> Result<(), StoreError> {
     let n = conn
         .prepare_cached(COMPLETE)?
         .execute(params![lease.id, lease.generation, now])?;
@@ -303,6 +308,33 @@ impl Store {
             let rows =
                 stmt.query_map([], |r| Ok((parse_col(r, 0, JobState::parse)?, r.get(1)?)))?;
             Ok(rows.collect::<Result<_, _>>()?)
+        })
+    }
+
+    /// The queued or running job holding `unique_key`, if any.
+    pub fn live_job(&self, unique_key: &str) -> Result<Option<Job>, StoreError> {
+        self.read(|conn| {
+            Ok(conn
+                .prepare_cached(LIVE_ROW_BY_KEY)?
+                .query_row([unique_key], job_from_row)
+                .optional()?)
+        })
+    }
+
+    /// Cancels the live job of `unique_key` (if any) and enqueues `job` under that key, in
+    /// one transaction: a holder of the old row writes nothing more, and the key never has
+    /// two live rows. Returns the new row.
+    pub fn replace_unique(&self, job: NewJob) -> Result<Enqueued, StoreError> {
+        self.write(move |conn, now| {
+            let key = job.unique_key.clone().unwrap_or_default();
+            let live: Option<i64> = conn
+                .prepare_cached(LIVE_BY_KEY)?
+                .query_row([&key], |r| r.get(0))
+                .optional()?;
+            if let Some(id) = live {
+                cancel(conn, id, now)?;
+            }
+            insert(conn, &job, now)
         })
     }
 

@@ -24,6 +24,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "assets",
         sql: include_str!("../../schema/0002_assets.sql"),
     },
+    Migration {
+        version: 3,
+        name: "walks",
+        sql: include_str!("../../schema/0003_walks.sql"),
+    },
 ];
 
 pub(super) fn migrate(

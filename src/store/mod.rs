@@ -23,6 +23,7 @@ mod assets;
 mod conn;
 mod counters;
 mod error;
+mod faces;
 mod files;
 mod jobs;
 mod lease;
@@ -30,6 +31,7 @@ mod libraries;
 mod migrate;
 mod scan_runs;
 mod trash;
+mod walks;
 mod writer;
 
 pub use error::StoreError;

@@ -1,0 +1,97 @@
+//! The `faces` table: the faces a detector version found in an asset, and the asset's
+//! `faces_scheme` stamp. Replacing an asset's faces for a version is one step (delete that
+//! version's rows, insert, stamp), used by the fenced walk commit and by the unfenced
+//! one-off op. Rows go with their asset (ON DELETE CASCADE: the trash sweep).
+
+use super::{Store, StoreError};
+use crate::model::DetectedFace;
+use rusqlite::{Connection, params};
+
+const STAMP: &str = "UPDATE assets SET faces_scheme = ?2 WHERE id = ?1";
+const CLEAR: &str = "DELETE FROM faces WHERE asset_id = ?1 AND detector_version = ?2";
+const INSERT: &str = "
+    INSERT INTO faces (asset_id, detector_version, x, y, w, h, score, landmarks)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+const OF_ASSET: &str = "
+    SELECT x, y, w, h, score, landmarks FROM faces
+     WHERE asset_id = ?1 AND detector_version = ?2 ORDER BY id";
+
+/// Replaces the faces of `asset_id` for `version` and stamps the asset. Returns false (and
+/// writes nothing) when the asset is gone: the sweep deleted it meanwhile.
+pub(super) fn replace(
+    conn: &Connection,
+    asset_id: i64,
+    version: i64,
+    faces: &[DetectedFace],
+) -> Result<bool, StoreError> {
+    if conn
+        .prepare_cached(STAMP)?
+        .execute(params![asset_id, version])?
+        == 0
+    {
+        return Ok(false);
+    }
+    conn.prepare_cached(CLEAR)?
+        .execute(params![asset_id, version])?;
+    let mut insert = conn.prepare_cached(INSERT)?;
+    for f in faces {
+        let landmarks: Vec<[f32; 2]> = f.landmarks.iter().map(|&(x, y)| [x, y]).collect();
+        let landmarks = serde_json::to_string(&landmarks)
+            .map_err(|e| StoreError::Conflict(format!("face landmarks: {e}")))?;
+        insert.execute(params![
+            asset_id, version, f.x, f.y, f.w, f.h, f.score, landmarks
+        ])?;
+    }
+    Ok(true)
+}
+
+/// The faces of one asset at one detector version, in insertion order.
+pub(super) fn of_asset(
+    conn: &Connection,
+    asset_id: i64,
+    version: i64,
+) -> Result<Vec<DetectedFace>, StoreError> {
+    let mut stmt = conn.prepare_cached(OF_ASSET)?;
+    let rows = stmt.query_map(params![asset_id, version], |r| {
+        let text: String = r.get(5)?;
+        Ok((
+            DetectedFace {
+                x: r.get::<_, f64>(0)? as f32,
+                y: r.get::<_, f64>(1)? as f32,
+                w: r.get::<_, f64>(2)? as f32,
+                h: r.get::<_, f64>(3)? as f32,
+                score: r.get::<_, f64>(4)? as f32,
+                landmarks: [(0.0, 0.0); 5],
+            },
+            text,
+        ))
+    })?;
+    rows.map(|row| {
+        let (mut face, text) = row?;
+        // A row this binary did not write may hold fewer points: missing ones stay 0.
+        let points: Vec<[f32; 2]> = serde_json::from_str(&text).unwrap_or_default();
+        for (slot, p) in face.landmarks.iter_mut().zip(points) {
+            *slot = (p[0], p[1]);
+        }
+        Ok(face)
+    })
+    .collect()
+}
+
+impl Store {
+    /// Stores the faces a detector found in one asset (a one-off detection, not a walk):
+    /// replaces that version's rows and stamps `faces_scheme`. False if the asset is gone.
+    pub fn store_faces(
+        &self,
+        asset_id: i64,
+        version: i64,
+        faces: Vec<DetectedFace>,
+    ) -> Result<bool, StoreError> {
+        self.write(move |conn, _| replace(conn, asset_id, version, &faces))
+    }
+
+    /// The stored faces of an asset for one detector version.
+    pub fn faces(&self, asset_id: i64, version: i64) -> Result<Vec<DetectedFace>, StoreError> {
+        self.read(|conn| of_asset(conn, asset_id, version))
+    }
+}

@@ -1,0 +1,214 @@
+//! The walk chains' data (DESIGN.md section 7): the walk record per kind (clamped at start,
+//! raised only by a completion and never lowered), the batch selector (assets in id order
+//! after a cursor, with the files that show them), and the ONE fenced transaction that
+//! commits a batch: the job row's completion under its lease, the results, then either the
+//! chain's next row (the cursor) or, after the last batch, the walk record.
+
+use super::assets::checksum_col;
+use super::jobs::{self, Enqueued};
+use super::{Store, StoreError, faces, parse_col};
+use crate::model::{
+    FileStamp, Lease, Millis, WalkAsset, WalkCommit, WalkFile, WalkKindId, WalkRecord, WalkResults,
+};
+use rusqlite::{Connection, OptionalExtension, params};
+
+const RECORD: &str = "SELECT kind, scheme, seen, completed_at FROM walks WHERE kind = ?1";
+/// At start: create the record, clamp `scheme` down to this binary's, raise `seen` to it.
+const START: &str = "
+    INSERT INTO walks (kind, scheme, seen, updated_at) VALUES (?1, 0, ?2, ?3)
+    ON CONFLICT (kind) DO UPDATE SET scheme = min(scheme, excluded.seen),
+                                     seen = max(seen, excluded.seen), updated_at = ?3";
+/// A completion raises `scheme`, never lowers it (a stale chain of an older scheme).
+const COMPLETE: &str = "
+    INSERT INTO walks (kind, scheme, seen, completed_at, updated_at) VALUES (?1, ?2, ?2, ?3, ?3)
+    ON CONFLICT (kind) DO UPDATE SET scheme = max(scheme, excluded.scheme),
+                                     seen = max(seen, excluded.scheme),
+                                     completed_at = ?3, updated_at = ?3";
+/// The next batch: every asset (trashed ones too: they still catch duplicates) after the
+/// cursor that lacks this scheme's stamp, or every asset when `?3` (a forced restart).
+const CONTENT_BATCH: &str = "
+    SELECT id, checksum, trashed_at IS NOT NULL FROM assets
+     WHERE id > ?1 AND (?3 OR content_hash_scheme IS NOT ?2)
+     ORDER BY id LIMIT ?4";
+/// Faces: live images only.
+const FACES_BATCH: &str = "
+    SELECT id, checksum, trashed_at IS NOT NULL FROM assets
+     WHERE id > ?1 AND trashed_at IS NULL AND kind = 'image'
+       AND (?3 OR faces_scheme IS NOT ?2)
+     ORDER BY id LIMIT ?4";
+const CONTENT_LEFT: &str = "
+    SELECT count(*) FROM assets WHERE id > ?1 AND (?3 OR content_hash_scheme IS NOT ?2)";
+const FACES_LEFT: &str = "
+    SELECT count(*) FROM assets
+     WHERE id > ?1 AND trashed_at IS NULL AND kind = 'image' AND (?3 OR faces_scheme IS NOT ?2)";
+const FILES: &str = "
+    SELECT l.root, f.rel_path, f.state = 'present', f.size, f.mtime_ns, f.dev, f.inode
+      FROM files f
+      JOIN libraries l ON l.id = f.library_id
+     WHERE f.asset_id = ?1
+     ORDER BY f.state = 'missing', f.id";
+const STAMP_CONTENT: &str =
+    "UPDATE assets SET content_hash = ?2, content_hash_scheme = ?3 WHERE id = ?1";
+
+fn record(conn: &Connection, kind: WalkKindId) -> Result<Option<WalkRecord>, StoreError> {
+    Ok(conn
+        .prepare_cached(RECORD)?
+        .query_row([kind.as_str()], |r| {
+            Ok(WalkRecord {
+                kind: parse_col(r, 0, WalkKindId::parse)?,
+                scheme: r.get(1)?,
+                seen: r.get(2)?,
+                completed_at: r.get(3)?,
+            })
+        })
+        .optional()?)
+}
+
+fn files_of(conn: &Connection, asset_id: i64) -> Result<Vec<WalkFile>, StoreError> {
+    let mut stmt = conn.prepare_cached(FILES)?;
+    let rows = stmt.query_map([asset_id], |r| {
+        Ok(WalkFile {
+            root: r.get(0)?,
+            rel_path: r.get(1)?,
+            present: r.get(2)?,
+            stamp: FileStamp {
+                size: r.get::<_, i64>(3)? as u64,
+                mtime_ns: r.get(4)?,
+                dev: r.get::<_, i64>(5)? as u64,
+                inode: r.get::<_, i64>(6)? as u64,
+            },
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Writes a batch's results. An asset swept since it was selected is skipped.
+fn write_results(conn: &Connection, results: &WalkResults) -> Result<(), StoreError> {
+    match results {
+        WalkResults::ContentHashes(hashes) => {
+            let mut stmt = conn.prepare_cached(STAMP_CONTENT)?;
+            for (id, c) in hashes {
+                stmt.execute(params![id, &c.hash[..], c.scheme])?;
+            }
+        }
+        WalkResults::Faces { version, found } => {
+            for (id, list) in found {
+                faces::replace(conn, *id, *version, list)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn raise_record(
+    conn: &Connection,
+    kind: WalkKindId,
+    scheme: i64,
+    now: Millis,
+) -> Result<(), StoreError> {
+    conn.prepare_cached(COMPLETE)?
+        .execute(params![kind.as_str(), scheme, now])?;
+    Ok(())
+}
+
+impl Store {
+    /// The walk record of `kind`, if any walk or start has written one.
+    pub fn walk_record(&self, kind: WalkKindId) -> Result<Option<WalkRecord>, StoreError> {
+        self.read(|conn| record(conn, kind))
+    }
+
+    /// At start: clamps the record's `scheme` down to `current` (this binary's) and raises
+    /// `seen` to it. A `seen` still above `current` afterwards is a rollback.
+    pub fn start_walk_record(
+        &self,
+        kind: WalkKindId,
+        current: i64,
+    ) -> Result<WalkRecord, StoreError> {
+        self.write(move |conn, now| {
+            conn.prepare_cached(START)?
+                .execute(params![kind.as_str(), current, now])?;
+            record(conn, kind)?.ok_or_else(|| {
+                StoreError::NotFound(format!("walk record {kind} vanished while written"))
+            })
+        })
+    }
+
+    /// Up to `limit` assets after `after` in id order that a walk of `kind` under `scheme`
+    /// must visit (all of them when `force`), each with its files (present first).
+    pub fn walk_batch(
+        &self,
+        kind: WalkKindId,
+        scheme: i64,
+        force: bool,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<WalkAsset>, StoreError> {
+        let sql = match kind {
+            WalkKindId::ContentHash => CONTENT_BATCH,
+            WalkKindId::Faces => FACES_BATCH,
+        };
+        self.read(|conn| {
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let mut stmt = conn.prepare_cached(sql)?;
+            let heads: Vec<(i64, [u8; 32], bool)> = stmt
+                .query_map(params![after, scheme, force, limit], |r| {
+                    Ok((r.get(0)?, checksum_col(r, 1)?, r.get(2)?))
+                })?
+                .collect::<Result<_, _>>()?;
+            heads
+                .into_iter()
+                .map(|(id, checksum, trashed)| {
+                    Ok(WalkAsset {
+                        id,
+                        checksum,
+                        trashed,
+                        files: files_of(conn, id)?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// How many assets a walk of `kind` under `scheme` still has to visit after `after`.
+    pub fn walk_left(
+        &self,
+        kind: WalkKindId,
+        scheme: i64,
+        force: bool,
+        after: i64,
+    ) -> Result<i64, StoreError> {
+        let sql = match kind {
+            WalkKindId::ContentHash => CONTENT_LEFT,
+            WalkKindId::Faces => FACES_LEFT,
+        };
+        self.read(|conn| {
+            Ok(conn
+                .prepare_cached(sql)?
+                .query_row(params![after, scheme, force], |r| r.get(0))?)
+        })
+    }
+
+    /// Commits one walk batch in ONE fenced transaction under the chain row's lease: the
+    /// row's completion first (a stale lease stops everything here, nothing lands), then the
+    /// results, then the chain's next row or, after the last batch, the walk record raise.
+    /// Returns the next row when one was enqueued.
+    pub fn commit_walk_batch(
+        &self,
+        lease: &Lease,
+        commit: WalkCommit,
+    ) -> Result<Option<Enqueued>, StoreError> {
+        let lease = lease.clone();
+        self.write(move |conn, now| {
+            jobs::complete(conn, &lease, now)?;
+            write_results(conn, &commit.results)?;
+            if let Some(scheme) = commit.complete_scheme {
+                raise_record(conn, commit.kind, scheme, now)?;
+            }
+            commit
+                .next
+                .as_ref()
+                .map(|next| jobs::insert(conn, next, now))
+                .transpose()
+        })
+    }
+}

@@ -1,0 +1,75 @@
+//! The content-hash walk: backfills and re-stamps `content_hash` under the current scheme.
+//! Visits every asset, trashed ones too (they still catch duplicates). A file is used only
+//! if it still holds the asset's bytes: its stamp is the one the scan recorded (then only the
+//! content hash is computed), or else its checksum is the asset's (it may have been replaced
+//! since the scan). An asset with no such file keeps its old stamp and does not block the
+//! walk.
+
+use super::{WalkKind, candidates, unchanged};
+use crate::media::content_hash::{self, content_hash_file, hash_file};
+use crate::model::{ContentHash, WalkAsset, WalkKindId, WalkResults};
+use rayon::prelude::*;
+
+/// Assets per batch (per job row and per fenced commit). Each batch costs a claim, a first
+/// heartbeat and a commit (three fsync'd transactions) while the cores idle, so batches are
+/// large; one takes a few seconds, well within a lease (and the heartbeat runs meanwhile).
+pub const BATCH: usize = 1024;
+
+pub struct ContentHashWalk {
+    pub scheme: i64,
+    pub batch: usize,
+}
+
+impl ContentHashWalk {
+    /// This binary's scheme unless overridden (`MEDIADEX_CONTENT_HASH_SCHEME`).
+    pub fn new(scheme_override: Option<i64>) -> Self {
+        ContentHashWalk {
+            scheme: scheme_override.unwrap_or(content_hash::SCHEME),
+            batch: BATCH,
+        }
+    }
+}
+
+/// The content hash of the asset's bytes, from the first candidate file that still holds
+/// them; `None` when none does.
+fn hash_asset(asset: &WalkAsset) -> Option<[u8; 32]> {
+    candidates(asset).into_iter().find_map(|(path, stamp)| {
+        if unchanged(&path, &stamp) {
+            return content_hash_file(&path).ok();
+        }
+        let h = hash_file(&path).ok()?;
+        (h.checksum == asset.checksum).then_some(h.content_hash)
+    })
+}
+
+impl WalkKind for ContentHashWalk {
+    fn id(&self) -> WalkKindId {
+        WalkKindId::ContentHash
+    }
+
+    fn scheme(&self) -> i64 {
+        self.scheme
+    }
+
+    fn batch_size(&self) -> usize {
+        self.batch.max(1)
+    }
+
+    fn process(&self, batch: &[WalkAsset]) -> WalkResults {
+        let scheme = self.scheme;
+        WalkResults::ContentHashes(
+            batch
+                .par_iter()
+                .filter_map(|a| {
+                    Some((
+                        a.id,
+                        ContentHash {
+                            scheme,
+                            hash: hash_asset(a)?,
+                        },
+                    ))
+                })
+                .collect(),
+        )
+    }
+}

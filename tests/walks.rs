@@ -1,0 +1,655 @@
+//! The walk chains (DESIGN.md section 7) driven batch by batch through the job handler with
+//! a fake clock: one chain per kind across restarts, dead leases and two booting processes;
+//! scheme bumps and payloads without a scheme restart from the beginning and the record is
+//! written only at the end; the record is never lowered; a stale walker lands nothing; an
+//! unreadable file does not block completion. Both walks: content hash and faces (with a
+//! deterministic fake detector).
+
+mod support;
+
+use mediadex::model::{
+    Claim, DetectedFace, FileReason, FileStamp, IngestItem, Job, JobState, MediaFacts, MediaKind,
+    NewJob, Target, WalkAsset, WalkKindId, WalkResults,
+};
+use mediadex::queue::{JobDone, JobHandler, LeaseGuard, NoHooks, Registry, WorkError};
+use mediadex::store::Store;
+use mediadex::walks::content_hash::ContentHashWalk;
+use mediadex::walks::faces::{FaceDetector, FacesWalk};
+use mediadex::walks::{self, Payload, WalkJob, WalkKind};
+use std::path::Path;
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::Duration;
+use support::{Env, TTL};
+
+/// A JPEG-shaped file: SOI, an APP1 carrying `meta`, a quantisation table, a scan holding
+/// `pixels`, EOI. Its content hash depends on `pixels` only.
+fn jpeg(meta: &[u8], pixels: u32) -> Vec<u8> {
+    let seg = |marker: u8, payload: &[u8]| {
+        let mut s = vec![0xFF, marker];
+        s.extend_from_slice(&((payload.len() + 2) as u16).to_be_bytes());
+        s.extend_from_slice(payload);
+        s
+    };
+    let mut f = vec![0xFF, 0xD8];
+    f.extend(seg(0xE1, meta));
+    f.extend(seg(0xDB, &[1; 65]));
+    f.extend(seg(0xDA, &[1, 1, 0, 0, 63, 0]));
+    f.extend_from_slice(&pixels.to_be_bytes());
+    f.extend_from_slice(&[0xFF, 0xD9]);
+    f
+}
+
+struct Lib {
+    id: i64,
+    root: std::path::PathBuf,
+    /// Asset ids in creation order.
+    assets: Vec<i64>,
+}
+
+/// Writes `n` photos into a new library and indexes them through a scan lease, without
+/// content hashes (as a database from before the content hash would hold them).
+fn seed(env: &Env, n: u32) -> Lib {
+    let id = env.library("photos");
+    let root = env.dir.path().join("photos");
+    let items: Vec<IngestItem> = (0..n)
+        .map(|i| {
+            let bytes = jpeg(format!("camera {i}").as_bytes(), i);
+            let name = format!("p{i:03}.jpg");
+            std::fs::write(root.join(&name), &bytes).expect("write photo");
+            IngestItem {
+                rel_path: name.clone().into_bytes(),
+                rel_path_text: name,
+                stamp: FileStamp {
+                    size: bytes.len() as u64,
+                    mtime_ns: 1,
+                    dev: 1,
+                    inode: u64::from(i) + 1,
+                },
+                reason: FileReason::New,
+                checksum: Some(*blake3::hash(&bytes).as_bytes()),
+                content_hash: None,
+                facts: Some(MediaFacts {
+                    kind: Some(MediaKind::Image),
+                    mime: Some("image/jpeg".into()),
+                    ..MediaFacts::default()
+                }),
+                error: None,
+            }
+        })
+        .collect();
+    env.store
+        .request_scan(env.scan_request(id, ""))
+        .expect("request");
+    let (lease, _) = env
+        .store
+        .claim_scan_run(600_000)
+        .expect("claim")
+        .expect("a run");
+    let report = env
+        .store
+        .ingest_batch(&lease, id, items, "")
+        .expect("ingest");
+    env.store
+        .finish_full_scan(&lease, id, 1.0, true)
+        .expect("finish");
+    let assets = report
+        .items
+        .iter()
+        .map(|o| {
+            assert_eq!(o.claim, Claim::Created);
+            o.asset_id.expect("asset")
+        })
+        .collect();
+    Lib { id, root, assets }
+}
+
+/// Claims the next due row of `kind` on `store` and runs the handler on it under a real
+/// lease guard. `None` when no row is due.
+fn step(
+    store: &Store,
+    kind: WalkKindId,
+    handler: &dyn JobHandler,
+) -> Option<Result<JobDone, WorkError>> {
+    let (lease, job) = store.claim_job(&[kind.job_kind()], TTL).expect("claim")?;
+    let registry = Arc::new(Registry::default());
+    let guard = LeaseGuard::register(store, lease, TTL, &registry);
+    guard
+        .begin(Duration::from_secs(3600), &NoHooks)
+        .expect("first heartbeat");
+    Some(handler.run(&guard, &job))
+}
+
+/// Runs batches until the chain has no due row; returns how many ran.
+fn drain(store: &Store, kind: WalkKindId, handler: &dyn JobHandler) -> usize {
+    let mut n = 0;
+    while let Some(done) = step(store, kind, handler) {
+        assert!(matches!(done, Ok(JobDone::Committed)), "{done:?}");
+        n += 1;
+        assert!(n < 1000, "the chain does not end");
+    }
+    n
+}
+
+fn chain_rows(store: &Store, kind: WalkKindId) -> Vec<Job> {
+    let mut rows: Vec<Job> = store
+        .jobs(10_000)
+        .expect("jobs")
+        .into_iter()
+        .filter(|j| j.kind == kind.job_kind())
+        .collect();
+    rows.reverse();
+    rows
+}
+
+fn live_rows(store: &Store, kind: WalkKindId) -> usize {
+    chain_rows(store, kind)
+        .iter()
+        .filter(|j| !j.state.is_terminal())
+        .count()
+}
+
+fn content_walk(env: &Env, scheme: i64, batch: usize) -> WalkJob<ContentHashWalk> {
+    WalkJob::new(&env.store, Arc::new(ContentHashWalk { scheme, batch }))
+}
+
+/// The stamps of the assets: content hash scheme per asset (None: unstamped).
+fn content_stamps(store: &Store, ids: &[i64]) -> Vec<Option<i64>> {
+    ids.iter()
+        .map(|&id| {
+            let a = store.asset(id).expect("asset").expect("row");
+            a.content_hash.map(|c| c.scheme)
+        })
+        .collect()
+}
+
+/// A deterministic detector: one face per image, its box from the file's size; counts calls.
+struct FakeDetector {
+    version: i64,
+    calls: Mutex<Vec<std::path::PathBuf>>,
+}
+
+impl FakeDetector {
+    fn new(version: i64) -> Arc<Self> {
+        Arc::new(FakeDetector {
+            version,
+            calls: Mutex::new(vec![]),
+        })
+    }
+}
+
+impl FaceDetector for FakeDetector {
+    fn detect(&self, path: &Path) -> Result<Vec<DetectedFace>, String> {
+        self.calls.lock().expect("calls").push(path.to_path_buf());
+        let size = std::fs::metadata(path).map_err(|e| e.to_string())?.len() as f32;
+        Ok(vec![DetectedFace {
+            x: size,
+            y: 2.0,
+            w: 3.0,
+            h: 4.0,
+            score: 0.9,
+            landmarks: [(1.0, 1.0), (2.0, 1.0), (1.5, 2.0), (1.0, 3.0), (2.0, 3.0)],
+        }])
+    }
+
+    fn version(&self) -> i64 {
+        self.version
+    }
+}
+
+fn faces_walk(env: &Env, detector: Arc<FakeDetector>, batch: usize) -> WalkJob<FacesWalk> {
+    let scheme = detector.version;
+    WalkJob::new(
+        &env.store,
+        Arc::new(FacesWalk {
+            detector,
+            scheme,
+            batch,
+        }),
+    )
+}
+
+fn face_stamps(store: &Store, ids: &[i64]) -> Vec<Option<i64>> {
+    ids.iter()
+        .map(|&id| store.asset(id).expect("asset").expect("row").faces_scheme)
+        .collect()
+}
+
+/// The two walks, run the same way by the tests that hold for both.
+#[derive(Clone, Copy, Debug)]
+enum Which {
+    Content,
+    Faces,
+}
+
+impl Which {
+    fn kind(self) -> WalkKindId {
+        match self {
+            Which::Content => WalkKindId::ContentHash,
+            Which::Faces => WalkKindId::Faces,
+        }
+    }
+
+    fn handler(self, env: &Env, batch: usize) -> Box<dyn JobHandler> {
+        match self {
+            Which::Content => Box::new(content_walk(env, 1, batch)),
+            Which::Faces => Box::new(faces_walk(env, FakeDetector::new(1), batch)),
+        }
+    }
+
+    fn stamps(self, store: &Store, ids: &[i64]) -> Vec<Option<i64>> {
+        match self {
+            Which::Content => content_stamps(store, ids),
+            Which::Faces => face_stamps(store, ids),
+        }
+    }
+}
+
+fn payload(job: &Job) -> Payload {
+    Payload::parse(&job.payload)
+}
+
+/// A restart while the chain's next row is queued finds that row: boot enqueues nothing,
+/// the walk goes on from the cursor, and the kind never has two live rows.
+fn restart_with_next_row_queued(which: Which) {
+    let env = support::env();
+    let lib = seed(&env, 10);
+    let kind = which.kind();
+    let handler = which.handler(&env, 3);
+    let first = walks::boot(&env.store, kind, 1).expect("boot");
+    assert!(first.chain.expect("scheduled").created);
+    assert!(step(&env.store, kind, handler.as_ref()).is_some());
+    let next = env.store.live_job(kind.job_kind()).unwrap().expect("next");
+    assert_eq!(
+        (next.state, payload(&next).after),
+        (JobState::Queued, lib.assets[2])
+    );
+
+    // "Restart": another process boots on the same file.
+    let other = env.other_process("other:2:0002");
+    let again = walks::boot(&other, kind, 1).expect("boot again");
+    assert_eq!(
+        again.chain.expect("found"),
+        mediadex::store::Enqueued {
+            id: next.id,
+            created: false
+        }
+    );
+    assert_eq!(live_rows(&env.store, kind), 1);
+    assert_eq!(drain(&other, kind, handler.as_ref()), 3);
+    assert!(
+        which
+            .stamps(&env.store, &lib.assets)
+            .iter()
+            .all(|s| *s == Some(1))
+    );
+    let rows = chain_rows(&env.store, kind);
+    assert_eq!(rows.len(), 4, "one chain of four batches: {rows:?}");
+    let cursors: Vec<i64> = rows.iter().map(|j| payload(j).after).collect();
+    assert_eq!(cursors, [0, lib.assets[2], lib.assets[5], lib.assets[8]]);
+    assert_eq!(
+        env.store.walk_record(kind).unwrap().expect("record").scheme,
+        1
+    );
+}
+
+#[test]
+fn content_hash_restart_with_the_next_row_queued_continues_the_one_chain() {
+    restart_with_next_row_queued(Which::Content);
+}
+
+#[test]
+fn faces_restart_with_the_next_row_queued_continues_the_one_chain() {
+    restart_with_next_row_queued(Which::Faces);
+}
+
+/// A process dies holding the chain's row: a restart finds the running row (no second
+/// chain), maintenance reclaims it, and the walk resumes at that row's cursor.
+fn restart_with_row_running_under_a_dead_lease(which: Which) {
+    let env = support::env();
+    let lib = seed(&env, 7);
+    let kind = which.kind();
+    let handler = which.handler(&env, 3);
+    walks::boot(&env.store, kind, 1).expect("boot");
+    assert!(step(&env.store, kind, handler.as_ref()).is_some());
+    // The dead process: claimed the next row, then nothing more.
+    let dead = env.other_process("dead:1:0001");
+    let (lease, job) = dead
+        .claim_job(&[kind.job_kind()], TTL)
+        .unwrap()
+        .expect("row");
+    drop(dead);
+    let booted = walks::boot(&env.store, kind, 1).expect("boot while it looks alive");
+    assert_eq!(booted.chain.expect("found").id, job.id);
+    env.clock.advance(TTL + 1);
+    let booted = walks::boot(&env.store, kind, 1).expect("boot after it expired");
+    assert_eq!(booted.chain.expect("found").id, job.id);
+    assert_eq!(live_rows(&env.store, kind), 1);
+    let report = env.store.reclaim_stale().expect("reclaim");
+    assert_eq!(report.jobs_requeued, 1);
+    env.clock.advance(60_000); // past the retry backoff
+    assert_eq!(drain(&env.store, kind, handler.as_ref()), 2);
+    let rows = chain_rows(&env.store, kind);
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    assert_eq!(rows[1].id, lease.id);
+    assert_eq!(
+        payload(&rows[1]).after,
+        lib.assets[2],
+        "resumed at its cursor"
+    );
+    assert!(
+        which
+            .stamps(&env.store, &lib.assets)
+            .iter()
+            .all(|s| *s == Some(1))
+    );
+}
+
+#[test]
+fn content_hash_restart_with_the_row_running_under_a_dead_lease_makes_no_second_chain() {
+    restart_with_row_running_under_a_dead_lease(Which::Content);
+}
+
+#[test]
+fn faces_restart_with_the_row_running_under_a_dead_lease_makes_no_second_chain() {
+    restart_with_row_running_under_a_dead_lease(Which::Faces);
+}
+
+#[test]
+fn two_processes_booting_at_once_make_one_chain_per_kind() {
+    let env = support::env();
+    seed(&env, 4);
+    let stores = [env.store.clone(), env.other_process("other:2:0002")];
+    for kind in [WalkKindId::ContentHash, WalkKindId::Faces] {
+        let barrier = Arc::new(Barrier::new(2));
+        let booted: Vec<_> = stores
+            .iter()
+            .map(|s| {
+                let (s, barrier) = (s.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    walks::boot(&s, kind, 1)
+                        .expect("boot")
+                        .chain
+                        .expect("chain")
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|t| t.join().expect("boot thread"))
+            .collect();
+        assert_eq!(booted[0].id, booted[1].id, "{kind}: {booted:?}");
+        assert_eq!(booted.iter().filter(|e| e.created).count(), 1);
+        assert_eq!(chain_rows(&env.store, kind).len(), 1);
+    }
+}
+
+#[test]
+fn a_scheme_bump_restarts_from_the_beginning_and_records_only_at_the_end() {
+    let env = support::env();
+    let lib = seed(&env, 8);
+    let kind = WalkKindId::ContentHash;
+    let old = content_walk(&env, 1, 3);
+    walks::boot(&env.store, kind, 1).expect("boot");
+    drain(&env.store, kind, &old);
+    assert_eq!(env.store.walk_record(kind).unwrap().unwrap().scheme, 1);
+    // Scheme 2 arrives while a scheme-1 chain is mid-way (its second row queued).
+    walks::request(&env.store, kind, 1, true).expect("a fresh scheme-1 chain");
+    assert!(step(&env.store, kind, &old).is_some());
+    let mid = env
+        .store
+        .live_job(kind.job_kind())
+        .unwrap()
+        .expect("mid-way");
+    assert_eq!(payload(&mid).after, lib.assets[2]);
+
+    let new = content_walk(&env, 2, 3);
+    let boot = walks::boot(&env.store, kind, 2).expect("boot scheme 2");
+    assert_eq!(boot.chain.expect("the old chain").id, mid.id);
+    let mut batches = 0;
+    while let Some(done) = step(&env.store, kind, &new) {
+        done.expect("batch");
+        batches += 1;
+        let record = env.store.walk_record(kind).unwrap().unwrap();
+        let stamps = content_stamps(&env.store, &lib.assets);
+        if stamps.iter().any(|s| *s != Some(2)) {
+            assert_eq!(record.scheme, 1, "recorded before the end: {stamps:?}");
+        }
+    }
+    // From the beginning: the first batch re-stamped the assets the old chain had passed.
+    assert_eq!(batches, 3);
+    assert_eq!(content_stamps(&env.store, &lib.assets), vec![Some(2); 8]);
+    assert_eq!(env.store.walk_record(kind).unwrap().unwrap().scheme, 2);
+}
+
+#[test]
+fn a_payload_without_a_scheme_restarts_from_the_beginning() {
+    let env = support::env();
+    let lib = seed(&env, 5);
+    let kind = WalkKindId::Faces;
+    let detector = FakeDetector::new(1);
+    let handler = faces_walk(&env, detector.clone(), 2);
+    let legacy = NewJob::new(kind.job_kind(), format!("{{\"after\": {}}}", lib.assets[3]))
+        .unique(kind.job_kind());
+    env.store.enqueue(legacy).expect("legacy row");
+    assert_eq!(drain(&env.store, kind, &handler), 3);
+    assert_eq!(face_stamps(&env.store, &lib.assets), vec![Some(1); 5]);
+    assert_eq!(detector.calls.lock().unwrap().len(), 5);
+    assert_eq!(env.store.walk_record(kind).unwrap().unwrap().scheme, 1);
+    let face = &env.store.asset(lib.assets[0]).unwrap().unwrap().faces;
+    assert_eq!(face.len(), 1);
+    assert_eq!(face[0].landmarks[2], (1.5, 2.0));
+}
+
+#[test]
+fn a_stale_chain_never_lowers_the_record_and_a_rollback_is_reported() {
+    let env = support::env();
+    let lib = seed(&env, 4);
+    let kind = WalkKindId::ContentHash;
+    // The newer binary walks scheme 2 to the end.
+    walks::boot(&env.store, kind, 2).expect("boot 2");
+    drain(&env.store, kind, &content_walk(&env, 2, 3));
+    let record = env.store.walk_record(kind).unwrap().unwrap();
+    assert_eq!((record.scheme, record.seen), (2, 2));
+    // A scheme-1 chain still queued from an older process completes afterwards: the
+    // record keeps 2.
+    let stale =
+        NewJob::new(kind.job_kind(), Payload::fresh(1, true).to_json()).unique(kind.job_kind());
+    env.store.enqueue(stale).expect("stale chain");
+    drain(&env.store, kind, &content_walk(&env, 1, 3));
+    assert_eq!(content_stamps(&env.store, &lib.assets), vec![Some(1); 4]);
+    let record = env.store.walk_record(kind).unwrap().unwrap();
+    assert_eq!(
+        (record.scheme, record.seen),
+        (2, 2),
+        "lowered by a stale chain"
+    );
+    // The older binary starts: a rollback, reported; the record is clamped to its scheme.
+    let boot = walks::boot(&env.store, kind, 1).expect("boot 1");
+    assert!(boot.rollback);
+    assert_eq!((boot.record.scheme, boot.record.seen), (1, 2));
+    let state = walks::state(&env.store, kind, 1).expect("state");
+    assert_eq!((state.scheme, state.seen, state.current), (1, 2, 1));
+}
+
+/// A walk kind that runs `hook` between processing a batch and committing it.
+struct Hooked<K: WalkKind> {
+    inner: K,
+    hook: Box<dyn Fn() + Send + Sync>,
+}
+
+impl<K: WalkKind> WalkKind for Hooked<K> {
+    fn id(&self) -> WalkKindId {
+        self.inner.id()
+    }
+    fn scheme(&self) -> i64 {
+        self.inner.scheme()
+    }
+    fn batch_size(&self) -> usize {
+        self.inner.batch_size()
+    }
+    fn process(&self, batch: &[WalkAsset]) -> WalkResults {
+        let out = self.inner.process(batch);
+        (self.hook)();
+        out
+    }
+}
+
+/// The walker's row is force-released (and claimed by another process) between processing
+/// and commit: the commit lands nothing — no stamps, no faces, no next row, no record.
+fn a_stale_walkers_batch_lands_nothing(which: Which) {
+    let env = support::env();
+    let lib = seed(&env, 5);
+    let kind = which.kind();
+    walks::boot(&env.store, kind, 1).expect("boot");
+    let job_id = env
+        .store
+        .live_job(kind.job_kind())
+        .unwrap()
+        .expect("chain")
+        .id;
+    let other = env.other_process("other:2:0002");
+    let thief = other.clone();
+    let hook = Box::new(move || {
+        assert!(thief.release_unowned(Target::Job, job_id).expect("force"));
+        assert!(thief.claim_job(&[kind.job_kind()], TTL).unwrap().is_some());
+    });
+    let result = match which {
+        Which::Content => {
+            let inner = ContentHashWalk {
+                scheme: 1,
+                batch: 3,
+            };
+            let h = WalkJob::new(&env.store, Arc::new(Hooked { inner, hook }));
+            step(&env.store, kind, &h)
+        }
+        Which::Faces => {
+            let inner = FacesWalk {
+                detector: FakeDetector::new(1),
+                scheme: 1,
+                batch: 3,
+            };
+            let h = WalkJob::new(&env.store, Arc::new(Hooked { inner, hook }));
+            step(&env.store, kind, &h)
+        }
+    };
+    assert!(
+        matches!(result, Some(Err(WorkError::Guard(_)))),
+        "{result:?}"
+    );
+    assert_eq!(which.stamps(&env.store, &lib.assets), vec![None; 5]);
+    for &id in &lib.assets {
+        assert!(env.store.faces(id, 1).unwrap().is_empty());
+    }
+    let rows = chain_rows(&env.store, kind);
+    assert_eq!(rows.len(), 1, "no next row: {rows:?}");
+    assert_eq!(
+        rows[0].state,
+        JobState::Running,
+        "the other process holds it"
+    );
+    assert_eq!(rows[0].lease_owner.as_deref(), Some("other:2:0002"));
+    assert!(env.store.walk_record(kind).unwrap().unwrap().scheme < 1);
+}
+
+#[test]
+fn a_stale_content_hash_walkers_batch_lands_nothing() {
+    a_stale_walkers_batch_lands_nothing(Which::Content);
+}
+
+#[test]
+fn a_stale_face_walkers_batch_lands_nothing() {
+    a_stale_walkers_batch_lands_nothing(Which::Faces);
+}
+
+#[test]
+fn an_unreadable_file_keeps_its_old_stamp_and_does_not_block_the_record() {
+    let env = support::env();
+    let lib = seed(&env, 5);
+    let kind = WalkKindId::ContentHash;
+    walks::boot(&env.store, kind, 1).expect("boot");
+    drain(&env.store, kind, &content_walk(&env, 1, 2));
+    let before = env
+        .store
+        .asset(lib.assets[1])
+        .unwrap()
+        .unwrap()
+        .content_hash;
+    // One file vanishes, another is overwritten with other bytes (not the asset's any more).
+    std::fs::remove_file(lib.root.join("p001.jpg")).expect("remove");
+    std::fs::write(lib.root.join("p003.jpg"), b"other bytes").expect("overwrite");
+    walks::boot(&env.store, kind, 2).expect("boot 2");
+    drain(&env.store, kind, &content_walk(&env, 2, 2));
+    assert_eq!(
+        content_stamps(&env.store, &lib.assets),
+        [Some(2), Some(1), Some(2), Some(1), Some(2)]
+    );
+    let after = env
+        .store
+        .asset(lib.assets[1])
+        .unwrap()
+        .unwrap()
+        .content_hash;
+    assert_eq!(before, after, "the old stamp is kept");
+    assert_eq!(env.store.walk_record(kind).unwrap().unwrap().scheme, 2);
+    let _ = lib.id;
+}
+
+#[test]
+fn trashed_assets_are_content_hashed_but_skipped_by_the_face_walk() {
+    let env = support::env();
+    let lib = seed(&env, 3);
+    mediadex::trash::trash(&env.store, lib.assets[1]).expect("trash");
+    walks::boot(&env.store, WalkKindId::ContentHash, 1).expect("boot");
+    drain(
+        &env.store,
+        WalkKindId::ContentHash,
+        &content_walk(&env, 1, 10),
+    );
+    assert_eq!(content_stamps(&env.store, &lib.assets), vec![Some(1); 3]);
+    let detector = FakeDetector::new(1);
+    walks::boot(&env.store, WalkKindId::Faces, 1).expect("boot");
+    drain(
+        &env.store,
+        WalkKindId::Faces,
+        &faces_walk(&env, detector.clone(), 10),
+    );
+    assert_eq!(
+        face_stamps(&env.store, &lib.assets),
+        [Some(1), None, Some(1)]
+    );
+    assert_eq!(detector.calls.lock().unwrap().len(), 2);
+    assert_eq!(
+        env.store
+            .walk_record(WalkKindId::Faces)
+            .unwrap()
+            .unwrap()
+            .scheme,
+        1
+    );
+    // A new boot finds nothing to do: the trashed asset does not hold the faces walk back.
+    let boot = walks::boot(&env.store, WalkKindId::Faces, 1).expect("boot again");
+    assert_eq!(boot.chain, None);
+}
+
+#[test]
+fn the_sweep_deletes_the_faces_of_swept_assets() {
+    let env = support::env();
+    let lib = seed(&env, 2);
+    let face = DetectedFace {
+        x: 1.0,
+        y: 2.0,
+        w: 3.0,
+        h: 4.0,
+        score: 0.5,
+        landmarks: [(0.0, 0.0); 5],
+    };
+    for &id in &lib.assets {
+        assert!(env.store.store_faces(id, 7, vec![face, face]).unwrap());
+    }
+    mediadex::trash::trash(&env.store, lib.assets[0]).expect("trash");
+    env.clock.advance(31 * 24 * 3600 * 1000);
+    assert_eq!(env.store.sweep_trash(30 * 24 * 3600 * 1000).unwrap(), 1);
+    assert!(env.store.asset(lib.assets[0]).unwrap().is_none());
+    assert!(env.store.faces(lib.assets[0], 7).unwrap().is_empty());
+    assert_eq!(env.store.faces(lib.assets[1], 7).unwrap().len(), 2);
+}
