@@ -9,7 +9,7 @@ use crate::model::Millis;
 use crate::model::WalkKindId;
 use crate::queue::{Handlers, Maintenance, MaintenanceConfig, PoolConfig, WorkerPool};
 use crate::scan::job::{ScanConfig, ScanJob};
-use crate::store::{Store, StoreOptions};
+use crate::store::{Store, StoreError, StoreOptions};
 use crate::walks::content_hash::ContentHashWalk;
 use crate::walks::faces::{FaceDetector, FacesWalk};
 use crate::walks::{WalkJob, WalkKind};
@@ -176,6 +176,44 @@ pub fn walk(
         })?;
     }
     Ok(())
+}
+
+/// Why `faces redetect` did not store faces.
+#[derive(Debug, thiserror::Error)]
+pub enum RedetectError {
+    #[error("no live picture {0} (unknown, trashed, or not an image)")]
+    NoPicture(i64),
+    #[error("face detection of asset {0} failed: {1}")]
+    Failed(i64, String),
+    #[error(transparent)]
+    NoDetector(#[from] NoDetector),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// `mediadex faces redetect ASSET`: detects the faces of one live picture now with the
+/// current detector and replaces its stored faces for that version (one writer op; a walk
+/// batch writing the same asset meanwhile writes the same rows). Returns how many faces.
+pub fn redetect_faces(
+    store: &Store,
+    config: &Config,
+    asset_id: i64,
+) -> Result<usize, RedetectError> {
+    let walk = faces_walk(config).ok_or(NoDetector)?;
+    // The face walk's own selection (live images only), forced, starting at this id.
+    let batch = store.walk_batch(WalkKindId::Faces, walk.scheme, true, asset_id - 1, 1)?;
+    let asset = batch
+        .into_iter()
+        .find(|a| a.id == asset_id)
+        .ok_or(RedetectError::NoPicture(asset_id))?;
+    let faces = walk
+        .detect_one(&asset)
+        .map_err(|e| RedetectError::Failed(asset_id, e))?;
+    let count = faces.len();
+    if !store.store_faces(asset_id, walk.scheme, faces)? {
+        return Err(RedetectError::NoPicture(asset_id));
+    }
+    Ok(count)
 }
 
 /// `walk faces` in a build without a face detector.
