@@ -95,6 +95,7 @@ fn scan_handler(store: &Store, config: &Config) -> Handlers {
         store: store.clone(),
         config: ScanConfig {
             content_hash_scheme: content_walk(config).scheme,
+            faces_scheme: faces_walk(config).map(|w| w.scheme),
             ..ScanConfig::default()
         },
         extract: crate::media::extract,
@@ -176,6 +177,17 @@ pub fn walk(
         })?;
     }
     Ok(())
+}
+
+/// After a restore committed: queue the face walk, which picks the asset up if it lacks the
+/// current detector's faces (it was trashed, and so skipped, when the walk went by).
+pub fn queue_faces_after_restore(store: &Store, config: &Config) {
+    let Some(walk) = faces_walk(config) else {
+        return;
+    };
+    if let Err(e) = crate::walks::request(store, WalkKindId::Faces, walk.scheme, false) {
+        tracing::warn!(error = %e, "could not queue face detection after the restore");
+    }
 }
 
 /// Why `faces redetect` did not store faces.

@@ -311,12 +311,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         Command::Trash { id, json } | Command::Restore { id, json } => {
             let trash = matches!(command, Command::Trash { .. });
-            let store = open(args.data)?.1;
+            let (config, store) = open(args.data)?;
             mediadex::app::replay_trash(&store);
             if trash {
                 mediadex::trash::trash(&store, id)?;
             } else {
                 mediadex::trash::restore(&store, id)?;
+                mediadex::app::queue_faces_after_restore(&store, &config);
             }
             let asset = store
                 .asset(id)?

@@ -1,6 +1,6 @@
-//! The real detector through the built binary: `walk faces --wait` stores the astronaut's one
-//! face and none for the rocket, `faces redetect ASSET` does one picture again, and an unknown
-//! asset is a usage error that says which.
+//! The real detector through the built binary: a scan's completion and a restore queue the
+//! face walk, `walk faces --wait` stores the astronaut's one face and none for the rocket,
+//! `faces redetect ASSET` does one picture again, and an unknown asset is a usage error.
 
 use assert_cmd::cargo::cargo_bin_cmd;
 use serde_json::Value;
@@ -49,6 +49,12 @@ fn the_face_walk_and_redetect_store_the_real_detectors_faces() {
     let lib_arg = lib.to_string_lossy().into_owned();
     ok_json(&data, &["library", "add", &lib_arg, "--json"]);
     ok_json(&data, &["scan", "--wait", "--json"]);
+    // The scan's completion queued the face walk for its new assets.
+    let status = ok_json(&data, &["status", "--json"]);
+    assert_eq!(
+        status["walks"]["faces"]["chain"]["state"], "queued",
+        "{status}"
+    );
 
     let walk = ok_json(&data, &["walk", "faces", "--wait", "--json"]);
     assert_eq!(walk["scheme"], mediadex::faces::SCHEME);
@@ -64,6 +70,17 @@ fn the_face_walk_and_redetect_store_the_real_detectors_faces() {
     let id = astronaut["id"].as_i64().expect("id").to_string();
     let again = ok_json(&data, &["faces", "redetect", &id, "--json"]);
     assert_eq!(again["faces"], astronaut["faces"]);
+
+    // A restore queues the face walk again (the asset may have missed it while trashed).
+    ok_json(&data, &["trash", &id, "--json"]);
+    let status = ok_json(&data, &["status", "--json"]);
+    assert_eq!(status["walks"]["faces"]["chain"], Value::Null, "{status}");
+    ok_json(&data, &["restore", &id, "--json"]);
+    let status = ok_json(&data, &["status", "--json"]);
+    assert_eq!(
+        status["walks"]["faces"]["chain"]["state"], "queued",
+        "{status}"
+    );
 
     let out = mediadex(&data, &["faces", "redetect", "9999"]);
     assert_eq!(out.status.code(), Some(2));
