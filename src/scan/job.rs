@@ -26,6 +26,9 @@ pub struct ScanConfig {
     /// The content-hash scheme stamped on what the scan hashes (this binary's, or the
     /// `MEDIADEX_CONTENT_HASH_SCHEME` testing override).
     pub content_hash_scheme: i64,
+    /// The face scheme to queue detection under once a run's completion has committed
+    /// (`None`: this build has no face detector).
+    pub faces_scheme: Option<i64>,
 }
 
 impl Default for ScanConfig {
@@ -34,6 +37,7 @@ impl Default for ScanConfig {
             max_missing_share: 0.2,
             pipeline: Settings::default(),
             content_hash_scheme: crate::media::content_hash::SCHEME,
+            faces_scheme: None,
         }
     }
 }
@@ -98,6 +102,21 @@ impl ScanHandler for ScanJob {
 }
 
 impl ScanJob {
+    /// After the fenced completion committed (never before: a lost lease must not queue
+    /// work for a run that did not land): the face walk, which detects the new assets (they
+    /// lack a face stamp). It joins a walk under way; a failure is logged, and the next boot
+    /// schedules the walk for unstamped assets anyway.
+    fn queue_faces(&self) {
+        let Some(scheme) = self.config.faces_scheme else {
+            return;
+        };
+        if let Err(e) =
+            crate::walks::request(&self.store, crate::model::WalkKindId::Faces, scheme, false)
+        {
+            tracing::warn!(error = %e, "could not queue face detection after the scan");
+        }
+    }
+
     /// The fenced end of a walked run: missing files and the breaker for a full scope,
     /// committed with the completion.
     fn finish(
@@ -121,6 +140,7 @@ impl ScanJob {
             trashed = report.trashed_assets,
             "scan finished"
         );
+        self.queue_faces();
         Ok(ScanDone::Committed)
     }
 }
