@@ -50,7 +50,7 @@ fn handlers(store: &Store) -> Handlers {
     Handlers::default().scan(ScanJob {
         store: store.clone(),
         config: ScanConfig::default(),
-        extract: crate::media::extract,
+        extract: crate::media::extract_from,
     })
 }
 

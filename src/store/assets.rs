@@ -470,14 +470,19 @@ mod race_tests {
             .ingest_batch(&lease, lib, vec![item("a.jpg", 1), item("b.jpg", 2)], "")
             .expect("ingest");
         store
-            .finish_full_scan(&lease, lib, 1.0, true)
+            .finish_full_scan(&lease, lib, crate::model::ScanEnd::breaker(1.0, true))
             .expect("finish");
         let lease = scan(&store);
+        let gone = crate::model::Unseen {
+            files: vec![report.items[0].file_id],
+            dirs: Vec::new(),
+        };
         store
-            .touch_unchanged(&lease, lib, vec![b"b.jpg".to_vec()], "")
-            .expect("touch");
-        store
-            .finish_full_scan(&lease, lib, 1.0, true)
+            .finish_full_scan(
+                &lease,
+                lib,
+                crate::model::ScanEnd::breaker(1.0, true).unseen(gone),
+            )
             .expect("finish");
         let trashed = report.items[0].asset_id.expect("asset");
         assert!(store.asset(trashed).unwrap().unwrap().trashed_at.is_some());
