@@ -4,7 +4,7 @@
 //! their own), and the end of a full scan (missing files from what the walk found gone,
 //! orphaned assets, the circuit breaker) committed with the run's completion.
 
-use super::assets::{claim, trash_if_orphan};
+use super::assets::{ClaimFor, claim, trash_if_orphan};
 use super::lease::{expect_one, lost};
 use super::{Store, StoreError, parse_col, scan_runs};
 use crate::model::{
@@ -209,19 +209,19 @@ pub(super) fn ingest_one(
         .query_row(params![library_id, item.rel_path], |r| r.get(0))
         .optional()?
         .flatten();
+    let none = MediaFacts::default();
     let claimed = match &item.checksum {
-        Some(checksum) => {
-            let none = MediaFacts::default();
-            let facts = item.facts.as_ref().unwrap_or(&none);
-            Some(claim(
-                conn,
+        Some(checksum) => Some(claim(
+            conn,
+            &ClaimFor {
                 checksum,
-                item.stamp.size,
-                facts,
+                size: item.stamp.size,
+                facts: item.facts.as_ref().unwrap_or(&none),
                 previous,
-                now,
-            )?)
-        }
+                run_id,
+            },
+            now,
+        )?),
         None => None,
     };
     let (size, mtime, dev, inode) = stamp_params(&item.stamp);
@@ -386,12 +386,8 @@ impl Store {
             let mut counts = BTreeMap::from([(Provenance::Unchanged.as_str(), unchanged as i64)]);
             let mut report = BatchReport::default();
             for item in &batch {
+                // A new asset is inserted held by this run (`pending_run`).
                 let outcome = ingest_one(conn, lease.id, library_id, item, now)?;
-                if let (Claim::Created | Claim::Recreated, Some(asset)) =
-                    (outcome.claim, outcome.asset_id)
-                {
-                    super::assets::hold(conn, asset, lease.id)?;
-                }
                 *counts
                     .entry(Provenance::from(item.reason).as_str())
                     .or_insert(0) += 1;
