@@ -72,7 +72,9 @@ pub fn work_until_idle(store: &Store, config: &Config, libraries: &[i64]) -> any
     };
     let outcome = loop {
         match busy() {
-            Ok(true) => std::thread::sleep(std::time::Duration::from_millis(50)),
+            // A short poll: the answer comes this much after the run ends (a rescan of an
+            // unchanged library takes well under a second; the check is one small read).
+            Ok(true) => std::thread::sleep(std::time::Duration::from_millis(5)),
             Ok(false) => break Ok(()),
             Err(e) => break Err(e),
         }
