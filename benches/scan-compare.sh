@@ -24,6 +24,33 @@
 #              LIBS ("small large": which libraries to run), B3SUM_VERSION (~1.8).
 # Generated libraries are cached under target/bench-data/ and rebuilt only when their
 # parameters change (the generator is deterministic: same parameters, same bytes).
+#
+# Last figures (2026-11-29, branch scanperf at 98cc9c7; 2 cores shared with three other
+# engineers' builds, load average 7-11 during the runs, so wall times swing by up to 2x
+# between runs; the cpu columns are steadier). Median of 3, warm page cache.
+#   small (100,000 JPEGs, 1.70 GB)   seconds  files/s   MB/s  peak RSS MiB  cpu s
+#     walk+stat (find)                 0.422   236957   4036     3.0          0.30
+#     b3sum (mmap, default)            4.496    22240    379     3.7          2.90
+#     mediadex first index            15.472     6463    110    51.3         10.57
+#     mediadex rescan                  0.808   123712   2107    23.9          0.58
+#     rescan / walk+stat = 1.92 (cpu 1.93); an earlier run the same hour: 0.762 / 0.501 = 1.52
+#     first index / b3sum = 3.44 (cpu 3.64); was 4.99 before this branch (and 9x with the
+#       quadratic sub-journal, below)
+#   large (40 MP4s of 64 MiB, 2.68 GB)
+#     b3sum (mmap, default)            2.425      16   1107    66.7          1.32
+#     mediadex first index             1.291      31   2080   134.5          1.23
+#     mediadex rescan                  0.057     696      -     7.9          0.01
+#     first index / b3sum = 0.53 (met); rescan / walk+stat = 3.17 is 57 ms of process
+#       start-up against find's 18 ms for 40 files (0.01 s cpu), not per-file cost.
+# Where the time goes (perf, release build with symbols):
+#   first index: the writer thread is 66% of all cpu (sqlite B-tree inserts for 4 statements
+#     per new file, and the per-op savepoint's statement sub-journal written to a temp file:
+#     ~48% of all samples are kernel, mostly that writing and reading the files); the reading
+#     side (read once, blake3, metadata) is 29%. Before 0c81bd4 an in-memory sub-journal
+#     (temp_store=MEMORY) was truncated by a linked-list walk on every statement: 59% of cpu.
+#   rescan: the walker thread is 58% (walkdir stats each file by full path: path lookup in
+#     the kernel, where find uses fstatat on the directory fd), the diff thread 33%
+#     (per-directory known lists from SQLite, path comparisons, the channel), no writes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
