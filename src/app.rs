@@ -97,7 +97,7 @@ fn scan_handler(store: &Store, config: &Config) -> Handlers {
             content_hash_scheme: content_walk(config).scheme,
             ..ScanConfig::default()
         },
-        extract: crate::media::extract,
+        extract: crate::media::extract_from,
     })
 }
 
@@ -188,7 +188,9 @@ fn run_until(
         .context("starting the maintenance loop")?;
     let outcome = loop {
         match busy() {
-            Ok(true) => std::thread::sleep(std::time::Duration::from_millis(50)),
+            // A short poll: the answer comes this much after the run ends (a rescan of an
+            // unchanged library takes well under a second; the check is one small read).
+            Ok(true) => std::thread::sleep(std::time::Duration::from_millis(5)),
             Ok(false) => break Ok(()),
             Err(e) => break Err(e),
         }
