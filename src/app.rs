@@ -28,6 +28,7 @@ pub fn run(config: Config) -> anyhow::Result<()> {
         Ok(path) => tracing::info!(log = %path.display(), "logging to file"),
         Err(e) => tracing::warn!(error = %e, "cannot write the log file; logging to stderr only"),
     }
+    let stop = StopSignal::listen()?;
     let store = open_store(&config)?;
     replay_trash(&store);
     add_pictures_library_if_none(&store)?;
@@ -44,7 +45,7 @@ pub fn run(config: Config) -> anyhow::Result<()> {
         owner = store.owner(),
         "mediadex is running; press Ctrl-C to stop"
     );
-    wait_for_stop_signal()?;
+    stop.wait()?;
     tracing::info!("stopping: handing leases back");
     if let Some(watcher) = watcher {
         watcher.shutdown();
@@ -98,7 +99,7 @@ fn scan_handler(store: &Store, config: &Config) -> Handlers {
             faces_scheme: faces_walk(config).map(|w| w.scheme),
             ..ScanConfig::default()
         },
-        extract: crate::media::extract,
+        extract: crate::media::extract_from,
     })
 }
 
@@ -245,7 +246,9 @@ fn run_until(
         .context("starting the maintenance loop")?;
     let outcome = loop {
         match busy() {
-            Ok(true) => std::thread::sleep(std::time::Duration::from_millis(50)),
+            // A short poll: the answer comes this much after the run ends (a rescan of an
+            // unchanged library takes well under a second; the check is one small read).
+            Ok(true) => std::thread::sleep(std::time::Duration::from_millis(5)),
             Ok(false) => break Ok(()),
             Err(e) => break Err(e),
         }
@@ -332,27 +335,57 @@ fn add_pictures_library_if_none(store: &Store) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn wait_for_stop_signal() -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the signal listener")?;
-    runtime.block_on(async {
+/// Ctrl-C and SIGTERM, listened for from `listen` on: a signal that arrives before `wait`
+/// (even before "running" is logged) is kept, never the default action that kills the
+/// process without handing its leases back.
+struct StopSignal {
+    runtime: tokio::runtime::Runtime,
+    #[cfg(unix)]
+    signals: (tokio::signal::unix::Signal, tokio::signal::unix::Signal),
+}
+
+impl StopSignal {
+    fn listen() -> anyhow::Result<StopSignal> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("starting the signal listener")?;
+        #[cfg(unix)]
+        let signals = {
+            use tokio::signal::unix::{SignalKind, signal};
+            let _entered = runtime.enter();
+            (
+                signal(SignalKind::interrupt()).context("listening for Ctrl-C")?,
+                signal(SignalKind::terminate()).context("listening for SIGTERM")?,
+            )
+        };
+        Ok(StopSignal {
+            runtime,
+            #[cfg(unix)]
+            signals,
+        })
+    }
+
+    /// Blocks until Ctrl-C or SIGTERM (or one that came since `listen`).
+    fn wait(self) -> anyhow::Result<()> {
         #[cfg(unix)]
         {
-            let mut term =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                    .context("listening for SIGTERM")?;
-            tokio::select! {
-                r = tokio::signal::ctrl_c() => r.context("listening for Ctrl-C"),
-                _ = term.recv() => Ok(()),
-            }
+            let (mut int, mut term) = self.signals;
+            self.runtime.block_on(async {
+                tokio::select! {
+                    _ = int.recv() => {}
+                    _ = term.recv() => {}
+                }
+            });
+            Ok(())
         }
         #[cfg(not(unix))]
         {
-            tokio::signal::ctrl_c()
-                .await
-                .context("listening for Ctrl-C")
+            self.runtime.block_on(async {
+                tokio::signal::ctrl_c()
+                    .await
+                    .context("listening for Ctrl-C")
+            })
         }
-    })
+    }
 }
