@@ -24,6 +24,33 @@
 #              LIBS ("small large": which libraries to run), B3SUM_VERSION (~1.8).
 # Generated libraries are cached under target/bench-data/ and rebuilt only when their
 # parameters change (the generator is deterministic: same parameters, same bytes).
+#
+# Last figures (2026-11-29, branch scanperf at 98cc9c7; 2 cores shared with three other
+# engineers' builds, load average 7-11 during the runs, so wall times swing by up to 2x
+# between runs; the cpu columns are steadier). Median of 3, warm page cache.
+#   small (100,000 JPEGs, 1.70 GB)   seconds  files/s   MB/s  peak RSS MiB  cpu s
+#     walk+stat (find)                 0.422   236957   4036     3.0          0.30
+#     b3sum (mmap, default)            4.496    22240    379     3.7          2.90
+#     mediadex first index            15.472     6463    110    51.3         10.57
+#     mediadex rescan                  0.808   123712   2107    23.9          0.58
+#     rescan / walk+stat = 1.92 (cpu 1.93); an earlier run the same hour: 0.762 / 0.501 = 1.52
+#     first index / b3sum = 3.44 (cpu 3.64); was 4.99 before this branch (and 9x with the
+#       quadratic sub-journal, below)
+#   large (40 MP4s of 64 MiB, 2.68 GB)
+#     b3sum (mmap, default)            2.425      16   1107    66.7          1.32
+#     mediadex first index             1.291      31   2080   134.5          1.23
+#     mediadex rescan                  0.057     696      -     7.9          0.01
+#     first index / b3sum = 0.53 (met); rescan / walk+stat = 3.17 is 57 ms of process
+#       start-up against find's 18 ms for 40 files (0.01 s cpu), not per-file cost.
+# Where the time goes (perf, release build with symbols):
+#   first index: the writer thread is 66% of all cpu (sqlite B-tree inserts for 4 statements
+#     per new file, and the per-op savepoint's statement sub-journal written to a temp file:
+#     ~48% of all samples are kernel, mostly that writing and reading the files); the reading
+#     side (read once, blake3, metadata) is 29%. Before 0c81bd4 an in-memory sub-journal
+#     (temp_store=MEMORY) was truncated by a linked-list walk on every statement: 59% of cpu.
+#   rescan: the walker thread is 58% (walkdir stats each file by full path: path lookup in
+#     the kernel, where find uses fstatat on the directory fd), the diff thread 33%
+#     (per-directory known lists from SQLite, path comparisons, the channel), no writes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -160,24 +187,25 @@ PY
 # 3. Measuring: REPS timed runs per command; wall time from bash's clock, peak RSS (largest
 #    single process of the command, GNU time's %M) from /usr/bin/time. Median of each.
 # ---------------------------------------------------------------------------------------
-RESULTS=()   # rows: tool|files|bytes|seconds|rss_mib|lib
+RESULTS=()   # rows: tool|files|bytes|seconds|rss_mib|lib|cpu_seconds
 
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 # measure LIB LABEL FILES BYTES SETUP CMD: runs SETUP (untimed) then CMD (timed), REPS times.
 measure() {
     local lib=$1 label=$2 files=$3 bytes=$4 setup=$5 cmd=$6
-    local secs=() rss=() i t0 t1 out=$DATA/time.out
+    local secs=() rss=() cpu=() i t0 t1 out=$DATA/time.out
     for ((i = 1; i <= REPS; i++)); do
         bash -c "$setup"
         t0=$EPOCHREALTIME
-        /usr/bin/time -f '%M' -o "$out" bash -c "$cmd"
+        /usr/bin/time -f '%M %U %S' -o "$out" bash -c "$cmd"
         t1=$EPOCHREALTIME
         secs+=("$(echo "$t1 - $t0" | bc -l)")
-        rss+=("$(tail -n1 "$out")")
-        log "  $label run $i: ${secs[-1]} s, peak RSS ${rss[-1]} KiB"
+        rss+=("$(tail -n1 "$out" | awk '{print $1}')")
+        cpu+=("$(tail -n1 "$out" | awk '{printf "%.2f", $2 + $3}')")
+        log "  $label run $i: ${secs[-1]} s, cpu ${cpu[-1]} s, peak RSS ${rss[-1]} KiB"
     done
-    RESULTS+=("$label|$files|$bytes|$(median "${secs[@]}")|$(median "${rss[@]}" | awk '{printf "%.1f", $1/1024}')|$lib")
+    RESULTS+=("$label|$files|$bytes|$(median "${secs[@]}")|$(median "${rss[@]}" | awk '{printf "%.1f", $1/1024}')|$lib|$(median "${cpu[@]}")")
 }
 
 # Checks the newest run of a data dir ended `completed` and prints its reasons/progress.
@@ -237,29 +265,29 @@ for name in $LIBS; do
 done
 
 report() {
-    local name row tool files bytes secs rss lib
-    local find_s b3_s first_s rescan_s
+    local name row tool files bytes secs rss lib cpu
+    local find_s b3_s first_s rescan_s find_c b3_c first_c rescan_c
     echo
     echo "mediadex scan-compare — $(date -u +%FT%TZ), $CORES cores, $(uname -r), warm page cache, median of $REPS"
     echo "mediadex $(git rev-parse --short HEAD), $("$B3SUM" --version), load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
     for name in $LIBS; do
         echo
         echo "library: $name"
-        printf '| %-24s | %8s | %14s | %9s | %10s | %9s | %13s |\n' \
-            tool files bytes seconds files/s MB/s 'peak RSS MiB'
-        printf '|%s|%s|%s|%s|%s|%s|%s|\n' -------------------------- ---------- ---------------- \
-            ----------- ------------ ----------- ---------------
+        printf '| %-24s | %8s | %14s | %9s | %10s | %9s | %13s | %8s |\n' \
+            tool files bytes seconds files/s MB/s 'peak RSS MiB' 'cpu s'
+        printf '|%s|%s|%s|%s|%s|%s|%s|%s|\n' -------------------------- ---------- ---------------- \
+            ----------- ------------ ----------- --------------- ----------
         for row in "${RESULTS[@]}"; do
-            IFS='|' read -r tool files bytes secs rss lib <<<"$row"
+            IFS='|' read -r tool files bytes secs rss lib cpu <<<"$row"
             [ "$lib" = "$name" ] || continue
-            printf '| %-24s | %8d | %14d | %9.3f | %10.0f | %9.1f | %13.1f |\n' "$tool" "$files" \
-                "$bytes" "$secs" "$(echo "$files / $secs" | bc -l)" \
-                "$(echo "$bytes / $secs / 1000000" | bc -l)" "$rss"
+            printf '| %-24s | %8d | %14d | %9.3f | %10.0f | %9.1f | %13.1f | %8.2f |\n' "$tool" \
+                "$files" "$bytes" "$secs" "$(echo "$files / $secs" | bc -l)" \
+                "$(echo "$bytes / $secs / 1000000" | bc -l)" "$rss" "$cpu"
             case $tool in
-                "walk+stat (find)") find_s=$secs ;;
-                "b3sum (mmap, default)") b3_s=$secs ;;
-                "mediadex first index") first_s=$secs ;;
-                "mediadex rescan") rescan_s=$secs ;;
+                "walk+stat (find)") find_s=$secs find_c=$cpu ;;
+                "b3sum (mmap, default)") b3_s=$secs b3_c=$cpu ;;
+                "mediadex first index") first_s=$secs first_c=$cpu ;;
+                "mediadex rescan") rescan_s=$secs rescan_c=$cpu ;;
             esac
         done
         local r1 r2
@@ -269,6 +297,11 @@ report() {
             "$(echo "$r1 <= 1.5" | bc -l | sed 's/1/met/;s/0/MISSED/')"
         printf 'first index / b3sum      = %6.2f  (target <= 1.0: %s)\n' "$r2" \
             "$(echo "$r2 <= 1.0" | bc -l | sed 's/1/met/;s/0/MISSED/')"
+        # CPU seconds (user + sys) are far less disturbed by other load on the machine than
+        # wall time; they show the work done, not the parallelism gained.
+        printf 'cpu: rescan / walk+stat  = %6.2f   first index / b3sum = %6.2f\n' \
+            "$(echo "$rescan_c / ($find_c + 0.001)" | bc -l)" \
+            "$(echo "$first_c / ($b3_c + 0.001)" | bc -l)"
     done
 }
 report | tee "$DATA/report-$(date -u +%Y%m%dT%H%M%SZ).txt"

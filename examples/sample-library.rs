@@ -83,7 +83,7 @@ fn photo(i: u32, year: u32, month: u32) -> anyhow::Result<Vec<u8>> {
     let mut jpeg = Cursor::new(Vec::new());
     pixels(i).write_to(&mut jpeg, image::ImageFormat::Jpeg)?;
     let jpeg = jpeg.into_inner();
-    let (make, model) = if i % 2 == 0 {
+    let (make, model) = if i.is_multiple_of(2) {
         ("Canon", "Canon EOS R6")
     } else {
         ("Apple", "iPhone 13")
@@ -99,7 +99,7 @@ fn photo(i: u32, year: u32, month: u32) -> anyhow::Result<Vec<u8>> {
         ascii(Tag::Model, model),
         ascii(Tag::DateTimeOriginal, &taken),
     ];
-    if i % 3 == 0 {
+    if i.is_multiple_of(3) {
         fields.push(ascii(Tag::GPSLatitudeRef, "N"));
         fields.push(rationals(
             Tag::GPSLatitude,

@@ -16,7 +16,7 @@ use crate::model::Millis;
 use crate::model::WalkKindId;
 use crate::queue::{Handlers, Maintenance, MaintenanceConfig, PoolConfig, WorkerPool};
 use crate::scan::job::{ScanConfig, ScanJob};
-use crate::store::{Store, StoreOptions};
+use crate::store::{Store, StoreError, StoreOptions};
 use crate::walks::content_hash::ContentHashWalk;
 use crate::walks::faces::{FaceDetector, FacesWalk};
 use crate::walks::{WalkJob, WalkKind};
@@ -49,9 +49,10 @@ fn scan_handler(store: &Store, config: &Config) -> Handlers {
         store: store.clone(),
         config: ScanConfig {
             content_hash_scheme: content_walk(config).scheme,
+            faces_scheme: faces_walk(config).map(|w| w.scheme),
             ..ScanConfig::default()
         },
-        extract: crate::media::extract,
+        extract: crate::media::extract_from,
     })
 }
 
@@ -60,10 +61,17 @@ pub fn content_walk(config: &Config) -> ContentHashWalk {
     ContentHashWalk::new(config.content_hash_scheme)
 }
 
-/// The face detectors this build carries. None yet: the face-repair walk is scheduled and
-/// run only once one is registered here.
+/// The face detector this build carries: RetinaFace, its model embedded in the binary. `None`
+/// only if the model fails to load (a broken build): the face-repair walk is then not
+/// scheduled, and the reason is logged.
 pub fn face_detector() -> Option<Arc<dyn FaceDetector>> {
-    None
+    match crate::faces::RetinaFace::new() {
+        Ok(det) => Some(Arc::new(crate::faces::WalkRetinaFace(det))),
+        Err(e) => {
+            tracing::error!(error = %e, "face detector unavailable; face walk disabled");
+            None
+        }
+    }
 }
 
 /// The face-repair walk, when this build has a detector.
@@ -125,6 +133,55 @@ pub fn walk(
     Ok(())
 }
 
+/// After a restore committed: queue the face walk, which picks the asset up if it lacks the
+/// current detector's faces (it was trashed, and so skipped, when the walk went by).
+pub fn queue_faces_after_restore(store: &Store, config: &Config) {
+    let Some(walk) = faces_walk(config) else {
+        return;
+    };
+    if let Err(e) = crate::walks::request(store, WalkKindId::Faces, walk.scheme, false) {
+        tracing::warn!(error = %e, "could not queue face detection after the restore");
+    }
+}
+
+/// Why `faces redetect` did not store faces.
+#[derive(Debug, thiserror::Error)]
+pub enum RedetectError {
+    #[error("no live picture {0} (unknown, trashed, or not an image)")]
+    NoPicture(i64),
+    #[error("face detection of asset {0} failed: {1}")]
+    Failed(i64, String),
+    #[error(transparent)]
+    NoDetector(#[from] NoDetector),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// `mediadex faces redetect ASSET`: detects the faces of one live picture now with the
+/// current detector and replaces its stored faces for that version (one writer op; a walk
+/// batch writing the same asset meanwhile writes the same rows). Returns how many faces.
+pub fn redetect_faces(
+    store: &Store,
+    config: &Config,
+    asset_id: i64,
+) -> Result<usize, RedetectError> {
+    let walk = faces_walk(config).ok_or(NoDetector)?;
+    // The face walk's own selection (live images only), forced, starting at this id.
+    let batch = store.walk_batch(WalkKindId::Faces, walk.scheme, true, asset_id - 1, 1)?;
+    let asset = batch
+        .into_iter()
+        .find(|a| a.id == asset_id)
+        .ok_or(RedetectError::NoPicture(asset_id))?;
+    let faces = walk
+        .detect_one(&asset)
+        .map_err(|e| RedetectError::Failed(asset_id, e))?;
+    let count = faces.len();
+    if !store.store_faces(asset_id, walk.scheme, faces)? {
+        return Err(RedetectError::NoPicture(asset_id));
+    }
+    Ok(count)
+}
+
 /// `walk faces` in a build without a face detector.
 #[derive(Debug, thiserror::Error)]
 #[error("this mediadex has no face detector yet, so it cannot walk faces")]
@@ -142,7 +199,9 @@ fn run_until(
         .context("starting the maintenance loop")?;
     let outcome = loop {
         match busy() {
-            Ok(true) => std::thread::sleep(std::time::Duration::from_millis(50)),
+            // A short poll: the answer comes this much after the run ends (a rescan of an
+            // unchanged library takes well under a second; the check is one small read).
+            Ok(true) => std::thread::sleep(std::time::Duration::from_millis(5)),
             Ok(false) => break Ok(()),
             Err(e) => break Err(e),
         }

@@ -129,6 +129,11 @@ pub enum Command {
     },
     /// Print the HTTP API's access token (made on first use, stored 0600 in the data dir)
     Token,
+    /// Face detection on demand
+    Faces {
+        #[command(subcommand)]
+        action: FacesAction,
+    },
     /// Run a walk over every asset: content-hash (re-stamps content hashes) or faces
     Walk {
         /// Which walk
@@ -147,6 +152,18 @@ pub enum Command {
     /// List duplicates: byte-identical files, and the same picture with other metadata
     Duplicates {
         /// Print one JSON array on stdout
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum FacesAction {
+    /// Detect the faces of one picture again now, with this build's detector
+    Redetect {
+        /// The asset id (see `mediadex assets`)
+        id: i64,
+        /// Print the asset, with its faces, as one JSON object on stdout
         #[arg(long)]
         json: bool,
     },
@@ -311,12 +328,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         Command::Trash { id, json } | Command::Restore { id, json } => {
             let trash = matches!(command, Command::Trash { .. });
-            let store = open(args.data)?.1;
+            let (config, store) = open(args.data)?;
             mediadex::app::replay_trash(&store);
             if trash {
                 mediadex::trash::trash(&store, id)?;
             } else {
                 mediadex::trash::restore(&store, id)?;
+                mediadex::app::queue_faces_after_restore(&store, &config);
             }
             let asset = store
                 .asset(id)?
@@ -349,6 +367,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             let store = open(args.data)?.1;
             let twins = store.content_twins()?;
             emit(&assets::duplicates(&store.duplicates()?, &twins, json)?)
+        }
+        Command::Faces {
+            action: FacesAction::Redetect { id, json },
+        } => {
+            let (config, store) = open(args.data)?;
+            match mediadex::app::redetect_faces(&store, &config, id) {
+                Ok(_) => {}
+                Err(e @ mediadex::app::RedetectError::NoPicture(_)) => {
+                    return Err(input_error(e.to_string()));
+                }
+                Err(e) => return Err(e.into()),
+            }
+            let asset = store
+                .asset(id)?
+                .ok_or_else(|| input_error(format!("no asset {id}")))?;
+            emit(&assets::one(&asset, json)?)
         }
         Command::Walk {
             kind,

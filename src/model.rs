@@ -438,6 +438,8 @@ pub struct FileStamp {
 /// A present file of a library as the store knows it, for the diff.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct KnownFile {
+    /// The file row's id.
+    pub id: i64,
     /// Library-relative path bytes, `/`-separated.
     pub rel_path: Vec<u8>,
     pub stamp: FileStamp,
@@ -445,6 +447,59 @@ pub struct KnownFile {
     /// The last read of this file failed (its stamp may match, but it was never hashed):
     /// the scan may want to try again.
     pub has_error: bool,
+}
+
+/// What the store knows directly inside one directory of a library: its present files, and
+/// the names of its sub-directories that hold file rows (present or missing).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KnownDir {
+    pub files: Vec<KnownFile>,
+    /// Names (one path component, raw bytes) of the sub-directories with known files.
+    pub subdirs: Vec<Vec<u8>>,
+}
+
+/// What a walk that listed its directories found gone, for a full scan's missing marking:
+/// known files of fully listed directories that the walk did not see, and known
+/// sub-directories that were no longer there (everything below them is gone).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Unseen {
+    /// File row ids.
+    pub files: Vec<i64>,
+    /// Library-relative directory paths, `/`-separated bytes.
+    pub dirs: Vec<Vec<u8>>,
+}
+
+/// How a scan run ends, handed to its fenced completion.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScanEnd {
+    /// The circuit breaker's threshold: the largest share of present files that may go
+    /// missing in one full scan.
+    pub max_missing_share: f64,
+    /// False when the library root's identity changed: nothing may go missing.
+    pub identity_ok: bool,
+    /// What the walk found gone (used by a full-scope run only).
+    pub unseen: Unseen,
+    /// Unchanged files not yet counted in the run's reasons.
+    pub unchanged: u64,
+    /// The final progress, or `None` to keep the last one.
+    pub progress: Option<String>,
+}
+
+impl ScanEnd {
+    /// An end with nothing unseen and nothing left to count.
+    pub fn breaker(max_missing_share: f64, identity_ok: bool) -> ScanEnd {
+        ScanEnd {
+            max_missing_share,
+            identity_ok,
+            unseen: Unseen::default(),
+            unchanged: 0,
+            progress: None,
+        }
+    }
+
+    pub fn unseen(self, unseen: Unseen) -> ScanEnd {
+        ScanEnd { unseen, ..self }
+    }
 }
 
 /// One processed file, as the scan pipeline hands it to the store.

@@ -6,7 +6,8 @@ mod support;
 
 use mediadex::model::{
     Claim, FileReason, FileStamp, IngestItem, Lease, LibraryIdentity, MediaFacts, MediaKind,
-    MoveOutcome, Provenance, RunState, ScanRequest, TrashAction, TrashReason, Trigger, trash_path,
+    MoveOutcome, Provenance, RunState, ScanEnd, ScanRequest, TrashAction, TrashReason, Trigger,
+    Unseen, trash_path,
 };
 use mediadex::store::{Admission, AdmissionOptions, StoreError};
 use support::{Env, TTL, env};
@@ -51,6 +52,25 @@ fn reasons(env: &Env, run: i64) -> Vec<(Provenance, i64)> {
     env.store.run_reasons(run).unwrap()
 }
 
+/// The ids of the known files at `paths`, as a walk that did not see them reports them.
+fn unseen(env: &Env, lib: i64, paths: &[&str]) -> Unseen {
+    let known = env.store.known_files(lib, "").unwrap();
+    let files = paths
+        .iter()
+        .map(|p| {
+            known
+                .iter()
+                .find(|k| k.rel_path == p.as_bytes())
+                .unwrap_or_else(|| panic!("{p} is not known"))
+                .id
+        })
+        .collect();
+    Unseen {
+        files,
+        dirs: Vec::new(),
+    }
+}
+
 fn live_assets(env: &Env) -> usize {
     env.store.assets(false).unwrap().len()
 }
@@ -79,7 +99,9 @@ fn two_byte_identical_files_are_one_asset_with_two_files_reported_duplicate() {
         env.store.assets(false).unwrap().is_empty(),
         "a new asset is visible only once its run completed"
     );
-    env.store.finish_full_scan(&lease, lib, 1.0, true).unwrap();
+    env.store
+        .finish_full_scan(&lease, lib, ScanEnd::breaker(1.0, true))
+        .unwrap();
 
     let assets = env.store.assets(false).unwrap();
     assert_eq!(assets.len(), 1);
@@ -160,7 +182,9 @@ fn a_replaced_file_relinks_and_its_old_asset_goes_to_the_trash() {
         .ingest_batch(&lease, lib, vec![item("a.jpg", 2, FileReason::Forced)], "")
         .unwrap();
     assert_eq!(same.items[0].claim, Claim::Kept);
-    env.store.finish_full_scan(&lease, lib, 1.0, true).unwrap();
+    env.store
+        .finish_full_scan(&lease, lib, ScanEnd::breaker(1.0, true))
+        .unwrap();
     let trashed = env.store.assets(true).unwrap();
     assert_eq!(trashed.len(), 1);
     assert_eq!(trashed[0].id, old);
@@ -199,12 +223,16 @@ fn a_file_whose_asset_was_trashed_comes_back_restored_by_id() {
         .ingest_batch(&lease, lib, vec![item("a.jpg", 1, FileReason::New)], "")
         .unwrap();
     let asset = first.items[0].asset_id.unwrap();
-    let done = env.store.finish_full_scan(&lease, lib, 0.2, true).unwrap();
+    let done = env
+        .store
+        .finish_full_scan(&lease, lib, ScanEnd::breaker(0.2, true))
+        .unwrap();
     assert_eq!(done.state, RunState::Completed);
 
     // The next full scan does not see it: missing, and its asset trashed.
     let lease = start_scan(&env, lib, "");
-    let report = env.store.finish_full_scan(&lease, lib, 1.0, true).unwrap();
+    let end = ScanEnd::breaker(1.0, true).unseen(unseen(&env, lib, &["a.jpg"]));
+    let report = env.store.finish_full_scan(&lease, lib, end).unwrap();
     assert_eq!((report.missing_files, report.trashed_assets), (1, 1));
     assert_eq!(live_assets(&env), 0);
     assert!(env.store.known_files(lib, "").unwrap().is_empty());
@@ -235,21 +263,18 @@ fn a_normal_full_scan_marks_unseen_files_missing_and_trashes_the_orphaned_asset(
         .chain([item("copy-of-f1.jpg", 1, FileReason::New)])
         .collect();
     env.store.ingest_batch(&lease, lib, items, "").unwrap();
-    env.store.finish_full_scan(&lease, lib, 0.2, true).unwrap();
+    env.store
+        .finish_full_scan(&lease, lib, ScanEnd::breaker(0.2, true))
+        .unwrap();
 
     // Rescan: f2 and the copy of f1 are gone, the rest unchanged.
     let lease = start_scan(&env, lib, "");
-    let seen: Vec<Vec<u8>> = (1..=10)
-        .filter(|i| *i != 2)
-        .map(|i| format!("f{i}.jpg").into_bytes())
-        .collect();
-    assert_eq!(
-        env.store
-            .touch_unchanged(&lease, lib, seen, "{\"seen\":9}")
-            .unwrap(),
-        9
-    );
-    let report = env.store.finish_full_scan(&lease, lib, 0.2, true).unwrap();
+    env.store
+        .scan_progress(&lease, lib, "{\"seen\":9}", 9)
+        .unwrap();
+    let gone = unseen(&env, lib, &["f2.jpg", "copy-of-f1.jpg"]);
+    let end = ScanEnd::breaker(0.2, true).unseen(gone);
+    let report = env.store.finish_full_scan(&lease, lib, end).unwrap();
     assert_eq!(report.state, RunState::Completed);
     assert_eq!((report.missing_files, report.trashed_assets), (2, 1));
     let trashed = env.store.assets(true).unwrap();
@@ -273,13 +298,16 @@ fn the_circuit_breaker_holds_on_mass_missing_and_on_a_changed_identity() {
         .map(|i| item(&format!("f{i}.jpg"), i, FileReason::New))
         .collect();
     env.store.ingest_batch(&lease, lib, items, "").unwrap();
-    env.store.finish_full_scan(&lease, lib, 0.2, true).unwrap();
+    env.store
+        .finish_full_scan(&lease, lib, ScanEnd::breaker(0.2, true))
+        .unwrap();
 
     // A scan that saw only 7 of 10: 30% would go missing, over the 20% allowed.
     let lease = start_scan(&env, lib, "");
-    let seen = (1..=7).map(|i| format!("f{i}.jpg").into_bytes()).collect();
-    env.store.touch_unchanged(&lease, lib, seen, "").unwrap();
-    let report = env.store.finish_full_scan(&lease, lib, 0.2, true).unwrap();
+    env.store.scan_progress(&lease, lib, "", 7).unwrap();
+    let gone = unseen(&env, lib, &["f8.jpg", "f9.jpg", "f10.jpg"]);
+    let end = ScanEnd::breaker(0.2, true).unseen(gone);
+    let report = env.store.finish_full_scan(&lease, lib, end).unwrap();
     assert_eq!(report.state, RunState::Suspect);
     assert!(report.reason.as_deref().unwrap().contains("3 of 10"));
     assert_eq!((report.missing_files, report.trashed_assets), (0, 0));
@@ -291,7 +319,10 @@ fn the_circuit_breaker_holds_on_mass_missing_and_on_a_changed_identity() {
 
     // A remounted root (identity changed) that saw nothing at all: nothing marked.
     let lease = start_scan(&env, lib, "");
-    let report = env.store.finish_full_scan(&lease, lib, 1.0, false).unwrap();
+    let all: Vec<String> = (1..=10).map(|i| format!("f{i}.jpg")).collect();
+    let all: Vec<&str> = all.iter().map(String::as_str).collect();
+    let end = ScanEnd::breaker(1.0, false).unseen(unseen(&env, lib, &all));
+    let report = env.store.finish_full_scan(&lease, lib, end).unwrap();
     assert_eq!(report.state, RunState::Suspect);
     assert!(report.reason.as_deref().unwrap().contains("identity"));
     assert_eq!(env.store.known_files(lib, "").unwrap().len(), 10);
@@ -314,9 +345,14 @@ fn a_scoped_scan_marks_nothing_missing() {
             "",
         )
         .unwrap();
-    env.store.finish_full_scan(&lease, lib, 0.2, true).unwrap();
+    env.store
+        .finish_full_scan(&lease, lib, ScanEnd::breaker(0.2, true))
+        .unwrap();
     let lease = start_scan(&env, lib, "2024");
-    let report = env.store.finish_full_scan(&lease, lib, 0.0, true).unwrap();
+    let report = env
+        .store
+        .finish_full_scan(&lease, lib, ScanEnd::breaker(0.0, true))
+        .unwrap();
     assert_eq!(report.state, RunState::Completed);
     assert_eq!(report.missing_files, 0);
     assert_eq!(env.store.known_files(lib, "").unwrap().len(), 2);
@@ -349,11 +385,11 @@ fn a_stale_scan_worker_lands_none_of_its_later_batches() {
         matches!(late, Err(StoreError::LeaseLost { .. })),
         "{late:?}"
     );
-    let touch = env
+    let progress = env.store.scan_progress(&stale, lib, "3", 1);
+    assert!(progress.unwrap_err().is_lease_lost());
+    let finish = env
         .store
-        .touch_unchanged(&stale, lib, vec![b"a.jpg".to_vec()], "3");
-    assert!(touch.unwrap_err().is_lease_lost());
-    let finish = env.store.finish_full_scan(&stale, lib, 0.2, true);
+        .finish_full_scan(&stale, lib, ScanEnd::breaker(0.2, true));
     assert!(finish.unwrap_err().is_lease_lost());
 
     assert_eq!(env.store.known_files(lib, "").unwrap(), before_files);
@@ -371,11 +407,9 @@ fn a_stale_scan_worker_lands_none_of_its_later_batches() {
     // The successor finds a.jpg unchanged; its completion publishes what the first run made.
     env.clock.advance(60_000);
     let (successor, _) = env.store.claim_scan_run(TTL).unwrap().unwrap();
+    env.store.scan_progress(&successor, lib, "s", 1).unwrap();
     env.store
-        .touch_unchanged(&successor, lib, vec![b"a.jpg".to_vec()], "s")
-        .unwrap();
-    env.store
-        .finish_full_scan(&successor, lib, 0.2, true)
+        .finish_full_scan(&successor, lib, ScanEnd::breaker(0.2, true))
         .unwrap();
     assert_eq!(live_assets(&env), 1);
 }
@@ -406,9 +440,12 @@ fn the_sweep_deletes_only_assets_trashed_past_the_retention() {
     env.store
         .ingest_batch(&lease, lib, vec![item("a.jpg", 1, FileReason::New)], "")
         .unwrap();
-    env.store.finish_full_scan(&lease, lib, 1.0, true).unwrap();
+    env.store
+        .finish_full_scan(&lease, lib, ScanEnd::breaker(1.0, true))
+        .unwrap();
     let lease = start_scan(&env, lib, "");
-    env.store.finish_full_scan(&lease, lib, 1.0, true).unwrap();
+    let end = ScanEnd::breaker(1.0, true).unseen(unseen(&env, lib, &["a.jpg"]));
+    env.store.finish_full_scan(&lease, lib, end).unwrap();
     assert_eq!(env.store.assets(true).unwrap().len(), 1);
 
     const DAY: i64 = 86_400_000;
@@ -491,7 +528,9 @@ fn the_hourly_limit_refuses_new_runs_until_the_hour_has_passed() {
             .request_scan_keyed(env.scan_request(lib, ""), opts())
             .unwrap();
         let (lease, _) = env.store.claim_scan_run(TTL).unwrap().unwrap();
-        env.store.finish_full_scan(&lease, lib, 1.0, true).unwrap();
+        env.store
+            .finish_full_scan(&lease, lib, ScanEnd::breaker(1.0, true))
+            .unwrap();
         env.clock.advance(60_000);
     }
     let err = env
@@ -517,7 +556,9 @@ fn the_hourly_limit_refuses_new_runs_until_the_hour_has_passed() {
     assert_eq!(admission, Admission::Coalesced);
     env.clock.advance(3_600_000);
     let (lease, _) = env.store.claim_scan_run(TTL).unwrap().unwrap();
-    env.store.finish_full_scan(&lease, lib, 1.0, true).unwrap();
+    env.store
+        .finish_full_scan(&lease, lib, ScanEnd::breaker(1.0, true))
+        .unwrap();
     env.store
         .request_scan_keyed(env.scan_request(lib, ""), opts())
         .expect("the window moved on");
@@ -539,7 +580,9 @@ fn two_copies(env: &Env) -> (i64, i64) {
             "",
         )
         .unwrap();
-    env.store.finish_full_scan(&lease, lib, 0.2, true).unwrap();
+    env.store
+        .finish_full_scan(&lease, lib, ScanEnd::breaker(0.2, true))
+        .unwrap();
     (lib, report.items[0].asset_id.unwrap())
 }
 
@@ -641,6 +684,59 @@ fn a_library_root_identity_is_recorded_for_the_circuit_breaker() {
 }
 
 #[test]
+fn a_vanished_folder_marks_everything_below_it_missing_and_nothing_beside_it() {
+    let env = env();
+    let lib = env.library("photos");
+    let lease = start_scan(&env, lib, "");
+    let batch = (1..=10)
+        .map(|i| item(&format!("keep/f{i}.jpg"), i, FileReason::New))
+        .chain([
+            item("2024/a.jpg", 11, FileReason::New),
+            item("2024/trip/b.jpg", 12, FileReason::New),
+            item("2024-old/c.jpg", 13, FileReason::New),
+            item("2024.jpg", 14, FileReason::New),
+        ])
+        .collect();
+    env.store.ingest_batch(&lease, lib, batch, "").unwrap();
+    env.store
+        .finish_full_scan(&lease, lib, ScanEnd::breaker(0.2, true))
+        .unwrap();
+
+    let lease = start_scan(&env, lib, "");
+    let gone = Unseen {
+        files: Vec::new(),
+        dirs: vec![b"2024".to_vec()],
+    };
+    let end = ScanEnd::breaker(0.2, true).unseen(gone);
+    let report = env.store.finish_full_scan(&lease, lib, end).unwrap();
+    assert_eq!(report.state, RunState::Completed);
+    assert_eq!((report.missing_files, report.trashed_assets), (2, 2));
+    let mut present: Vec<String> = env
+        .store
+        .known_files(lib, "")
+        .unwrap()
+        .into_iter()
+        .map(|k| String::from_utf8_lossy(&k.rel_path).into_owned())
+        .filter(|p| !p.starts_with("keep/"))
+        .collect();
+    present.sort();
+    assert_eq!(present, vec!["2024-old/c.jpg", "2024.jpg"]);
+    assert_eq!(reasons(&env, lease.id), [(Provenance::Missing, 2)]);
+
+    // The breaker counts what is below a vanished folder too: 10 of 12 is too many.
+    let lease = start_scan(&env, lib, "");
+    let gone = Unseen {
+        files: Vec::new(),
+        dirs: vec![b"keep".to_vec()],
+    };
+    let end = ScanEnd::breaker(0.2, true).unseen(gone);
+    let report = env.store.finish_full_scan(&lease, lib, end).unwrap();
+    assert_eq!(report.state, RunState::Suspect);
+    assert!(report.reason.as_deref().unwrap().contains("10 of 12"));
+    assert_eq!(env.store.known_files(lib, "").unwrap().len(), 12);
+}
+
+#[test]
 fn known_in_dir_lists_only_the_direct_children_of_a_directory() {
     let env = env();
     let lib = env.library("photos");
@@ -652,21 +748,40 @@ fn known_in_dir_lists_only_the_direct_children_of_a_directory() {
         item("2024-old/c.jpg", 4, FileReason::New),
     ];
     env.store.ingest_batch(&lease, lib, batch, "{}").unwrap();
-    let names = |dir: &str| -> Vec<String> {
-        let mut v: Vec<String> = env
-            .store
-            .known_in_dir(lib, dir.as_bytes())
-            .unwrap()
-            .into_iter()
-            .map(|k| String::from_utf8_lossy(&k.rel_path).into_owned())
-            .collect();
-        v.sort();
-        v
+    let names = |dir: &str| -> (Vec<String>, Vec<String>) {
+        let listing = env.store.known_dir(lib, dir.as_bytes()).unwrap();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        let mut files: Vec<String> = listing.files.iter().map(|k| text(&k.rel_path)).collect();
+        files.sort();
+        let mut subdirs: Vec<String> = listing.subdirs.iter().map(|d| text(d)).collect();
+        subdirs.sort();
+        (files, subdirs)
     };
-    assert_eq!(names(""), vec!["top.jpg"]);
-    assert_eq!(names("2024"), vec!["2024/a.jpg"]);
-    assert_eq!(names("2024/trip"), vec!["2024/trip/b.jpg"]);
-    assert!(names("2023").is_empty());
+    assert_eq!(
+        names(""),
+        (
+            vec!["top.jpg".into()],
+            vec!["2024".into(), "2024-old".into()]
+        )
+    );
+    assert_eq!(
+        names("2024"),
+        (vec!["2024/a.jpg".into()], vec!["trip".into()])
+    );
+    assert_eq!(names("2024/trip"), (vec!["2024/trip/b.jpg".into()], vec![]));
+    assert_eq!(names("2023"), (vec![], vec![]));
+    // A missing file is not known; its folder still is (it has rows).
+    let gone = Unseen {
+        files: Vec::new(),
+        dirs: vec![b"2024/trip".to_vec()],
+    };
+    let end = ScanEnd::breaker(1.0, true).unseen(gone);
+    env.store.finish_full_scan(&lease, lib, end).unwrap();
+    assert_eq!(
+        names("2024"),
+        (vec!["2024/a.jpg".into()], vec!["trip".into()])
+    );
+    assert_eq!(names("2024/trip"), (vec![], vec![]));
 }
 
 #[test]

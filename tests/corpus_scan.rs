@@ -40,7 +40,7 @@ fn a_full_scan_of_the_corpus_completes_and_records_every_file() {
     let job = ScanJob {
         store: env.store.clone(),
         config: ScanConfig::default(),
-        extract: mediadex::media::extract,
+        extract: mediadex::media::extract_from,
     };
     let pool = WorkerPool::start(
         &env.store,

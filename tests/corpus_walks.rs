@@ -81,7 +81,7 @@ fn metadata_only_near_duplicates_are_found_by_the_scan_and_by_the_walk() {
         .scan(ScanJob {
             store: env.store.clone(),
             config: ScanConfig::default(),
-            extract: mediadex::media::extract,
+            extract: mediadex::media::extract_from,
         })
         .job(
             WalkKindId::ContentHash.job_kind(),

@@ -7,8 +7,8 @@
 //! Everything goes through the real binary. `MEDIADEX_LEASE_TTL_MS=1000` (a testing knob)
 //! makes the rescue take about a second instead of 30. There is no hook in the scan to stop
 //! it mid-way. The first scan runs in short slices between SIGSTOP and SIGCONT, and the
-//! test looks at its progress while it is frozen: once a batch is committed (and, 3,000
-//! files being a dozen batches, the scan far from done) it is SIGKILLed exactly in the
+//! test looks at its progress while it is frozen: once a batch is committed (and, 10,000
+//! files being ten batches, the scan far from done) it is SIGKILLed exactly in the
 //! state the test saw, on a fast machine as on a slow one.
 
 #![cfg(unix)]
@@ -20,9 +20,10 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Distinct photos (distinct contents).
-const PHOTOS: usize = 3_000;
-/// Photos per directory (the scan commits 256 entries per batch).
+/// Distinct photos (distinct contents). Ten batches of 1,024: with three, a fast scan
+/// sometimes committed them all within one slice, before the test could see it mid-way.
+const PHOTOS: usize = 10_000;
+/// Photos per directory (the scan commits 1,024 entries per batch).
 const PER_DIR: usize = 250;
 /// Byte-identical copies of some of the photos, each in another directory than its
 /// original (so that the killed run and its successor are likely to see one each).

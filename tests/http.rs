@@ -56,6 +56,7 @@ fn api_full(security: Security, hourly_limit: Option<u32>, ffmpeg: Option<PathBu
             counter.fetch_add(1, Ordering::SeqCst);
         }),
         watch: None,
+        after_restore: None,
     };
     let state = AppState::start(env.store.clone(), config, stop_rx).expect("state");
     Api {
@@ -165,7 +166,7 @@ impl Api {
         let job = ScanJob {
             store: store.clone(),
             config: ScanConfig::default(),
-            extract: mediadex::media::extract,
+            extract: mediadex::media::extract_from,
         };
         let pool = WorkerPool::start(
             store,

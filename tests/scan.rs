@@ -6,6 +6,7 @@ mod support;
 use mediadex::model::{Asset, Provenance, RunState, ScanRun, Target};
 use mediadex::queue::{Handlers, PoolConfig, WorkerPool};
 use mediadex::scan::job::{ScanConfig, ScanJob};
+use mediadex::scan::pipeline::Settings;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -54,7 +55,7 @@ impl Lib<'_> {
         let job = ScanJob {
             store: self.env.store.clone(),
             config,
-            extract: mediadex::media::extract,
+            extract: mediadex::media::extract_from,
         };
         let pool = WorkerPool::start(
             &self.env.store,
@@ -148,6 +149,39 @@ fn an_unchanged_rescan_reads_nothing_and_changes_nothing() {
         serde_json::from_str(run.progress.as_deref().expect("progress")).expect("json");
     assert_eq!(progress["changed"], 0);
     assert_eq!(lib.assets(false), before);
+}
+
+/// Small batches, so that a cost paid per batch would show as clearly as one paid per file.
+fn small_batches() -> ScanConfig {
+    ScanConfig {
+        pipeline: Settings {
+            batch: 4,
+            channel: 4,
+            ..Settings::default()
+        },
+        ..ScanConfig::default()
+    }
+}
+
+#[test]
+fn an_unchanged_rescan_writes_no_row_per_file_or_per_batch() {
+    let env = env();
+    let lib = library(&env);
+    for i in 0..60u8 {
+        photo(&lib.root.join(format!("more/{}/{i}.png", i % 3)), 100 + i);
+    }
+    lib.scan_with("", small_batches());
+    let before = env.store.write_stats();
+    let (run, reasons) = lib.scan_with("", small_batches());
+    let after = env.store.write_stats();
+    assert_eq!(run.state, RunState::Completed);
+    assert_eq!(reasons, BTreeMap::from([("unchanged", 67)]));
+    // What is left is the run's own bookkeeping: its request, claim, first heartbeat and
+    // fenced completion (with the `unchanged` count). 67 files in batches of 4 would cost
+    // 17 writes and over 67 rows if anything were written per file or per batch.
+    let (ops, rows) = (after.ops - before.ops, after.rows - before.rows);
+    assert!(ops <= 6, "{ops} write operations for an unchanged rescan");
+    assert!(rows <= 12, "{rows} rows written for an unchanged rescan");
 }
 
 #[test]
@@ -248,9 +282,9 @@ fn a_scoped_scan_reads_only_its_folder_and_marks_nothing_missing() {
 }
 
 /// Keeps the cancelled scan busy long enough that the cancel lands mid-way on any machine.
-fn slow_extract(path: &Path) -> mediadex::model::MediaFacts {
+fn slow_extract(path: &Path, bytes: Option<&[u8]>) -> mediadex::model::MediaFacts {
     std::thread::sleep(Duration::from_millis(3));
-    mediadex::media::extract(path)
+    mediadex::media::extract_from(path, bytes)
 }
 
 #[test]

@@ -9,7 +9,7 @@ mod support;
 
 use mediadex::model::{
     Claim, DetectedFace, FileReason, FileStamp, IngestItem, Job, JobState, MediaFacts, MediaKind,
-    NewJob, Target, WalkAsset, WalkKindId, WalkResults,
+    NewJob, ScanEnd, Target, WalkAsset, WalkKindId, WalkResults,
 };
 use mediadex::queue::{JobDone, JobHandler, LeaseGuard, NoHooks, Registry, WorkError};
 use mediadex::store::Store;
@@ -90,7 +90,7 @@ fn seed(env: &Env, n: u32) -> Lib {
         .ingest_batch(&lease, id, items, "")
         .expect("ingest");
     env.store
-        .finish_full_scan(&lease, id, 1.0, true)
+        .finish_full_scan(&lease, id, ScanEnd::breaker(1.0, true))
         .expect("finish");
     let assets = report
         .items

@@ -67,6 +67,7 @@ pub fn serve(config: Config, mut options: ServeOptions) -> anyhow::Result<()> {
         hourly_limit: config.scan_hourly_limit,
         wake,
         watch: watcher.as_ref().map(crate::watch::Watcher::handle),
+        after_restore: Some(after_restore(&store, &config)),
     };
     let served = run_http(&store, &options, http, claim.as_ref());
     tracing::info!("stopping: handing leases back");
@@ -130,6 +131,12 @@ fn weak_waker(pool: &Arc<WorkerPool>) -> crate::http::Wake {
             pool.wake();
         }
     })
+}
+
+/// Queues face detection after a restore made through the API (as the CLI's restore does).
+fn after_restore(store: &Store, config: &Config) -> crate::http::Wake {
+    let (store, config) = (store.clone(), config.clone());
+    Arc::new(move || super::queue_faces_after_restore(&store, &config))
 }
 
 /// Watches every library for changes (unless watching is off).

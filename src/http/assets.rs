@@ -246,7 +246,16 @@ pub async fn restore(
     id: Result<Path<i64>, PathRejection>,
 ) -> Result<Json<AssetOut>, ApiError> {
     let Path(id) = id?;
-    move_asset(s, id, crate::trash::restore).await
+    let after = s.after_restore.clone();
+    let restored = move_asset(s, id, crate::trash::restore).await?;
+    if let Some(after) = after {
+        blocking(move || {
+            after();
+            Ok(())
+        })
+        .await?;
+    }
+    Ok(restored)
 }
 
 type Mover = fn(&Store, i64) -> Result<Vec<crate::model::MoveOutcome>, crate::trash::TrashError>;

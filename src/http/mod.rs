@@ -47,6 +47,8 @@ pub struct AppState {
     pub wake: Wake,
     /// The watcher of this process, when it watches (library add/remove, statuses).
     pub watch: Option<crate::watch::WatchHandle>,
+    /// Run (on the blocking pool) after a restore committed: queues face detection.
+    pub after_restore: Option<Wake>,
 }
 
 impl FromRef<AppState> for Arc<Security> {
@@ -70,6 +72,7 @@ pub struct HttpConfig {
     pub hourly_limit: Option<u32>,
     pub wake: Wake,
     pub watch: Option<crate::watch::WatchHandle>,
+    pub after_restore: Option<Wake>,
 }
 
 impl AppState {
@@ -89,6 +92,7 @@ impl AppState {
             hourly_limit: config.hourly_limit,
             wake: config.wake,
             watch: config.watch,
+            after_restore: config.after_restore,
         })
     }
 }

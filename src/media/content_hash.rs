@@ -68,6 +68,13 @@ fn format(head: &[u8]) -> Option<Format> {
     }
 }
 
+/// Whether a file starting with `head` (its first 12 bytes suffice) is a format with rules:
+/// otherwise its content hash is its checksum and a caller that has the checksum need not
+/// hash it again.
+pub fn has_rules(head: &[u8]) -> bool {
+    format(head).is_some()
+}
+
 /// The checksum and the content hash of the file at `path`, reading it once. A picture
 /// format with rules is read into memory and both hashes come from those bytes; anything
 /// else is streamed once and its content hash is its checksum.

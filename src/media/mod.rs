@@ -1,4 +1,5 @@
-//! Pure media extractors: a file path in, `MediaFacts` out. Owns type sniffing, dimensions,
+//! Pure media extractors: a file path (or the bytes already read from it) in, `MediaFacts`
+//! out. Owns type sniffing, dimensions,
 //! EXIF (with an XMP fallback) and video container facts; must not touch the database, the
 //! queue or SQL (no database access of any kind), and must never panic on what it reads.
 
@@ -14,15 +15,25 @@ pub use sniff::{HEAD_LEN, sniff};
 
 use crate::model::{MediaFacts, MediaKind};
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::{BufRead, BufReader, Cursor, Read, Seek};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
 /// Everything that can be read about the file at `path`. Never panics: an I/O failure, a
 /// corrupt or truncated file or a parser panic leaves what was read plus `error`.
 pub fn extract(path: &Path) -> MediaFacts {
+    extract_from(path, None)
+}
+
+/// `extract`, from `bytes` when given: the whole file, already read once by the caller (the
+/// scan reads a small file once for its checksum and its facts). Without them the file at
+/// `path` is opened; `path` also names the file for the extension check.
+pub fn extract_from(path: &Path, bytes: Option<&[u8]>) -> MediaFacts {
     let mut facts = MediaFacts::default();
-    let outcome = catch_unwind(AssertUnwindSafe(|| read_all(path, &mut facts)));
+    let outcome = catch_unwind(AssertUnwindSafe(|| match bytes {
+        Some(bytes) => read_bytes(bytes, &mut facts),
+        None => read_all(path, &mut facts),
+    }));
     let error = match outcome {
         Ok(Ok(())) => None,
         Ok(Err(reason)) => Some(reason),
@@ -45,16 +56,33 @@ fn read_all(path: &Path, facts: &mut MediaFacts) -> Result<(), String> {
     (facts.kind, facts.mime) = sniff(&head);
     let mime = facts.mime.clone().unwrap_or_default();
     match facts.kind {
-        Some(MediaKind::Image) => read_image(file, &mime, facts),
+        Some(MediaKind::Image) => read_image(BufReader::new(file), &mime, facts),
         Some(MediaKind::Video) => video::read_track(file, facts),
+        _ => Ok(()),
+    }
+}
+
+/// `read_all` over a file's bytes already in memory.
+fn read_bytes(bytes: &[u8], facts: &mut MediaFacts) -> Result<(), String> {
+    if bytes.is_empty() {
+        return Err("empty file".into());
+    }
+    (facts.kind, facts.mime) = sniff(&bytes[..bytes.len().min(HEAD_LEN)]);
+    let mime = facts.mime.clone().unwrap_or_default();
+    match facts.kind {
+        Some(MediaKind::Image) => read_image(Cursor::new(bytes), &mime, facts),
+        Some(MediaKind::Video) => video::read_track(Cursor::new(bytes), facts),
         _ => Ok(()),
     }
 }
 
 /// Size and EXIF are read independently, so a broken EXIF still leaves the size and a file
 /// cut after its header still leaves its EXIF.
-fn read_image(file: File, mime: &str, facts: &mut MediaFacts) -> Result<(), String> {
-    let mut reader = BufReader::new(file);
+fn read_image<R: BufRead + Seek>(
+    mut reader: R,
+    mime: &str,
+    facts: &mut MediaFacts,
+) -> Result<(), String> {
     let complete = match mime {
         "image/jpeg" => photo::jpeg_end_check(&mut reader),
         _ => Ok(()),

@@ -7,13 +7,12 @@ use super::values::{clean_text, gps_degrees};
 use crate::model::MediaFacts;
 use chrono::{DateTime, Datelike, FixedOffset};
 use nom_exif::{EntryValue, MediaParser, MediaSource, TrackInfo, TrackInfoTag};
-use std::fs::File;
-use std::io::{Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 
 /// Container creation times before this year are the zero/epoch placeholder, not a date.
 const FIRST_PLAUSIBLE_YEAR: i32 = 1971;
 
-pub fn read_track(mut file: File, facts: &mut MediaFacts) -> Result<(), String> {
+pub fn read_track<R: Read + Seek>(mut file: R, facts: &mut MediaFacts) -> Result<(), String> {
     let track = container::video_track(&mut file).unwrap_or_default();
     facts.video_codec = track.codec;
     let outcome = read_nom_exif(file, facts);
@@ -27,7 +26,7 @@ pub fn read_track(mut file: File, facts: &mut MediaFacts) -> Result<(), String> 
     outcome
 }
 
-fn read_nom_exif(mut file: File, facts: &mut MediaFacts) -> Result<(), String> {
+fn read_nom_exif<R: Read + Seek>(mut file: R, facts: &mut MediaFacts) -> Result<(), String> {
     file.seek(SeekFrom::Start(0))
         .map_err(|e| format!("video: {e}"))?;
     let source = MediaSource::seekable(file).map_err(|e| format!("video: {e}"))?;

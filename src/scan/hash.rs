@@ -1,35 +1,116 @@
-//! The file checksum: blake3 over the whole file, the identity of an asset (DESIGN.md
-//! section 6). Small files are read through a buffer; large ones are memory-mapped.
+//! Reading a changed file: ONE read gives everything the scan stores about its bytes — the
+//! blake3 checksum over the whole file (the identity of an asset, DESIGN.md section 6), the
+//! content hash (`media::content_hash`) and the media facts. A small file is read into one
+//! buffer that all three are computed from; a large one is memory-mapped for the checksum
+//! (hashed on rayon) and the extractor seeks in it for the few structures it needs; its
+//! content hash is its checksum unless it is a picture format with content-hash rules (then
+//! `media::content_hash` reads it by path). Must not touch the database.
 
-use std::io;
+use crate::media::content_hash;
+use crate::model::MediaFacts;
+use std::io::{self, Read};
 use std::path::Path;
 
-/// Above this size a file is memory-mapped instead of read into a buffer.
+/// From this size on a file is memory-mapped instead of read into a buffer.
 const MMAP_FROM: u64 = 4 << 20;
+/// From this size on a mapped file is hashed on several threads (blake3's rayon mode); below
+/// it the split costs more than it gains.
+const PARALLEL_FROM: u64 = 16 << 20;
 
 /// A blake3 digest of a whole file.
 pub type Checksum = [u8; 32];
 
-pub fn checksum(path: &Path) -> io::Result<Checksum> {
-    let mut file = std::fs::File::open(path)?;
-    let size = file.metadata()?.len();
-    let mut hasher = blake3::Hasher::new();
+/// Reads a file's media facts: `(path, Some(whole file))` when the bytes are already in
+/// memory, `(path, None)` to let it open the file itself.
+pub type Extract<'a> = dyn Fn(&Path, Option<&[u8]>) -> MediaFacts + Sync + 'a;
+
+/// What one read of a changed file yields.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Contents {
+    pub checksum: Checksum,
+    /// The content hash under this binary's rules (equal to `checksum` for a format without
+    /// rules).
+    pub content_hash: Checksum,
+    pub facts: MediaFacts,
+}
+
+/// Reads the changed file at `path` ONCE and derives its checksum and its facts from that
+/// read. `size` is the walk's stat (only a hint: the file is read to its end whatever it
+/// is now). Whatever else is computed from a file's bytes belongs here, on the same buffer.
+pub fn read_once(path: &Path, size: u64, extract: &Extract<'_>) -> io::Result<Contents> {
     if size >= MMAP_FROM {
-        hasher.update_mmap(path)?;
+        let checksum = checksum_mapped(path, size)?;
+        return Ok(Contents {
+            checksum,
+            content_hash: content_hash_large(path, size, checksum)?,
+            facts: extract(path, None),
+        });
+    }
+    let bytes = read_whole(path, size)?;
+    let hashes = content_hash::hashes(&bytes);
+    let facts = extract(path, Some(&bytes));
+    Ok(Contents {
+        checksum: hashes.checksum,
+        content_hash: hashes.content_hash,
+        facts,
+    })
+}
+
+/// The content hash of a mapped file: its checksum (no second pass) unless it is a picture
+/// with rules small enough to be parsed, which `media::content_hash` reads by path.
+fn content_hash_large(path: &Path, size: u64, checksum: Checksum) -> io::Result<Checksum> {
+    if size > content_hash::MAX_PARSED || !content_hash::has_rules(&head(path)?) {
+        return Ok(checksum);
+    }
+    content_hash::content_hash_file(path)
+}
+
+/// The first 12 bytes of the file (fewer if it is shorter): enough to tell its format.
+fn head(path: &Path) -> io::Result<Vec<u8>> {
+    let mut head = Vec::with_capacity(12);
+    std::fs::File::open(path)?.take(12).read_to_end(&mut head)?;
+    Ok(head)
+}
+
+/// The whole file in one buffer, sized from the stat so it is read without regrowing.
+fn read_whole(path: &Path, size: u64) -> io::Result<Vec<u8>> {
+    let mut file = std::fs::File::open(path)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0).saturating_add(1));
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+fn checksum_mapped(path: &Path, size: u64) -> io::Result<Checksum> {
+    let mut hasher = blake3::Hasher::new();
+    if size >= PARALLEL_FROM {
+        hasher.update_mmap_rayon(path)?;
     } else {
-        hasher.update_reader(&mut file)?;
+        hasher.update_mmap(path)?;
     }
     Ok(*hasher.finalize().as_bytes())
+}
+
+/// The checksum alone (no facts).
+pub fn checksum(path: &Path) -> io::Result<Checksum> {
+    let size = std::fs::metadata(path)?.len();
+    read_once(path, size, &|_, _| MediaFacts::default()).map(|c| c.checksum)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Mutex;
 
     #[test]
     fn small_and_mapped_files_hash_like_blake3_over_their_bytes() {
         let dir = tempfile::tempdir().expect("tempdir");
-        for size in [0usize, 1, 5000, (MMAP_FROM as usize) + 3] {
+        for size in [
+            0usize,
+            1,
+            5000,
+            (MMAP_FROM as usize) + 3,
+            (PARALLEL_FROM as usize) + 5,
+        ] {
             let body: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
             let path = dir.path().join(format!("f{size}"));
             std::fs::write(&path, &body).expect("write");
@@ -39,5 +120,73 @@ mod tests {
             );
         }
         assert!(checksum(&dir.path().join("missing")).is_err());
+    }
+
+    #[test]
+    fn a_small_file_is_read_once_and_its_bytes_handed_to_the_extractor() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("a.jpg");
+        std::fs::write(&path, b"photo bytes").expect("write");
+        let handed = Mutex::new(None);
+        let extract = |_: &Path, bytes: Option<&[u8]>| {
+            *handed.lock().expect("lock") = bytes.map(<[u8]>::to_vec);
+            MediaFacts::default()
+        };
+        // A stale (smaller) stat does not cut the read short.
+        let read = read_once(&path, 3, &extract).expect("read");
+        assert_eq!(read.checksum, *blake3::hash(b"photo bytes").as_bytes());
+        assert_eq!(
+            handed.lock().expect("lock").as_deref(),
+            Some(&b"photo bytes"[..])
+        );
+    }
+
+    #[test]
+    fn a_large_file_is_mapped_and_the_extractor_opens_it_itself() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("v.mp4");
+        let body = vec![7u8; MMAP_FROM as usize];
+        std::fs::write(&path, &body).expect("write");
+        let extract = |_: &Path, bytes: Option<&[u8]>| {
+            assert!(bytes.is_none(), "a large file is not buffered");
+            MediaFacts::default()
+        };
+        let read = read_once(&path, MMAP_FROM, &extract).expect("read");
+        assert_eq!(read.checksum, *blake3::hash(&body).as_bytes());
+    }
+
+    /// A JPEG whose APP1 segment (dropped by the content hash) surrounds a kept body, so the
+    /// content hash differs from the checksum; `pad` makes it as large as needed.
+    fn jpeg_with_app1(pad: usize) -> Vec<u8> {
+        let mut bytes = vec![0xFF, 0xD8, 0xFF, 0xE1, 0x00, 0x06, b'E', b'x', b'i', b'f'];
+        bytes.extend_from_slice(&[0xFF, 0xFE, 0x00, 0x04, b'h', b'i']);
+        bytes.extend_from_slice(&[0xFF, 0xDA, 0x00, 0x02]);
+        bytes.extend((0..pad).map(|i| (i % 200) as u8));
+        bytes.extend_from_slice(&[0xFF, 0xD9]);
+        bytes
+    }
+
+    #[test]
+    fn the_content_hash_comes_from_the_same_read_in_both_paths() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let none = |_: &Path, _: Option<&[u8]>| MediaFacts::default();
+        for (name, body) in [
+            ("small.jpg", jpeg_with_app1(100)),
+            ("large.jpg", jpeg_with_app1(MMAP_FROM as usize)),
+            ("large.mp4", vec![9u8; MMAP_FROM as usize + 1]),
+            ("small.bin", b"not a picture".to_vec()),
+        ] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, &body).expect("write");
+            let read = read_once(&path, body.len() as u64, &none).expect("read");
+            assert_eq!(read.checksum, *blake3::hash(&body).as_bytes(), "{name}");
+            assert_eq!(
+                read.content_hash,
+                content_hash::content_hash(&body),
+                "{name}"
+            );
+            let has_rules = name.ends_with(".jpg");
+            assert_eq!(read.content_hash != read.checksum, has_rules, "{name}");
+        }
     }
 }

@@ -1,13 +1,17 @@
 //! The scan run handler: what a worker does with a claimed scan run. It checks the library
 //! root, feeds the pipeline with what the store knows (a directory at a time) and commits
 //! each batch through the run's lease guard, so a worker that lost its lease writes nothing
-//! more. A full-scope run ends with the missing-file marking and the circuit breaker in the
-//! same fenced transaction as its completion. No SQL here: everything goes through `Store`.
+//! more. Unchanged files cost no write: they are counted, and the count rides on the next
+//! write (a batch of changed files, a progress checkpoint at most every second, or the
+//! completion). A full-scope run ends with the missing-file marking (from what the walk
+//! found gone) and the circuit breaker in the same fenced transaction as its completion.
+//! No SQL here: everything goes through `Store`.
 
 use super::identity::{self, Verdict};
-use super::pipeline::{self, Batch, DirStamps, Known, KnownStamp, Settings, Sink, SinkError};
+use super::pipeline::{self, Batch, DirKnown, Gone, Known, KnownStamp, Settings, Sink, SinkError};
 use crate::model::{
-    ContentHash, FileReason, IngestItem, Library, MediaFacts, MediaKind, RunOutcome, ScanRun,
+    ContentHash, FileReason, IngestItem, Library, MediaFacts, MediaKind, RunOutcome, ScanEnd,
+    ScanRun, Unseen,
 };
 use crate::queue::{GuardError, ScanDone, ScanHandler, WorkContext, WorkError};
 use crate::store::{Store, StoreError};
@@ -26,6 +30,9 @@ pub struct ScanConfig {
     /// The content-hash scheme stamped on what the scan hashes (this binary's, or the
     /// `MEDIADEX_CONTENT_HASH_SCHEME` testing override).
     pub content_hash_scheme: i64,
+    /// The face scheme to queue detection under once a run's completion has committed
+    /// (`None`: this build has no face detector).
+    pub faces_scheme: Option<i64>,
 }
 
 impl Default for ScanConfig {
@@ -34,6 +41,7 @@ impl Default for ScanConfig {
             max_missing_share: 0.2,
             pipeline: Settings::default(),
             content_hash_scheme: crate::media::content_hash::SCHEME,
+            faces_scheme: None,
         }
     }
 }
@@ -41,7 +49,9 @@ impl Default for ScanConfig {
 pub struct ScanJob {
     pub store: Store,
     pub config: ScanConfig,
-    pub extract: fn(&Path) -> MediaFacts,
+    /// Reads a changed file's facts: `(path, Some(bytes))` from the bytes the scan already
+    /// read, `(path, None)` from the file (see `media::extract_from`).
+    pub extract: fn(&Path, Option<&[u8]>) -> MediaFacts,
 }
 
 impl ScanHandler for ScanJob {
@@ -80,7 +90,16 @@ impl ScanHandler for ScanJob {
             &self.extract,
         );
         match walked {
-            Ok(_) => self.finish(ctx, &library, &verdict),
+            Ok(summary) => {
+                let end = ScanEnd {
+                    max_missing_share: self.config.max_missing_share,
+                    identity_ok: verdict == Verdict::Same,
+                    unseen: unseen(summary.unseen),
+                    unchanged: sink.unchanged,
+                    progress: Some(sink.progress_text()),
+                };
+                self.finish(ctx, &library, &verdict, end)
+            }
             Err(SinkError::LeaseLost) => Err(WorkError::Guard(GuardError::LeaseLost(
                 ctx.lease().target,
                 ctx.lease().id,
@@ -98,6 +117,21 @@ impl ScanHandler for ScanJob {
 }
 
 impl ScanJob {
+    /// After the fenced completion committed (never before: a lost lease must not queue
+    /// work for a run that did not land): the face walk, which detects the new assets (they
+    /// lack a face stamp). It joins a walk under way; a failure is logged, and the next boot
+    /// schedules the walk for unstamped assets anyway.
+    fn queue_faces(&self) {
+        let Some(scheme) = self.config.faces_scheme else {
+            return;
+        };
+        if let Err(e) =
+            crate::walks::request(&self.store, crate::model::WalkKindId::Faces, scheme, false)
+        {
+            tracing::warn!(error = %e, "could not queue face detection after the scan");
+        }
+    }
+
     /// The fenced end of a walked run: missing files and the breaker for a full scope,
     /// committed with the completion.
     fn finish(
@@ -105,11 +139,10 @@ impl ScanJob {
         ctx: &WorkContext,
         library: &Library,
         verdict: &Verdict,
+        end: ScanEnd,
     ) -> Result<ScanDone, WorkError> {
-        let share = self.config.max_missing_share;
-        let same = *verdict == Verdict::Same;
         let report = ctx
-            .guarded(|s, l| s.finish_full_scan(l, library.id, share, same))
+            .guarded(|s, l| s.finish_full_scan(l, library.id, end))
             .map_err(WorkError::Guard)?;
         if let (Verdict::Changed(why), Some(_)) = (verdict, &report.reason) {
             tracing::warn!(library = %library.name, %why, "full scan ended suspect");
@@ -121,6 +154,7 @@ impl ScanJob {
             trashed = report.trashed_assets,
             "scan finished"
         );
+        self.queue_faces();
         Ok(ScanDone::Committed)
     }
 }
@@ -136,22 +170,34 @@ struct StoreKnown<'a> {
 }
 
 impl Known for StoreKnown<'_> {
-    fn dir(&mut self, rel_dir: &Path) -> Result<DirStamps, SinkError> {
-        let files = self
+    fn dir(&mut self, rel_dir: &Path) -> Result<DirKnown, SinkError> {
+        let listing = self
             .store
-            .known_in_dir(self.library_id, &path_bytes(rel_dir))
+            .known_dir(self.library_id, &path_bytes(rel_dir))
             .map_err(|e| SinkError::Store(e.to_string()))?;
-        Ok(files
+        let files = listing
+            .files
             .into_iter()
             .map(|k| {
                 let name = k.rel_path.rsplit(|&b| b == b'/').next().unwrap_or_default();
                 let known = KnownStamp {
+                    id: k.id,
                     stamp: k.stamp,
                     retry: k.has_error,
                 };
                 (os_string(name), known)
             })
-            .collect())
+            .collect();
+        let subdirs = listing.subdirs.iter().map(|n| os_string(n)).collect();
+        Ok(DirKnown { files, subdirs })
+    }
+}
+
+/// What the walk found gone, in the store's terms.
+fn unseen(gone: Gone) -> Unseen {
+    Unseen {
+        files: gone.files,
+        dirs: gone.dirs.iter().map(|d| path_bytes(d)).collect(),
     }
 }
 
@@ -164,6 +210,9 @@ struct LeaseSink<'a> {
     content_hash_scheme: i64,
     progress: Progress,
     last_poll: Cell<Instant>,
+    /// Unchanged files not yet counted in the store.
+    unchanged: u64,
+    last_write: Instant,
 }
 
 #[derive(Debug, Default, serde::Serialize)]
@@ -176,6 +225,9 @@ struct Progress {
 }
 
 const CANCEL_POLL: Duration = Duration::from_millis(250);
+/// A batch with nothing to write records its progress at most this often: progress is for
+/// people watching, and each write is a synced commit.
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 
 impl<'a> LeaseSink<'a> {
     fn new(ctx: &'a WorkContext, store: &'a Store, library: &Library) -> Self {
@@ -186,19 +238,25 @@ impl<'a> LeaseSink<'a> {
             content_hash_scheme: crate::media::content_hash::SCHEME,
             progress: Progress::default(),
             last_poll: Cell::new(Instant::now()),
+            unchanged: 0,
+            last_write: Instant::now(),
         }
     }
 
     fn progress_json(&mut self, batch: &Batch) -> String {
         let p = &mut self.progress;
         p.changed += batch.changed.len() as u64;
-        p.unchanged += batch.unchanged.len() as u64;
+        p.unchanged += batch.unchanged;
         p.problems += batch.problems.len() as u64;
         p.files = p.changed + p.unchanged;
         if let Some((rel, error)) = batch.problems.last() {
             p.last_problem = Some(format!("{}: {error}", rel.display()));
         }
-        serde_json::to_string(p).unwrap_or_else(|_| "{}".into())
+        self.progress_text()
+    }
+
+    fn progress_text(&self) -> String {
+        serde_json::to_string(&self.progress).unwrap_or_else(|_| "{}".into())
     }
 
     fn write<T>(
@@ -217,23 +275,23 @@ impl Sink for LeaseSink<'_> {
     fn commit(&mut self, batch: Batch) -> Result<(), SinkError> {
         let progress = self.progress_json(&batch);
         let library_id = self.library_id;
-        let unchanged: Vec<Vec<u8>> = batch.unchanged.iter().map(|p| path_bytes(p)).collect();
-        let scheme = self.content_hash_scheme;
-        let items: Vec<IngestItem> = batch
-            .changed
-            .into_iter()
-            .map(|o| ingest_item(o, scheme))
-            .collect();
-        let (touch, ingest) = (!unchanged.is_empty(), !items.is_empty());
-        if touch {
-            self.write(|s, l| s.touch_unchanged(l, library_id, unchanged, &progress))?;
+        self.unchanged += batch.unchanged;
+        if !batch.changed.is_empty() {
+            let scheme = self.content_hash_scheme;
+            let items: Vec<IngestItem> = batch
+                .changed
+                .into_iter()
+                .map(|o| ingest_item(o, scheme))
+                .collect();
+            let unchanged = std::mem::take(&mut self.unchanged);
+            self.write(|s, l| s.ingest_batch_counting(l, library_id, items, &progress, unchanged))?;
+        } else if self.last_write.elapsed() >= CHECKPOINT_EVERY {
+            let unchanged = std::mem::take(&mut self.unchanged);
+            self.write(|s, l| s.scan_progress(l, library_id, &progress, unchanged))?;
+        } else {
+            return Ok(());
         }
-        if ingest {
-            self.write(|s, l| s.ingest_batch(l, library_id, items, &progress))?;
-        }
-        if !touch && !ingest {
-            self.write(|s, l| s.checkpoint_scan(l, &progress))?;
-        }
+        self.last_write = Instant::now();
         Ok(())
     }
 

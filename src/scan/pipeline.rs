@@ -1,34 +1,49 @@
-//! The pipeline of one scan run: a walker thread feeds a bounded channel; this thread diffs
-//! each file against what the store knows of its directory (an unchanged file is never
-//! opened); changed files are hashed and their metadata extracted on rayon, a batch at a
-//! time; each batch goes to the sink (the fenced writer) before the next is read. Memory is
-//! bounded by the channel, the batch and the directories on the current walk path, not by
-//! the library. A refused batch (lost lease) or a cancellation stops the walk.
+//! The pipeline of one scan run: a walker thread feeds a bounded channel; a reader thread
+//! diffs each file against what the store knows of its directory (an unchanged file is
+//! never opened) and reads the changed ones on rayon, a batch at a time, while the calling
+//! thread hands the previous batch to the sink (the fenced writer): reading batch N+1
+//! overlaps the commit of batch N, and at most one batch waits. Memory is bounded by the
+//! channel, two batches and the directories on the current walk path, not by the library.
+//!
+//! The diff also finds what is gone: for every directory the walk listed completely, the
+//! known files it did not see and the known sub-directories that are no longer there
+//! (`Summary::unseen`). A directory that could not be listed completely decides nothing.
+//! A refused batch (lost lease) or a cancellation stops the walk and the reading.
 
 use super::diff::{Reason, reason};
-use super::hash::Checksum;
+use super::hash::{Checksum, Extract, read_once};
 use super::walk::{Stamp, Walked, walk};
 use crate::model::MediaFacts;
-use crossbeam_channel::bounded;
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
 use rayon::prelude::*;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 /// What the store knows of one file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KnownStamp {
+    /// The file row's id.
+    pub id: i64,
     pub stamp: Stamp,
     /// Its last read failed: read it again even if its stamp is unchanged.
     pub retry: bool,
 }
 
-/// What the store knows of one directory's files: name → stamp.
-pub type DirStamps = HashMap<OsString, KnownStamp>;
+/// What the store knows directly inside one directory.
+#[derive(Clone, Debug, Default)]
+pub struct DirKnown {
+    /// Present files by name.
+    pub files: HashMap<OsString, KnownStamp>,
+    /// Sub-directories with known files, by name.
+    pub subdirs: HashSet<OsString>,
+}
 
-/// Looks up known files per directory (library-relative; `""` is the root).
+/// Looks up what is known per directory (library-relative; `""` is the root).
 pub trait Known {
-    fn dir(&mut self, rel_dir: &Path) -> Result<DirStamps, SinkError>;
+    fn dir(&mut self, rel_dir: &Path) -> Result<DirKnown, SinkError>;
 }
 
 /// One changed file, read.
@@ -49,22 +64,22 @@ pub struct Observed {
 #[derive(Debug, Default)]
 pub struct Batch {
     pub changed: Vec<Observed>,
-    /// Files seen with an unchanged stamp (their "last seen" moves on).
-    pub unchanged: Vec<PathBuf>,
+    /// How many files were seen with an unchanged stamp (they need no write of their own).
+    pub unchanged: u64,
     /// Entries that could not be listed or followed.
     pub problems: Vec<(PathBuf, String)>,
 }
 
 impl Batch {
     fn len(&self) -> usize {
-        self.changed.len() + self.unchanged.len() + self.problems.len()
+        self.changed.len() + self.unchanged as usize + self.problems.len()
     }
 }
 
 /// Where batches go. An error stops the run (the lease is lost, or the store failed).
 pub trait Sink {
     fn commit(&mut self, batch: Batch) -> Result<(), SinkError>;
-    /// Polled between files: true once the run was cancelled.
+    /// Polled while batches are read: true once the run was cancelled.
     fn cancelled(&self) -> bool {
         false
     }
@@ -100,6 +115,15 @@ impl Default for Settings {
     }
 }
 
+/// What the walk found gone, from the directories it listed completely.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Gone {
+    /// Ids of known files the walk did not see.
+    pub files: Vec<i64>,
+    /// Known sub-directories that were no longer there (library-relative).
+    pub dirs: Vec<PathBuf>,
+}
+
 /// Counts of what a run saw, by kind.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
@@ -109,16 +133,21 @@ pub struct Summary {
     /// Files opened (hashed) by this run: zero for an unchanged rescan.
     pub files_read: u64,
     pub read_errors: u64,
+    /// What is gone (meaningful for a walk of the whole library that ran to its end).
+    pub unseen: Gone,
 }
+
+/// How often the committing side looks at the sink's cancellation while it waits.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
 
 /// Runs the pipeline over `root/scope`. `extract` reads a changed file's metadata.
 pub fn run(
     root: &Path,
     scope: &Path,
     settings: &Settings,
-    known: &mut dyn Known,
+    known: &mut (dyn Known + Send),
     sink: &mut dyn Sink,
-    extract: &(dyn Fn(&Path) -> MediaFacts + Sync),
+    extract: &Extract<'_>,
 ) -> Result<Summary, SinkError> {
     let (tx, rx) = bounded(settings.channel.max(1));
     let (walk_root, walk_scope) = (root.to_path_buf(), scope.to_path_buf());
@@ -126,39 +155,99 @@ pub fn run(
         .name("mediadex-walker".into())
         .spawn(move || walk(&walk_root, &walk_scope, &tx))
         .map_err(|e| SinkError::Store(format!("cannot start the walker: {e}")))?;
-    let mut state = Diffing::new(root, settings, known);
-    let mut summary = Summary::default();
-    let outcome = (|| {
-        for item in &rx {
-            if sink.cancelled() {
-                return Err(SinkError::Cancelled);
-            }
-            state.take(item)?;
-            if state.pending() >= settings.batch.max(1) {
-                sink.commit(state.flush(extract, &mut summary))?;
-            }
-        }
-        sink.commit(state.flush(extract, &mut summary))
-    })();
+    let stop = AtomicBool::new(false);
+    let outcome = std::thread::scope(|s| {
+        // A rendezvous channel: the reader hands batch N+1 over only once batch N is
+        // committed, so one batch is read while one commits and none piles up.
+        let (batch_tx, batch_rx) = bounded::<Batch>(0);
+        let (rx, stop) = (&rx, &stop);
+        let reader = std::thread::Builder::new()
+            .name("mediadex-scan-reader".into())
+            .spawn_scoped(s, move || {
+                produce(root, settings, known, extract, rx, &batch_tx, stop)
+            })
+            .map_err(|e| SinkError::Store(format!("cannot start the scan reader: {e}")))?;
+        let committed = consume(sink, &batch_rx);
+        stop.store(true, Ordering::SeqCst);
+        drop(batch_rx);
+        let read = reader
+            .join()
+            .unwrap_or_else(|_| Err(SinkError::Store("the scan reader panicked".into())));
+        committed.and(read)
+    });
     // Dropping the receiver ends a walk still in progress.
     drop(rx);
     let _ = walker.join();
-    outcome.map(|()| summary)
+    outcome
 }
 
-/// The diff step's state: the batch being built and the known stamps of the directories on
-/// the current walk path.
+/// The committing side: hands each batch to the sink, watching for a cancellation while
+/// it waits for the next one. Returns when the reader is done or on the first refusal.
+fn consume(sink: &mut dyn Sink, batches: &Receiver<Batch>) -> Result<(), SinkError> {
+    loop {
+        if sink.cancelled() {
+            return Err(SinkError::Cancelled);
+        }
+        match batches.recv_timeout(CANCEL_POLL) {
+            Ok(batch) => sink.commit(batch)?,
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return Ok(()),
+        }
+    }
+}
+
+/// The reading side: diffs the walk, reads the changed files a batch at a time, hands each
+/// batch over. Stops when the committing side stopped (`stop`, or its end of the channel).
+fn produce(
+    root: &Path,
+    settings: &Settings,
+    known: &mut (dyn Known + Send),
+    extract: &Extract<'_>,
+    walked: &Receiver<Walked>,
+    batches: &Sender<Batch>,
+    stop: &AtomicBool,
+) -> Result<Summary, SinkError> {
+    let mut state = Diffing::new(root, settings, known);
+    let mut summary = Summary::default();
+    let hand_over = |batch: Batch| batches.send(batch).map_err(|_| SinkError::Cancelled);
+    for item in walked {
+        if stop.load(Ordering::SeqCst) {
+            return Err(SinkError::Cancelled);
+        }
+        state.take(item)?;
+        if state.pending() >= settings.batch.max(1) {
+            hand_over(state.flush(extract, &mut summary))?;
+        }
+    }
+    state.leave_all();
+    hand_over(state.flush(extract, &mut summary))?;
+    summary.unseen = std::mem::take(&mut state.gone);
+    Ok(summary)
+}
+
+/// One directory on the current walk path: what the store knows inside it, minus what the
+/// walk has seen there so far.
+struct Frame {
+    rel: PathBuf,
+    known: DirKnown,
+    /// False when the walk could not list it completely: then what it did not see there
+    /// is not gone.
+    listed: bool,
+}
+
+/// The diff step's state: the batch being built and the directories on the walk path.
 struct Diffing<'a> {
     root: &'a Path,
     forced: bool,
-    known: &'a mut dyn Known,
-    dirs: Vec<(PathBuf, DirStamps)>,
+    known: &'a mut (dyn Known + Send),
+    dirs: Vec<Frame>,
     to_read: Vec<(PathBuf, Stamp, Reason)>,
     batch: Batch,
+    gone: Gone,
 }
 
 impl<'a> Diffing<'a> {
-    fn new(root: &'a Path, settings: &Settings, known: &'a mut dyn Known) -> Self {
+    fn new(root: &'a Path, settings: &Settings, known: &'a mut (dyn Known + Send)) -> Self {
         Diffing {
             root,
             forced: settings.forced,
@@ -166,6 +255,7 @@ impl<'a> Diffing<'a> {
             dirs: Vec::new(),
             to_read: Vec::new(),
             batch: Batch::default(),
+            gone: Gone::default(),
         }
     }
 
@@ -176,45 +266,121 @@ impl<'a> Diffing<'a> {
 
     fn take(&mut self, item: Walked) -> Result<(), SinkError> {
         match item {
-            Walked::Problem { rel, error } => self.batch.problems.push((rel, error)),
+            Walked::Dir { rel } => self.enter(rel)?,
             Walked::File { rel, stamp } => {
-                let known = self.known_stamp(&rel)?;
+                let known = self.see_file(&rel)?;
                 let why = reason(&stamp, known.as_ref().map(|k| &k.stamp), self.forced)
                     .or_else(|| known.filter(|k| k.retry).map(|_| Reason::Error));
                 match why {
-                    None => self.batch.unchanged.push(rel),
+                    None => self.batch.unchanged += 1,
                     Some(why) => self.to_read.push((rel, stamp, why)),
                 }
+            }
+            Walked::Problem { rel, error } => {
+                self.see_problem(&rel);
+                self.batch.problems.push((rel, error));
+            }
+            Walked::ListingFailed { error } => {
+                // Some directory on the walk path lost entries: trust none of them.
+                self.dirs.iter_mut().for_each(|f| f.listed = false);
+                self.batch.problems.push((PathBuf::new(), error));
             }
         }
         Ok(())
     }
 
-    /// The known stamp of `rel`, loading its directory's stamps when the walk enters it and
-    /// dropping those of directories the walk has left.
-    fn known_stamp(&mut self, rel: &Path) -> Result<Option<KnownStamp>, SinkError> {
-        let parent = rel.parent().unwrap_or(Path::new("")).to_path_buf();
-        while self
-            .dirs
-            .last()
-            .is_some_and(|(d, _)| d != &parent && !parent.starts_with(d))
+    /// The walk entered directory `rel`: it is seen in its parent, and its own known
+    /// entries are loaded.
+    fn enter(&mut self, rel: PathBuf) -> Result<(), SinkError> {
+        let parent = rel.parent().map(Path::to_path_buf);
+        if let Some(parent) = &parent {
+            self.leave_until(parent);
+        } else {
+            self.leave_all();
+        }
+        if let (Some(top), Some(name)) = (self.dirs.last_mut(), rel.file_name())
+            && Some(&top.rel) == parent.as_ref()
         {
-            self.dirs.pop();
+            top.known.subdirs.remove(name);
         }
-        if self.dirs.last().is_none_or(|(d, _)| d != &parent) {
-            let stamps = self.known.dir(&parent)?;
-            self.dirs.push((parent, stamps));
+        let known = self.known.dir(&rel)?;
+        self.dirs.push(Frame {
+            rel,
+            known,
+            listed: true,
+        });
+        Ok(())
+    }
+
+    /// The known stamp of file `rel`, which the walk has now seen.
+    fn see_file(&mut self, rel: &Path) -> Result<Option<KnownStamp>, SinkError> {
+        let parent = rel.parent().unwrap_or(Path::new(""));
+        self.leave_until(parent);
+        if self.dirs.last().is_none_or(|f| f.rel != parent) {
+            // Only when the walk starts at a file (a scope naming one): its directory was
+            // not listed, so nothing is decided about the rest of it.
+            let known = self.known.dir(parent)?;
+            self.dirs.push(Frame {
+                rel: parent.to_path_buf(),
+                known,
+                listed: false,
+            });
         }
-        let name = rel.file_name().map(OsString::from).unwrap_or_default();
-        Ok(self.dirs.last().and_then(|(_, m)| m.get(&name).copied()))
+        let name = rel.file_name().unwrap_or_default();
+        Ok(self
+            .dirs
+            .last_mut()
+            .and_then(|f| f.known.files.remove(name)))
+    }
+
+    /// A problem at `rel`: if it is a directory being listed, its listing is incomplete;
+    /// otherwise the entry exists in its parent (unreadable, a loop, a link leading out)
+    /// and is not gone.
+    fn see_problem(&mut self, rel: &Path) {
+        if let Some(frame) = self.dirs.iter_mut().find(|f| f.rel == rel) {
+            frame.listed = false;
+            return;
+        }
+        let Some(parent) = rel.parent() else { return };
+        self.leave_until(parent);
+        if let (Some(top), Some(name)) = (self.dirs.last_mut(), rel.file_name())
+            && top.rel == parent
+        {
+            top.known.files.remove(name);
+            top.known.subdirs.remove(name);
+        }
+    }
+
+    /// Leaves the directories the walk is done with: those `dir` is not inside.
+    fn leave_until(&mut self, dir: &Path) {
+        while self.dirs.last().is_some_and(|f| !dir.starts_with(&f.rel)) {
+            self.leave();
+        }
+    }
+
+    fn leave_all(&mut self) {
+        while !self.dirs.is_empty() {
+            self.leave();
+        }
+    }
+
+    /// Leaves the innermost directory: if it was listed completely, what is left of its
+    /// known entries is gone.
+    fn leave(&mut self) {
+        let Some(frame) = self.dirs.pop() else { return };
+        if !frame.listed {
+            return;
+        }
+        self.gone
+            .files
+            .extend(frame.known.files.values().map(|k| k.id));
+        self.gone
+            .dirs
+            .extend(frame.known.subdirs.iter().map(|name| frame.rel.join(name)));
     }
 
     /// Reads the changed files of this batch on rayon and hands the batch over.
-    fn flush(
-        &mut self,
-        extract: &(dyn Fn(&Path) -> MediaFacts + Sync),
-        summary: &mut Summary,
-    ) -> Batch {
+    fn flush(&mut self, extract: &Extract<'_>, summary: &mut Summary) -> Batch {
         let root = self.root;
         let read: Vec<Observed> = std::mem::take(&mut self.to_read)
             .into_par_iter()
@@ -232,22 +398,19 @@ fn observe(
     rel: PathBuf,
     stamp: Stamp,
     reason: Reason,
-    extract: &(dyn Fn(&Path) -> MediaFacts + Sync),
+    extract: &Extract<'_>,
 ) -> Observed {
     let path = root.join(&rel);
-    match crate::media::content_hash::hash_file(&path) {
-        Ok(hashes) => {
-            let facts = extract(&path);
-            Observed {
-                rel,
-                stamp,
-                reason,
-                checksum: Some(hashes.checksum),
-                content_hash: Some(hashes.content_hash),
-                error: facts.error.clone(),
-                facts: Some(facts),
-            }
-        }
+    match read_once(&path, stamp.size, extract) {
+        Ok(read) => Observed {
+            rel,
+            stamp,
+            reason,
+            checksum: Some(read.checksum),
+            content_hash: Some(read.content_hash),
+            error: read.facts.error.clone(),
+            facts: Some(read.facts),
+        },
         // Vanished or unreadable mid-scan: recorded on the file, the run goes on.
         Err(e) => Observed {
             rel,
@@ -269,7 +432,7 @@ fn tally(batch: &Batch, summary: &mut Summary) {
             summary.read_errors += 1;
         }
     }
-    summary.unchanged += batch.unchanged.len() as u64;
+    summary.unchanged += batch.unchanged;
     summary.problems += batch.problems.len() as u64;
 }
 
@@ -284,14 +447,30 @@ mod tests {
     struct Memory(HashMap<PathBuf, KnownStamp>);
 
     impl Known for Memory {
-        fn dir(&mut self, rel_dir: &Path) -> Result<DirStamps, SinkError> {
-            Ok(self
-                .0
-                .iter()
-                .filter(|(p, _)| p.parent().unwrap_or(Path::new("")) == rel_dir)
-                .filter_map(|(p, s)| Some((p.file_name()?.to_os_string(), *s)))
-                .collect())
+        fn dir(&mut self, rel_dir: &Path) -> Result<DirKnown, SinkError> {
+            let mut known = DirKnown::default();
+            for (path, stamp) in &self.0 {
+                let Ok(rest) = path.strip_prefix(rel_dir) else {
+                    continue;
+                };
+                let mut parts = rest.components();
+                match (parts.next(), parts.next()) {
+                    (Some(name), None) => {
+                        known.files.insert(name.as_os_str().to_os_string(), *stamp);
+                    }
+                    (Some(name), Some(_)) => {
+                        known.subdirs.insert(name.as_os_str().to_os_string());
+                    }
+                    _ => {}
+                }
+            }
+            Ok(known)
         }
+    }
+
+    /// The file id the fake store gives a path.
+    fn id_of(known: &Memory, rel: &str) -> i64 {
+        known.0[Path::new(rel)].id
     }
 
     #[derive(Default)]
@@ -327,9 +506,14 @@ mod tests {
         fn remember(&self, known: &mut Memory) {
             for o in self.batches.iter().flat_map(|b| &b.changed) {
                 let retry = o.checksum.is_none();
+                let id = known
+                    .0
+                    .get(&o.rel)
+                    .map_or(known.0.len() as i64 + 1, |k| k.id);
                 known.0.insert(
                     o.rel.clone(),
                     KnownStamp {
+                        id,
                         stamp: o.stamp,
                         retry,
                     },
@@ -350,7 +534,7 @@ mod tests {
 
     fn scan(root: &Path, known: &mut Memory, settings: &Settings) -> (Recorder, Summary) {
         let mut sink = Recorder::default();
-        let extract = |_: &Path| MediaFacts::default();
+        let extract = |_: &Path, _: Option<&[u8]>| MediaFacts::default();
         let summary = run(root, Path::new(""), settings, known, &mut sink, &extract).expect("scan");
         (sink, summary)
     }
@@ -372,6 +556,7 @@ mod tests {
         assert!(sink.batches.iter().all(|b| b.len() <= 7));
         let f0 = sink.changed()["d0/e0/f0.jpg"].checksum;
         assert_eq!(f0, Some(*blake3::hash(b"photo 0").as_bytes()));
+        assert_eq!(summary.unseen, Gone::default());
     }
 
     #[test]
@@ -381,7 +566,7 @@ mod tests {
         let (first, _) = scan(dir.path(), &mut known, &small_batches());
         first.remember(&mut known);
         let extracted = AtomicUsize::new(0);
-        let extract = |_: &Path| {
+        let extract = |_: &Path, _: Option<&[u8]>| {
             extracted.fetch_add(1, Ordering::SeqCst);
             MediaFacts::default()
         };
@@ -398,6 +583,7 @@ mod tests {
         assert_eq!((summary.files_read, summary.unchanged), (0, 40));
         assert_eq!(extracted.load(Ordering::SeqCst), 0);
         assert!(sink.changed().is_empty());
+        assert_eq!(summary.unseen, Gone::default(), "nothing is gone");
     }
 
     #[test]
@@ -452,7 +638,7 @@ mod tests {
 
     /// A first scan of `root` in small batches into `sink`.
     fn first_scan_into(root: &Path, sink: &mut Recorder) -> Result<Summary, SinkError> {
-        let extract = |_: &Path| MediaFacts::default();
+        let extract = |_: &Path, _: Option<&[u8]>| MediaFacts::default();
         let settings = small_batches();
         run(
             root,
@@ -486,5 +672,184 @@ mod tests {
         let result = first_scan_into(dir.path(), &mut sink);
         assert!(matches!(result, Err(SinkError::Cancelled)));
         assert!(sink.batches.is_empty());
+    }
+
+    #[test]
+    fn a_deleted_file_and_a_vanished_folder_are_gone_and_nothing_else() {
+        let dir = library(12);
+        let mut known = Memory::default();
+        scan(dir.path(), &mut known, &small_batches())
+            .0
+            .remember(&mut known);
+        fs::remove_file(dir.path().join("d1/e1/f1.jpg")).expect("rm");
+        fs::remove_dir_all(dir.path().join("d2")).expect("rm -r");
+        let (_, summary) = scan(dir.path(), &mut known, &small_batches());
+        assert_eq!(summary.unseen.files, vec![id_of(&known, "d1/e1/f1.jpg")]);
+        assert_eq!(summary.unseen.dirs, vec![PathBuf::from("d2")]);
+        assert_eq!(summary.unchanged, 12 - 1 - 4);
+    }
+
+    /// Feeds walk items straight to the diff, as the walker would send them.
+    fn diff_of(known: &mut Memory, items: Vec<Walked>) -> Gone {
+        let settings = Settings::default();
+        let mut state = Diffing::new(Path::new("/nowhere"), &settings, known);
+        for item in items {
+            state.take(item).expect("take");
+        }
+        state.leave_all();
+        state.gone
+    }
+
+    fn known_tree() -> Memory {
+        let mut known = Memory::default();
+        for (id, rel) in ["a.jpg", "x/b.jpg", "x/y/c.jpg", "z/d.jpg"]
+            .iter()
+            .enumerate()
+        {
+            let stamp = Stamp {
+                size: 1,
+                mtime_ns: 1,
+                dev: 1,
+                inode: id as u64,
+            };
+            let (id, retry) = (id as i64 + 1, false);
+            known
+                .0
+                .insert(PathBuf::from(rel), KnownStamp { id, stamp, retry });
+        }
+        known
+    }
+
+    fn dir(rel: &str) -> Walked {
+        Walked::Dir { rel: rel.into() }
+    }
+
+    fn problem(rel: &str) -> Walked {
+        Walked::Problem {
+            rel: rel.into(),
+            error: "Permission denied".into(),
+        }
+    }
+
+    fn file(rel: &str) -> Walked {
+        let stamp = Stamp {
+            size: 1,
+            mtime_ns: 1,
+            dev: 1,
+            inode: 99,
+        };
+        Walked::File {
+            rel: rel.into(),
+            stamp,
+        }
+    }
+
+    #[test]
+    fn an_unreadable_folder_makes_nothing_in_it_gone() {
+        let mut known = known_tree();
+        // `x` was entered but could not be read: walkdir reports it, then its error.
+        let walk = vec![
+            dir(""),
+            dir("x"),
+            problem("x"),
+            dir("z"),
+            file("z/d.jpg"),
+            file("a.jpg"),
+        ];
+        assert_eq!(
+            diff_of(&mut known, walk),
+            Gone::default(),
+            "x/b.jpg and x/y are not gone"
+        );
+        // The same walk with x readable but empty: both are gone.
+        let walk = vec![dir(""), dir("x"), dir("z"), file("z/d.jpg"), file("a.jpg")];
+        let gone = diff_of(&mut known, walk);
+        assert_eq!(gone.files, vec![id_of(&known, "x/b.jpg")]);
+        assert_eq!(gone.dirs, vec![PathBuf::from("x/y")]);
+    }
+
+    #[test]
+    fn a_listing_that_failed_part_way_makes_nothing_on_the_walk_path_gone() {
+        let mut known = known_tree();
+        let failed = Walked::ListingFailed {
+            error: "I/O error".into(),
+        };
+        let gone = diff_of(&mut known, vec![dir(""), dir("x"), failed, dir("z")]);
+        // "" and "x" were being listed when the error came: neither decides; z, listed
+        // after it, still does.
+        assert_eq!(gone.files, vec![id_of(&known, "z/d.jpg")]);
+        assert!(gone.dirs.is_empty());
+        // Without the failure, the same walk finds a.jpg, x/b.jpg and x/y gone too.
+        let gone = diff_of(&mut known_tree(), vec![dir(""), dir("x"), dir("z")]);
+        assert_eq!(
+            (gone.files.len(), gone.dirs),
+            (3, vec![PathBuf::from("x/y")])
+        );
+    }
+
+    #[test]
+    fn an_entry_that_is_a_problem_is_not_gone() {
+        let mut known = known_tree();
+        // z is now a link that leads out of the library, a.jpg a broken link.
+        let gone = diff_of(
+            &mut known,
+            vec![
+                dir(""),
+                problem("a.jpg"),
+                problem("z"),
+                dir("x"),
+                dir("x/y"),
+            ],
+        );
+        let mut files = gone.files;
+        files.sort_unstable();
+        assert_eq!(
+            files,
+            vec![id_of(&known, "x/b.jpg"), id_of(&known, "x/y/c.jpg")]
+        );
+        assert!(gone.dirs.is_empty());
+    }
+
+    #[test]
+    fn reading_the_next_batch_overlaps_the_commit_of_the_previous_one() {
+        // The sink holds the first commit until the reader has read into the second batch:
+        // with reading and committing in turn, this would never finish.
+        struct Overlap<'a> {
+            read: &'a AtomicUsize,
+            commits: usize,
+        }
+        impl Sink for Overlap<'_> {
+            fn commit(&mut self, _: Batch) -> Result<(), SinkError> {
+                self.commits += 1;
+                if self.commits == 1 {
+                    let start = std::time::Instant::now();
+                    while self.read.load(Ordering::SeqCst) <= 7 {
+                        assert!(start.elapsed() < Duration::from_secs(20), "no overlap");
+                        std::thread::yield_now();
+                    }
+                }
+                Ok(())
+            }
+        }
+        let dir = library(40);
+        let read = AtomicUsize::new(0);
+        let extract = |_: &Path, _: Option<&[u8]>| {
+            read.fetch_add(1, Ordering::SeqCst);
+            MediaFacts::default()
+        };
+        let mut sink = Overlap {
+            read: &read,
+            commits: 0,
+        };
+        let summary = run(
+            dir.path(),
+            Path::new(""),
+            &small_batches(),
+            &mut Memory::default(),
+            &mut sink,
+            &extract,
+        )
+        .expect("scan");
+        assert_eq!(summary.files_read, 40);
     }
 }

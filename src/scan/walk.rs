@@ -1,6 +1,8 @@
 //! The walker: one thread that lists a library (or a sub-path of it) with walkdir and sends
 //! what it finds down a bounded channel, so memory is bounded by the channel, not by the
-//! library. It stats entries (size, mtime, device, inode) but never opens a file. Junk
+//! library. It reports each directory as it enters it (so the diff knows which directories
+//! it listed), stats files (size, mtime, device, inode; walkdir's own stat, never a second
+//! one) but never opens a file. Junk
 //! (hidden entries, NAS thumbnail and recycle folders, OS droppings) is skipped; symlinks
 //! are followed only while they stay inside the root; loops, dangling links and unreadable
 //! entries are reported as problems, never fatal. Must not touch the database.
@@ -13,6 +15,12 @@ pub use crate::model::FileStamp as Stamp;
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum Walked {
+    /// A directory the walk is entering (sent before anything inside it). Its listing is
+    /// complete unless a `Problem` at this same path or a `ListingFailed` follows.
+    Dir {
+        /// Library-relative path (`""` is the root).
+        rel: PathBuf,
+    },
     /// A regular file (or a symlink to one inside the root).
     File {
         /// Library-relative path.
@@ -21,6 +29,9 @@ pub enum Walked {
     },
     /// Something that could not be listed or followed; recorded, never fatal.
     Problem { rel: PathBuf, error: String },
+    /// Reading a directory's entries failed part-way, without saying which directory: none
+    /// of the directories being listed can be trusted to be complete.
+    ListingFailed { error: String },
 }
 
 /// Folder and file names that are never media: NAS and desktop by-products.
@@ -56,7 +67,12 @@ pub fn walk(root: &Path, scope: &Path, out: &Sender<Walked>) {
                 Some(item) => item,
                 None => continue,
             },
-            Err(e) => problem(root, e.path().unwrap_or(&start), &e.to_string()),
+            Err(e) => match e.path() {
+                Some(path) => problem(root, path, &e.to_string()),
+                None => Walked::ListingFailed {
+                    error: e.to_string(),
+                },
+            },
         };
         if out.send(item).is_err() {
             return;
@@ -86,9 +102,15 @@ fn admit(root: &Path, entry: &DirEntry, out: &Sender<Walked>) -> bool {
 }
 
 fn file(root: &Path, entry: &DirEntry) -> Option<Walked> {
+    if entry.file_type().is_dir() {
+        return Some(Walked::Dir {
+            rel: relative(root, entry.path()),
+        });
+    }
     if !entry.file_type().is_file() {
         return None;
     }
+    // walkdir's entry already holds what it stat'ed (followed links: the target's stat).
     match entry.metadata() {
         Ok(meta) => Some(Walked::File {
             rel: relative(root, entry.path()),
@@ -155,6 +177,7 @@ mod tests {
                 Walked::Problem { rel, error } => {
                     seen.insert(rel.to_string_lossy().into_owned(), Err(error))
                 }
+                Walked::Dir { .. } | Walked::ListingFailed { .. } => None,
             };
         }
         walker.join().expect("walker");
@@ -243,7 +266,31 @@ mod tests {
         walk(&root, Path::new(""), &tx);
         drop(tx);
         let items: Vec<_> = rx.into_iter().collect();
-        assert!(matches!(&items[..], [Walked::File { rel, .. }] if rel.as_os_str() == name));
+        assert!(
+            matches!(&items[..], [Walked::Dir { .. }, Walked::File { rel, .. }] if rel.as_os_str() == name)
+        );
+    }
+
+    #[test]
+    fn each_directory_is_announced_before_its_contents() {
+        let dir = tree();
+        let root = fs::canonicalize(dir.path()).expect("canon");
+        let (tx, rx) = crossbeam_channel::unbounded();
+        walk(&root, Path::new(""), &tx);
+        drop(tx);
+        let order: Vec<String> = rx
+            .into_iter()
+            .map(|item| match item {
+                Walked::Dir { rel } => format!("dir {}", rel.display()),
+                Walked::File { rel, .. } => format!("file {}", rel.display()),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        let at = |s: &str| order.iter().position(|o| o == s).expect(s);
+        assert_eq!(order[0], "dir ");
+        assert!(at("dir 2024") < at("file 2024/a.jpg"));
+        assert!(at("dir 2024/trip") < at("file 2024/trip/b.jpg"));
+        assert!(!order.iter().any(|o| o.contains("eaDir")), "{order:?}");
     }
 
     #[test]

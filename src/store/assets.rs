@@ -18,10 +18,10 @@ const FIND: &str =
 const INSERT: &str = "
     INSERT INTO assets (owner, checksum, size, mime, kind, width, height, display_width,
                         display_height, taken_local, taken_offset_minutes, make, model, lat, lon,
-                        orientation, duration_ms, video_codec, created_at, content_hash,
-                        content_hash_scheme)
+                        orientation, duration_ms, video_codec, created_at, pending_run,
+                        content_hash, content_hash_scheme)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-            ?20, ?21)
+            ?20, ?21, ?22)
     ON CONFLICT (owner, checksum) DO NOTHING
     RETURNING id";
 /// Restore by id alone: whatever happened to the row since it was read, this either brings
@@ -100,19 +100,12 @@ const CONTENT_TWINS: &str = "
      ORDER BY content_hash, content_hash_scheme, id";
 
 /// A new asset waits for its run's completion before anyone sees it.
-const HOLD: &str = "UPDATE assets SET pending_run = ?2 WHERE id = ?1";
 /// A run's completion publishes what every run of its library created and left pending
 /// (a retried run's successor finds those files unchanged; its completion publishes them).
 const PUBLISH: &str = "
     UPDATE assets SET pending_run = NULL
      WHERE pending_run IN (SELECT id FROM scan_runs
                             WHERE library_id = (SELECT library_id FROM scan_runs WHERE id = ?1))";
-
-pub(super) fn hold(conn: &Connection, asset_id: i64, run_id: i64) -> Result<(), StoreError> {
-    conn.prepare_cached(HOLD)?
-        .execute(params![asset_id, run_id])?;
-    Ok(())
-}
 
 pub(super) fn publish(conn: &Connection, run_id: i64) -> Result<(), StoreError> {
     conn.prepare_cached(PUBLISH)?.execute([run_id])?;
@@ -134,6 +127,7 @@ fn insert(
     size: u64,
     facts: &MediaFacts,
     content: Option<&ContentHash>,
+    pending_run: i64,
     now: Millis,
 ) -> Result<Option<i64>, StoreError> {
     let f = facts;
@@ -160,6 +154,7 @@ fn insert(
                 f.duration_ms,
                 f.video_codec,
                 now,
+                pending_run,
                 content.map(|c| &c.hash[..]),
                 content.map(|c| c.scheme)
             ],
@@ -202,17 +197,38 @@ pub(super) fn state(conn: &Connection, id: i64) -> Result<Option<bool>, StoreErr
 /// settles; the bound only turns a bug into an error instead of a loop.
 const CLAIM_PASSES: usize = 4;
 
-/// Finds or makes the asset for `checksum` (DESIGN.md section 6). `previous` is the asset
-/// the file pointed at before, which tells a duplicate from the file's own asset.
+/// What a claim is for: the file's bytes and the run that reads them.
+pub(super) struct ClaimFor<'a> {
+    pub checksum: &'a [u8; 32],
+    pub size: u64,
+    pub facts: &'a MediaFacts,
+    /// The content hash the scan computed from the same read, stored on a new asset.
+    pub content: Option<&'a ContentHash>,
+    /// The asset the file pointed at before, which tells a duplicate from its own asset.
+    pub previous: Option<i64>,
+    /// A new asset is held by this run until a completion publishes it.
+    pub run_id: i64,
+}
+
+/// Finds or makes the asset for a file's checksum (DESIGN.md section 6). A checksum not
+/// seen before (most files of a first index) costs one insert: the lookup happens only when
+/// the unique index says a row exists, and never surfaces as an error.
 pub(super) fn claim(
     conn: &Connection,
-    checksum: &[u8; 32],
-    size: u64,
-    facts: &MediaFacts,
-    content: Option<&ContentHash>,
-    previous: Option<i64>,
+    want: &ClaimFor<'_>,
     now: Millis,
 ) -> Result<(i64, Claim), StoreError> {
+    let ClaimFor {
+        checksum,
+        size,
+        facts,
+        content,
+        previous,
+        run_id,
+    } = *want;
+    if let Some(id) = insert(conn, checksum, size, facts, content, run_id, now)? {
+        return Ok((id, Claim::Created));
+    }
     let mut saw_trashed = false;
     for _ in 0..CLAIM_PASSES {
         match find(conn, checksum)? {
@@ -226,7 +242,7 @@ pub(super) fn claim(
                 saw_trashed = true;
             }
             None => {
-                if let Some(id) = insert(conn, checksum, size, facts, content, now)? {
+                if let Some(id) = insert(conn, checksum, size, facts, content, run_id, now)? {
                     let claim = if saw_trashed {
                         Claim::Recreated
                     } else {
@@ -560,14 +576,19 @@ mod race_tests {
             .ingest_batch(&lease, lib, vec![item("a.jpg", 1), item("b.jpg", 2)], "")
             .expect("ingest");
         store
-            .finish_full_scan(&lease, lib, 1.0, true)
+            .finish_full_scan(&lease, lib, crate::model::ScanEnd::breaker(1.0, true))
             .expect("finish");
         let lease = scan(&store);
+        let gone = crate::model::Unseen {
+            files: vec![report.items[0].file_id],
+            dirs: Vec::new(),
+        };
         store
-            .touch_unchanged(&lease, lib, vec![b"b.jpg".to_vec()], "")
-            .expect("touch");
-        store
-            .finish_full_scan(&lease, lib, 1.0, true)
+            .finish_full_scan(
+                &lease,
+                lib,
+                crate::model::ScanEnd::breaker(1.0, true).unseen(gone),
+            )
             .expect("finish");
         let trashed = report.items[0].asset_id.expect("asset");
         assert!(store.asset(trashed).unwrap().unwrap().trashed_at.is_some());
@@ -647,7 +668,10 @@ mod race_tests {
             "a new row, not the swept one"
         );
         assert!(s.store.asset(id).unwrap().is_none());
-        assert_eq!(s.store.assets(false).unwrap().len(), 2);
+        // The new row exists, held by the run until its completion publishes it.
+        let fresh = out.asset_id.expect("asset");
+        assert!(s.store.asset(fresh).unwrap().is_some());
+        assert_eq!(s.store.assets(false).unwrap().len(), 1, "not visible yet");
     }
 
     #[test]

@@ -1,14 +1,15 @@
 //! The `files` table and the scan run's fenced writes of data: the known files for the diff,
 //! ingest batches (file rows, asset claims, progress and reason counts in one transaction
-//! under the scan lease), unchanged files seen again, and the end of a full scan (missing
-//! files, orphaned assets, the circuit breaker) committed with the run's completion.
+//! under the scan lease), progress with the count of unchanged files (which cost no row of
+//! their own), and the end of a full scan (missing files from what the walk found gone,
+//! orphaned assets, the circuit breaker) committed with the run's completion.
 
-use super::assets::{claim, trash_if_orphan};
+use super::assets::{ClaimFor, claim, trash_if_orphan};
 use super::lease::{expect_one, lost};
 use super::{Store, StoreError, parse_col, scan_runs};
 use crate::model::{
-    BatchReport, Claim, Counter, FileStamp, FinishReport, IngestItem, ItemOutcome, KnownFile,
-    Lease, MediaFacts, Millis, Provenance, RunState, TrashReason,
+    BatchReport, Claim, Counter, FileStamp, FinishReport, IngestItem, ItemOutcome, KnownDir,
+    KnownFile, Lease, MediaFacts, Millis, Provenance, RunState, ScanEnd, TrashReason, Unseen,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 use std::collections::BTreeMap;
@@ -22,18 +23,21 @@ const FENCE: &str = fenced!(
 /// Present files under a scope: `?2 = ''` is the whole library; otherwise the path itself
 /// or anything below `scope/` (the byte range `scope/` ..< `scope0`, `0` following `/`).
 const KNOWN: &str = "
-    SELECT rel_path, size, mtime_ns, dev, inode, asset_id, last_reason = 'error' FROM files
+    SELECT id, rel_path, size, mtime_ns, dev, inode, asset_id, last_reason = 'error' FROM files
      WHERE library_id = ?1 AND state = 'present'
        AND (?2 = '' OR rel_path = ?3 OR (rel_path >= ?4 AND rel_path < ?5))";
-/// The present files directly in one directory (not deeper): the diff loads a directory
-/// when the walk enters it, so its memory follows the walk, not the library.
-const KNOWN_IN_ROOT: &str = "
-    SELECT rel_path, size, mtime_ns, dev, inode, asset_id, last_reason = 'error' FROM files
-     WHERE library_id = ?1 AND state = 'present' AND instr(rel_path, x'2f') = 0";
-const KNOWN_IN_DIR: &str = "
-    SELECT rel_path, size, mtime_ns, dev, inode, asset_id, last_reason = 'error' FROM files
-     WHERE library_id = ?1 AND state = 'present' AND rel_path >= ?2 AND rel_path < ?3
-       AND instr(substr(rel_path, length(?2) + 1), x'2f') = 0";
+/// The file rows from `?2` on, in path order (the root: no upper bound). `known_dir` reads
+/// a directory's direct files from it and jumps over each sub-directory after its first
+/// row, so listing a directory costs its own files plus one seek per sub-directory, not
+/// its whole subtree.
+const DIR_ROWS_FROM: &str = "
+    SELECT id, rel_path, size, mtime_ns, dev, inode, asset_id, last_reason = 'error',
+           state = 'present'
+      FROM files WHERE library_id = ?1 AND rel_path >= ?2 ORDER BY rel_path";
+const DIR_ROWS_BETWEEN: &str = "
+    SELECT id, rel_path, size, mtime_ns, dev, inode, asset_id, last_reason = 'error',
+           state = 'present'
+      FROM files WHERE library_id = ?1 AND rel_path >= ?2 AND rel_path < ?3 ORDER BY rel_path";
 const PREVIOUS: &str = "SELECT asset_id FROM files WHERE library_id = ?1 AND rel_path = ?2";
 /// Upsert of a processed file. An unreadable file (no asset given) keeps its old link.
 const UPSERT: &str = "
@@ -47,21 +51,24 @@ const UPSERT: &str = "
         last_reason = excluded.last_reason, error = excluded.error,
         last_seen_run = excluded.last_seen_run, missing_since = NULL
     RETURNING id, asset_id";
-const TOUCH: &str = "
-    UPDATE files SET last_seen_run = ?3
-     WHERE library_id = ?1 AND rel_path = ?2 AND state = 'present'";
 const COUNT_REASON: &str = "
     INSERT INTO scan_run_reasons (run_id, reason, count) VALUES (?1, ?2, ?3)
     ON CONFLICT (run_id, reason) DO UPDATE SET count = count + excluded.count";
 const REASONS: &str =
     "SELECT reason, count FROM scan_run_reasons WHERE run_id = ?1 ORDER BY reason";
 const PRESENT: &str = "SELECT count(*) FROM files WHERE library_id = ?1 AND state = 'present'";
-const UNSEEN: &str = "
-    SELECT count(*) FROM files WHERE library_id = ?1 AND state = 'present'
-                                 AND last_seen_run <> ?2";
-const MARK_MISSING: &str = "
+const FILE_PRESENT: &str =
+    "SELECT count(*) FROM files WHERE id = ?2 AND library_id = ?1 AND state = 'present'";
+const PRESENT_UNDER: &str = "
+    SELECT count(*) FROM files WHERE library_id = ?1 AND rel_path >= ?2 AND rel_path < ?3
+                                 AND state = 'present'";
+const MARK_FILE_MISSING: &str = "
     UPDATE files SET state = 'missing', missing_since = ?3
-     WHERE library_id = ?1 AND state = 'present' AND last_seen_run <> ?2
+     WHERE id = ?2 AND library_id = ?1 AND state = 'present'
+     RETURNING asset_id";
+const MARK_MISSING_UNDER: &str = "
+    UPDATE files SET state = 'missing', missing_since = ?4
+     WHERE library_id = ?1 AND rel_path >= ?2 AND rel_path < ?3 AND state = 'present'
      RETURNING asset_id";
 
 /// The fence check of a scan data write; answers the run's scope. A run of another library
@@ -111,18 +118,76 @@ fn scope_bounds(scope: &str) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
     (exact, lo, hi)
 }
 
+/// The byte range of the paths below directory `dir` (`dir/` ..< `dir0`).
+fn below(dir: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let mut lo = dir.to_vec();
+    lo.push(b'/');
+    let mut hi = dir.to_vec();
+    hi.push(b'/' + 1);
+    (lo, hi)
+}
+
 fn known_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<KnownFile> {
     Ok(KnownFile {
-        rel_path: r.get(0)?,
+        id: r.get(0)?,
+        rel_path: r.get(1)?,
         stamp: FileStamp {
-            size: r.get::<_, i64>(1)? as u64,
-            mtime_ns: r.get(2)?,
-            dev: r.get::<_, i64>(3)? as u64,
-            inode: r.get::<_, i64>(4)? as u64,
+            size: r.get::<_, i64>(2)? as u64,
+            mtime_ns: r.get(3)?,
+            dev: r.get::<_, i64>(4)? as u64,
+            inode: r.get::<_, i64>(5)? as u64,
         },
-        asset_id: r.get(5)?,
-        has_error: r.get(6)?,
+        asset_id: r.get(6)?,
+        has_error: r.get(7)?,
     })
+}
+
+/// Lists one directory (see `DIR_ROWS_FROM`): its present files and the names of its
+/// sub-directories with file rows, each sub-directory skipped after its first row.
+fn list_dir(conn: &Connection, library_id: i64, dir: &[u8]) -> Result<KnownDir, StoreError> {
+    let (prefix, hi) = if dir.is_empty() {
+        (Vec::new(), None)
+    } else {
+        let (lo, hi) = below(dir);
+        (lo, Some(hi))
+    };
+    let mut listing = KnownDir::default();
+    let mut from = prefix.clone();
+    loop {
+        let mut stmt;
+        let mut rows = match &hi {
+            None => {
+                stmt = conn.prepare_cached(DIR_ROWS_FROM)?;
+                stmt.query(params![library_id, from])?
+            }
+            Some(hi) => {
+                stmt = conn.prepare_cached(DIR_ROWS_BETWEEN)?;
+                stmt.query(params![library_id, from, hi])?
+            }
+        };
+        let mut jump = None;
+        while let Some(row) = rows.next()? {
+            let path: Vec<u8> = row.get(1)?;
+            let rest = path.get(prefix.len()..).unwrap_or_default();
+            if let Some(slash) = rest.iter().position(|&b| b == b'/') {
+                let name = rest[..slash].to_vec();
+                // Next: the first path after everything below `prefix/name/`.
+                let mut next = prefix.clone();
+                next.extend_from_slice(&name);
+                next.push(b'/' + 1);
+                listing.subdirs.push(name);
+                jump = Some(next);
+                break;
+            }
+            if row.get::<_, bool>(8)? {
+                listing.files.push(known_from_row(row)?);
+            }
+        }
+        match jump {
+            Some(next) => from = next,
+            None => return Ok(listing),
+        }
+    }
 }
 
 /// Stamps are stored as SQLite integers: u64 values are kept bit for bit.
@@ -144,18 +209,20 @@ pub(super) fn ingest_one(
         .query_row(params![library_id, item.rel_path], |r| r.get(0))
         .optional()?
         .flatten();
+    let none = MediaFacts::default();
     let claimed = match &item.checksum {
         Some(checksum) => {
-            let none = MediaFacts::default();
-            let facts = item.facts.as_ref().unwrap_or(&none);
             let content = item.content_hash.as_ref();
             let claimed = claim(
                 conn,
-                checksum,
-                item.stamp.size,
-                facts,
-                content,
-                previous,
+                &ClaimFor {
+                    checksum,
+                    size: item.stamp.size,
+                    facts: item.facts.as_ref().unwrap_or(&none),
+                    content,
+                    previous,
+                    run_id,
+                },
                 now,
             )?;
             if let (Some(content), Claim::Kept | Claim::Duplicate | Claim::Restored) =
@@ -194,18 +261,46 @@ pub(super) fn ingest_one(
     })
 }
 
-/// Marks the library's present files this run did not see as missing and trashes the
-/// assets they were the last present file of. Returns (files, assets).
+/// How many of the unseen files and of the files below vanished directories are still
+/// present: what a full scan would mark missing.
+fn count_unseen(conn: &Connection, library_id: i64, unseen: &Unseen) -> Result<i64, StoreError> {
+    let mut n = 0i64;
+    let mut one = conn.prepare_cached(FILE_PRESENT)?;
+    for id in &unseen.files {
+        n += one.query_row(params![library_id, id], |r| r.get::<_, i64>(0))?;
+    }
+    let mut under = conn.prepare_cached(PRESENT_UNDER)?;
+    for dir in &unseen.dirs {
+        let (lo, hi) = below(dir);
+        n += under.query_row(params![library_id, lo, hi], |r| r.get::<_, i64>(0))?;
+    }
+    Ok(n)
+}
+
+/// Marks the unseen files and everything below the vanished directories missing, and
+/// trashes the assets they were the last present file of. Returns (files, assets).
 fn mark_missing(
     conn: &Connection,
     library_id: i64,
-    run_id: i64,
+    unseen: &Unseen,
     now: Millis,
 ) -> Result<(u64, u64), StoreError> {
-    let asset_ids: Vec<Option<i64>> = conn
-        .prepare_cached(MARK_MISSING)?
-        .query_map(params![library_id, run_id, now], |r| r.get(0))?
-        .collect::<Result<_, _>>()?;
+    let mut asset_ids: Vec<Option<i64>> = Vec::new();
+    let mut one = conn.prepare_cached(MARK_FILE_MISSING)?;
+    for id in &unseen.files {
+        let rows = one.query_map(params![library_id, id, now], |r| r.get(0))?;
+        for asset in rows {
+            asset_ids.push(asset?);
+        }
+    }
+    let mut under = conn.prepare_cached(MARK_MISSING_UNDER)?;
+    for dir in &unseen.dirs {
+        let (lo, hi) = below(dir);
+        let rows = under.query_map(params![library_id, lo, hi, now], |r| r.get(0))?;
+        for asset in rows {
+            asset_ids.push(asset?);
+        }
+    }
     let files = asset_ids.len() as u64;
     let mut candidates: Vec<i64> = asset_ids.into_iter().flatten().collect();
     candidates.sort_unstable();
@@ -217,38 +312,35 @@ fn mark_missing(
     Ok((files, trashed))
 }
 
-/// The circuit breaker: why marking missing must not happen, or `None`.
+/// The circuit breaker: why marking `unseen` files missing must not happen, or `None`.
+/// The library's present files are counted only when something would go missing, so an
+/// unchanged rescan reads no table for it.
 fn breaker(
     conn: &Connection,
     library_id: i64,
-    run_id: i64,
-    max_missing_share: f64,
-    identity_ok: bool,
+    end: &ScanEnd,
+    unseen: i64,
 ) -> Result<Option<String>, StoreError> {
-    if !identity_ok {
+    if !end.identity_ok {
         return Ok(Some(
             "the library root's identity changed (device or .mediadex-library marker); \
              nothing was marked missing or trashed"
                 .to_string(),
         ));
     }
+    if unseen == 0 {
+        return Ok(None);
+    }
     let present: i64 = conn
         .prepare_cached(PRESENT)?
         .query_row([library_id], |r| r.get(0))?;
-    let unseen: i64 = conn
-        .prepare_cached(UNSEEN)?
-        .query_row(params![library_id, run_id], |r| r.get(0))?;
-    let share = if present == 0 {
-        0.0
-    } else {
-        unseen as f64 / present as f64
-    };
-    if share > max_missing_share {
+    let share = unseen as f64 / present.max(1) as f64;
+    if share > end.max_missing_share {
         return Ok(Some(format!(
             "{unseen} of {present} files ({:.0}%) would go missing, more than the {:.0}% \
              allowed; nothing was marked missing or trashed",
             share * 100.0,
-            max_missing_share * 100.0
+            end.max_missing_share * 100.0
         )));
     }
     Ok(None)
@@ -282,24 +374,10 @@ impl Store {
         })
     }
 
-    /// The present files directly inside `dir` (library-relative bytes; empty is the root).
-    pub fn known_in_dir(&self, library_id: i64, dir: &[u8]) -> Result<Vec<KnownFile>, StoreError> {
-        self.read(|conn| {
-            let rows: Vec<KnownFile> = if dir.is_empty() {
-                let mut stmt = conn.prepare_cached(KNOWN_IN_ROOT)?;
-                stmt.query_map(params![library_id], known_from_row)?
-                    .collect::<Result<_, _>>()?
-            } else {
-                let mut lo = dir.to_vec();
-                lo.push(b'/');
-                let mut hi = dir.to_vec();
-                hi.push(b'/' + 1);
-                let mut stmt = conn.prepare_cached(KNOWN_IN_DIR)?;
-                stmt.query_map(params![library_id, lo, hi], known_from_row)?
-                    .collect::<Result<_, _>>()?
-            };
-            Ok(rows)
-        })
+    /// What the store knows directly inside `dir` (library-relative bytes; empty is the
+    /// root): its present files and the names of its sub-directories with file rows.
+    pub fn known_dir(&self, library_id: i64, dir: &[u8]) -> Result<KnownDir, StoreError> {
+        self.read(|conn| list_dir(conn, library_id, dir))
     }
 
     /// Commits one batch of processed files in ONE fenced transaction: the fence check on
@@ -313,18 +391,27 @@ impl Store {
         batch: Vec<IngestItem>,
         progress: &str,
     ) -> Result<BatchReport, StoreError> {
+        self.ingest_batch_counting(lease, library_id, batch, progress, 0)
+    }
+
+    /// `ingest_batch`, also counting `unchanged` files the run saw since its last write
+    /// (they cost no row of their own).
+    pub fn ingest_batch_counting(
+        &self,
+        lease: &Lease,
+        library_id: i64,
+        batch: Vec<IngestItem>,
+        progress: &str,
+        unchanged: u64,
+    ) -> Result<BatchReport, StoreError> {
         let (lease, progress) = (lease.clone(), progress.to_string());
         self.write(move |conn, now| {
             fence(conn, &lease, library_id, Some(&progress), now)?;
-            let mut counts = BTreeMap::new();
+            let mut counts = BTreeMap::from([(Provenance::Unchanged.as_str(), unchanged as i64)]);
             let mut report = BatchReport::default();
             for item in &batch {
+                // A new asset is inserted held by this run (`pending_run`).
                 let outcome = ingest_one(conn, lease.id, library_id, item, now)?;
-                if let (Claim::Created | Claim::Recreated, Some(asset)) =
-                    (outcome.claim, outcome.asset_id)
-                {
-                    super::assets::hold(conn, asset, lease.id)?;
-                }
                 *counts
                     .entry(Provenance::from(item.reason).as_str())
                     .or_insert(0) += 1;
@@ -339,33 +426,28 @@ impl Store {
         })
     }
 
-    /// Records files the diff found unchanged as seen by this run (fenced, one transaction),
-    /// and counts them as `unchanged`. Paths the store does not know as present are skipped.
-    /// Returns how many rows were touched.
-    pub fn touch_unchanged(
+    /// Records a scan's progress and counts `unchanged` files it saw since its last write
+    /// (fenced, one transaction). An unchanged file has no row of its own to write: the
+    /// missing marking works from what the walk did not see (`Unseen`), not from stamps.
+    pub fn scan_progress(
         &self,
         lease: &Lease,
         library_id: i64,
-        rel_paths: Vec<Vec<u8>>,
         progress: &str,
-    ) -> Result<u64, StoreError> {
+        unchanged: u64,
+    ) -> Result<(), StoreError> {
         let (lease, progress) = (lease.clone(), progress.to_string());
         self.write(move |conn, now| {
             fence(conn, &lease, library_id, Some(&progress), now)?;
-            let mut stmt = conn.prepare_cached(TOUCH)?;
-            let mut touched = 0u64;
-            for path in &rel_paths {
-                touched += stmt.execute(params![library_id, path, lease.id])? as u64;
-            }
-            let counts = BTreeMap::from([(Provenance::Unchanged.as_str(), touched as i64)]);
-            count_reasons(conn, lease.id, &counts)?;
-            Ok(touched)
+            let counts = BTreeMap::from([(Provenance::Unchanged.as_str(), unchanged as i64)]);
+            count_reasons(conn, lease.id, &counts)
         })
     }
 
     /// Ends a scan run that walked to its end, in one fenced transaction with the data:
-    /// a full-scope run marks the library's present files it did not see `missing` and
-    /// trashes the assets whose last file that was (reason `missing`), then completes.
+    /// the remaining `unchanged` count and progress; for a full-scope run, the files the
+    /// walk found gone (`end.unseen`) are marked `missing` and the assets whose last file
+    /// that was are trashed (reason `missing`); then the run completes.
     /// The circuit breaker: when `identity_ok` is false or the share of present files that
     /// would go missing exceeds `max_missing_share`, nothing is marked and the run ends
     /// `suspect` with the reason. A scoped run completes without marking anything missing.
@@ -373,12 +455,13 @@ impl Store {
         &self,
         lease: &Lease,
         library_id: i64,
-        max_missing_share: f64,
-        identity_ok: bool,
+        end: ScanEnd,
     ) -> Result<FinishReport, StoreError> {
         let lease = lease.clone();
         self.write(move |conn, now| {
-            let scope = fence(conn, &lease, library_id, None, now)?;
+            let scope = fence(conn, &lease, library_id, end.progress.as_deref(), now)?;
+            let mut counts =
+                BTreeMap::from([(Provenance::Unchanged.as_str(), end.unchanged as i64)]);
             let mut report = FinishReport {
                 state: RunState::Completed,
                 reason: None,
@@ -386,17 +469,17 @@ impl Store {
                 trashed_assets: 0,
             };
             if scope.is_empty() {
-                report.reason =
-                    breaker(conn, library_id, lease.id, max_missing_share, identity_ok)?;
+                let unseen = count_unseen(conn, library_id, &end.unseen)?;
+                report.reason = breaker(conn, library_id, &end, unseen)?;
                 if report.reason.is_some() {
                     report.state = RunState::Suspect;
-                } else {
-                    let (files, assets) = mark_missing(conn, library_id, lease.id, now)?;
+                } else if unseen > 0 {
+                    let (files, assets) = mark_missing(conn, library_id, &end.unseen, now)?;
                     (report.missing_files, report.trashed_assets) = (files, assets);
-                    let counts = BTreeMap::from([(Provenance::Missing.as_str(), files as i64)]);
-                    count_reasons(conn, lease.id, &counts)?;
+                    counts.insert(Provenance::Missing.as_str(), files as i64);
                 }
             }
+            count_reasons(conn, lease.id, &counts)?;
             let n = scan_runs::finish(conn, &lease, report.state, report.reason.clone(), now)?;
             expect_one(&lease, n)?;
             Ok(report)

@@ -39,6 +39,7 @@ pub use error::StoreError;
 pub use jobs::Enqueued;
 pub use migrate::{MIGRATIONS, Migration};
 pub use scan_runs::{Admission, AdmissionOptions};
+pub use writer::WriteStats;
 
 use crate::clock::SharedClock;
 use crate::model::{Lease, Millis, Target};
@@ -242,6 +243,11 @@ impl Store {
     /// the database).
     pub fn bump_counter(&self, counter: crate::model::Counter) -> Result<(), StoreError> {
         self.write(move |conn, _| counters::bump(conn, counter, 1))
+    }
+
+    /// What this process's writer has committed so far (operations, rows changed).
+    pub fn write_stats(&self) -> WriteStats {
+        self.inner.writer.stats()
     }
 
     pub fn counters(&self) -> Result<Vec<(crate::model::Counter, i64)>, StoreError> {

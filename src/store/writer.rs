@@ -9,6 +9,8 @@ use crate::model::Counter;
 use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 use rusqlite::Connection;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 
 /// How one operation ended inside the transaction.
@@ -35,19 +37,47 @@ const BEGIN_ATTEMPTS: u32 = 6;
 pub(super) struct Writer {
     sender: Option<Sender<Op>>,
     thread: Option<JoinHandle<()>>,
+    stats: Arc<Stats>,
+}
+
+/// What the writer has committed since it started: operations and rows changed. Read by
+/// tests and benchmarks to show that a piece of work costs no per-file write.
+#[derive(Default)]
+struct Stats {
+    ops: AtomicU64,
+    rows: AtomicU64,
+}
+
+/// A snapshot of the writer's committed work.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriteStats {
+    /// Operations committed (each one savepoint inside a batch transaction).
+    pub ops: u64,
+    /// Rows inserted, updated or deleted by the committed batches.
+    pub rows: u64,
 }
 
 impl Writer {
     pub(super) fn start(conn: Connection, max_batch: usize) -> Result<Writer, StoreError> {
         let (sender, receiver) = unbounded::<Op>();
+        let stats = Arc::new(Stats::default());
+        let counted = stats.clone();
         let thread = std::thread::Builder::new()
             .name("mediadex-writer".into())
-            .spawn(move || run(conn, receiver, max_batch.max(1)))
+            .spawn(move || run(conn, receiver, max_batch.max(1), &counted))
             .map_err(|_| StoreError::WriterGone)?;
         Ok(Writer {
             sender: Some(sender),
             thread: Some(thread),
+            stats,
         })
+    }
+
+    pub(super) fn stats(&self) -> WriteStats {
+        WriteStats {
+            ops: self.stats.ops.load(Ordering::SeqCst),
+            rows: self.stats.rows.load(Ordering::SeqCst),
+        }
     }
 
     pub(super) fn call<T, F>(&self, op: F) -> Result<T, StoreError>
@@ -92,7 +122,7 @@ impl Drop for Writer {
     }
 }
 
-fn run(conn: Connection, receiver: Receiver<Op>, max_batch: usize) {
+fn run(conn: Connection, receiver: Receiver<Op>, max_batch: usize, stats: &Stats) {
     while let Ok(first) = receiver.recv() {
         let mut batch = vec![first];
         while batch.len() < max_batch {
@@ -101,11 +131,12 @@ fn run(conn: Connection, receiver: Receiver<Op>, max_batch: usize) {
                 Err(_) => break,
             }
         }
-        run_batch(&conn, batch);
+        run_batch(&conn, batch, stats);
     }
 }
 
-fn run_batch(conn: &Connection, batch: Vec<Op>) {
+fn run_batch(conn: &Connection, batch: Vec<Op>, stats: &Stats) {
+    let rows_before = conn.total_changes();
     if let Err(e) = begin_immediate(conn) {
         tracing::error!(error = %e, "could not start a write transaction");
         batch
@@ -132,7 +163,12 @@ fn run_batch(conn: &Connection, batch: Vec<Op>) {
         None => conn.execute_batch("COMMIT"),
     };
     match outcome {
-        Ok(()) => replies.into_iter().for_each(|reply| reply(None)),
+        Ok(()) => {
+            stats.ops.fetch_add(replies.len() as u64, Ordering::SeqCst);
+            let rows = conn.total_changes().saturating_sub(rows_before);
+            stats.rows.fetch_add(rows, Ordering::SeqCst);
+            replies.into_iter().for_each(|reply| reply(None));
+        }
         Err(e) => {
             let _ = conn.execute_batch("ROLLBACK");
             tracing::error!(error = %e, "write batch rolled back");

@@ -54,6 +54,18 @@ fn file_of(asset: &WalkAsset) -> Option<PathBuf> {
         .map(|(p, _)| p)
 }
 
+impl FacesWalk {
+    /// Detects the faces of one asset now (`mediadex faces redetect`), outside any chain.
+    /// `Err` says why not: no file still holds the asset's bytes, or the detector failed.
+    pub fn detect_one(&self, asset: &WalkAsset) -> Result<Vec<DetectedFace>, String> {
+        let path = file_of(asset)
+            .ok_or_else(|| format!("no file of asset {} still holds its bytes", asset.id))?;
+        self.detector
+            .detect(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
 impl WalkKind for FacesWalk {
     fn id(&self) -> WalkKindId {
         WalkKindId::Faces

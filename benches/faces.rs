@@ -1,0 +1,66 @@
+//! Face detection throughput: images per second through `RetinaFace::detect` (decode, EXIF
+//! orientation, scale to 1024 px long side, net, decode, NMS) on 1 and 2 rayon threads
+//! sharing one loaded model. The images are the test fixtures plus a 3000x2000 camera-sized
+//! JPEG, so decoding and downscaling a real photo is part of the figure.
+//!
+//! `cargo bench --bench faces` (add `-- --quick` for a fast look).
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use image::ImageFormat;
+use image::imageops::FilterType;
+use mediadex::faces::{FaceDetector, RetinaFace};
+use rayon::prelude::*;
+use std::path::{Path, PathBuf};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// Eight files: each fixture and the big JPEG twice.
+fn images(dir: &Path) -> Vec<PathBuf> {
+    let big = dir.join("big.jpg");
+    image::open(fixture("astronaut.png"))
+        .expect("fixture")
+        .resize_exact(3000, 2000, FilterType::Triangle)
+        .to_rgb8()
+        .save_with_format(&big, ImageFormat::Jpeg)
+        .expect("write big.jpg");
+    let one = [
+        fixture("astronaut.png"),
+        fixture("chelsea.png"),
+        fixture("rocket.jpg"),
+        big,
+    ];
+    one.iter().chain(one.iter()).cloned().collect()
+}
+
+fn detect_all(det: &RetinaFace, files: &[PathBuf]) -> usize {
+    files
+        .par_iter()
+        .map(|p| det.detect(p).expect("detects").len())
+        .sum()
+}
+
+fn faces(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = images(dir.path());
+    let det = RetinaFace::new().expect("model loads");
+    let mut group = c.benchmark_group("faces_detect_1024");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(files.len() as u64));
+    for threads in [1usize, 2] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("pool");
+        group.bench_with_input(BenchmarkId::new("threads", threads), &threads, |b, _| {
+            b.iter(|| pool.install(|| detect_all(&det, &files)))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, faces);
+criterion_main!(benches);

@@ -1,0 +1,72 @@
+//! RetinaFace as the face-repair walk's detector (`walks::faces::FaceDetector`). Owns only the
+//! translation of types and of error policy; must not hold detection logic (that is `retina`).
+
+use super::{FaceDetector as _, FaceError, RetinaFace};
+use crate::model::DetectedFace as StoredFace;
+use crate::walks::faces::FaceDetector as WalkDetector;
+use std::path::Path;
+
+/// The walk's view of the RetinaFace detector.
+#[derive(Debug, Clone, Copy)]
+pub struct WalkRetinaFace(pub RetinaFace);
+
+impl WalkDetector for WalkRetinaFace {
+    /// An unsupported (HEIC/AVIF, TIFF) or oversized picture is stamped with no faces: this
+    /// build can never do better, and the repair walk would otherwise pick it up on every
+    /// run. A read or decode failure stays an error, so the asset keeps its old stamp and is
+    /// tried again by the next walk.
+    fn detect(&self, path: &Path) -> Result<Vec<StoredFace>, String> {
+        match self.0.detect(path) {
+            Ok(faces) => Ok(faces.iter().map(stored).collect()),
+            Err(FaceError::Unsupported(_) | FaceError::TooLarge(_)) => Ok(Vec::new()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    fn version(&self) -> i64 {
+        self.0.version()
+    }
+}
+
+fn stored(f: &super::DetectedFace) -> StoredFace {
+    StoredFace {
+        x: f.x,
+        y: f.y,
+        w: f.width,
+        h: f.height,
+        score: f.score,
+        landmarks: f.landmarks.map(|p| (p.x, p.y)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unsupported_is_no_faces_and_a_missing_file_is_an_error() {
+        let det = WalkRetinaFace(RetinaFace::new().expect("model"));
+        let dir = tempfile::tempdir().expect("tempdir");
+        let heic = dir.path().join("a.heic");
+        let mut bytes = vec![0, 0, 0, 0x18];
+        bytes.extend_from_slice(b"ftypheic\0\0\0\0heicmif1");
+        std::fs::write(&heic, &bytes).expect("write");
+        assert_eq!(det.detect(&heic), Ok(Vec::new()));
+        assert!(det.detect(&dir.path().join("gone.jpg")).is_err());
+        assert_eq!(det.version(), crate::faces::SCHEME);
+    }
+
+    #[test]
+    fn faces_keep_their_coordinates() {
+        let det = WalkRetinaFace(RetinaFace::new().expect("model"));
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/astronaut.png");
+        let faces = det.detect(&path).expect("detects");
+        assert_eq!(faces.len(), 1);
+        let own = det.0.detect(&path).expect("detects");
+        assert_eq!(faces[0], stored(&own[0]));
+        assert_eq!(
+            faces[0].landmarks[0],
+            (own[0].landmarks[0].x, own[0].landmarks[0].y)
+        );
+    }
+}

@@ -1,0 +1,195 @@
+//! Decoding for face detection: file bytes → stored-frame RGB pixels plus the EXIF
+//! orientation. Owns the format allow-list and the size bounds (checked from the header before
+//! any pixel is decoded); must not run the model nor rotate pixels.
+
+use super::FaceError;
+use crate::media::{HEAD_LEN, sniff};
+use image::metadata::Orientation;
+use image::{DynamicImage, ImageDecoder, ImageError, ImageFormat, ImageReader, Limits, RgbImage};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::Path;
+
+/// Longest side accepted, in stored pixels. Larger pictures are refused before decoding.
+pub const MAX_SIDE: u32 = 30_000;
+
+/// Most memory one decode may take. A 6000x4000 RGBA photo needs 96 MiB; 256 MiB admits about
+/// 64 megapixels of RGBA, and two rayon workers decoding at once stay well under a gigabyte.
+pub const MAX_ALLOC_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Pixels as stored in the file (not yet rotated) and the EXIF orientation to display them.
+pub struct Decoded {
+    pub rgb: RgbImage,
+    pub orientation: Orientation,
+}
+
+pub fn open(path: &Path) -> Result<Decoded, FaceError> {
+    let file = File::open(path).map_err(|source| FaceError::Io {
+        what: path.display().to_string(),
+        source,
+    })?;
+    read(BufReader::new(file))
+}
+
+pub fn read<R: BufRead + Seek>(mut reader: R) -> Result<Decoded, FaceError> {
+    let format = format_of(&mut reader)?;
+    let mut image_reader = ImageReader::with_format(reader, format);
+    image_reader.limits(limits());
+    let mut decoder = image_reader.into_decoder().map_err(decode_error)?;
+    let (width, height) = decoder.dimensions();
+    check_size(width, height)?;
+    // A broken EXIF block is not a broken picture: detect on the stored pixels as they are.
+    let orientation = decoder.orientation().unwrap_or(Orientation::NoTransforms);
+    let image = DynamicImage::from_decoder(decoder).map_err(decode_error)?;
+    Ok(Decoded {
+        rgb: image.into_rgb8(),
+        orientation,
+    })
+}
+
+/// The decoder for the content (never the file name), or `Unsupported` naming what it is.
+fn format_of<R: Read + Seek>(reader: &mut R) -> Result<ImageFormat, FaceError> {
+    let io = |source| FaceError::Io {
+        what: "image data".into(),
+        source,
+    };
+    let mut head = Vec::with_capacity(HEAD_LEN);
+    reader
+        .take(HEAD_LEN as u64)
+        .read_to_end(&mut head)
+        .map_err(io)?;
+    reader.seek(SeekFrom::Start(0)).map_err(io)?;
+    if head.is_empty() {
+        return Err(FaceError::Decode("empty file".into()));
+    }
+    match sniff(&head).1.as_deref() {
+        Some("image/jpeg") => Ok(ImageFormat::Jpeg),
+        Some("image/png" | "image/apng") => Ok(ImageFormat::Png),
+        Some("image/webp") => Ok(ImageFormat::WebP),
+        Some("image/gif") => Ok(ImageFormat::Gif),
+        Some(other) => Err(FaceError::Unsupported(other.to_string())),
+        None => Err(FaceError::Unsupported("content of unknown type".into())),
+    }
+}
+
+fn check_size(width: u32, height: u32) -> Result<(), FaceError> {
+    let rgba_bytes = u64::from(width) * u64::from(height) * 4;
+    if width == 0 || height == 0 {
+        return Err(FaceError::Decode(format!("{width}x{height} image")));
+    }
+    if width > MAX_SIDE || height > MAX_SIDE || rgba_bytes > MAX_ALLOC_BYTES {
+        return Err(FaceError::TooLarge(format!("{width}x{height} pixels")));
+    }
+    Ok(())
+}
+
+fn limits() -> Limits {
+    let mut limits = Limits::default();
+    limits.max_image_width = Some(MAX_SIDE);
+    limits.max_image_height = Some(MAX_SIDE);
+    limits.max_alloc = Some(MAX_ALLOC_BYTES);
+    limits
+}
+
+fn decode_error(e: ImageError) -> FaceError {
+    match e {
+        ImageError::IoError(source) if source.kind() == std::io::ErrorKind::UnexpectedEof => {
+            FaceError::Decode("truncated image data".into())
+        }
+        ImageError::IoError(source) => FaceError::Io {
+            what: "image data".into(),
+            source,
+        },
+        ImageError::Unsupported(u) => FaceError::Unsupported(u.to_string()),
+        ImageError::Limits(l) => FaceError::TooLarge(l.to_string()),
+        other => FaceError::Decode(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+
+    fn read_bytes(bytes: &[u8]) -> Result<Decoded, FaceError> {
+        read(Cursor::new(bytes))
+    }
+
+    fn png_header(width: u32, height: u32) -> Vec<u8> {
+        let mut v = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+        v.extend_from_slice(&width.to_be_bytes());
+        v.extend_from_slice(&height.to_be_bytes());
+        v.extend_from_slice(&[8, 2, 0, 0, 0]); // 8-bit RGB
+        let crc = crc32(&v[12..]);
+        v.extend_from_slice(&crc.to_be_bytes());
+        // a few bytes of IDAT so that the decoder gets past the header
+        let idat = b"IDAT\x78\x9c\x03\0\0\0\0\x01";
+        v.extend_from_slice(&8u32.to_be_bytes());
+        v.extend_from_slice(idat);
+        v.extend_from_slice(&crc32(idat).to_be_bytes());
+        v
+    }
+
+    fn crc32(bytes: &[u8]) -> u32 {
+        let mut crc = !0u32;
+        for &b in bytes {
+            crc ^= u32::from(b);
+            for _ in 0..8 {
+                crc = if crc & 1 == 1 {
+                    (crc >> 1) ^ 0xEDB8_8320
+                } else {
+                    crc >> 1
+                };
+            }
+        }
+        !crc
+    }
+
+    #[test]
+    fn absurd_dimensions_are_refused_before_decoding() {
+        for (w, h) in [(100_000, 10), (20_000, 20_000)] {
+            match read_bytes(&png_header(w, h)) {
+                Err(FaceError::TooLarge(_)) => {}
+                other => panic!("{w}x{h}: {:?}", other.map(|d| d.rgb.dimensions())),
+            }
+        }
+    }
+
+    #[test]
+    fn heic_video_and_text_are_unsupported() {
+        let mut heic = vec![0, 0, 0, 0x18];
+        heic.extend_from_slice(b"ftypheic\0\0\0\0heicmif1");
+        let mut mp4 = vec![0, 0, 0, 0x18];
+        mp4.extend_from_slice(b"ftypisom\0\0\0\0isomiso2");
+        for (name, bytes) in [
+            ("heic", heic),
+            ("mp4", mp4),
+            ("text", b"hello, world".to_vec()),
+        ] {
+            let got = read_bytes(&bytes);
+            assert!(
+                matches!(got, Err(FaceError::Unsupported(_))),
+                "{name}: {:?}",
+                got.err()
+            );
+        }
+    }
+
+    #[test]
+    fn empty_and_cut_input_are_decode_errors() {
+        assert!(matches!(read_bytes(b""), Err(FaceError::Decode(_))));
+        let cut = &png_header(10, 10)[..29];
+        assert!(matches!(read_bytes(cut), Err(FaceError::Decode(_))));
+    }
+
+    #[test]
+    fn a_small_png_round_trips() {
+        let img = RgbImage::from_pixel(7, 5, image::Rgb([1, 2, 3]));
+        let mut bytes = Vec::new();
+        img.write_to(&mut Cursor::new(&mut bytes), ImageFormat::Png)
+            .expect("encode");
+        let got = read_bytes(&bytes).expect("decode");
+        assert_eq!(got.rgb.dimensions(), (7, 5));
+        assert_eq!(got.orientation, Orientation::NoTransforms);
+    }
+}

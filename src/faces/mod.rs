@@ -1,0 +1,87 @@
+//! Face detection: an image file in, the faces in it out, in the file's stored (un-rotated)
+//! pixel coordinates. Owns the `FaceDetector` trait, the embedded RetinaFace model and its
+//! pre- and post-processing. Must not touch the database or the queue, and must never panic
+//! on what it reads. Only `for_walks` knows the face-repair walk's trait.
+//!
+//! The pipeline of `RetinaFace::detect`: decode (bounded) → apply EXIF orientation → scale the
+//! long side to `TARGET_LONG_SIDE` → run the net → decode priors → score threshold → NMS →
+//! map boxes and landmarks back to stored-pixel coordinates.
+
+mod decode;
+mod for_walks;
+mod load;
+mod orient;
+mod retina;
+
+pub use for_walks::WalkRetinaFace;
+pub use load::{MAX_ALLOC_BYTES, MAX_SIDE};
+pub use retina::{NMS_THRESHOLD, RetinaFace, SCORE_THRESHOLD, TARGET_LONG_SIDE};
+
+use std::path::Path;
+
+/// Detector version stamped on stored faces (`faces_scheme`). Bump it when anything that
+/// changes the output changes: the model, the input size, the thresholds, the decode.
+pub const SCHEME: i64 = 1;
+
+/// A point in stored-pixel coordinates (continuous: the image spans `0..width`, `0..height`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Point {
+    pub x: f32,
+    pub y: f32,
+}
+
+/// One face: its box (top-left corner and size) and five landmarks, all in the stored
+/// (un-rotated) pixel coordinates of the original file, and the detector's score in `0..=1`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DetectedFace {
+    pub x: f32,
+    pub y: f32,
+    pub width: f32,
+    pub height: f32,
+    pub score: f32,
+    /// As the model orders them on the displayed (upright) face: right eye, left eye, nose,
+    /// right mouth corner, left mouth corner (the subject's right and left).
+    pub landmarks: [Point; 5],
+}
+
+/// Why a file could not be searched for faces.
+#[derive(Debug, thiserror::Error)]
+pub enum FaceError {
+    #[error("cannot read {what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+    /// Not a format this build can decode (HEIC/AVIF, TIFF, videos, non-media). Permanent:
+    /// asking again gives the same answer.
+    #[error("face detection does not support {0}")]
+    Unsupported(String),
+    /// Refused before decoding: the picture would need more memory than allowed.
+    #[error("image too large for face detection: {0}")]
+    TooLarge(String),
+    /// Corrupt, truncated or otherwise undecodable image data.
+    #[error("cannot decode image: {0}")]
+    Decode(String),
+    /// The embedded model failed to load or to run (a bug, not the file's fault).
+    #[error("face model failed: {0}")]
+    Model(String),
+}
+
+impl FaceError {
+    /// True when retrying the same file cannot help (the file is unsupported, too large or
+    /// broken); false for I/O and model failures, which may pass.
+    pub fn is_permanent(&self) -> bool {
+        matches!(
+            self,
+            FaceError::Unsupported(_) | FaceError::TooLarge(_) | FaceError::Decode(_)
+        )
+    }
+}
+
+/// A face detector: a path in, faces in stored-pixel coordinates out. Implementations are
+/// shared across rayon workers.
+pub trait FaceDetector: Send + Sync {
+    fn detect(&self, path: &Path) -> Result<Vec<DetectedFace>, FaceError>;
+    /// The detector version (`SCHEME` for RetinaFace).
+    fn version(&self) -> i64;
+}

