@@ -1,7 +1,14 @@
-//! The composition root: opens the store, starts the worker pool and the maintenance loop,
-//! runs until the process is asked to stop, then shuts down gracefully (leases handed
-//! back, writer drained). Holds no SQL and no protocol logic; later issues plug the scan
-//! pipeline, walks, watcher and HTTP server in here.
+//! The composition root: what the binary's modes share (opening the store, the handlers,
+//! the pool and maintenance settings, adding a library) and the modes themselves: `serve`
+//! (the engine: workers, maintenance, watcher and HTTP server, until a stop signal; then
+//! leases handed back and the writer drained) and `desktop` (one instance per data dir, the
+//! browser opened on it). Holds no SQL and no protocol logic.
+
+mod desktop;
+mod serve;
+
+pub use desktop::desktop;
+pub use serve::{DEFAULT_BIND, ServeOptions, serve};
 
 use crate::clock::{SharedClock, SystemClock};
 use crate::config::Config;
@@ -20,60 +27,6 @@ use std::sync::Arc;
 pub fn open_store(config: &Config) -> Result<Store, crate::store::StoreError> {
     let clock: SharedClock = Arc::new(SystemClock);
     Store::open(&config.db_path, clock, StoreOptions::default())
-}
-
-/// The foreground process (desktop double-click, or a service): runs until Ctrl-C/SIGTERM.
-pub fn run(config: Config) -> anyhow::Result<()> {
-    match crate::logfile::open(&config.data_dir) {
-        Ok(path) => tracing::info!(log = %path.display(), "logging to file"),
-        Err(e) => tracing::warn!(error = %e, "cannot write the log file; logging to stderr only"),
-    }
-    let stop = StopSignal::listen()?;
-    let store = open_store(&config)?;
-    replay_trash(&store);
-    add_pictures_library_if_none(&store)?;
-    boot_walks(&store, &config);
-    let pool = WorkerPool::start(&store, handlers(&store, &config), pool_config(&config));
-    let pool = Arc::new(pool);
-    let waker = pool.clone();
-    let maintenance =
-        Maintenance::start(&store, maintenance_config(&config), move |_| waker.wake())
-            .context("starting the maintenance loop")?;
-    let watcher = start_watcher(&store, &config, &pool)?;
-    tracing::info!(
-        data = %config.data_dir.display(),
-        owner = store.owner(),
-        "mediadex is running; press Ctrl-C to stop"
-    );
-    stop.wait()?;
-    tracing::info!("stopping: handing leases back");
-    if let Some(watcher) = watcher {
-        watcher.shutdown();
-    }
-    maintenance.shutdown();
-    match Arc::try_unwrap(pool) {
-        Ok(pool) => pool.shutdown(),
-        Err(_) => tracing::warn!("the worker pool is still shared; it stops when dropped"),
-    }
-    Ok(())
-}
-
-/// Watches every library for changes (unless watching is off), waking `pool` when a
-/// change was admitted as a scan request.
-fn start_watcher(
-    store: &Store,
-    config: &Config,
-    pool: &Arc<WorkerPool>,
-) -> anyhow::Result<Option<crate::watch::Watcher>> {
-    if !config.watch_enabled {
-        tracing::info!("file watching is off (MEDIADEX_WATCH=off)");
-        return Ok(None);
-    }
-    let libraries = store.libraries()?;
-    let pool = pool.clone();
-    let wake: crate::watch::Waker = Arc::new(move || pool.wake());
-    let watcher = crate::watch::Watcher::start(store, &libraries, config.watch.clone(), wake);
-    Ok(Some(watcher))
 }
 
 /// The handlers this binary carries: the scan pipeline and the walks.
@@ -285,7 +238,11 @@ pub fn replay_trash(store: &Store) {
 
 /// Adds a library and records its root's identity (device id, marker) for the circuit
 /// breaker.
-pub fn add_library(store: &Store, name: &str, root: &str) -> anyhow::Result<crate::model::Library> {
+pub fn add_library(
+    store: &Store,
+    name: &str,
+    root: &str,
+) -> Result<crate::model::Library, crate::store::StoreError> {
     let library = store.add_library(name, root)?;
     crate::scan::identity::record(store, &library)?;
     Ok(library)
@@ -308,84 +265,5 @@ fn maintenance_config(config: &Config) -> MaintenanceConfig {
         job_retention: millis(config.job_retention),
         run_retention: millis(config.run_retention),
         ..MaintenanceConfig::default()
-    }
-}
-
-/// On first start the OS pictures folder becomes the first library, as a desktop user
-/// expects; a machine without one (a NAS) starts with none.
-fn add_pictures_library_if_none(store: &Store) -> anyhow::Result<()> {
-    if !store.libraries()?.is_empty() {
-        return Ok(());
-    }
-    let Some(dirs) = directories::UserDirs::new() else {
-        return Ok(());
-    };
-    // Without an XDG user-dirs file (common on minimal Linux desktops) fall back to the
-    // folder most systems name so.
-    let pictures = dirs
-        .picture_dir()
-        .map(std::path::Path::to_path_buf)
-        .unwrap_or_else(|| dirs.home_dir().join("Pictures"));
-    if !pictures.is_dir() {
-        return Ok(());
-    }
-    let (root, name) = crate::config::library_root(&pictures, None)?;
-    let library = add_library(store, &name, &root)?;
-    tracing::info!(root = %library.root, "added the pictures folder as the first library");
-    Ok(())
-}
-
-/// Ctrl-C and SIGTERM, listened for from `listen` on: a signal that arrives before `wait`
-/// (even before "running" is logged) is kept, never the default action that kills the
-/// process without handing its leases back.
-struct StopSignal {
-    runtime: tokio::runtime::Runtime,
-    #[cfg(unix)]
-    signals: (tokio::signal::unix::Signal, tokio::signal::unix::Signal),
-}
-
-impl StopSignal {
-    fn listen() -> anyhow::Result<StopSignal> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .context("starting the signal listener")?;
-        #[cfg(unix)]
-        let signals = {
-            use tokio::signal::unix::{SignalKind, signal};
-            let _entered = runtime.enter();
-            (
-                signal(SignalKind::interrupt()).context("listening for Ctrl-C")?,
-                signal(SignalKind::terminate()).context("listening for SIGTERM")?,
-            )
-        };
-        Ok(StopSignal {
-            runtime,
-            #[cfg(unix)]
-            signals,
-        })
-    }
-
-    /// Blocks until Ctrl-C or SIGTERM (or one that came since `listen`).
-    fn wait(self) -> anyhow::Result<()> {
-        #[cfg(unix)]
-        {
-            let (mut int, mut term) = self.signals;
-            self.runtime.block_on(async {
-                tokio::select! {
-                    _ = int.recv() => {}
-                    _ = term.recv() => {}
-                }
-            });
-            Ok(())
-        }
-        #[cfg(not(unix))]
-        {
-            self.runtime.block_on(async {
-                tokio::signal::ctrl_c()
-                    .await
-                    .context("listening for Ctrl-C")
-            })
-        }
     }
 }

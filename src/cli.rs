@@ -112,6 +112,23 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run as a service: workers, maintenance and the HTTP API until SIGTERM/SIGINT
+    Serve {
+        /// Address to listen on; a non-loopback address needs the access token
+        #[arg(long, value_name = "ADDR", default_value = mediadex::app::DEFAULT_BIND)]
+        bind: std::net::SocketAddr,
+        /// A folder to index (added as a library if it is not one yet); repeatable
+        #[arg(long = "library", value_name = "PATH")]
+        libraries: Vec<PathBuf>,
+        /// Do not open a browser (the service never does; accepted for scripts)
+        #[arg(long)]
+        no_browser: bool,
+        /// Serve a non-loopback address without the access token (dangerous)
+        #[arg(long)]
+        insecure_no_auth: bool,
+    },
+    /// Print the HTTP API's access token (made on first use, stored 0600 in the data dir)
+    Token,
     /// Face detection on demand
     Faces {
         #[command(subcommand)]
@@ -234,7 +251,7 @@ pub fn one_line(err: &anyhow::Error) -> String {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let Some(command) = args.command else {
-        return mediadex::app::run(Config::load(args.data)?);
+        return mediadex::app::desktop(Config::load(args.data)?);
     };
     match command {
         Command::Library(LibraryCommand::Add { path, name, json }) => {
@@ -323,6 +340,28 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 .asset(id)?
                 .ok_or_else(|| input_error(format!("no asset {id}")))?;
             emit(&assets::one(&asset, json)?)
+        }
+        Command::Serve {
+            bind,
+            libraries,
+            no_browser: _,
+            insecure_no_auth,
+        } => {
+            let config = Config::load(args.data)?;
+            let options = mediadex::app::ServeOptions {
+                bind,
+                next_free_port: false,
+                libraries,
+                insecure_no_auth,
+                open_browser: false,
+                claim: None,
+            };
+            mediadex::app::serve(config, options)
+        }
+        Command::Token => {
+            let config = Config::load(args.data)?;
+            let token = mediadex::token::load_or_create(&config.data_dir)?;
+            emit(&format!("{token}\n"))
         }
         Command::Duplicates { json } => {
             let store = open(args.data)?.1;

@@ -239,6 +239,10 @@ pub enum Counter {
     ReclaimedRunsRetired,
     ReclaimSuccessors,
     JobRetries,
+    /// Files whose whole content a scan read and hashed (committed batches only).
+    FilesHashed,
+    /// Their bytes.
+    BytesHashed,
 }
 
 impl Counter {
@@ -249,6 +253,8 @@ impl Counter {
         Counter::ReclaimedRunsRetired,
         Counter::ReclaimSuccessors,
         Counter::JobRetries,
+        Counter::FilesHashed,
+        Counter::BytesHashed,
     ];
 
     pub fn name(self) -> &'static str {
@@ -259,6 +265,8 @@ impl Counter {
             Counter::ReclaimedRunsRetired => "reclaimed_runs_retired",
             Counter::ReclaimSuccessors => "reclaim_successors",
             Counter::JobRetries => "job_retries",
+            Counter::FilesHashed => "files_hashed",
+            Counter::BytesHashed => "bytes_hashed",
         }
     }
 }
@@ -753,6 +761,66 @@ pub struct WalkCommit {
 /// Lowercase hex of a checksum.
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Which assets a page of the asset list shows. Every `None` is "any".
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AssetFilter {
+    /// The trash instead of the live assets.
+    pub trashed: bool,
+    pub kind: Option<MediaKind>,
+    /// Taken at or after this local wall time (`YYYY-MM-DD[THH:MM:SS]`).
+    pub taken_from: Option<String>,
+    /// Taken strictly before this local wall time.
+    pub taken_before: Option<String>,
+    pub make: Option<String>,
+    pub model: Option<String>,
+    pub has_gps: Option<bool>,
+}
+
+/// Where a page of the timeline (newest taken first, undated last, then by id) ends: the
+/// next page starts strictly after it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct AssetCursor {
+    /// The last item's capture time as stored, `""` when undated.
+    pub taken: String,
+    pub id: i64,
+}
+
+/// One page of the asset list. Items carry no paths (ask for one asset for those).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AssetPage {
+    pub items: Vec<Asset>,
+    /// `None` on the last page.
+    pub next: Option<AssetCursor>,
+}
+
+/// Queue figures of one kind of work (a job kind, or `scan` for scan runs).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct QueueStats {
+    pub kind: String,
+    /// Waiting (queued or accepted) rows.
+    pub waiting: i64,
+    /// Age of the oldest waiting row, ms (0 when none waits).
+    pub oldest_waiting_ms: Millis,
+    pub running: i64,
+    /// The longest time since a running row's last heartbeat, ms.
+    pub max_heartbeat_age_ms: Millis,
+    /// The longest time a running row has held its current lease, ms (since its claim for
+    /// scan runs; since its last state change for jobs, which keep no claim time).
+    pub max_lease_age_ms: Millis,
+}
+
+/// Everything /metrics reports that lives in the database.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct MetricsSnapshot {
+    pub queues: Vec<QueueStats>,
+    /// Persistent counters by name (every `Counter`, plus `scheme_restarts` when present).
+    pub counters: Vec<(String, i64)>,
+    /// Per library: id, name, when its last completed scan finished.
+    pub last_scan: Vec<(i64, String, Option<Millis>)>,
+    /// Visible live assets by kind (`unknown` when not sniffed).
+    pub assets_by_kind: Vec<(String, i64)>,
 }
 
 #[cfg(test)]

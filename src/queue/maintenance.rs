@@ -1,10 +1,12 @@
 //! The recurring maintenance loop: reclaims expired leases every few seconds for the life of
 //! the process (not only at boot: a worker that dies mid-afternoon is rescued
 //! mid-afternoon), prunes finished jobs and runs past their retention, and sweeps assets
-//! trashed longer than the trash retention.
+//! trashed longer than the trash retention. On the service it also keeps the database
+//! file in shape: a passive WAL checkpoint often, a truncating one and the planner's
+//! statistics refresh (SQLite's optimize) rarely.
 
 use crate::model::{Millis, ReclaimReport};
-use crate::store::Store;
+use crate::store::{CheckpointMode, Store};
 use crossbeam_channel::{Sender, bounded};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -19,6 +21,10 @@ pub struct MaintenanceConfig {
     /// Trashed assets older than this are deleted for good (rows only; files in a
     /// library's trash folder are the user's).
     pub trash_retention: Millis,
+    /// A passive WAL checkpoint once per this many rounds (never waits for anyone).
+    pub checkpoint_every_rounds: u32,
+    /// A truncating checkpoint and the statistics refresh once per this many rounds.
+    pub optimize_every_rounds: u32,
 }
 
 impl Default for MaintenanceConfig {
@@ -29,6 +35,8 @@ impl Default for MaintenanceConfig {
             job_retention: 7 * 24 * 3_600_000,
             run_retention: 90 * 24 * 3_600_000,
             trash_retention: 30 * 24 * 3_600_000,
+            checkpoint_every_rounds: 12,
+            optimize_every_rounds: 720,
         }
     }
 }
@@ -113,5 +121,59 @@ pub fn run_round(
             Ok(n) => tracing::info!(assets = n, "swept assets trashed past the retention"),
             Err(e) => tracing::warn!(error = %e, "trash sweep failed; retrying later"),
         }
+    }
+    keep_file_in_shape(store, config, round);
+}
+
+/// The WAL grows while readers keep old snapshots alive; checkpoints bound it. The
+/// truncating one and the statistics refresh run on the rare schedule (they may wait).
+fn keep_file_in_shape(store: &Store, config: &MaintenanceConfig, round: u32) {
+    let rare = round.is_multiple_of(config.optimize_every_rounds.max(1));
+    let often = round.is_multiple_of(config.checkpoint_every_rounds.max(1));
+    if rare && let Err(e) = store.optimize() {
+        tracing::warn!(error = %e, "statistics refresh failed; retrying later");
+    }
+    let mode = match (rare, often) {
+        (true, _) => CheckpointMode::Truncate,
+        (false, true) => CheckpointMode::Passive,
+        (false, false) => return,
+    };
+    match store.checkpoint(mode) {
+        Ok(r) if r.busy => tracing::debug!(?mode, "checkpoint could not finish; readers busy"),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, ?mode, "WAL checkpoint failed; retrying later"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::FakeClock;
+    use crate::store::StoreOptions;
+
+    #[test]
+    fn the_rare_round_truncates_the_wal_and_the_frequent_one_checkpoints_passively() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("m.db");
+        let store = Store::open(&db, FakeClock::new(1_000), StoreOptions::default()).expect("open");
+        for i in 0..50 {
+            store
+                .add_library(&format!("l{i}"), &format!("/l{i}"))
+                .expect("write");
+        }
+        let wal = dir.path().join("m.db-wal");
+        let len = || std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+        assert!(len() > 0, "the writes sit in the WAL");
+        let passive = store.checkpoint(CheckpointMode::Passive).expect("passive");
+        assert!(!passive.busy);
+        assert_eq!(
+            passive.log_frames, passive.checkpointed_frames,
+            "all copied back"
+        );
+        assert!(len() > 0, "a passive checkpoint leaves the file");
+        let config = MaintenanceConfig::default();
+        run_round(&store, &config, 0, &|_| {});
+        assert_eq!(len(), 0, "the rare round truncated the WAL");
+        assert_eq!(store.libraries().expect("read").len(), 50, "nothing lost");
     }
 }

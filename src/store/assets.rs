@@ -69,6 +69,8 @@ macro_rules! asset_cols {
          faces_scheme"
     };
 }
+/// The columns `asset_from_row` reads, for queries built elsewhere in the store.
+pub(super) const ASSET_COLS: &str = asset_cols!();
 const LIST: &str = concat!(
     "SELECT ",
     asset_cols!(),
@@ -335,7 +337,7 @@ fn opt_enum<T>(
     Ok(text.as_deref().and_then(parse))
 }
 
-fn asset_from_row(r: &Row<'_>) -> rusqlite::Result<Asset> {
+pub(super) fn asset_from_row(r: &Row<'_>) -> rusqlite::Result<Asset> {
     Ok(Asset {
         id: r.get(0)?,
         owner: r.get(1)?,

@@ -8,8 +8,8 @@ use super::assets::{ClaimFor, claim, trash_if_orphan};
 use super::lease::{expect_one, lost};
 use super::{Store, StoreError, parse_col, scan_runs};
 use crate::model::{
-    BatchReport, Claim, FileStamp, FinishReport, IngestItem, ItemOutcome, KnownDir, KnownFile,
-    Lease, MediaFacts, Millis, Provenance, RunState, ScanEnd, TrashReason, Unseen,
+    BatchReport, Claim, Counter, FileStamp, FinishReport, IngestItem, ItemOutcome, KnownDir,
+    KnownFile, Lease, MediaFacts, Millis, Provenance, RunState, ScanEnd, TrashReason, Unseen,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 use std::collections::BTreeMap;
@@ -346,6 +346,20 @@ fn breaker(
     Ok(None)
 }
 
+/// Files and bytes read and hashed by a batch, counted in its own transaction (a rolled
+/// back batch counts nothing).
+fn count_hashed(conn: &Connection, batch: &[IngestItem]) -> Result<(), StoreError> {
+    let hashed = batch.iter().filter(|i| i.checksum.is_some());
+    let (files, bytes) = hashed.fold((0i64, 0i64), |(f, b), i| {
+        (
+            f + 1,
+            b.saturating_add(i64::try_from(i.stamp.size).unwrap_or(i64::MAX)),
+        )
+    });
+    super::counters::bump(conn, Counter::FilesHashed, files)?;
+    super::counters::bump(conn, Counter::BytesHashed, bytes)
+}
+
 impl Store {
     /// The present files of a library under `scope` (library-relative, `/`-separated; `""`
     /// is the whole library), for the scan's diff. Missing files are left out: one that comes
@@ -407,6 +421,7 @@ impl Store {
                 report.items.push(outcome);
             }
             count_reasons(conn, lease.id, &counts)?;
+            count_hashed(conn, &batch)?;
             Ok(report)
         })
     }

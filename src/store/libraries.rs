@@ -9,6 +9,14 @@ const LIST: &str = "SELECT id, name, root, created_at FROM libraries ORDER BY id
 const INSERT: &str = "INSERT INTO libraries (name, root, created_at) VALUES (?1, ?2, ?3)
                       RETURNING id, name, root, created_at";
 
+/// Assets shown by a library's files, before it goes (its files go with it by cascade).
+const LIBRARY_ASSETS: &str =
+    "SELECT DISTINCT asset_id FROM files WHERE library_id = ?1 AND asset_id IS NOT NULL";
+const DELETE: &str = "DELETE FROM libraries WHERE id = ?1";
+/// An asset no file of any library shows any more goes with the library.
+const DELETE_IF_UNSHOWN: &str = "
+    DELETE FROM assets WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM files WHERE asset_id = ?1)";
+
 const SET_IDENTITY: &str = "UPDATE libraries SET root_dev = ?2, marker_id = ?3 WHERE id = ?1";
 const GET_IDENTITY: &str = "SELECT root_dev, marker_id FROM libraries WHERE id = ?1";
 
@@ -96,6 +104,28 @@ impl Store {
                     })
                 })
                 .optional()?)
+        })
+    }
+
+    /// Forgets a library: its files, scan runs, admission keys and journal rows go by
+    /// cascade, and so do the assets no other library shows. A worker still scanning it
+    /// finds its lease gone at its next fenced write and stops. Files on disk are untouched.
+    /// Returns how many assets were forgotten.
+    pub fn remove_library(&self, id: i64) -> Result<u64, StoreError> {
+        self.write(move |conn, _| {
+            let assets: Vec<i64> = conn
+                .prepare_cached(LIBRARY_ASSETS)?
+                .query_map([id], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            if conn.prepare_cached(DELETE)?.execute([id])? == 0 {
+                return Err(StoreError::NotFound(format!("no library with id {id}")));
+            }
+            let mut gone = 0;
+            let mut stmt = conn.prepare_cached(DELETE_IF_UNSHOWN)?;
+            for asset in assets {
+                gone += stmt.execute([asset])? as u64;
+            }
+            Ok(gone)
         })
     }
 

@@ -29,6 +29,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "walks",
         sql: include_str!("../../schema/0003_walks.sql"),
     },
+    Migration {
+        version: 4,
+        name: "http",
+        sql: include_str!("../../schema/0004_http.sql"),
+    },
 ];
 
 pub(super) fn migrate(

@@ -29,6 +29,7 @@ mod jobs;
 mod lease;
 mod libraries;
 mod migrate;
+mod queries;
 mod scan_runs;
 mod trash;
 mod walks;
@@ -252,6 +253,49 @@ impl Store {
     pub fn counters(&self) -> Result<Vec<(crate::model::Counter, i64)>, StoreError> {
         self.read(counters::all)
     }
+
+    /// Copies the write-ahead log back into the database file. `Passive` never waits for
+    /// anyone; `Truncate` waits (up to the busy timeout) for readers and the writer, then
+    /// empties the log file. Runs on its own connection, outside any transaction (a
+    /// checkpoint cannot run inside one, and it changes no rows).
+    pub fn checkpoint(&self, mode: CheckpointMode) -> Result<CheckpointReport, StoreError> {
+        let conn = rusqlite::Connection::open(&self.inner.path)?;
+        conn.busy_timeout(Duration::from_secs(10))?;
+        let sql = match mode {
+            CheckpointMode::Passive => "PRAGMA wal_checkpoint(PASSIVE)",
+            CheckpointMode::Truncate => "PRAGMA wal_checkpoint(TRUNCATE)",
+        };
+        Ok(conn.query_row(sql, [], |r| {
+            Ok(CheckpointReport {
+                busy: r.get::<_, i64>(0)? != 0,
+                log_frames: r.get(1)?,
+                checkpointed_frames: r.get(2)?,
+            })
+        })?)
+    }
+
+    /// Lets SQLite refresh the statistics its planner uses where they went stale. Through
+    /// the writer: it may write the statistics tables.
+    pub fn optimize(&self) -> Result<(), StoreError> {
+        self.write(|conn, _| Ok(conn.execute_batch("PRAGMA optimize")?))
+    }
+}
+
+/// How hard a checkpoint tries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CheckpointMode {
+    Passive,
+    Truncate,
+}
+
+/// What a checkpoint did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckpointReport {
+    /// It could not finish because a reader or writer was busy.
+    pub busy: bool,
+    /// Frames in the log, and how many of them are now in the database file.
+    pub log_frames: i64,
+    pub checkpointed_frames: i64,
 }
 
 /// This process's lease owner: `host:pid:boot-nonce`. The nonce tells two processes apart

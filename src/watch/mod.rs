@@ -140,17 +140,26 @@ impl Watcher {
 
     /// Starts watching a library added while running.
     pub fn add(&self, library: Library) {
-        let _ = self.commands.send(Command::Add(library));
+        self.handle().add(library);
     }
 
     /// Stops watching a library that was removed.
     pub fn remove(&self, library_id: i64) {
-        let _ = self.commands.send(Command::Remove(library_id));
+        self.handle().remove(library_id);
     }
 
     /// Every watched library's status, by library id.
     pub fn statuses(&self) -> Vec<WatchStatus> {
-        lock(&self.statuses).values().cloned().collect()
+        self.handle().statuses()
+    }
+
+    /// A cheap, cloneable handle for others (the HTTP API) to add and remove libraries and
+    /// read the statuses while the watcher runs.
+    pub fn handle(&self) -> WatchHandle {
+        WatchHandle {
+            commands: self.commands.clone(),
+            statuses: self.statuses.clone(),
+        }
     }
 
     /// Stops the watcher and its polling threads and waits for them.
@@ -159,6 +168,27 @@ impl Watcher {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+/// See `Watcher::handle`. Once the watcher stopped, `add` and `remove` do nothing.
+#[derive(Clone)]
+pub struct WatchHandle {
+    commands: Sender<Command>,
+    statuses: Statuses,
+}
+
+impl WatchHandle {
+    pub fn add(&self, library: Library) {
+        let _ = self.commands.send(Command::Add(library));
+    }
+
+    pub fn remove(&self, library_id: i64) {
+        let _ = self.commands.send(Command::Remove(library_id));
+    }
+
+    pub fn statuses(&self) -> Vec<WatchStatus> {
+        lock(&self.statuses).values().cloned().collect()
     }
 }
 

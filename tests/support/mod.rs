@@ -82,3 +82,4 @@ impl Env {
         }
     }
 }
+pub mod synthetic;

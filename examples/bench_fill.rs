@@ -1,0 +1,69 @@
+//! Fills a data dir for the HTTP latency benchmark (benches/http-latency.sh): a library
+//! `bench` at ROOT holding N synthetic assets, made through the store's own fenced ingest
+//! (no files are read; only the first asset has a real picture behind it, for the
+//! thumbnail hit). With SCAN_DIR, also writes 200 noisy 600x600 PNGs (about 1 MiB each)
+//! there for the concurrent scan to hash. Usage: bench_fill DATA_DIR ROOT N [SCAN_DIR]
+
+#[path = "../tests/support/synthetic.rs"]
+mod synthetic;
+
+use mediadex::config::Config;
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let (data, root, n, scan_dir) = match args.as_slice() {
+        [_, d, r, n] => (d, r, n, None),
+        [_, d, r, n, s] => (d, r, n, Some(s)),
+        _ => anyhow::bail!("usage: bench_fill DATA_DIR ROOT N [SCAN_DIR]"),
+    };
+    if let Some(dir) = scan_dir {
+        noisy_pictures(std::path::Path::new(dir))?;
+    }
+    let n: u64 = n.parse()?;
+    let config = Config::load(Some(data.into()))?;
+    let store = mediadex::app::open_store(&config)?;
+    let (root, name) =
+        mediadex::config::library_root(std::path::Path::new(root), Some("bench".into()))?;
+    let library = mediadex::app::add_library(&store, &name, &root)?;
+    // Asset 0 is a real picture, `thumb.jpg` in ROOT: a 3000x2000 JPEG.
+    let path = std::path::Path::new(&root).join("thumb.jpg");
+    image::RgbImage::from_fn(3000, 2000, |x, y| {
+        image::Rgb([(x % 256) as u8, (y % 256) as u8, 90])
+    })
+    .save(&path)?;
+    let picture = std::fs::read(&path)?;
+    let mut facts = synthetic::facts(1);
+    facts.taken_local = Some("2099-01-01T00:00:00".into());
+    let mut first = synthetic::item("thumb.jpg", u64::MAX, facts);
+    first.checksum = Some(*blake3::hash(&picture).as_bytes());
+    synthetic::ingest(&store, library.id, "", vec![first])?;
+    let start = std::time::Instant::now();
+    let mut done = 0;
+    while done < n {
+        let chunk = (n - done).min(20_000);
+        synthetic::fill(&store, library.id, &format!("s{done}"), done, chunk)?;
+        done += chunk;
+    }
+    eprintln!(
+        "filled {n} assets in {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Pictures that do not compress: a scan has to read and hash every byte.
+fn noisy_pictures(dir: &std::path::Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let mut state: u32 = 0x1234_5678;
+    for i in 0..200 {
+        let img = image::RgbImage::from_fn(600, 600, |_, _| {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            let [a, b, c, _] = state.to_le_bytes();
+            image::Rgb([a, b, c])
+        });
+        img.save(dir.join(format!("noise{i:03}.png")))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,129 @@
+//! `cargo run --example sample-library -- DIR [COUNT]`: writes a small photo library for
+//! the browser test and for trying the page: COUNT (default 36) JPEGs across a year and a
+//! half, with EXIF capture times, two cameras, GPS on every third, and one byte-identical
+//! copy, so the grid has months, the filters have something to filter and duplicates show.
+
+use exif::experimental::Writer;
+use exif::{Field, In, Rational, Tag, Value};
+use std::io::Cursor;
+use std::path::Path;
+
+fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let dir = args
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("usage: sample-library DIR [COUNT]"))?;
+    let count: u32 = args.next().map(|c| c.parse()).transpose()?.unwrap_or(36);
+    let dir = Path::new(&dir);
+    for i in 0..count {
+        let month = i % 18;
+        let (year, month) = (2023 + month / 12, month % 12 + 1);
+        let folder = dir.join(format!("{year}/{month:02}"));
+        std::fs::create_dir_all(&folder)?;
+        let bytes = photo(i, year, month)?;
+        std::fs::write(folder.join(format!("IMG_{:04}.JPG", 1000 + i)), &bytes)?;
+        if i == 0 {
+            std::fs::create_dir_all(dir.join("Backup"))?;
+            std::fs::write(dir.join("Backup/IMG_1000 copy.JPG"), &bytes)?;
+        }
+    }
+    println!(
+        "wrote {count} photos (and one copy) under {}",
+        dir.display()
+    );
+    Ok(())
+}
+
+/// A landscape-ish picture: a sky gradient, a sun and hills, tinted per index.
+fn pixels(i: u32) -> image::RgbImage {
+    let (w, h) = if i % 5 == 4 { (240, 320) } else { (320, 240) };
+    let hue = (i * 47 % 255) as f32 / 255.0;
+    image::RgbImage::from_fn(w, h, |x, y| {
+        let (fx, fy) = (x as f32 / w as f32, y as f32 / h as f32);
+        let sun = ((fx - 0.7).powi(2) + (fy - 0.3).powi(2)).sqrt() < 0.08;
+        let hill = fy > 0.65 + 0.08 * (fx * 9.0 + hue * 6.0).sin();
+        let rgb = if sun {
+            [255.0, 220.0, 120.0]
+        } else if hill {
+            [40.0 + 80.0 * hue, 110.0 + 60.0 * fy, 50.0]
+        } else {
+            [
+                90.0 + 120.0 * hue * (1.0 - fy),
+                140.0 + 60.0 * (1.0 - fy),
+                230.0 - 60.0 * hue,
+            ]
+        };
+        image::Rgb(rgb.map(|c| c.clamp(0.0, 255.0) as u8))
+    })
+}
+
+fn ascii(tag: Tag, text: &str) -> Field {
+    Field {
+        tag,
+        ifd_num: In::PRIMARY,
+        value: Value::Ascii(vec![text.as_bytes().to_vec()]),
+    }
+}
+
+fn rationals(tag: Tag, parts: &[(u32, u32)]) -> Field {
+    let value = Value::Rational(
+        parts
+            .iter()
+            .map(|&(num, denom)| Rational { num, denom })
+            .collect(),
+    );
+    Field {
+        tag,
+        ifd_num: In::PRIMARY,
+        value,
+    }
+}
+
+fn photo(i: u32, year: u32, month: u32) -> anyhow::Result<Vec<u8>> {
+    let mut jpeg = Cursor::new(Vec::new());
+    pixels(i).write_to(&mut jpeg, image::ImageFormat::Jpeg)?;
+    let jpeg = jpeg.into_inner();
+    let (make, model) = if i.is_multiple_of(2) {
+        ("Canon", "Canon EOS R6")
+    } else {
+        ("Apple", "iPhone 13")
+    };
+    let taken = format!(
+        "{year}:{month:02}:{:02} {:02}:{:02}:00",
+        1 + i % 27,
+        8 + i % 12,
+        i % 60
+    );
+    let mut fields = vec![
+        ascii(Tag::Make, make),
+        ascii(Tag::Model, model),
+        ascii(Tag::DateTimeOriginal, &taken),
+    ];
+    if i.is_multiple_of(3) {
+        fields.push(ascii(Tag::GPSLatitudeRef, "N"));
+        fields.push(rationals(
+            Tag::GPSLatitude,
+            &[(48, 1), (51, 1), (2400 + i, 100)],
+        ));
+        fields.push(ascii(Tag::GPSLongitudeRef, "E"));
+        fields.push(rationals(
+            Tag::GPSLongitude,
+            &[(2, 1), (21, 1), (600 + i, 100)],
+        ));
+    }
+    let mut writer = Writer::new();
+    for f in &fields {
+        writer.push_field(f);
+    }
+    let mut tiff = Cursor::new(Vec::new());
+    writer.write(&mut tiff, false)?;
+    let tiff = tiff.into_inner();
+    // APP1 "Exif" right after SOI.
+    let mut out = jpeg[..2].to_vec();
+    out.extend_from_slice(&[0xFF, 0xE1]);
+    out.extend_from_slice(&u16::try_from(tiff.len() + 8)?.to_be_bytes());
+    out.extend_from_slice(b"Exif\0\0");
+    out.extend_from_slice(&tiff);
+    out.extend_from_slice(&jpeg[2..]);
+    Ok(out)
+}

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The page in a real browser: starts `mediadex serve` on a generated library and drives the
+# embedded page with headless Chromium (tests/browser/page.test.mjs). Screenshots land in
+# target/browser-shots/. Installs Debian's chromium and nodejs when missing (needs root or
+# sudo), and playwright-core from the npm registry (tests/browser/package-lock.json).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+COUNT="${BROWSER_TEST_PHOTOS:-2500}"
+
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+command -v curl >/dev/null 2>&1 || missing+=(curl)
+if ((${#missing[@]})); then
+    echo "browser-test: installing ${missing[*]}"
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+cargo build --bin mediadex --example sample-library
+WORK="$(mktemp -d)"
+SERVER=""
+cleanup() {
+    [ -n "$SERVER" ] && kill -TERM "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+target/debug/examples/sample-library "$WORK/library" "$COUNT"
+PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+URL="http://127.0.0.1:$PORT/"
+MEDIADEX_DATA="$WORK/data" MEDIADEX_WATCH=off target/debug/mediadex serve \
+    --bind "127.0.0.1:$PORT" --library "$WORK/library" --no-browser >"$WORK/server.log" 2>&1 &
+SERVER=$!
+
+# Up, and the library indexed (serve requests a scan of every library at start).
+for _ in $(seq 600); do
+    if curl -fsS "${URL}api/scans?limit=1" 2>/dev/null | grep -q '"state":"completed"'; then
+        break
+    fi
+    kill -0 "$SERVER" 2>/dev/null || { cat "$WORK/server.log"; echo "browser-test: the server died"; exit 1; }
+    sleep 0.2
+done
+
+(cd tests/browser && npm ci --no-audit --no-fund --loglevel=error)
+mkdir -p target/browser-shots
+status=0
+MEDIADEX_URL="$URL" SHOTS="$PWD/target/browser-shots" node tests/browser/page.test.mjs || status=$?
+if [ "$status" -ne 0 ]; then
+    echo "--- server log (last 50 lines) ---"; tail -50 "$WORK/server.log"
+fi
+exit "$status"

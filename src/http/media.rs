@@ -1,0 +1,208 @@
+//! An asset's bytes, by asset id only: its thumbnail (made on first request, cached by
+//! checksum, sent immutable with an ETag) and its original file (streamed). The file is
+//! one of the asset's own paths — present ones first, then, for a trashed asset, where the
+//! trash moved it — resolved and checked inside its library root (`contain.rs`); nothing
+//! outside a library is ever read.
+
+use super::assets::get_asset;
+use super::contain::{ContainError, resolve};
+use super::error::ApiError;
+use super::{AppState, blocking};
+use crate::model::{Asset, FileState, hex, trash_path};
+use crate::store::Store;
+use crate::thumbs::{Source, THUMB_VERSION, Thumb};
+use axum::body::Body;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use std::collections::hash_map::Entry;
+use std::path::PathBuf;
+use tokio::io::AsyncReadExt;
+
+const IMMUTABLE: &str = "private, max-age=31536000, immutable";
+const CHUNK: usize = 64 * 1024;
+
+/// The asset's first readable file inside its library.
+fn locate(store: &Store, asset: &Asset) -> Result<PathBuf, ApiError> {
+    let mut escaped = false;
+    let mut roots = std::collections::HashMap::<i64, Option<String>>::new();
+    let present = asset
+        .paths
+        .iter()
+        .filter(|p| p.state == FileState::Present)
+        .map(|p| (p.library_id, p.rel_path.clone()));
+    // A trashed asset's files were moved into its library's trash folder.
+    let trashed = asset
+        .paths
+        .iter()
+        .filter(|p| asset.trashed_at.is_some() && p.state == FileState::Missing)
+        .map(|p| (p.library_id, trash_path(asset.id, &p.rel_path)));
+    for (library_id, rel) in present.chain(trashed) {
+        let root = match roots.entry(library_id) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(store.library(library_id)?.map(|l| l.root)),
+        };
+        let Some(root) = root else {
+            continue;
+        };
+        match resolve(root, &rel) {
+            Ok(path) => return Ok(path),
+            Err(ContainError::Escapes) => escaped = true,
+            Err(e) => tracing::debug!(asset = asset.id, error = %e, "file not readable"),
+        }
+    }
+    if escaped {
+        return Err(ApiError::forbidden(
+            "outside_library",
+            format!(
+                "asset {}'s file resolves outside its library; refused",
+                asset.id
+            ),
+        ));
+    }
+    Err(ApiError::new(
+        StatusCode::NOT_FOUND,
+        "file_missing",
+        format!("no file of asset {} is readable now", asset.id),
+    ))
+}
+
+fn etag(checksum_hex: &str, suffix: &str) -> String {
+    format!("\"{checksum_hex}{suffix}\"")
+}
+
+fn not_modified(headers: &HeaderMap, tag: &str) -> bool {
+    headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == tag || t.trim() == "*"))
+}
+
+fn thumb_response(thumb: Thumb, tag: &str) -> Response {
+    let mut r = ([(header::CONTENT_TYPE, thumb.content_type)], thumb.bytes).into_response();
+    let h = r.headers_mut();
+    if thumb.immutable {
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static(IMMUTABLE));
+        if let Ok(v) = HeaderValue::from_str(tag) {
+            h.insert(header::ETAG, v);
+        }
+    } else {
+        // A placeholder may become a real thumbnail (ffmpeg installed later).
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    }
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    r
+}
+
+pub async fn thumbnail(
+    State(s): State<AppState>,
+    id: Result<Path<i64>, PathRejection>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let Path(id) = id?;
+    let (store, thumbs) = (s.store.clone(), s.thumbs.clone());
+    blocking(move || {
+        let asset = get_asset(&store, id)?;
+        let sum = hex(&asset.checksum);
+        let tag = etag(&sum, &format!("-t{THUMB_VERSION}"));
+        if not_modified(&headers, &tag) {
+            return Ok(StatusCode::NOT_MODIFIED.into_response());
+        }
+        if let Some(t) = thumbs.cached(&sum) {
+            return Ok(thumb_response(t, &tag));
+        }
+        let file = locate(&store, &asset)?;
+        let f = &asset.facts;
+        let src = Source {
+            checksum_hex: &sum,
+            kind: f.kind,
+            mime: f.mime.as_deref(),
+            orientation: f.orientation,
+            pixels: f
+                .width
+                .zip(f.height)
+                .map(|(w, h)| u64::from(w) * u64::from(h)),
+        };
+        Ok(thumb_response(thumbs.get(&src, &file)?, &tag))
+    })
+    .await
+}
+
+pub async fn original(
+    State(s): State<AppState>,
+    id: Result<Path<i64>, PathRejection>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let Path(id) = id?;
+    let store = s.store.clone();
+    let (asset, path) = blocking(move || {
+        let asset = get_asset(&store, id)?;
+        let path = locate(&store, &asset)?;
+        Ok((asset, path))
+    })
+    .await?;
+    let tag = etag(&hex(&asset.checksum), "");
+    if not_modified(&headers, &tag) {
+        return Ok(StatusCode::NOT_MODIFIED.into_response());
+    }
+    let file = tokio::fs::File::open(&path).await.map_err(|e| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "file_unreadable",
+            format!("cannot read asset {id}'s file: {e}"),
+        )
+    })?;
+    let len = file.metadata().await.map(|m| m.len()).ok();
+    let mut r = Response::new(Body::from_stream(chunks(file)));
+    let h = r.headers_mut();
+    let mime = asset
+        .facts
+        .mime
+        .as_deref()
+        .unwrap_or("application/octet-stream");
+    let mime =
+        HeaderValue::from_str(mime).unwrap_or(HeaderValue::from_static("application/octet-stream"));
+    h.insert(header::CONTENT_TYPE, mime);
+    if let Some(len) = len {
+        h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    }
+    if let Ok(v) = HeaderValue::from_str(&tag) {
+        h.insert(header::ETAG, v);
+    }
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("private, no-cache"),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    // Whatever the bytes are, they never run as a page of this origin.
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("sandbox; default-src 'none'"),
+    );
+    Ok(r)
+}
+
+/// The file as a stream of chunks, read as the client takes them.
+fn chunks(
+    file: tokio::fs::File,
+) -> impl futures_util::Stream<Item = std::io::Result<Vec<u8>>> + Send {
+    futures_util::stream::unfold(Some(file), |file| async move {
+        let mut file = file?;
+        let mut buf = vec![0; CHUNK];
+        match file.read(&mut buf).await {
+            Ok(0) => None,
+            Ok(n) => {
+                buf.truncate(n);
+                Some((Ok(buf), Some(file)))
+            }
+            Err(e) => Some((Err(e), None)),
+        }
+    })
+}

@@ -1,0 +1,217 @@
+//! The HTTP API (DESIGN.md section 9): the router and its shared state, the health check,
+//! /metrics, and the honest placeholder page until the web page lands. Handlers are thin:
+//! reads go to the store's pool on `spawn_blocking`, writes through the store's writer
+//! operations and the queue. One file per resource; `error.rs` is the one error mapping,
+//! `security.rs` the guard in front of every route, `sse.rs` the event stream. Holds no SQL.
+
+mod assets;
+mod contain;
+mod error;
+mod jobs;
+mod libraries;
+mod media;
+mod page;
+mod scans;
+pub mod security;
+pub mod sse;
+
+pub use contain::{ContainError, resolve as resolve_in_library};
+pub use error::ApiError;
+pub use security::Security;
+
+use crate::store::Store;
+use crate::thumbs::Thumbs;
+use axum::extract::{DefaultBodyLimit, FromRef, State};
+use axum::http::{StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Request bodies are small JSON objects; anything larger is refused with 413.
+pub const MAX_BODY: usize = 64 * 1024;
+
+/// Called after a request put work in the queue (wakes idle workers).
+pub type Wake = Arc<dyn Fn() + Send + Sync>;
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub thumbs: Arc<Thumbs>,
+    pub security: Arc<Security>,
+    pub events: sse::Events,
+    /// Admission's hourly limit per library (`MEDIADEX_SCAN_HOURLY_LIMIT`).
+    pub hourly_limit: Option<u32>,
+    pub wake: Wake,
+    /// The watcher of this process, when it watches (library add/remove, statuses).
+    pub watch: Option<crate::watch::WatchHandle>,
+    /// Run (on the blocking pool) after a restore committed: queues face detection.
+    pub after_restore: Option<Wake>,
+}
+
+impl FromRef<AppState> for Arc<Security> {
+    fn from_ref(s: &AppState) -> Self {
+        s.security.clone()
+    }
+}
+
+impl FromRef<AppState> for sse::Events {
+    fn from_ref(s: &AppState) -> Self {
+        s.events.clone()
+    }
+}
+
+/// How the server is put together, apart from the store.
+pub struct HttpConfig {
+    pub security: Security,
+    pub thumbs: Thumbs,
+    /// How often the event poller looks at the run history.
+    pub event_poll: Duration,
+    pub hourly_limit: Option<u32>,
+    pub wake: Wake,
+    pub watch: Option<crate::watch::WatchHandle>,
+    pub after_restore: Option<Wake>,
+}
+
+impl AppState {
+    /// The state of one server; starts its event poller on the current runtime, which
+    /// stops (and ends every event stream) when `shutdown` turns true.
+    pub fn start(
+        store: Store,
+        config: HttpConfig,
+        shutdown: tokio::sync::watch::Receiver<bool>,
+    ) -> Result<AppState, crate::store::StoreError> {
+        let events = sse::Events::start(store.clone(), config.event_poll, shutdown)?;
+        Ok(AppState {
+            store,
+            thumbs: Arc::new(config.thumbs),
+            security: Arc::new(config.security),
+            events,
+            hourly_limit: config.hourly_limit,
+            wake: config.wake,
+            watch: config.watch,
+            after_restore: config.after_restore,
+        })
+    }
+}
+
+/// Runs `f` on the blocking pool (every store call blocks).
+pub(crate) async fn blocking<T, F>(f: F) -> Result<T, ApiError>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T, ApiError> + Send + 'static,
+{
+    tokio::task::spawn_blocking(f).await?
+}
+
+/// The whole API behind the security guard and the body limit.
+pub fn router(state: AppState) -> Router {
+    let api = Router::new()
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
+        .route("/api/events", get(sse::stream))
+        .route("/api/libraries", get(libraries::list).post(libraries::add))
+        .route(
+            "/api/libraries/{id}",
+            axum::routing::delete(libraries::remove),
+        )
+        .route("/api/libraries/{id}/scans", post(scans::request))
+        .route("/api/scans", get(scans::history))
+        .route("/api/scans/{id}", get(scans::one))
+        .route("/api/scans/{id}/cancel", post(scans::cancel))
+        .route("/api/scans/{id}/release", post(scans::release))
+        .route("/api/jobs", get(jobs::list))
+        .route("/api/jobs/{id}", get(jobs::one))
+        .route("/api/jobs/{id}/cancel", post(jobs::cancel))
+        .route("/api/jobs/{id}/release", post(jobs::release))
+        .route("/api/assets", get(assets::list))
+        .route("/api/assets/{id}", get(assets::one))
+        .route("/api/assets/{id}/thumbnail", get(media::thumbnail))
+        .route("/api/assets/{id}/original", get(media::original))
+        .route("/api/assets/{id}/trash", post(assets::trash))
+        .route("/api/assets/{id}/restore", post(assets::restore))
+        .route("/api/duplicates", get(assets::duplicates))
+        .route("/api/watch", get(watch_status))
+        .route("/api", get(api_listing))
+        .route("/", get(page::file))
+        .route("/index.html", get(page::file))
+        .route("/app.js", get(page::file))
+        .route("/app.css", get(page::file))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed);
+    api.layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(axum::middleware::from_fn_with_state(
+            state.security.clone(),
+            security::guard,
+        ))
+        .with_state(state)
+}
+
+/// Serves `router` on `listener` until `shutdown` resolves, then lets open requests finish.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// The response header of `/healthz` naming the answering instance's lease owner.
+pub const OWNER_HEADER: axum::http::HeaderName =
+    axum::http::HeaderName::from_static("x-mediadex-owner");
+
+/// For the service manager: the database answers a read.
+async fn healthz(State(state): State<AppState>) -> Result<Response, ApiError> {
+    let store = state.store.clone();
+    let owner = store.owner().to_string();
+    blocking(move || Ok(store.libraries()?)).await?;
+    // The owner lets a second desktop launch tell this instance from another program that
+    // took over the port (`instance::is_live`).
+    let headers = [
+        (header::CACHE_CONTROL, "no-store".to_string()),
+        (OWNER_HEADER, owner),
+    ];
+    Ok((headers, "ok\n").into_response())
+}
+
+async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
+    let store = state.store.clone();
+    let snapshot = blocking(move || Ok(store.metrics_snapshot()?)).await?;
+    let mut text = crate::metrics::render(&snapshot);
+    if let Some(watch) = &state.watch {
+        text.push_str(&crate::metrics::render_watch(&watch.statuses()));
+    }
+    Ok(([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response())
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found("no such endpoint; GET /api lists the API")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this endpoint does not take that method; GET /api lists the API",
+    )
+}
+
+/// A short HTML listing of the API, for people exploring it with a browser or curl.
+async fn api_listing() -> Html<&'static str> {
+    Html(include_str!("api.html"))
+}
+
+/// How this process watches each library (empty when it does not watch).
+async fn watch_status(State(state): State<AppState>) -> Json<Vec<crate::watch::WatchStatus>> {
+    Json(
+        state
+            .watch
+            .as_ref()
+            .map(|w| w.statuses())
+            .unwrap_or_default(),
+    )
+}

@@ -1,0 +1,208 @@
+//! Scan runs over HTTP: request (through admission, with an optional `Idempotency-Key`:
+//! the same key and request replays the original run, the same key with another request is
+//! 409), cancel, force-release, and the run history with each run's reasons.
+
+use super::error::ApiError;
+use super::{AppState, blocking};
+use crate::model::{Provenance, ScanRequest, ScanRun, Target, Trigger};
+use crate::store::{Admission, AdmissionOptions, Store};
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use std::collections::BTreeMap;
+
+/// The longest idempotency key accepted.
+const MAX_KEY: usize = 200;
+
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ScanBody {
+    #[serde(default)]
+    scope: String,
+    #[serde(default)]
+    force: bool,
+}
+
+/// A run with its reason counts (`new`, `size`, `unchanged`, ...).
+#[derive(serde::Serialize)]
+pub struct RunOut {
+    #[serde(flatten)]
+    run: ScanRun,
+    reasons: BTreeMap<&'static str, i64>,
+}
+
+#[derive(serde::Serialize)]
+pub struct Requested {
+    admission: Admission,
+    run: RunOut,
+}
+
+fn with_reasons(store: &Store, run: ScanRun) -> Result<RunOut, ApiError> {
+    let reasons = store
+        .run_reasons(run.id)?
+        .into_iter()
+        .map(|(p, n): (Provenance, i64)| (p.as_str(), n))
+        .collect();
+    Ok(RunOut { run, reasons })
+}
+
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    let key = value
+        .to_str()
+        .ok()
+        .filter(|k| !k.is_empty() && k.len() <= MAX_KEY && k.bytes().all(|b| b.is_ascii_graphic()))
+        .ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "Idempotency-Key must be 1 to {MAX_KEY} visible ASCII characters"
+            ))
+        })?;
+    Ok(Some(key.to_string()))
+}
+
+/// A library-relative folder: `/`-separated names, no `..`, `.` or backslash.
+fn scope(raw: &str) -> Result<String, ApiError> {
+    let scope = raw.trim_matches('/');
+    let bad = scope
+        .split('/')
+        .any(|p| p == ".." || p == "." || (p.is_empty() && !scope.is_empty()))
+        || scope.contains('\\')
+        || scope.contains('\0');
+    if bad {
+        return Err(ApiError::bad_request(
+            "scope must be a folder inside the library, like `2024/holiday`",
+        ));
+    }
+    Ok(scope.to_string())
+}
+
+pub async fn request(
+    State(s): State<AppState>,
+    id: Result<Path<i64>, PathRejection>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<(StatusCode, Json<Requested>), ApiError> {
+    let Path(library_id) = id?;
+    let key = idempotency_key(&headers)?;
+    let body: ScanBody = if body.iter().all(u8::is_ascii_whitespace) {
+        ScanBody::default()
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|e| ApiError::bad_request(format!("invalid scan request: {e}")))?
+    };
+    let request = ScanRequest {
+        library_id,
+        scope: scope(&body.scope)?,
+        trigger: Trigger::Api,
+        watch_event: None,
+    };
+    let options = AdmissionOptions {
+        idempotency_key: key,
+        hourly_limit: s.hourly_limit,
+        forced: body.force,
+    };
+    let store = s.store.clone();
+    let (run, admission) = blocking(move || {
+        let (run, admission) = store.request_scan_keyed(request, options)?;
+        Ok((with_reasons(&store, run)?, admission))
+    })
+    .await?;
+    (s.wake)();
+    let status = match admission {
+        Admission::Replayed => StatusCode::OK,
+        Admission::Accepted | Admission::Coalesced => StatusCode::ACCEPTED,
+    };
+    Ok((status, Json(Requested { admission, run })))
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryQuery {
+    library: Option<i64>,
+    limit: Option<i64>,
+}
+
+pub async fn history(
+    State(s): State<AppState>,
+    q: Result<Query<HistoryQuery>, QueryRejection>,
+) -> Result<Json<Vec<RunOut>>, ApiError> {
+    let Query(q) = q?;
+    let limit = q.limit.unwrap_or(50);
+    if !(1..=1000).contains(&limit) {
+        return Err(ApiError::bad_request("limit must be between 1 and 1000"));
+    }
+    let store = s.store.clone();
+    let runs = blocking(move || {
+        let runs = store.scan_runs(q.library, limit)?;
+        runs.into_iter().map(|r| with_reasons(&store, r)).collect()
+    })
+    .await?;
+    Ok(Json(runs))
+}
+
+fn get_run(store: &Store, id: i64) -> Result<ScanRun, ApiError> {
+    store
+        .scan_run(id)?
+        .ok_or_else(|| ApiError::not_found(format!("no scan run {id}")))
+}
+
+pub async fn one(
+    State(s): State<AppState>,
+    id: Result<Path<i64>, PathRejection>,
+) -> Result<Json<RunOut>, ApiError> {
+    let Path(id) = id?;
+    let store = s.store.clone();
+    Ok(Json(
+        blocking(move || with_reasons(&store, get_run(&store, id)?)).await?,
+    ))
+}
+
+/// Runs `act` on a run that exists; 409 when it had already finished.
+async fn end(
+    s: AppState,
+    id: i64,
+    act: fn(&Store, i64) -> Result<bool, crate::store::StoreError>,
+    what: &'static str,
+) -> Result<Json<RunOut>, ApiError> {
+    let store = s.store.clone();
+    let run = blocking(move || {
+        get_run(&store, id)?;
+        if !act(&store, id)? {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "finished",
+                format!("scan run {id} has already ended; nothing to {what}"),
+            ));
+        }
+        with_reasons(&store, get_run(&store, id)?)
+    })
+    .await?;
+    (s.wake)();
+    Ok(Json(run))
+}
+
+pub async fn cancel(
+    State(s): State<AppState>,
+    id: Result<Path<i64>, PathRejection>,
+) -> Result<Json<RunOut>, ApiError> {
+    let Path(id) = id?;
+    end(s, id, |st, id| st.cancel(Target::ScanRun, id), "cancel").await
+}
+
+pub async fn release(
+    State(s): State<AppState>,
+    id: Result<Path<i64>, PathRejection>,
+) -> Result<Json<RunOut>, ApiError> {
+    let Path(id) = id?;
+    end(
+        s,
+        id,
+        |st, id| st.release_unowned(Target::ScanRun, id),
+        "release",
+    )
+    .await
+}

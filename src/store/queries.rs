@@ -1,0 +1,205 @@
+//! Read queries of the HTTP API and /metrics: the paged, filtered asset list (keyset
+//! pagination on the `assets_timeline` index of migration 0004) and the metrics snapshot.
+//! Reads only, on the pool; must not write.
+
+use super::assets::{ASSET_COLS, asset_from_row};
+use super::{Store, StoreError};
+use crate::model::{
+    AssetCursor, AssetFilter, AssetPage, Counter, MediaKind, MetricsSnapshot, Millis, QueueStats,
+};
+use rusqlite::{Connection, ToSql};
+
+/// The timeline key; written exactly as in the index so that the planner uses it.
+const TAKEN_KEY: &str = "coalesce(taken_local, '')";
+
+/// The list's SQL for this filter: fixed fragments only, every value bound as a parameter.
+fn page_sql(filter: &AssetFilter, after: bool) -> String {
+    let mut sql = format!("SELECT {ASSET_COLS} FROM assets WHERE pending_run IS NULL");
+    sql.push_str(if filter.trashed {
+        " AND trashed_at IS NOT NULL"
+    } else {
+        " AND trashed_at IS NULL"
+    });
+    let mut add = |on: bool, fragment: &str| {
+        if on {
+            sql.push_str(fragment);
+        }
+    };
+    add(filter.kind.is_some(), " AND kind = :kind");
+    add(
+        filter.taken_from.is_some(),
+        " AND coalesce(taken_local, '') >= :from",
+    );
+    add(
+        filter.taken_before.is_some(),
+        " AND coalesce(taken_local, '') < :before",
+    );
+    add(filter.make.is_some(), " AND make = :make");
+    add(filter.model.is_some(), " AND model = :model");
+    add(
+        filter.has_gps == Some(true),
+        " AND lat IS NOT NULL AND lon IS NOT NULL",
+    );
+    add(
+        filter.has_gps == Some(false),
+        " AND (lat IS NULL OR lon IS NULL)",
+    );
+    add(
+        after,
+        " AND (coalesce(taken_local, '') < :ctaken OR (coalesce(taken_local, '') = :ctaken AND id < :cid))",
+    );
+    sql.push_str(&format!(" ORDER BY {TAKEN_KEY} DESC, id DESC LIMIT :limit"));
+    sql
+}
+
+fn page(
+    conn: &Connection,
+    filter: &AssetFilter,
+    after: Option<&AssetCursor>,
+    limit: i64,
+) -> Result<AssetPage, StoreError> {
+    let sql = page_sql(filter, after.is_some());
+    let kind = filter.kind.map(MediaKind::as_str);
+    // One more than asked tells whether a next page exists.
+    let fetch = limit + 1;
+    let optional: [(&str, Option<&dyn ToSql>); 7] = [
+        (":kind", kind.as_ref().map(|k| k as &dyn ToSql)),
+        (":from", filter.taken_from.as_ref().map(|v| v as &dyn ToSql)),
+        (
+            ":before",
+            filter.taken_before.as_ref().map(|v| v as &dyn ToSql),
+        ),
+        (":make", filter.make.as_ref().map(|v| v as &dyn ToSql)),
+        (":model", filter.model.as_ref().map(|v| v as &dyn ToSql)),
+        (":ctaken", after.map(|c| &c.taken as &dyn ToSql)),
+        (":cid", after.map(|c| &c.id as &dyn ToSql)),
+    ];
+    let mut params: Vec<(&str, &dyn ToSql)> = vec![(":limit", &fetch)];
+    params.extend(optional.into_iter().filter_map(|(n, v)| v.map(|v| (n, v))));
+    let mut items: Vec<_> = conn
+        .prepare_cached(&sql)?
+        .query_map(params.as_slice(), asset_from_row)?
+        .collect::<Result<_, _>>()?;
+    let next = if items.len() as i64 > limit {
+        items.truncate(limit as usize);
+        items.last().map(|a| AssetCursor {
+            taken: a.facts.taken_local.clone().unwrap_or_default(),
+            id: a.id,
+        })
+    } else {
+        None
+    };
+    Ok(AssetPage { items, next })
+}
+
+/// Waiting and running figures per kind: job kinds, and `scan` for scan runs.
+const QUEUES: &str = "
+    SELECT kind,
+           sum(state = 'queued'), coalesce(?1 - min(CASE WHEN state = 'queued' THEN created_at END), 0),
+           sum(state = 'running'), coalesce(?1 - min(CASE WHEN state = 'running' THEN heartbeat_at END), 0),
+           coalesce(?1 - min(CASE WHEN state = 'running' THEN updated_at END), 0)
+      FROM jobs WHERE state IN ('queued', 'running') GROUP BY kind
+    UNION ALL
+    SELECT 'scan',
+           coalesce(sum(state = 'accepted'), 0), coalesce(?1 - min(CASE WHEN state = 'accepted' THEN requested_at END), 0),
+           coalesce(sum(state = 'running'), 0), coalesce(?1 - min(CASE WHEN state = 'running' THEN heartbeat_at END), 0),
+           coalesce(?1 - min(CASE WHEN state = 'running' THEN started_at END), 0)
+      FROM scan_runs WHERE state IN ('accepted', 'running')
+    ORDER BY 1";
+const COUNTER: &str = "SELECT value FROM counters WHERE name = ?1";
+const LAST_SCAN: &str = "
+    SELECT l.id, l.name, (SELECT max(finished_at) FROM scan_runs r
+                           WHERE r.library_id = l.id AND r.state = 'completed')
+      FROM libraries l ORDER BY l.id";
+const BY_KIND: &str = "
+    SELECT coalesce(kind, 'unknown'), count(*) FROM assets
+     WHERE trashed_at IS NULL AND pending_run IS NULL GROUP BY 1 ORDER BY 1";
+/// Counted by the walks (branch `walks`); 0 until they land.
+const SCHEME_RESTARTS: &str = "scheme_restarts";
+
+fn queues(conn: &Connection, now: Millis) -> Result<Vec<QueueStats>, StoreError> {
+    Ok(conn
+        .prepare_cached(QUEUES)?
+        .query_map([now], |r| {
+            Ok(QueueStats {
+                kind: r.get(0)?,
+                waiting: r.get(1)?,
+                oldest_waiting_ms: r.get::<_, i64>(2)?.max(0),
+                running: r.get(3)?,
+                max_heartbeat_age_ms: r.get::<_, i64>(4)?.max(0),
+                max_lease_age_ms: r.get::<_, i64>(5)?.max(0),
+            })
+        })?
+        .collect::<Result<_, _>>()?)
+}
+
+fn counter(conn: &Connection, name: &str) -> Result<i64, StoreError> {
+    let mut stmt = conn.prepare_cached(COUNTER)?;
+    let mut rows = stmt.query([name])?;
+    Ok(match rows.next()? {
+        Some(r) => r.get(0)?,
+        None => 0,
+    })
+}
+
+fn snapshot(conn: &Connection, now: Millis) -> Result<MetricsSnapshot, StoreError> {
+    let mut counters = Counter::ALL
+        .iter()
+        .map(|c| Ok((c.name().to_string(), counter(conn, c.name())?)))
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    counters.push((SCHEME_RESTARTS.to_string(), counter(conn, SCHEME_RESTARTS)?));
+    let last_scan = conn
+        .prepare_cached(LAST_SCAN)?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<Result<_, _>>()?;
+    let assets_by_kind = conn
+        .prepare_cached(BY_KIND)?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    Ok(MetricsSnapshot {
+        queues: queues(conn, now)?,
+        counters,
+        last_scan,
+        assets_by_kind,
+    })
+}
+
+impl Store {
+    /// One page of the asset list: the filter's assets, newest taken first (undated last),
+    /// starting strictly after `after`. At most `limit` items, without paths.
+    pub fn asset_page(
+        &self,
+        filter: &AssetFilter,
+        after: Option<&AssetCursor>,
+        limit: i64,
+    ) -> Result<AssetPage, StoreError> {
+        self.read(|conn| page(conn, filter, after, limit.max(1)))
+    }
+
+    /// The plan SQLite picks for a page query (for the index check in tests).
+    pub fn asset_page_plan(
+        &self,
+        filter: &AssetFilter,
+        after: bool,
+    ) -> Result<Vec<String>, StoreError> {
+        let sql = format!("EXPLAIN QUERY PLAN {}", page_sql(filter, after));
+        self.read(|conn| {
+            let mut stmt = conn.prepare(&sql)?;
+            let n = stmt.parameter_count();
+            let nulls = vec![rusqlite::types::Null; n];
+            let rows = stmt.query_map(rusqlite::params_from_iter(nulls), |r| r.get(3))?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        })
+    }
+
+    /// What /metrics reports from the database, read in one go.
+    pub fn metrics_snapshot(&self) -> Result<MetricsSnapshot, StoreError> {
+        let now = self.now();
+        self.read(|conn| {
+            let tx = conn.unchecked_transaction()?;
+            let snapshot = snapshot(&tx, now)?;
+            tx.commit()?;
+            Ok(snapshot)
+        })
+    }
+}

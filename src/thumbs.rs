@@ -1,0 +1,319 @@
+//! Thumbnails: made on first request from a file the caller has already resolved inside its
+//! library, orientation applied, cached on disk under `<data dir>/thumbs/` keyed by the
+//! asset's checksum (content-addressed: a cached thumbnail never goes stale). Videos get a
+//! poster frame when `ffmpeg` is on PATH; what cannot be decoded here (HEIC, a video without
+//! ffmpeg, a broken file) gets a placeholder that is not cached. Touches no database and
+//! serves nothing itself: the HTTP layer decides which file may be read.
+
+use crate::model::MediaKind;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// The longest side of a thumbnail, in pixels.
+pub const THUMB_SIZE: u32 = 320;
+/// Bumped when thumbnails are made differently, so that caches and ETags move on.
+pub const THUMB_VERSION: u32 = 1;
+/// Pictures larger than this are not decoded for a thumbnail (a decompression bomb or a
+/// panorama too large to decode on a small NAS): they get the placeholder.
+const MAX_PIXELS: u64 = 120_000_000;
+/// An ffmpeg that has not produced a frame by then is stopped.
+const FFMPEG_TIMEOUT: Duration = Duration::from_secs(20);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ThumbError {
+    #[error("cannot read {path}: {source}")]
+    Source {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What to send: the bytes, their type, and whether they may be cached forever.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Thumb {
+    pub bytes: Vec<u8>,
+    pub content_type: &'static str,
+    /// A real thumbnail of these bytes (immutable); `false` for a placeholder.
+    pub immutable: bool,
+}
+
+/// What the thumbnailer needs to know about an asset.
+#[derive(Clone, Debug)]
+pub struct Source<'a> {
+    pub checksum_hex: &'a str,
+    pub kind: Option<MediaKind>,
+    pub mime: Option<&'a str>,
+    pub orientation: Option<u16>,
+    /// Stored pixel dimensions, when known.
+    pub pixels: Option<u64>,
+}
+
+pub struct Thumbs {
+    dir: PathBuf,
+    ffmpeg: Option<PathBuf>,
+}
+
+impl Thumbs {
+    /// Thumbnails cached in `<data_dir>/thumbs`, videos through the `ffmpeg` found on PATH.
+    pub fn new(data_dir: &Path) -> Thumbs {
+        Thumbs::with_ffmpeg(data_dir, find_on_path("ffmpeg"))
+    }
+
+    pub fn with_ffmpeg(data_dir: &Path, ffmpeg: Option<PathBuf>) -> Thumbs {
+        Thumbs {
+            dir: data_dir.join("thumbs"),
+            ffmpeg,
+        }
+    }
+
+    /// Where the thumbnail of these bytes is cached.
+    pub fn cache_path(&self, checksum_hex: &str) -> PathBuf {
+        let shard = checksum_hex.get(..2).unwrap_or("00");
+        self.dir
+            .join(shard)
+            .join(format!("{checksum_hex}-v{THUMB_VERSION}.jpg"))
+    }
+
+    /// The cached thumbnail, if one was made before.
+    pub fn cached(&self, checksum_hex: &str) -> Option<Thumb> {
+        let bytes = std::fs::read(self.cache_path(checksum_hex)).ok()?;
+        Some(jpeg(bytes))
+    }
+
+    /// The thumbnail of `file` (already resolved inside its library): from the cache, else
+    /// made now and cached; a placeholder when it cannot be made here.
+    pub fn get(&self, src: &Source<'_>, file: &Path) -> Result<Thumb, ThumbError> {
+        if let Some(t) = self.cached(src.checksum_hex) {
+            return Ok(t);
+        }
+        let made = match src.kind {
+            Some(MediaKind::Image) if decodable(src.mime) => self.picture(src, file)?,
+            Some(MediaKind::Video) => match &self.ffmpeg {
+                Some(ffmpeg) => poster(ffmpeg, file),
+                None => None,
+            },
+            _ => None,
+        };
+        let Some(bytes) = made else {
+            return Ok(placeholder(src));
+        };
+        self.store(src.checksum_hex, &bytes);
+        Ok(jpeg(bytes))
+    }
+
+    fn picture(&self, src: &Source<'_>, file: &Path) -> Result<Option<Vec<u8>>, ThumbError> {
+        if src.pixels.is_some_and(|p| p > MAX_PIXELS) {
+            return Ok(None);
+        }
+        let bytes = std::fs::read(file).map_err(|source| ThumbError::Source {
+            path: file.display().to_string(),
+            source,
+        })?;
+        Ok(shrink(&bytes, src.orientation))
+    }
+
+    /// Writes the cache file atomically (a temp file renamed into place), so that a reader
+    /// never sees half a thumbnail. A failure only costs the cache.
+    fn store(&self, checksum_hex: &str, bytes: &[u8]) {
+        let path = self.cache_path(checksum_hex);
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        let written = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(&tmp, bytes))
+            .and_then(|()| std::fs::rename(&tmp, &path));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            tracing::warn!(error = %e, path = %path.display(), "could not cache a thumbnail");
+        }
+    }
+}
+
+fn jpeg(bytes: Vec<u8>) -> Thumb {
+    Thumb {
+        bytes,
+        content_type: "image/jpeg",
+        immutable: true,
+    }
+}
+
+/// The formats this binary decodes (HEIC is not among them: no pure-Rust decoder).
+fn decodable(mime: Option<&str>) -> bool {
+    matches!(
+        mime,
+        Some("image/jpeg" | "image/png" | "image/webp" | "image/gif")
+    )
+}
+
+/// Decodes a picture, turns it upright per its EXIF orientation, and encodes a JPEG
+/// thumbnail. `None` when it does not decode.
+pub fn shrink(bytes: &[u8], orientation: Option<u16>) -> Option<Vec<u8>> {
+    let reader = image::ImageReader::new(std::io::Cursor::new(bytes))
+        .with_guessed_format()
+        .ok()?;
+    let mut img = match reader.decode() {
+        Ok(img) => img,
+        Err(e) => {
+            tracing::debug!(error = %e, "picture does not decode; placeholder thumbnail");
+            return None;
+        }
+    };
+    let upright = orientation
+        .and_then(|o| u8::try_from(o).ok())
+        .and_then(image::metadata::Orientation::from_exif);
+    if let Some(o) = upright {
+        img.apply_orientation(o);
+    }
+    if img.width() > THUMB_SIZE || img.height() > THUMB_SIZE {
+        img = img.thumbnail(THUMB_SIZE, THUMB_SIZE);
+    }
+    encode(&img)
+}
+
+fn encode(img: &image::DynamicImage) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    let encoder = image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 82);
+    img.to_rgb8().write_with_encoder(encoder).ok()?;
+    Some(out)
+}
+
+/// A poster frame: one frame a second in (or the first, for a shorter video), turned
+/// upright by ffmpeg itself, shrunk like a picture.
+fn poster(ffmpeg: &Path, file: &Path) -> Option<Vec<u8>> {
+    ["1", "0"]
+        .iter()
+        .find_map(|at| frame_at(ffmpeg, file, at).filter(|b| !b.is_empty()))
+        .and_then(|png| shrink(&png, None))
+}
+
+fn frame_at(ffmpeg: &Path, file: &Path, at: &str) -> Option<Vec<u8>> {
+    let mut child = Command::new(ffmpeg)
+        .args(["-nostdin", "-v", "error", "-ss", at, "-i"])
+        .arg(file)
+        .args(["-frames:v", "1", "-f", "image2pipe", "-vcodec", "png", "-"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut stdout = child.stdout.take()?;
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let read = stdout.read_to_end(&mut buf).map(|_| buf);
+        let _ = tx.send(read);
+    });
+    let out = match rx.recv_timeout(FFMPEG_TIMEOUT) {
+        Ok(Ok(bytes)) => Some(bytes),
+        Ok(Err(_)) => None,
+        Err(_) => {
+            tracing::warn!(file = %file.display(), "ffmpeg took too long; placeholder poster");
+            let _ = child.kill();
+            None
+        }
+    };
+    let ok = child.wait().is_ok_and(|s| s.success());
+    out.filter(|_| ok)
+}
+
+/// A neutral tile saying what the asset is, so the grid stays aligned.
+fn placeholder(src: &Source<'_>) -> Thumb {
+    let label = match (src.kind, src.mime) {
+        (Some(MediaKind::Video), _) => "video",
+        (_, Some("image/heic" | "image/heif")) => "HEIC",
+        (Some(MediaKind::Image), _) => "picture",
+        _ => "file",
+    };
+    let svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{s}\" height=\"{s}\" \
+         viewBox=\"0 0 {s} {s}\"><rect width=\"100%\" height=\"100%\" fill=\"#2b2f36\"/>\
+         <text x=\"50%\" y=\"50%\" fill=\"#9aa4b2\" font-family=\"sans-serif\" \
+         font-size=\"28\" text-anchor=\"middle\" dominant-baseline=\"middle\">{label}</text></svg>",
+        s = THUMB_SIZE
+    );
+    Thumb {
+        bytes: svg.into_bytes(),
+        content_type: "image/svg+xml",
+        immutable: false,
+    }
+}
+
+/// The first executable named `name` on PATH.
+pub fn find_on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    let exe = format!("{name}{}", std::env::consts::EXE_SUFFIX);
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(&exe))
+        .find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 4x2 picture: left half red, right half blue.
+    fn wide_png() -> Vec<u8> {
+        let img = image::RgbImage::from_fn(40, 20, |x, _| {
+            if x < 20 {
+                image::Rgb([255, 0, 0])
+            } else {
+                image::Rgb([0, 0, 255])
+            }
+        });
+        let mut out = std::io::Cursor::new(Vec::new());
+        img.write_to(&mut out, image::ImageFormat::Png)
+            .expect("png");
+        out.into_inner()
+    }
+
+    fn dims(jpeg: &[u8]) -> (u32, u32) {
+        let img = image::load_from_memory(jpeg).expect("decodes");
+        (img.width(), img.height())
+    }
+
+    #[test]
+    fn orientation_6_turns_a_wide_picture_upright() {
+        assert_eq!(dims(&shrink(&wide_png(), None).expect("thumb")), (40, 20));
+        let turned = shrink(&wide_png(), Some(6)).expect("thumb");
+        assert_eq!(dims(&turned), (20, 40), "rotated 90 degrees");
+        // Rotated clockwise: the left (red) half is now on top.
+        let img = image::load_from_memory(&turned).expect("decodes").to_rgb8();
+        let top = img.get_pixel(10, 5);
+        assert!(top[0] > 200 && top[2] < 60, "top is red, got {top:?}");
+    }
+
+    #[test]
+    fn a_thumbnail_is_cached_by_checksum_and_an_undecodable_file_gets_a_placeholder() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let thumbs = Thumbs::with_ffmpeg(dir.path(), None);
+        let file = dir.path().join("a.png");
+        std::fs::write(&file, wide_png()).expect("write");
+        let src = Source {
+            checksum_hex: "ab12",
+            kind: Some(MediaKind::Image),
+            mime: Some("image/png"),
+            orientation: None,
+            pixels: Some(800),
+        };
+        let first = thumbs.get(&src, &file).expect("thumb");
+        assert!(first.immutable);
+        assert!(thumbs.cache_path("ab12").is_file());
+        std::fs::remove_file(&file).expect("rm");
+        assert_eq!(thumbs.get(&src, &file).expect("from cache"), first);
+
+        let heic = Source {
+            checksum_hex: "cd34",
+            mime: Some("image/heic"),
+            ..src
+        };
+        let t = thumbs.get(&heic, &file).expect("placeholder");
+        assert!(!t.immutable && t.content_type == "image/svg+xml");
+        assert!(
+            !thumbs.cache_path("cd34").exists(),
+            "placeholders are not cached"
+        );
+    }
+}

@@ -1,0 +1,1433 @@
+//! The HTTP API driven in-process (`tower::ServiceExt::oneshot` on the router): every
+//! endpoint's happy path and its errors, Idempotency-Key replay and conflict, the Host check
+//! against DNS rebinding, the token off loopback, CSRF, traversal attempts that must never
+//! read outside a library, thumbnails and their caching headers, events and metrics.
+
+mod support;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, Method, Request, StatusCode};
+use mediadex::http::{AppState, HttpConfig, Security};
+use mediadex::model::{NewJob, Target};
+use mediadex::queue::{Handlers, PoolConfig, WorkerPool};
+use mediadex::scan::job::{ScanConfig, ScanJob};
+use mediadex::thumbs::Thumbs;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use support::{Env, TTL, env, synthetic};
+use tower::ServiceExt;
+
+const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+struct Api {
+    env: Env,
+    router: Router,
+    wakes: Arc<AtomicUsize>,
+    _stop: tokio::sync::watch::Sender<bool>,
+}
+
+fn loopback() -> Security {
+    Security::for_bind("127.0.0.1:7468".parse().unwrap(), Some(TOKEN.into()), false)
+}
+
+fn api() -> Api {
+    api_with(loopback(), None)
+}
+
+fn api_with(security: Security, hourly_limit: Option<u32>) -> Api {
+    api_full(security, hourly_limit, None)
+}
+
+fn api_full(security: Security, hourly_limit: Option<u32>, ffmpeg: Option<PathBuf>) -> Api {
+    let env = env();
+    let wakes = Arc::new(AtomicUsize::new(0));
+    let counter = wakes.clone();
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let config = HttpConfig {
+        security,
+        thumbs: Thumbs::with_ffmpeg(env.dir.path(), ffmpeg),
+        event_poll: Duration::from_millis(10),
+        hourly_limit,
+        wake: Arc::new(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+        }),
+        watch: None,
+        after_restore: None,
+    };
+    let state = AppState::start(env.store.clone(), config, stop_rx).expect("state");
+    Api {
+        router: mediadex::http::router(state),
+        env,
+        wakes,
+        _stop: stop,
+    }
+}
+
+struct Reply {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+impl Reply {
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", String::from_utf8_lossy(&self.body)))
+    }
+
+    fn code(&self) -> String {
+        self.json()["error"]["code"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    }
+
+    fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+    }
+}
+
+/// A request as the page on 127.0.0.1 sends it: Host set, and the custom header on writes.
+fn req(method: Method, uri: &str) -> axum::http::request::Builder {
+    let b = Request::builder()
+        .method(method.clone())
+        .uri(uri)
+        .header("host", "127.0.0.1:7468");
+    if method == Method::GET {
+        b
+    } else {
+        b.header("x-mediadex", "1")
+    }
+}
+
+impl Api {
+    async fn send(&self, request: Request<Body>) -> Reply {
+        let response = self
+            .router
+            .clone()
+            .oneshot(request)
+            .await
+            .expect("infallible");
+        let (parts, body) = response.into_parts();
+        let body = axum::body::to_bytes(body, 64 << 20).await.expect("body");
+        Reply {
+            status: parts.status,
+            headers: parts.headers,
+            body,
+        }
+    }
+
+    async fn get(&self, uri: &str) -> Reply {
+        self.send(req(Method::GET, uri).body(Body::empty()).unwrap())
+            .await
+    }
+
+    async fn post(&self, uri: &str, json: Value) -> Reply {
+        let body = Body::from(json.to_string());
+        let r = req(Method::POST, uri).header("content-type", "application/json");
+        self.send(r.body(body).unwrap()).await
+    }
+
+    async fn post_empty(&self, uri: &str) -> Reply {
+        self.send(req(Method::POST, uri).body(Body::empty()).unwrap())
+            .await
+    }
+
+    async fn delete(&self, uri: &str) -> Reply {
+        self.send(req(Method::DELETE, uri).body(Body::empty()).unwrap())
+            .await
+    }
+
+    /// A folder with three small PNGs (one a copy of another), added as a library.
+    fn photos(&self, name: &str) -> (i64, PathBuf) {
+        let root = self.env.dir.path().join(name);
+        png(&root.join("2024/a.png"), 10, 40, 20);
+        png(&root.join("b.png"), 200, 20, 40);
+        std::fs::copy(root.join("2024/a.png"), root.join("copy-of-a.png")).expect("copy");
+        let root = std::fs::canonicalize(&root).expect("canonical");
+        let lib = mediadex::app::add_library(&self.env.store, name, &root.to_string_lossy())
+            .expect("add library");
+        (lib.id, root)
+    }
+
+    /// Runs a real scan of the library through a worker pool until it ends.
+    fn scan(&self, library_id: i64) {
+        let store = &self.env.store;
+        let (run, _) = store
+            .request_scan(self.env.scan_request(library_id, ""))
+            .expect("request");
+        let job = ScanJob {
+            store: store.clone(),
+            config: ScanConfig::default(),
+            extract: mediadex::media::extract_from,
+        };
+        let pool = WorkerPool::start(
+            store,
+            Handlers::default().scan(job),
+            PoolConfig::with_ttl(1, TTL),
+        );
+        let start = Instant::now();
+        while !store.scan_run(run.id).unwrap().unwrap().state.is_terminal() {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the scan did not end"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        pool.shutdown();
+    }
+
+    /// The asset shown at `rel` (a path in the library).
+    fn asset_at(&self, rel: &str) -> i64 {
+        let assets = self.env.store.assets(false).expect("assets");
+        assets
+            .iter()
+            .find(|a| a.paths.iter().any(|p| p.rel_path_text == rel))
+            .unwrap_or_else(|| panic!("no asset at {rel}"))
+            .id
+    }
+}
+
+fn png(path: &Path, r: u8, w: u32, h: u32) {
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    image::RgbImage::from_pixel(w, h, image::Rgb([r, 90, 30]))
+        .save(path)
+        .expect("png");
+}
+
+// ---------------------------------------------------------------------------------------
+// The server shell: health, page, unknown routes, methods, body limit.
+
+#[tokio::test]
+async fn health_page_unknown_routes_and_methods() {
+    let api = api();
+    let r = api.get("/healthz").await;
+    assert_eq!((r.status, &r.body[..]), (StatusCode::OK, &b"ok\n"[..]));
+    let page = api.get("/").await;
+    assert_eq!(page.status, StatusCode::OK);
+    let html = String::from_utf8_lossy(&page.body);
+    assert!(
+        html.contains("<script src=\"/app.js\">") && html.contains("mediadex"),
+        "{html}"
+    );
+    let r = api.get("/api/nope").await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::NOT_FOUND, "not_found".into())
+    );
+    let r = api.delete("/api/assets").await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed".into())
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Libraries.
+
+#[tokio::test]
+async fn libraries_add_list_remove_and_their_errors() {
+    let api = api();
+    assert_eq!(
+        api.get("/api/libraries").await.json(),
+        serde_json::json!([])
+    );
+    let dir = api.env.dir.path().join("pics");
+    std::fs::create_dir_all(&dir).unwrap();
+    let r = api
+        .post("/api/libraries", serde_json::json!({"path": dir}))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let lib = r.json();
+    assert_eq!(lib["name"], "pics");
+    assert!(dir.join(".mediadex-library").exists(), "identity recorded");
+    let list = api.get("/api/libraries").await.json();
+    assert_eq!(list.as_array().unwrap().len(), 1);
+
+    let again = api
+        .post("/api/libraries", serde_json::json!({"path": dir}))
+        .await;
+    assert_eq!(
+        (again.status, again.code()),
+        (StatusCode::CONFLICT, "conflict".into())
+    );
+    let missing = api
+        .post(
+            "/api/libraries",
+            serde_json::json!({"path": dir.join("nope")}),
+        )
+        .await;
+    assert_eq!(
+        (missing.status, missing.code()),
+        (StatusCode::BAD_REQUEST, "bad_request".into())
+    );
+    assert!(
+        missing.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not exist")
+    );
+    let unknown_field = api
+        .post(
+            "/api/libraries",
+            serde_json::json!({"path": dir, "colour": 1}),
+        )
+        .await;
+    assert_eq!(unknown_field.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let not_json = api
+        .send(
+            req(Method::POST, "/api/libraries")
+                .header("content-type", "application/json")
+                .body(Body::from("{"))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(
+        (not_json.status, not_json.code()),
+        (StatusCode::BAD_REQUEST, "bad_request".into())
+    );
+    let huge = format!("{{\"path\": \"{}\"}}", "x".repeat(200_000));
+    let too_big = api
+        .send(
+            req(Method::POST, "/api/libraries")
+                .header("content-type", "application/json")
+                .body(Body::from(huge))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(
+        (too_big.status, too_big.code()),
+        (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large".into())
+    );
+
+    let id = lib["id"].as_i64().unwrap();
+    let r = api.delete(&format!("/api/libraries/{id}")).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.json()["removed_assets"], 0);
+    assert_eq!(
+        api.get("/api/libraries").await.json(),
+        serde_json::json!([])
+    );
+    let r = api.delete(&format!("/api/libraries/{id}")).await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::NOT_FOUND, "not_found".into())
+    );
+    let r = api.delete("/api/libraries/abc").await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::BAD_REQUEST, "bad_request".into())
+    );
+}
+
+#[tokio::test]
+async fn removing_a_library_forgets_its_assets_but_not_those_another_library_shows() {
+    let api = api();
+    let a = api.env.library("a");
+    let b = api.env.library("b");
+    synthetic::ingest(
+        &api.env.store,
+        a,
+        "x",
+        vec![
+            synthetic::item("x/only-a.jpg", 1, synthetic::facts(1)),
+            synthetic::item("x/shared.jpg", 2, synthetic::facts(2)),
+        ],
+    )
+    .unwrap();
+    synthetic::ingest(
+        &api.env.store,
+        b,
+        "y",
+        vec![synthetic::item("y/shared.jpg", 2, synthetic::facts(2))],
+    )
+    .unwrap();
+    // A scan of the library is running while it goes: its next write is fenced off.
+    api.env
+        .store
+        .request_scan(api.env.scan_request(a, ""))
+        .unwrap();
+    let (lease, _) = api.env.store.claim_scan_run(TTL).unwrap().unwrap();
+    let r = api.delete(&format!("/api/libraries/{a}")).await;
+    let late = api.env.store.ingest_batch(
+        &lease,
+        a,
+        vec![synthetic::item("x/late.jpg", 3, synthetic::facts(3))],
+        "{}",
+    );
+    assert!(late.unwrap_err().is_lease_lost());
+    assert_eq!(r.json()["removed_assets"], 1);
+    let left = api.env.store.assets(false).unwrap();
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].paths.len(), 1);
+    assert_eq!(left[0].paths[0].rel_path_text, "y/shared.jpg");
+}
+
+// ---------------------------------------------------------------------------------------
+// Scans.
+
+#[tokio::test]
+async fn a_scan_request_is_admitted_and_wakes_the_workers() {
+    let api = api();
+    let lib = api.env.library("pics");
+    let r = api
+        .post(
+            &format!("/api/libraries/{lib}/scans"),
+            serde_json::json!({"scope": "2024/"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED);
+    let body = r.json();
+    assert_eq!(body["admission"], "accepted");
+    assert_eq!(body["run"]["scope"], "2024");
+    assert_eq!(body["run"]["trigger"], "api");
+    assert_eq!(body["run"]["state"], "accepted");
+    assert_eq!(api.wakes.load(Ordering::SeqCst), 1);
+    // An empty body is a whole-library request; it widens the waiting run.
+    let r = api.post_empty(&format!("/api/libraries/{lib}/scans")).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED);
+    assert_eq!(r.json()["admission"], "coalesced");
+    assert_eq!(r.json()["run"]["scope"], "");
+}
+
+#[tokio::test]
+async fn idempotency_key_replays_the_same_request_and_refuses_another() {
+    let api = api();
+    let lib = api.env.library("pics");
+    let keyed = |body: Value| {
+        req(Method::POST, &format!("/api/libraries/{lib}/scans"))
+            .header("idempotency-key", "k-1")
+            .header("content-type", "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap()
+    };
+    let first = api.send(keyed(serde_json::json!({"scope": "a"}))).await;
+    assert_eq!(first.status, StatusCode::ACCEPTED);
+    let run_id = first.json()["run"]["id"].clone();
+    let again = api.send(keyed(serde_json::json!({"scope": "a"}))).await;
+    assert_eq!(again.status, StatusCode::OK);
+    assert_eq!(again.json()["admission"], "replayed");
+    assert_eq!(again.json()["run"]["id"], run_id);
+    assert_eq!(
+        api.env.store.scan_runs(Some(lib), 10).unwrap().len(),
+        1,
+        "no second run"
+    );
+    let other = api.send(keyed(serde_json::json!({"scope": "b"}))).await;
+    assert_eq!(
+        (other.status, other.code()),
+        (StatusCode::CONFLICT, "conflict".into())
+    );
+    assert!(
+        other.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("k-1")
+    );
+
+    let bad_key = api
+        .send(
+            req(Method::POST, &format!("/api/libraries/{lib}/scans"))
+                .header("idempotency-key", "has space")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(
+        (bad_key.status, bad_key.code()),
+        (StatusCode::BAD_REQUEST, "bad_request".into())
+    );
+}
+
+#[tokio::test]
+async fn scan_request_errors_unknown_library_bad_scope_bad_body_rate_limit() {
+    let api = api_with(loopback(), Some(1));
+    let lib = api.env.library("pics");
+    let r = api.post_empty("/api/libraries/999/scans").await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::NOT_FOUND, "not_found".into())
+    );
+    for scope in ["../etc", "a/../../b", "a\\b", "a//b"] {
+        let r = api
+            .post(
+                &format!("/api/libraries/{lib}/scans"),
+                serde_json::json!({"scope": scope}),
+            )
+            .await;
+        assert_eq!(
+            (r.status, r.code()),
+            (StatusCode::BAD_REQUEST, "bad_request".into()),
+            "{scope}"
+        );
+    }
+    let r = api
+        .post(
+            &format!("/api/libraries/{lib}/scans"),
+            serde_json::json!({"force": "yes"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(
+        api.env.store.scan_runs(None, 10).unwrap().is_empty(),
+        "nothing admitted"
+    );
+
+    let first = api.post_empty(&format!("/api/libraries/{lib}/scans")).await;
+    let id = first.json()["run"]["id"].as_i64().unwrap();
+    api.post_empty(&format!("/api/scans/{id}/cancel")).await;
+    let limited = api.post_empty(&format!("/api/libraries/{lib}/scans")).await;
+    assert_eq!(
+        (limited.status, limited.code()),
+        (StatusCode::TOO_MANY_REQUESTS, "rate_limited".into())
+    );
+    assert_eq!(limited.header("retry-after"), "3600");
+}
+
+#[tokio::test]
+async fn scan_history_one_cancel_and_force_release() {
+    let api = api();
+    let lib = api.env.library("pics");
+    let store = &api.env.store;
+    store.request_scan(api.env.scan_request(lib, "")).unwrap();
+    let (lease, _) = store.claim_scan_run(TTL).unwrap().unwrap();
+    let r = api
+        .post_empty(&format!("/api/scans/{}/release", lease.id))
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.json()["state"], "accepted");
+    assert!(r.json()["generation"].as_i64().unwrap() > lease.generation);
+    // The old holder's writes are now fenced off.
+    assert!(
+        store
+            .checkpoint_scan(&lease, "{}")
+            .unwrap_err()
+            .is_lease_lost()
+    );
+
+    let r = api
+        .post_empty(&format!("/api/scans/{}/cancel", lease.id))
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(
+        (r.json()["state"].clone(), r.json()["reason"].clone()),
+        ("cancelled".into(), "cancelled".into())
+    );
+    let again = api
+        .post_empty(&format!("/api/scans/{}/cancel", lease.id))
+        .await;
+    assert_eq!(
+        (again.status, again.code()),
+        (StatusCode::CONFLICT, "finished".into())
+    );
+    let r = api
+        .post_empty(&format!("/api/scans/{}/release", lease.id))
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::CONFLICT, "finished".into())
+    );
+    for uri in [
+        "/api/scans/77",
+        "/api/scans/77/cancel",
+        "/api/scans/77/release",
+    ] {
+        let r = if uri.ends_with("77") {
+            api.get(uri).await
+        } else {
+            api.post_empty(uri).await
+        };
+        assert_eq!(
+            (r.status, r.code()),
+            (StatusCode::NOT_FOUND, "not_found".into()),
+            "{uri}"
+        );
+    }
+
+    let (lib2, _) = api.photos("photos");
+    api.scan(lib2);
+    let history = api.get(&format!("/api/scans?library={lib2}")).await.json();
+    let runs = history.as_array().unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["state"], "completed");
+    assert_eq!(runs[0]["reasons"]["new"], 3);
+    assert_eq!(runs[0]["reasons"]["duplicate"], 1);
+    let one = api
+        .get(&format!("/api/scans/{}", runs[0]["id"]))
+        .await
+        .json();
+    assert_eq!(one["reasons"]["new"], 3);
+    assert_eq!(
+        api.get("/api/scans").await.json().as_array().unwrap().len(),
+        2
+    );
+    let r = api.get("/api/scans?limit=0").await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    let r = api.get("/api/scans?bogus=1").await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+}
+
+// ---------------------------------------------------------------------------------------
+// Jobs.
+
+#[tokio::test]
+async fn jobs_list_one_release_cancel() {
+    let api = api();
+    let store = &api.env.store;
+    let job = store
+        .enqueue(NewJob::new("content_hash_walk", "{}"))
+        .unwrap()
+        .id;
+    let list = api.get("/api/jobs").await.json();
+    assert_eq!(list[0]["kind"], "content_hash_walk");
+    assert_eq!(list[0]["state"], "queued");
+    let (lease, _) = store
+        .claim_job(&["content_hash_walk"], TTL)
+        .unwrap()
+        .unwrap();
+    let r = api.post_empty(&format!("/api/jobs/{job}/release")).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.json()["state"], "queued");
+    assert!(
+        store
+            .checkpoint_job(&lease, "{}")
+            .unwrap_err()
+            .is_lease_lost()
+    );
+    let r = api.post_empty(&format!("/api/jobs/{job}/cancel")).await;
+    assert_eq!(r.json()["state"], "cancelled");
+    let r = api.post_empty(&format!("/api/jobs/{job}/cancel")).await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::CONFLICT, "finished".into())
+    );
+    assert_eq!(
+        api.get(&format!("/api/jobs/{job}")).await.json()["state"],
+        "cancelled"
+    );
+    let r = api.get("/api/jobs/12345").await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::NOT_FOUND, "not_found".into())
+    );
+    let r = api.post_empty("/api/jobs/12345/release").await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        api.get("/api/jobs?limit=5000").await.status,
+        StatusCode::BAD_REQUEST
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Assets: list, filters, pagination, one asset, duplicates, trash and restore.
+
+#[tokio::test]
+async fn the_asset_list_pages_through_everything_newest_taken_first() {
+    let api = api();
+    let lib = api.env.library("pics");
+    synthetic::fill(&api.env.store, lib, "s", 0, 250).unwrap();
+    let mut seen = vec![];
+    let mut uri = "/api/assets?limit=60".to_string();
+    loop {
+        let page = api.get(&uri).await.json();
+        let items = page["items"].as_array().unwrap();
+        assert!(items.len() <= 60);
+        seen.extend(items.iter().map(|a| {
+            (
+                a["taken_at"].as_str().unwrap_or("").to_string(),
+                a["id"].as_i64().unwrap(),
+            )
+        }));
+        match page["next_cursor"].as_str() {
+            Some(c) => uri = format!("/api/assets?limit=60&cursor={c}"),
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), 250);
+    let mut ids: Vec<i64> = seen.iter().map(|s| s.1).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 250, "no asset twice");
+    let mut expected = seen.clone();
+    expected.sort_by(|a, b| b.cmp(a));
+    assert_eq!(
+        seen, expected,
+        "taken desc, then id desc; undated (\"\") last"
+    );
+    assert_eq!(seen.last().unwrap().0, "", "undated at the end");
+}
+
+#[tokio::test]
+async fn asset_filters_by_type_date_camera_gps_and_trash() {
+    let api = api();
+    let lib = api.env.library("pics");
+    synthetic::fill(&api.env.store, lib, "s", 1, 140).unwrap();
+    let all: Vec<mediadex::model::MediaFacts> = (1..141).map(synthetic::facts).collect();
+    let count = |uri: &'static str| {
+        let api = &api;
+        async move {
+            let page = api.get(&format!("{uri}&limit=500")).await;
+            assert_eq!(page.status, StatusCode::OK, "{uri}: {:?}", page.body);
+            page.json()["items"].as_array().unwrap().clone()
+        }
+    };
+    let videos = count("/api/assets?kind=video").await;
+    assert_eq!(
+        videos.len(),
+        all.iter()
+            .filter(|f| f.mime.as_deref() == Some("video/mp4"))
+            .count()
+    );
+    assert!(videos.iter().all(|v| v["kind"] == "video"));
+    let gps = count("/api/assets?has_gps=true").await;
+    assert_eq!(gps.len(), all.iter().filter(|f| f.lat.is_some()).count());
+    let no_gps = count("/api/assets?has_gps=false").await;
+    assert_eq!(gps.len() + no_gps.len(), 140);
+    let canon = count("/api/assets?make=Canon&model=EOS%20R6").await;
+    assert_eq!(
+        canon.len(),
+        all.iter()
+            .filter(|f| f.make.as_deref() == Some("Canon"))
+            .count()
+    );
+    let in_2019 = count("/api/assets?from=2019&before=2020").await;
+    let expected = all
+        .iter()
+        .filter(|f| {
+            f.taken_local
+                .as_deref()
+                .is_some_and(|t| t.starts_with("2019"))
+        })
+        .count();
+    assert!(expected > 0);
+    assert_eq!(in_2019.len(), expected);
+    assert!(
+        in_2019
+            .iter()
+            .all(|a| a["taken_at"].as_str().unwrap().starts_with("2019"))
+    );
+    assert!(count("/api/assets?trashed=true").await.is_empty());
+    let id = in_2019[0]["id"].as_i64().unwrap();
+    // Trashing moves the file, so this one gets a file on disk.
+    let rel = api.get(&format!("/api/assets/{id}")).await.json()["paths"][0]["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let file = api.env.dir.path().join("pics").join(&rel);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, b"jpeg").unwrap();
+    let r = api.post_empty(&format!("/api/assets/{id}/trash")).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let trashed = count("/api/assets?trashed=true").await;
+    assert_eq!(trashed.len(), 1);
+    assert_eq!(trashed[0]["trashed"], true);
+    assert_eq!(
+        count("/api/assets?kind=image").await.len() + videos.len(),
+        139
+    );
+
+    for bad in [
+        "/api/assets?kind=sound",
+        "/api/assets?has_gps=maybe",
+        "/api/assets?limit=0",
+        "/api/assets?limit=501",
+        "/api/assets?cursor=garbage",
+        "/api/assets?from=yesterday",
+        "/api/assets?colour=red",
+    ] {
+        let r = api.get(bad).await;
+        assert_eq!(
+            (r.status, r.code()),
+            (StatusCode::BAD_REQUEST, "bad_request".into()),
+            "{bad}"
+        );
+    }
+    let r = api.get("/api/assets?has_faces=true").await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::BAD_REQUEST, "not_available".into())
+    );
+}
+
+#[tokio::test]
+async fn the_asset_list_uses_the_timeline_index_without_sorting() {
+    let api = api();
+    let store = &api.env.store;
+    let default = mediadex::model::AssetFilter::default();
+    for (filter, after) in [(default.clone(), false), (default.clone(), true)] {
+        let plan = store.asset_page_plan(&filter, after).unwrap().join(" | ");
+        assert!(plan.contains("assets_timeline"), "{plan}");
+        assert!(!plan.contains("TEMP B-TREE"), "no sort step: {plan}");
+    }
+    let dated = mediadex::model::AssetFilter {
+        taken_from: Some("2020".into()),
+        ..default
+    };
+    let plan = store.asset_page_plan(&dated, true).unwrap().join(" | ");
+    assert!(
+        plan.contains("assets_timeline") && !plan.contains("TEMP B-TREE"),
+        "{plan}"
+    );
+}
+
+#[tokio::test]
+async fn one_asset_duplicates_and_their_errors() {
+    let api = api();
+    let (lib, _) = api.photos("photos");
+    api.scan(lib);
+    let a = api.asset_at("2024/a.png");
+    let one = api.get(&format!("/api/assets/{a}")).await;
+    assert_eq!(one.status, StatusCode::OK);
+    let one = one.json();
+    assert_eq!(one["kind"], "image");
+    assert_eq!(one["mime"], "image/png");
+    assert_eq!(
+        (one["width"].clone(), one["height"].clone()),
+        (40.into(), 20.into())
+    );
+    let paths: Vec<&str> = one["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["2024/a.png", "copy-of-a.png"]);
+    let r = api.get("/api/assets/999999").await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::NOT_FOUND, "not_found".into())
+    );
+    let r = api.get("/api/assets/x1").await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::BAD_REQUEST, "bad_request".into())
+    );
+    let dups = api.get("/api/duplicates").await.json();
+    assert_eq!(dups.as_array().unwrap().len(), 1);
+    assert_eq!(dups[0]["asset_id"], a);
+    assert_eq!(dups[0]["paths"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn trash_and_restore_move_the_files_and_refuse_the_wrong_state() {
+    let api = api();
+    let (lib, root) = api.photos("photos");
+    api.scan(lib);
+    let b = api.asset_at("b.png");
+    let original = std::fs::read(root.join("b.png")).unwrap();
+    let r = api.post_empty(&format!("/api/assets/{b}/trash")).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.json()["trashed"], true);
+    assert!(!root.join("b.png").exists());
+    assert!(root.join(format!(".mediadex-trash/{b}/b.png")).exists());
+    // Still viewable from the trash.
+    let o = api.get(&format!("/api/assets/{b}/original")).await;
+    assert_eq!((o.status, &o.body[..]), (StatusCode::OK, &original[..]));
+    let again = api.post_empty(&format!("/api/assets/{b}/trash")).await;
+    assert_eq!(
+        (again.status, again.code()),
+        (StatusCode::CONFLICT, "conflict".into())
+    );
+    let r = api.post_empty(&format!("/api/assets/{b}/restore")).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.json()["trashed"], false);
+    assert_eq!(std::fs::read(root.join("b.png")).unwrap(), original);
+    let again = api.post_empty(&format!("/api/assets/{b}/restore")).await;
+    assert_eq!(
+        (again.status, again.code()),
+        (StatusCode::CONFLICT, "conflict".into())
+    );
+    let r = api.post_empty("/api/assets/424242/trash").await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::NOT_FOUND, "not_found".into())
+    );
+    // A move that cannot happen (the destination is taken) loses nothing and says why.
+    // (The clock moves on: the trash journal tells one move from the last by its time.)
+    api.env.clock.advance(1);
+    std::fs::create_dir_all(root.join(format!(".mediadex-trash/{b}"))).unwrap();
+    std::fs::write(root.join(format!(".mediadex-trash/{b}/b.png")), b"squatter").unwrap();
+    let r = api.post_empty(&format!("/api/assets/{b}/trash")).await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::CONFLICT, "move_failed".into())
+    );
+    assert_eq!(std::fs::read(root.join("b.png")).unwrap(), original);
+    assert_eq!(
+        api.get(&format!("/api/assets/{b}")).await.json()["trashed"],
+        false
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Thumbnails and originals.
+
+#[tokio::test]
+async fn a_thumbnail_is_made_once_cached_by_checksum_and_served_immutable() {
+    let api = api();
+    let (lib, root) = api.photos("photos");
+    api.scan(lib);
+    let a = api.asset_at("2024/a.png");
+    let r = api.get(&format!("/api/assets/{a}/thumbnail")).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.header("content-type"), "image/jpeg");
+    assert!(r.header("cache-control").contains("immutable"));
+    let etag = r.header("etag").to_string();
+    assert!(etag.starts_with('"') && etag.len() > 60, "{etag}");
+    let img = image::load_from_memory(&r.body).expect("a real JPEG");
+    assert_eq!((img.width(), img.height()), (40, 20));
+    let sum = api.get(&format!("/api/assets/{a}")).await.json()["checksum"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let cached = api.env.dir.path().join("thumbs").join(&sum[..2]);
+    assert_eq!(
+        std::fs::read_dir(&cached).unwrap().count(),
+        1,
+        "cached under the data dir"
+    );
+    // Served from the cache once made: the original file is no longer needed.
+    std::fs::remove_file(root.join("2024/a.png")).unwrap();
+    std::fs::remove_file(root.join("copy-of-a.png")).unwrap();
+    let again = api.get(&format!("/api/assets/{a}/thumbnail")).await;
+    assert_eq!((again.status, &again.body), (StatusCode::OK, &r.body));
+    let not_modified = api
+        .send(
+            req(Method::GET, &format!("/api/assets/{a}/thumbnail"))
+                .header("if-none-match", &etag)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(not_modified.status, StatusCode::NOT_MODIFIED);
+    assert!(not_modified.body.is_empty());
+    let r = api.get("/api/assets/31337/thumbnail").await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::NOT_FOUND, "not_found".into())
+    );
+    // Its file gone and no thumbnail made: 404 file_missing.
+    let b = api.asset_at("b.png");
+    std::fs::remove_file(root.join("b.png")).unwrap();
+    let r = api.get(&format!("/api/assets/{b}/original")).await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::NOT_FOUND, "file_missing".into())
+    );
+}
+
+#[tokio::test]
+async fn heic_and_videos_without_ffmpeg_get_an_uncached_placeholder() {
+    let api = api();
+    let lib = api.env.library("pics");
+    let root = api.env.dir.path().join("pics");
+    std::fs::write(root.join("clip.mp4"), b"not really a video").unwrap();
+    std::fs::write(root.join("photo.heic"), b"not really heic").unwrap();
+    let video = synthetic::facts(7);
+    let mut heic = synthetic::facts(1);
+    heic.mime = Some("image/heic".into());
+    synthetic::ingest(
+        &api.env.store,
+        lib,
+        "",
+        vec![
+            synthetic::item("clip.mp4", 7, video),
+            synthetic::item("photo.heic", 1, heic),
+        ],
+    )
+    .unwrap();
+    for rel in ["clip.mp4", "photo.heic"] {
+        let id = api.asset_at(rel);
+        let r = api.get(&format!("/api/assets/{id}/thumbnail")).await;
+        assert_eq!(r.status, StatusCode::OK, "{rel}");
+        assert_eq!(r.header("content-type"), "image/svg+xml", "{rel}");
+        assert_eq!(r.header("cache-control"), "no-cache", "{rel}");
+        assert!(r.header("etag").is_empty());
+    }
+    assert!(
+        !api.env.dir.path().join("thumbs").exists(),
+        "placeholders are not cached"
+    );
+}
+
+#[tokio::test]
+async fn a_video_gets_a_poster_frame_when_ffmpeg_is_on_path() {
+    let Some(ffmpeg) = mediadex::thumbs::find_on_path("ffmpeg") else {
+        eprintln!("SKIPPED: ffmpeg is not on PATH; the placeholder path is tested above");
+        return;
+    };
+    let api = api_full(loopback(), None, Some(ffmpeg.clone()));
+    let lib = api.env.library("pics");
+    let clip = api.env.dir.path().join("pics/clip.mp4");
+    let made = std::process::Command::new(&ffmpeg)
+        .args([
+            "-nostdin",
+            "-v",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc=size=96x64:rate=10",
+        ])
+        .args(["-t", "2", "-pix_fmt", "yuv420p", "-y"])
+        .arg(&clip)
+        .status()
+        .expect("run ffmpeg");
+    assert!(made.success(), "ffmpeg made the test clip");
+    synthetic::ingest(
+        &api.env.store,
+        lib,
+        "",
+        vec![synthetic::item("clip.mp4", 7, synthetic::facts(7))],
+    )
+    .unwrap();
+    let id = api.asset_at("clip.mp4");
+    let r = api.get(&format!("/api/assets/{id}/thumbnail")).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.header("content-type"), "image/jpeg");
+    assert!(r.header("cache-control").contains("immutable"));
+    let img = image::load_from_memory(&r.body).expect("a real JPEG poster");
+    assert_eq!((img.width(), img.height()), (96, 64));
+}
+
+#[tokio::test]
+async fn an_original_is_streamed_by_asset_id_with_its_type() {
+    let api = api();
+    let (lib, root) = api.photos("photos");
+    api.scan(lib);
+    let b = api.asset_at("b.png");
+    let r = api.get(&format!("/api/assets/{b}/original")).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.header("content-type"), "image/png");
+    assert_eq!(r.header("x-content-type-options"), "nosniff");
+    assert!(r.header("content-security-policy").contains("sandbox"));
+    assert_eq!(&r.body[..], &std::fs::read(root.join("b.png")).unwrap()[..]);
+    assert_eq!(r.header("content-length"), r.body.len().to_string());
+}
+
+// ---------------------------------------------------------------------------------------
+// Nothing outside a library is ever read.
+
+/// A file outside every library whose bytes must never come back.
+fn secret(api: &Api) -> (PathBuf, &'static [u8]) {
+    let path = api.env.dir.path().join("secret.txt");
+    std::fs::write(&path, b"TOP-SECRET-BYTES").unwrap();
+    (path, b"TOP-SECRET-BYTES")
+}
+
+fn leaks(r: &Reply, secret: &[u8]) -> bool {
+    r.body.windows(secret.len()).any(|w| w == secret)
+}
+
+#[tokio::test]
+async fn traversal_in_the_url_never_reaches_a_file() {
+    let api = api();
+    let (lib, _) = api.photos("photos");
+    api.scan(lib);
+    let (secret_path, secret) = secret(&api);
+    let abs = secret_path.to_string_lossy().replace('/', "%2F");
+    for uri in [
+        "/api/assets/..%2F..%2Fsecret.txt/original".to_string(),
+        "/api/assets/%2e%2e/original".to_string(),
+        format!("/api/assets/{abs}/original"),
+        format!("/api/assets/{abs}/thumbnail"),
+        "/api/assets/1/original/../../../secret.txt".to_string(),
+        "/api/assets/1/..%2F..%2Fsecret.txt".to_string(),
+        "/../secret.txt".to_string(),
+        "/api/assets/1%2F..%2F..%2Fsecret.txt/original".to_string(),
+    ] {
+        let r = api.get(&uri).await;
+        assert!(
+            matches!(r.status, StatusCode::BAD_REQUEST | StatusCode::NOT_FOUND),
+            "{uri}: {}",
+            r.status
+        );
+        assert!(!leaks(&r, secret), "{uri} leaked the secret");
+    }
+}
+
+#[tokio::test]
+async fn stored_paths_that_escape_the_root_are_refused() {
+    let api = api();
+    let lib = api.env.library("pics");
+    let (secret_path, secret) = secret(&api);
+    let outside = synthetic::item("../secret.txt", 1, synthetic::facts(1));
+    let absolute = synthetic::item(&secret_path.to_string_lossy(), 2, synthetic::facts(2));
+    synthetic::ingest(&api.env.store, lib, "", vec![outside, absolute]).unwrap();
+    for rel in ["../secret.txt", &*secret_path.to_string_lossy()] {
+        let id = api.asset_at(rel);
+        for what in ["original", "thumbnail"] {
+            let r = api.get(&format!("/api/assets/{id}/{what}")).await;
+            assert_eq!(
+                (r.status, r.code()),
+                (StatusCode::FORBIDDEN, "outside_library".into()),
+                "{rel} {what}"
+            );
+            assert!(!leaks(&r, secret));
+        }
+    }
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_symlink_out_of_the_root_is_refused() {
+    let api = api();
+    let (lib, root) = api.photos("photos");
+    api.scan(lib);
+    let (secret_path, secret) = secret(&api);
+    let b = api.asset_at("b.png");
+    // After the scan the file is swapped for a symlink pointing outside the library.
+    std::fs::remove_file(root.join("b.png")).unwrap();
+    std::os::unix::fs::symlink(&secret_path, root.join("b.png")).unwrap();
+    // And a directory symlink: the copy's folder now leads outside too.
+    let a = api.asset_at("2024/a.png");
+    std::fs::rename(root.join("2024"), api.env.dir.path().join("moved-2024")).unwrap();
+    std::fs::remove_file(root.join("copy-of-a.png")).unwrap();
+    std::fs::create_dir_all(api.env.dir.path().join("elsewhere")).unwrap();
+    std::fs::write(api.env.dir.path().join("elsewhere/a.png"), secret).unwrap();
+    std::os::unix::fs::symlink(api.env.dir.path().join("elsewhere"), root.join("2024")).unwrap();
+    for id in [a, b] {
+        for what in ["original", "thumbnail"] {
+            let r = api.get(&format!("/api/assets/{id}/{what}")).await;
+            assert_eq!(
+                (r.status, r.code()),
+                (StatusCode::FORBIDDEN, "outside_library".into()),
+                "{id} {what}"
+            );
+            assert!(!leaks(&r, secret));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Security: Host (DNS rebinding), token, CSRF.
+
+#[tokio::test]
+async fn a_foreign_host_header_is_refused_on_loopback() {
+    let api = api();
+    for host in [
+        "evil.example:7468",
+        "evil.example",
+        "192.168.1.20:7468",
+        "localhost.evil.example",
+    ] {
+        let r = api
+            .send(
+                Request::get("/api/libraries")
+                    .header("host", host)
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await;
+        assert_eq!(
+            (r.status, r.code()),
+            (StatusCode::FORBIDDEN, "bad_host".into()),
+            "{host}"
+        );
+    }
+    let r = api
+        .send(Request::get("/api/libraries").body(Body::empty()).unwrap())
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "no Host at all");
+    for host in ["localhost:7468", "127.0.0.1", "[::1]:7468"] {
+        let r = api
+            .send(
+                Request::get("/api/libraries")
+                    .header("host", host)
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{host}");
+    }
+}
+
+#[tokio::test]
+async fn state_changes_need_the_token_or_the_same_origin_header() {
+    let api = api();
+    let lib = api.env.library("pics");
+    let uri = format!("/api/libraries/{lib}/scans");
+    let post = || Request::post(&uri).header("host", "127.0.0.1:7468");
+    let refused = [
+        post(),
+        post().header("x-mediadex", "0"),
+        post()
+            .header("x-mediadex", "1")
+            .header("origin", "http://evil.example"),
+        post()
+            .header("x-mediadex", "1")
+            .header("sec-fetch-site", "cross-site"),
+        post().header("authorization", "Bearer wrong"),
+    ];
+    for r in refused {
+        let r = api.send(r.body(Body::empty()).unwrap()).await;
+        assert_eq!((r.status, r.code()), (StatusCode::FORBIDDEN, "csrf".into()));
+    }
+    assert!(
+        api.env.store.scan_runs(None, 5).unwrap().is_empty(),
+        "nothing admitted"
+    );
+    let allowed = [
+        post().header("authorization", format!("Bearer {TOKEN}")),
+        post().header("x-mediadex", "1"),
+        post()
+            .header("x-mediadex", "1")
+            .header("origin", "http://127.0.0.1:7468"),
+    ];
+    for r in allowed {
+        let r = api.send(r.body(Body::empty()).unwrap()).await;
+        assert!(r.status.is_success(), "{:?}", r.body);
+    }
+}
+
+#[tokio::test]
+async fn off_loopback_every_api_request_needs_the_token() {
+    let security = Security::for_bind("0.0.0.0:7468".parse().unwrap(), Some(TOKEN.into()), false);
+    let api = api_with(security, None);
+    let get = |uri: &str| Request::get(uri).header("host", "nas.lan:7468");
+    for uri in ["/api/libraries", "/api/assets", "/metrics", "/api/events"] {
+        let r = api.send(get(uri).body(Body::empty()).unwrap()).await;
+        assert_eq!(
+            (r.status, r.code()),
+            (StatusCode::UNAUTHORIZED, "unauthorized".into()),
+            "{uri}"
+        );
+        let r = api
+            .send(
+                get(uri)
+                    .header("authorization", "Bearer nope")
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{uri}");
+    }
+    let r = api
+        .send(
+            get("/api/libraries")
+                .header("authorization", format!("Bearer {TOKEN}"))
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    // The custom header alone is not enough off loopback.
+    let r = api
+        .send(
+            Request::post("/api/libraries/1/scans")
+                .header("host", "nas.lan:7468")
+                .header("x-mediadex", "1")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    let r = api.send(get("/healthz").body(Body::empty()).unwrap()).await;
+    assert_eq!(
+        r.status,
+        StatusCode::OK,
+        "the service manager needs no token"
+    );
+
+    let open = Security::for_bind("0.0.0.0:7468".parse().unwrap(), None, true);
+    let api = api_with(open, None);
+    let r = api
+        .send(get("/api/libraries").body(Body::empty()).unwrap())
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "--insecure-no-auth");
+}
+
+// ---------------------------------------------------------------------------------------
+// Events and metrics.
+
+/// A server-sent event stream being read.
+struct Sse {
+    stream: axum::body::BodyDataStream,
+    text: String,
+}
+
+impl Sse {
+    async fn open(api: &Api) -> Sse {
+        let response = api
+            .router
+            .clone()
+            .oneshot(req(Method::GET, "/api/events").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(response.headers()["content-type"], "text/event-stream");
+        Sse {
+            stream: response.into_body().into_data_stream(),
+            text: String::new(),
+        }
+    }
+
+    /// The next named event; `None` when the stream ended. The timeout only bounds a
+    /// failing test: the event is waited for, not raced.
+    async fn next(&mut self) -> Option<(String, Value)> {
+        use futures_util::StreamExt;
+        loop {
+            if let Some(end) = self.text.find("\n\n") {
+                let block: String = self.text.drain(..end + 2).collect();
+                let field = |p: &str| {
+                    block
+                        .lines()
+                        .find_map(|l| l.strip_prefix(p))
+                        .map(str::to_string)
+                };
+                if let (Some(name), Some(data)) = (field("event: "), field("data: ")) {
+                    return Some((name, serde_json::from_str(&data).expect("json data")));
+                }
+                continue;
+            }
+            let chunk = tokio::time::timeout(Duration::from_secs(20), self.stream.next())
+                .await
+                .expect("an event within 20 s")?
+                .expect("chunk");
+            self.text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+}
+
+#[tokio::test]
+async fn events_announce_a_scan_queued_started_progressing_and_finished() {
+    let api = api();
+    let lib = api.env.library("pics");
+    let store = api.env.store.clone();
+    let mut sse = Sse::open(&api).await;
+    // Each step waits for its event before the next: no change can hide another.
+    let (run, _) = store.request_scan(api.env.scan_request(lib, "")).unwrap();
+    let (name, data) = sse.next().await.unwrap();
+    assert_eq!(
+        (name.as_str(), data["id"].as_i64()),
+        ("scan_queued", Some(run.id))
+    );
+    let (lease, _) = store.claim_scan_run(TTL).unwrap().unwrap();
+    let (name, data) = sse.next().await.unwrap();
+    assert_eq!(
+        (name.as_str(), data["state"].as_str()),
+        ("scan_started", Some("running"))
+    );
+    store.checkpoint_scan(&lease, r#"{"files":7}"#).unwrap();
+    let (name, data) = sse.next().await.unwrap();
+    assert_eq!(
+        (name.as_str(), data["progress"].as_str()),
+        ("scan_progress", Some(r#"{"files":7}"#))
+    );
+    store
+        .complete_scan(&lease, mediadex::model::RunOutcome::Completed, None)
+        .unwrap();
+    let (name, data) = sse.next().await.unwrap();
+    assert_eq!(
+        (name.as_str(), data["state"].as_str()),
+        ("scan_finished", Some("completed"))
+    );
+    // Shutdown ends the stream (a graceful stop does not wait on open event streams).
+    api._stop.send(true).unwrap();
+    assert!(sse.next().await.is_none());
+}
+
+#[tokio::test]
+async fn metrics_report_queues_counters_scans_and_assets() {
+    let api = api();
+    let (lib, _) = api.photos("photos");
+    api.scan(lib);
+    let other = api.env.library("waiting");
+    api.env.clock.advance(1_000);
+    api.env
+        .store
+        .request_scan(api.env.scan_request(other, ""))
+        .unwrap();
+    api.env.clock.advance(4_000);
+    api.env
+        .store
+        .enqueue(NewJob::new("face_walk", "{}"))
+        .unwrap();
+    // A stale ack is counted.
+    api.env
+        .store
+        .request_scan(api.env.scan_request(lib, ""))
+        .unwrap();
+    let (lease, _) = api.env.store.claim_scan_run(TTL).unwrap().unwrap();
+    api.env
+        .store
+        .release_unowned(Target::ScanRun, lease.id)
+        .unwrap();
+    assert!(api.env.store.checkpoint_scan(&lease, "{}").is_err());
+
+    let r = api.get("/metrics").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(
+        r.header("content-type")
+            .starts_with("text/plain; version=0.0.4")
+    );
+    let text = String::from_utf8_lossy(&r.body).to_string();
+    let value = |series: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series).and_then(|v| v.strip_prefix(' ')))
+            .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+            .parse()
+            .unwrap()
+    };
+    let size: u64 = ["2024/a.png", "b.png"]
+        .iter()
+        .map(|p| {
+            std::fs::metadata(api.env.dir.path().join("photos").join(p))
+                .unwrap()
+                .len()
+        })
+        .sum();
+    assert_eq!(value("mediadex_files_hashed_total"), 3.0);
+    assert_eq!(
+        value("mediadex_bytes_hashed_total"),
+        (size
+            + std::fs::metadata(api.env.dir.path().join("photos/2024/a.png"))
+                .unwrap()
+                .len()) as f64
+    );
+    assert_eq!(value("mediadex_fence_rejections_total"), 1.0);
+    assert_eq!(value("mediadex_scheme_restarts_total"), 0.0);
+    assert_eq!(value("mediadex_assets{kind=\"image\"}"), 2.0);
+    assert_eq!(value("mediadex_queue_depth{kind=\"scan\"}"), 2.0);
+    assert_eq!(
+        value("mediadex_queue_oldest_age_seconds{kind=\"scan\"}"),
+        4.0
+    );
+    assert_eq!(value("mediadex_queue_depth{kind=\"face_walk\"}"), 1.0);
+    assert_eq!(
+        value("mediadex_reclaims_total{outcome=\"run_retired\"}"),
+        0.0
+    );
+    let finished = api
+        .env
+        .store
+        .scan_runs(Some(lib), 5)
+        .unwrap()
+        .into_iter()
+        .find(|r| r.state == mediadex::model::RunState::Completed)
+        .unwrap()
+        .finished_at
+        .unwrap();
+    assert_eq!(
+        value(&format!(
+            "mediadex_last_successful_scan_timestamp_seconds{{library_id=\"{lib}\",library=\"photos\"}}"
+        )),
+        finished as f64 / 1000.0
+    );
+    assert_eq!(
+        value(&format!(
+            "mediadex_last_successful_scan_timestamp_seconds{{library_id=\"{other}\",library=\"waiting\"}}"
+        )),
+        0.0
+    );
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        assert!(line.starts_with("mediadex_"), "{line}");
+    }
+}

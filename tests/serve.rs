@@ -1,0 +1,173 @@
+//! `mediadex serve` as a service manager runs it: it listens, answers /healthz, keeps its
+//! token 0600 in the data dir (the one `mediadex token` prints), wants the token on a
+//! non-loopback bind, and SIGTERM drains it: exit 0 within seconds, no lease left behind.
+#![cfg(unix)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Starts `serve` and returns it with the address it said it listens on.
+fn start(data: &std::path::Path, args: &[&str]) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mediadex"))
+        .arg("serve")
+        .args(args)
+        .arg("--data")
+        .arg(data)
+        .env("RUST_LOG", "info")
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start mediadex serve");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut lines = BufReader::new(stderr).lines();
+    let addr = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.split("listening on http://").nth(1).map(|rest| {
+                rest.trim_end_matches('/')
+                    .split('/')
+                    .next()
+                    .unwrap_or("")
+                    .to_string()
+            })
+        })
+        .expect("the server says where it listens");
+    // Keep draining stderr so the child never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, addr)
+}
+
+/// One raw HTTP/1.1 GET on loopback; returns the status line and the body.
+fn get(port_addr: &str, path: &str, host: &str, token: Option<&str>) -> (String, String) {
+    let port = port_addr.rsplit(':').next().expect("port");
+    let mut s =
+        TcpStream::connect(("127.0.0.1", port.parse::<u16>().expect("port"))).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\n{auth}Connection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).expect("response");
+    let status = text.lines().next().unwrap_or("").to_string();
+    let body = text.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
+    (status, body)
+}
+
+fn stop(mut child: Child) {
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            assert!(status.success(), "a drained stop exits 0, got {status:?}");
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(8),
+            "SIGTERM drained within seconds"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn token(data: &std::path::Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_mediadex"))
+        .args(["token", "--data"])
+        .arg(data)
+        .output()
+        .expect("token");
+    assert!(out.status.success());
+    String::from_utf8(out.stdout)
+        .expect("utf8")
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn serve_on_loopback_indexes_its_library_and_drains_on_sigterm() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let photos = dir.path().join("photos");
+    std::fs::create_dir_all(&photos).unwrap();
+    image::RgbImage::from_pixel(8, 8, image::Rgb([1, 2, 3]))
+        .save(photos.join("a.png"))
+        .unwrap();
+    let (child, addr) = start(
+        &data,
+        &[
+            "--bind",
+            "127.0.0.1:0",
+            "--library",
+            photos.to_str().unwrap(),
+            "--no-browser",
+        ],
+    );
+    let (status, body) = get(&addr, "/healthz", "127.0.0.1", None);
+    assert!(status.contains("200"), "{status}");
+    assert_eq!(body, "ok\n");
+    let (status, _) = get(&addr, "/api/libraries", "rebound.example", None);
+    assert!(status.contains("403"), "DNS rebinding refused: {status}");
+    // The boot scan of the new library runs to its end.
+    let start = Instant::now();
+    loop {
+        let (_, body) = get(&addr, "/api/scans", "127.0.0.1", None);
+        let runs: serde_json::Value = serde_json::from_str(&body).expect("json");
+        if runs[0]["state"] == "completed" {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "scan never completed: {runs}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    stop(child);
+
+    let mode = {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(data.join("token"))
+            .unwrap()
+            .permissions()
+            .mode()
+    };
+    assert_eq!(mode & 0o777, 0o600, "the token is owner-only");
+    assert_eq!(token(&data).len(), 64);
+    let out = Command::new(env!("CARGO_BIN_EXE_mediadex"))
+        .args(["runs", "--json", "--data"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        runs.as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["state"] != "running" && r["lease_owner"].is_null())
+    );
+}
+
+#[test]
+fn a_non_loopback_bind_needs_the_token() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let (child, addr) = start(&data, &["--bind", "0.0.0.0:0"]);
+    let token = token(&data);
+    let (status, _) = get(&addr, "/api/libraries", "nas.lan", None);
+    assert!(status.contains("401"), "{status}");
+    let (status, body) = get(&addr, "/api/libraries", "nas.lan", Some(&token));
+    assert!(status.contains("200"), "{status}");
+    assert_eq!(body, "[]");
+    let (status, _) = get(&addr, "/healthz", "nas.lan", None);
+    assert!(status.contains("200"), "{status}");
+    stop(child);
+}
