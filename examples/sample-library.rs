@@ -34,26 +34,27 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A landscape-ish picture: a sky gradient, a sun and hills, tinted per index.
+/// A landscape-ish picture: a sky gradient, a sun and hills, tinted per index. Integer
+/// math and a small size, because examples build without optimisation.
 fn pixels(i: u32) -> image::RgbImage {
-    let (w, h) = if i % 5 == 4 { (240, 320) } else { (320, 240) };
-    let hue = (i * 47 % 255) as f32 / 255.0;
+    let (w, h) = if i % 5 == 4 { (120, 160) } else { (160, 120) };
+    let tint = i * 47 % 255;
     image::RgbImage::from_fn(w, h, |x, y| {
-        let (fx, fy) = (x as f32 / w as f32, y as f32 / h as f32);
-        let sun = ((fx - 0.7).powi(2) + (fy - 0.3).powi(2)).sqrt() < 0.08;
-        let hill = fy > 0.65 + 0.08 * (fx * 9.0 + hue * 6.0).sin();
-        let rgb = if sun {
-            [255.0, 220.0, 120.0]
-        } else if hill {
-            [40.0 + 80.0 * hue, 110.0 + 60.0 * fy, 50.0]
+        let (fx, fy) = (x * 100 / w, y * 100 / h);
+        let (dx, dy) = (fx.abs_diff(70), fy.abs_diff(30));
+        let wave = [0, 3, 6, 8, 6, 3, 0, 3, 6, 8][((fx / 10 + tint / 40) % 10) as usize];
+        let rgb = if dx * dx + dy * dy < 64 {
+            [255, 220, 120]
+        } else if fy > 62 + wave {
+            [40 + tint / 3, 110 + fy / 2, 50]
         } else {
             [
-                90.0 + 120.0 * hue * (1.0 - fy),
-                140.0 + 60.0 * (1.0 - fy),
-                230.0 - 60.0 * hue,
+                90 + tint * (100 - fy) / 250,
+                140 + (100 - fy) / 2,
+                230 - tint / 4,
             ]
         };
-        image::Rgb(rgb.map(|c| c.clamp(0.0, 255.0) as u8))
+        image::Rgb(rgb.map(|c| c.min(255) as u8))
     })
 }
 

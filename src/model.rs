@@ -776,6 +776,8 @@ pub struct AssetFilter {
     pub make: Option<String>,
     pub model: Option<String>,
     pub has_gps: Option<bool>,
+    /// Assets whose current face results hold at least one face (or none).
+    pub has_faces: Option<bool>,
 }
 
 /// Where a page of the timeline (newest taken first, undated last, then by id) ends: the

@@ -749,11 +749,53 @@ async fn asset_filters_by_type_date_camera_gps_and_trash() {
             "{bad}"
         );
     }
-    let r = api.get("/api/assets?has_faces=true").await;
+    let r = api.get("/api/assets?has_faces=maybe").await;
     assert_eq!(
         (r.status, r.code()),
-        (StatusCode::BAD_REQUEST, "not_available".into())
+        (StatusCode::BAD_REQUEST, "bad_request".into())
     );
+}
+
+#[tokio::test]
+async fn the_has_faces_filter_selects_by_the_current_face_results() {
+    let api = api();
+    let store = &api.env.store;
+    let lib = api.env.library("pics");
+    let items: Vec<_> = (0..3)
+        .map(|i| synthetic::item(&format!("x/p{i}.jpg"), i, synthetic::facts(i)))
+        .collect();
+    synthetic::ingest(store, lib, "x", items).expect("ingest");
+    let mut ids: Vec<i64> = store
+        .assets(false)
+        .expect("assets")
+        .iter()
+        .map(|a| a.id)
+        .collect();
+    ids.sort_unstable();
+    let face = mediadex::model::DetectedFace {
+        x: 1.0,
+        y: 2.0,
+        w: 3.0,
+        h: 4.0,
+        score: 0.99,
+        landmarks: [(0.0, 0.0); 5],
+    };
+    store.store_faces(ids[0], 1, vec![face]).expect("faces");
+    store.store_faces(ids[1], 1, vec![]).expect("no faces");
+    let mut got = Vec::new();
+    for q in ["/api/assets?has_faces=true", "/api/assets?has_faces=false"] {
+        let r = api.get(q).await;
+        let v: serde_json::Value = serde_json::from_slice(&r.body).expect("json");
+        let mut listed: Vec<i64> = v["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .filter_map(|a| a["id"].as_i64())
+            .collect();
+        listed.sort_unstable();
+        got.push(listed);
+    }
+    assert_eq!(got, vec![vec![ids[0]], vec![ids[1], ids[2]]]);
 }
 
 #[tokio::test]

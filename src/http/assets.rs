@@ -11,7 +11,6 @@ use crate::store::Store;
 use axum::Json;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
 
 pub const DEFAULT_PAGE: i64 = 100;
 pub const MAX_PAGE: i64 = 500;
@@ -152,13 +151,6 @@ fn local_time(name: &str, value: Option<String>) -> Result<Option<String>, ApiEr
 }
 
 fn filter(q: ListQuery) -> Result<(AssetFilter, Option<AssetCursor>, i64), ApiError> {
-    if flag("has_faces", q.has_faces.as_deref())?.is_some() {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "not_available",
-            "face detection has not landed in this build; the has_faces filter works once it has",
-        ));
-    }
     let kind = match q.kind.as_deref() {
         None => None,
         Some(k) => Some(
@@ -181,6 +173,7 @@ fn filter(q: ListQuery) -> Result<(AssetFilter, Option<AssetCursor>, i64), ApiEr
         make: q.make,
         model: q.model,
         has_gps: flag("has_gps", q.has_gps.as_deref())?,
+        has_faces: flag("has_faces", q.has_faces.as_deref())?,
     };
     Ok((filter, cursor, limit))
 }

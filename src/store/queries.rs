@@ -45,6 +45,16 @@ fn page_sql(filter: &AssetFilter, after: bool) -> String {
         " AND (lat IS NULL OR lon IS NULL)",
     );
     add(
+        filter.has_faces == Some(true),
+        " AND EXISTS (SELECT 1 FROM faces f WHERE f.asset_id = assets.id \
+         AND f.detector_version = assets.faces_scheme)",
+    );
+    add(
+        filter.has_faces == Some(false),
+        " AND NOT EXISTS (SELECT 1 FROM faces f WHERE f.asset_id = assets.id \
+         AND f.detector_version = assets.faces_scheme)",
+    );
+    add(
         after,
         " AND (coalesce(taken_local, '') < :ctaken OR (coalesce(taken_local, '') = :ctaken AND id < :cid))",
     );
