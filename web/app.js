@@ -433,7 +433,7 @@ async function loadDuplicates() {
     el("div", { class: "dup-row" }, ...g.paths.map((p) => el("figure", {},
       el("a", { href: `#/asset/${p.asset_id || g.asset_id}` },
         el("img", { src: `/api/assets/${p.asset_id || g.asset_id}/thumbnail`, loading: "lazy", alt: "" })),
-      el("figcaption", { class: "path" }, `${libName(p.library_id)}: ${p.path}`))))));
+      el("figcaption", { class: "path" }, `${libName(p.library_id)}: ${p.path}`)))))));
 }
 
 // ---------- trash ----------
