@@ -384,7 +384,8 @@ async function loadActivity() {
   const [runs, jobs, walks] = await Promise.all([
     api("GET", "/api/scans?limit=50").catch((e) => { banner(e.message); return []; }),
     api("GET", "/api/jobs").catch(() => []),
-    api("GET", "/api/walks").catch(() => null),
+    // No walk endpoint yet: walk chains show in the job queue below.
+    Promise.resolve(null),
   ]);
   const body = $("#runs");
   body.replaceChildren(...runs.map(runRow));
@@ -506,8 +507,6 @@ window.addEventListener("hashchange", route);
 
 (async function start() {
   libraries = await api("GET", "/api/libraries").catch(() => []);
-  const cams = await api("GET", "/api/cameras").catch(() => []);
-  $("#cameras").replaceChildren(...cams.map((c) => el("option", { value: c.model || c })));
   const runs = await api("GET", "/api/scans?limit=20").catch(() => []);
   for (const run of runs) if (run.state === "running" || run.state === "accepted") liveRuns.set(run.id, run);
   renderLive();
