@@ -329,6 +329,21 @@ pub struct MediaFacts {
     pub error: Option<String>,
 }
 
+impl MediaFacts {
+    /// The capture time as shown to users: RFC 3339 with the offset when the file says it,
+    /// else the camera's local wall time.
+    pub fn taken_at(&self) -> Option<String> {
+        let local = self.taken_local.as_deref()?;
+        Some(match self.taken_offset_minutes {
+            Some(m) => {
+                let sign = if m < 0 { '-' } else { '+' };
+                format!("{local}{sign}{:02}:{:02}", m.abs() / 60, m.abs() % 60)
+            }
+            None => local.to_string(),
+        })
+    }
+}
+
 string_enum!(
     /// Why a scan processed (read) a file: the diff's verdict, kept on the file row.
     FileReason {

@@ -3,7 +3,7 @@
 
 use super::render::{table, to_json};
 use mediadex::model::{
-    Asset, AssetPath, ContentTwins, DetectedFace, DuplicateGroup, FileState, MediaFacts, hex,
+    Asset, AssetPath, ContentTwins, DetectedFace, DuplicateGroup, FileState, hex,
 };
 use serde::Serialize;
 
@@ -58,18 +58,6 @@ fn face_out(f: &DetectedFace) -> FaceOut {
     }
 }
 
-/// RFC 3339 with the offset when the file says it, else the camera's local wall time.
-fn taken_at(f: &MediaFacts) -> Option<String> {
-    let local = f.taken_local.as_deref()?;
-    Some(match f.taken_offset_minutes {
-        Some(m) => {
-            let sign = if m < 0 { '-' } else { '+' };
-            format!("{local}{sign}{:02}:{:02}", m.abs() / 60, m.abs() % 60)
-        }
-        None => local.to_string(),
-    })
-}
-
 fn paths(paths: &[AssetPath]) -> Vec<&str> {
     paths.iter().map(|p| p.rel_path_text.as_str()).collect()
 }
@@ -87,7 +75,7 @@ fn asset_out(a: &Asset) -> AssetOut<'_> {
         height: f.display_height.or(f.height),
         stored_width: f.width,
         stored_height: f.height,
-        taken_at: taken_at(f),
+        taken_at: f.taken_at(),
         make: f.make.as_deref(),
         model: f.model.as_deref(),
         lat: f.lat,

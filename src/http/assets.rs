@@ -4,9 +4,7 @@
 
 use super::error::ApiError;
 use super::{AppState, blocking};
-use crate::model::{
-    Asset, AssetCursor, AssetFilter, AssetPath, DuplicateGroup, MediaFacts, MediaKind, hex,
-};
+use crate::model::{Asset, AssetCursor, AssetFilter, AssetPath, DuplicateGroup, MediaKind, hex};
 use crate::store::Store;
 use axum::Json;
 use axum::extract::rejection::{PathRejection, QueryRejection};
@@ -51,18 +49,6 @@ pub struct PathOut {
     state: &'static str,
 }
 
-/// RFC 3339 with the offset when the file says it, else the camera's local wall time.
-fn taken_at(f: &MediaFacts) -> Option<String> {
-    let local = f.taken_local.as_deref()?;
-    Some(match f.taken_offset_minutes {
-        Some(m) => {
-            let sign = if m < 0 { '-' } else { '+' };
-            format!("{local}{sign}{:02}:{:02}", m.abs() / 60, m.abs() % 60)
-        }
-        None => local.to_string(),
-    })
-}
-
 fn path_out(p: &AssetPath) -> PathOut {
     PathOut {
         library_id: p.library_id,
@@ -84,7 +70,7 @@ pub fn asset_out(a: Asset, with_paths: bool) -> AssetOut {
         height: f.display_height.or(f.height),
         stored_width: f.width,
         stored_height: f.height,
-        taken_at: taken_at(&f),
+        taken_at: f.taken_at(),
         mime: f.mime,
         make: f.make,
         model: f.model,
