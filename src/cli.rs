@@ -354,6 +354,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 libraries,
                 insecure_no_auth,
                 open_browser: false,
+                adopt_pictures: false,
                 claim: None,
             };
             mediadex::app::serve(config, options)

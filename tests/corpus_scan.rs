@@ -28,15 +28,7 @@ fn manifest(lib: &std::path::Path) -> Vec<(String, String)> {
 #[test]
 #[ignore = "needs MEDIADEX_CORPUS (scripts/corpus-tier.sh)"]
 fn a_full_scan_of_the_corpus_completes_and_records_every_file() {
-    let lib = PathBuf::from(std::env::var("MEDIADEX_CORPUS").expect("MEDIADEX_CORPUS"));
-    let lib = std::fs::canonicalize(lib).expect("corpus dir");
-    let env = support::env();
-    let library =
-        mediadex::app::add_library(&env.store, "corpus", &lib.to_string_lossy()).expect("add");
-    let (run, _) = env
-        .store
-        .request_scan(env.scan_request(library.id, ""))
-        .expect("request");
+    let (env, lib, library, run) = support::corpus_scan_requested();
     let job = ScanJob {
         store: env.store.clone(),
         config: ScanConfig::default(),

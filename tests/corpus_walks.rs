@@ -64,15 +64,7 @@ fn wait_until(what: &str, done: impl Fn() -> bool) {
 #[test]
 #[ignore = "needs MEDIADEX_CORPUS (scripts/corpus-tier.sh)"]
 fn metadata_only_near_duplicates_are_found_by_the_scan_and_by_the_walk() {
-    let lib = PathBuf::from(std::env::var("MEDIADEX_CORPUS").expect("MEDIADEX_CORPUS"));
-    let lib = std::fs::canonicalize(lib).expect("corpus dir");
-    let env = support::env();
-    let library =
-        mediadex::app::add_library(&env.store, "corpus", &lib.to_string_lossy()).expect("add");
-    let (run, _) = env
-        .store
-        .request_scan(env.scan_request(library.id, ""))
-        .expect("request");
+    let (env, lib, _library, run) = support::corpus_scan_requested();
     let walk = ContentHashWalk {
         scheme: 2,
         batch: 64,

@@ -21,10 +21,6 @@ pub fn desktop(config: Config) -> anyhow::Result<()> {
     match instance::claim(&config.data_dir)? {
         Launch::Running(_) => open_running(&config),
         Launch::First(claim) => {
-            {
-                let store = super::open_store(&config)?;
-                add_pictures_library_if_none(&store)?;
-            }
             let bind = DEFAULT_BIND.parse().context("the default address")?;
             let options = ServeOptions {
                 bind,
@@ -32,6 +28,7 @@ pub fn desktop(config: Config) -> anyhow::Result<()> {
                 libraries: Vec::new(),
                 insecure_no_auth: false,
                 open_browser: true,
+                adopt_pictures: true,
                 claim: Some(claim),
             };
             serve(config, options)
@@ -81,7 +78,7 @@ pub fn open_browser(url: &str) {
 
 /// On first start the OS pictures folder becomes the first library, as a desktop user
 /// expects; a machine without one (a NAS) starts with none.
-fn add_pictures_library_if_none(store: &Store) -> anyhow::Result<()> {
+pub(super) fn add_pictures_library_if_none(store: &Store) -> anyhow::Result<()> {
     if !store.libraries()?.is_empty() {
         return Ok(());
     }

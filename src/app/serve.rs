@@ -26,6 +26,8 @@ pub struct ServeOptions {
     pub insecure_no_auth: bool,
     /// Open the browser on the server once it listens (desktop mode).
     pub open_browser: bool,
+    /// Adopt the OS pictures folder when there is no library yet (desktop mode).
+    pub adopt_pictures: bool,
     /// The data dir's instance claim when the caller took it already (desktop mode); else
     /// `serve` tries to take it, so that a desktop launch finds this server.
     pub claim: Option<crate::instance::Claim>,
@@ -43,6 +45,9 @@ pub fn serve(config: Config, mut options: ServeOptions) -> anyhow::Result<()> {
     let claim = options.claim.take().or_else(|| claim_instance(&config));
     let store = open_store(&config)?;
     replay_trash(&store);
+    if options.adopt_pictures {
+        super::desktop::add_pictures_library_if_none(&store)?;
+    }
     for path in &options.libraries {
         adopt_library(&store, path)?;
     }
@@ -258,7 +263,8 @@ fn announce(store: &Store, url: &str, claim: Option<&crate::instance::Claim>, br
     }
 }
 
-/// Adds `path` as a library unless it is one already; a new one gets a boot scan.
+/// Adds `path` as a library unless it is one already (its scan is the boot scan that
+/// `request_boot_scans` asks for every library).
 fn adopt_library(store: &Store, path: &std::path::Path) -> anyhow::Result<()> {
     let (root, name) = crate::config::library_root(path, None)?;
     if store.libraries()?.iter().any(|l| l.root == root) {
@@ -267,12 +273,6 @@ fn adopt_library(store: &Store, path: &std::path::Path) -> anyhow::Result<()> {
     let library = add_library(store, &name, &root)
         .with_context(|| format!("cannot add {} as a library", path.display()))?;
     tracing::info!(root = %library.root, name = %library.name, "added a library");
-    store.request_scan(crate::model::ScanRequest {
-        library_id: library.id,
-        scope: String::new(),
-        trigger: crate::model::Trigger::Boot,
-        watch_event: None,
-    })?;
     Ok(())
 }
 

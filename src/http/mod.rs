@@ -33,7 +33,7 @@ use std::time::Duration;
 pub const MAX_BODY: usize = 64 * 1024;
 
 /// Called after a request put work in the queue (wakes idle workers).
-pub type Wake = Arc<dyn Fn() + Send + Sync>;
+pub use crate::watch::Waker as Wake;
 
 /// What every handler can reach.
 #[derive(Clone)]

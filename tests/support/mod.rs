@@ -83,3 +83,23 @@ impl Env {
     }
 }
 pub mod synthetic;
+
+/// The extended tier's set-up: the `MEDIADEX_CORPUS` library (canonical root) added to a
+/// fresh store, with a full scan of it requested.
+pub fn corpus_scan_requested() -> (
+    Env,
+    std::path::PathBuf,
+    mediadex::model::Library,
+    mediadex::model::ScanRun,
+) {
+    let lib = std::env::var_os("MEDIADEX_CORPUS").expect("MEDIADEX_CORPUS");
+    let lib = std::fs::canonicalize(lib).expect("corpus dir");
+    let env = env();
+    let library =
+        mediadex::app::add_library(&env.store, "corpus", &lib.to_string_lossy()).expect("add");
+    let (run, _) = env
+        .store
+        .request_scan(env.scan_request(library.id, ""))
+        .expect("request");
+    (env, lib, library, run)
+}
