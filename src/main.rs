@@ -1,7 +1,14 @@
 //! The `mediadex` binary: sets up logging, parses the command line and turns the outcome
 //! into an exit code. Everything else is in `cli` (commands) and the library crate.
 
+// A double-clicked desktop app must not open a console window on Windows, so the release
+// binary is a GUI-subsystem program; `console::attach` gives commands typed in a terminal
+// their output back. Debug builds keep the console for development.
+#![cfg_attr(all(windows, not(debug_assertions)), windows_subsystem = "windows")]
+
 mod cli;
+#[cfg(windows)]
+mod console;
 
 use clap::Parser;
 use std::io::IsTerminal;
@@ -11,6 +18,8 @@ use std::process::ExitCode;
 const DEFAULT_LOG_FILTER: &str = "info,nom_exif=off";
 
 fn main() -> ExitCode {
+    #[cfg(all(windows, not(debug_assertions)))]
+    console::attach();
     init_logging();
     // clap reports its own errors (exit 2) and prints --help/--version (exit 0) here.
     let args = cli::Args::parse();
