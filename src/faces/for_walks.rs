@@ -1,7 +1,7 @@
 //! RetinaFace as the face-repair walk's detector (`walks::faces::FaceDetector`). Owns only the
 //! translation of types and of error policy; must not hold detection logic (that is `retina`).
 
-use super::{FaceDetector as _, FaceError, RetinaFace};
+use super::{FaceDetector as _, RetinaFace};
 use crate::model::DetectedFace as StoredFace;
 use crate::walks::faces::FaceDetector as WalkDetector;
 use std::path::Path;
@@ -11,14 +11,18 @@ use std::path::Path;
 pub struct WalkRetinaFace(pub RetinaFace);
 
 impl WalkDetector for WalkRetinaFace {
-    /// An unsupported (HEIC/AVIF, TIFF) or oversized picture is stamped with no faces: this
-    /// build can never do better, and the repair walk would otherwise pick it up on every
-    /// run. A read or decode failure stays an error, so the asset keeps its old stamp and is
-    /// tried again by the next walk.
+    /// An unsupported (HEIC/AVIF, TIFF), oversized or undecodable picture is stamped with no
+    /// faces: the walk only hands over files that still hold the asset's bytes, so this build
+    /// can never do better for them, and the repair walk would otherwise retry them on every
+    /// run (`mediadex faces redetect` still can). A read or model failure stays an error, so
+    /// the asset keeps its old stamp and is tried again by the next walk (a NAS blip passes).
     fn detect(&self, path: &Path) -> Result<Vec<StoredFace>, String> {
         match self.0.detect(path) {
             Ok(faces) => Ok(faces.iter().map(stored).collect()),
-            Err(FaceError::Unsupported(_) | FaceError::TooLarge(_)) => Ok(Vec::new()),
+            Err(e) if e.is_permanent() => {
+                tracing::info!(path = %path.display(), error = %e, "no face detection for this picture");
+                Ok(Vec::new())
+            }
             Err(e) => Err(e.to_string()),
         }
     }
@@ -54,6 +58,17 @@ mod tests {
         assert_eq!(det.detect(&heic), Ok(Vec::new()));
         assert!(det.detect(&dir.path().join("gone.jpg")).is_err());
         assert_eq!(det.version(), crate::faces::SCHEME);
+    }
+
+    #[test]
+    fn a_broken_picture_is_no_faces_so_the_walk_does_not_retry_it_forever() {
+        let det = WalkRetinaFace(RetinaFace::new().expect("model"));
+        let dir = tempfile::tempdir().expect("tempdir");
+        let broken = dir.path().join("broken.jpg");
+        let mut bytes = vec![0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10];
+        bytes.extend_from_slice(b"JFIF\0garbage that is no image at all");
+        std::fs::write(&broken, &bytes).expect("write");
+        assert_eq!(det.detect(&broken), Ok(Vec::new()));
     }
 
     #[test]
