@@ -647,6 +647,9 @@ pub struct TrashIntent {
     pub to_path: Vec<u8>,
     pub state: IntentState,
     pub created_at: Millis,
+    /// Shared by the intents of one begin call (one trash or one restore); a later move
+    /// has a higher id.
+    pub move_id: i64,
 }
 
 /// How the asset flipped when the last intent of a trash or restore was settled.
