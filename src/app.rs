@@ -13,10 +13,11 @@ pub use serve::{DEFAULT_BIND, ServeOptions, serve};
 use crate::clock::{SharedClock, SystemClock};
 use crate::config::Config;
 use crate::model::Millis;
-use crate::model::WalkKindId;
+use crate::model::{THUMBS_JOB_KIND, WalkKindId};
 use crate::queue::{Handlers, Maintenance, MaintenanceConfig, PoolConfig, WorkerPool};
 use crate::scan::job::{ScanConfig, ScanJob};
 use crate::store::{Store, StoreError, StoreOptions};
+use crate::thumbs::job::ThumbsJob;
 use crate::walks::content_hash::ContentHashWalk;
 use crate::walks::faces::{FaceDetector, FacesWalk};
 use crate::walks::{WalkJob, WalkKind};
@@ -29,12 +30,16 @@ pub fn open_store(config: &Config) -> Result<Store, crate::store::StoreError> {
     Store::open(&config.db_path, clock, StoreOptions::default())
 }
 
-/// The handlers this binary carries: the scan pipeline and the walks.
+/// The handlers this binary carries: the scan pipeline, the thumbnails of what scans add,
+/// and the walks.
 fn handlers(store: &Store, config: &Config) -> Handlers {
-    let mut handlers = scan_handler(store, config).job(
-        WalkKindId::ContentHash.job_kind(),
-        WalkJob::new(store, Arc::new(content_walk(config))),
-    );
+    let thumbs = Arc::new(crate::thumbs::Thumbs::new(&config.data_dir));
+    let mut handlers = scan_handler(store, config)
+        .job(THUMBS_JOB_KIND, ThumbsJob::new(store, thumbs))
+        .job(
+            WalkKindId::ContentHash.job_kind(),
+            WalkJob::new(store, Arc::new(content_walk(config))),
+        );
     if let Some(faces) = faces_walk(config) {
         handlers = handlers.job(
             WalkKindId::Faces.job_kind(),

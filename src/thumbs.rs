@@ -1,14 +1,19 @@
 //! Thumbnails: made on first request from a file the caller has already resolved inside its
-//! library, orientation applied, cached on disk under `<data dir>/thumbs/` keyed by the
-//! asset's checksum (content-addressed: a cached thumbnail never goes stale). Videos get a
-//! poster frame when `ffmpeg` is on PATH; what cannot be decoded here (HEIC, a video without
-//! ffmpeg, a broken file) gets a placeholder that is not cached. Touches no database and
-//! serves nothing itself: the HTTP layer decides which file may be read.
+//! library, and ahead of time for the pictures and videos a scan added (`job`), orientation
+//! applied, cached on disk under `<data dir>/thumbs/` keyed by the asset's checksum
+//! (content-addressed: a cached thumbnail never goes stale). Both paths make a thumbnail
+//! through the same function and cache it under the same key; neither waits for the other.
+//! Videos get a poster frame when `ffmpeg` is on PATH; what cannot be decoded here (HEIC, a
+//! video without ffmpeg, a broken file) gets a placeholder that is not cached. Touches no
+//! database and serves nothing itself: the HTTP layer decides which file may be read.
+
+pub mod job;
 
 use crate::model::MediaKind;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// The longest side of a thumbnail, in pixels.
@@ -89,6 +94,37 @@ impl Thumbs {
         if let Some(t) = self.cached(src.checksum_hex) {
             return Ok(t);
         }
+        Ok(match self.make(src, file)? {
+            Some(bytes) => jpeg(bytes),
+            None => placeholder(src),
+        })
+    }
+
+    /// Whether this process can make a real thumbnail of such an asset (else it gets the
+    /// placeholder, and its file need not be looked for).
+    pub fn makes(&self, src: &Source<'_>) -> bool {
+        match src.kind {
+            Some(MediaKind::Image) => decodable(src.mime),
+            Some(MediaKind::Video) => self.ffmpeg.is_some(),
+            _ => false,
+        }
+    }
+
+    /// Makes and caches the thumbnail of `file` unless one is cached already (which is not
+    /// read): the scan's background job, idempotent, so a re-run costs a `stat` per asset.
+    pub fn ensure(&self, src: &Source<'_>, file: &Path) -> Result<Ensured, ThumbError> {
+        if self.cache_path(src.checksum_hex).is_file() {
+            return Ok(Ensured::Cached);
+        }
+        Ok(match self.make(src, file)? {
+            Some(_) => Ensured::Made,
+            None => Ensured::Placeholder,
+        })
+    }
+
+    /// Makes the thumbnail and caches it: the one function both paths use. `None` when it
+    /// cannot be made here (the caller answers with the placeholder, which is not cached).
+    fn make(&self, src: &Source<'_>, file: &Path) -> Result<Option<Vec<u8>>, ThumbError> {
         let made = match src.kind {
             Some(MediaKind::Image) if decodable(src.mime) => self.picture(src, file)?,
             Some(MediaKind::Video) => match &self.ffmpeg {
@@ -97,11 +133,10 @@ impl Thumbs {
             },
             _ => None,
         };
-        let Some(bytes) = made else {
-            return Ok(placeholder(src));
-        };
-        self.store(src.checksum_hex, &bytes);
-        Ok(jpeg(bytes))
+        if let Some(bytes) = &made {
+            self.store(src.checksum_hex, bytes);
+        }
+        Ok(made)
     }
 
     fn picture(&self, src: &Source<'_>, file: &Path) -> Result<Option<Vec<u8>>, ThumbError> {
@@ -116,10 +151,14 @@ impl Thumbs {
     }
 
     /// Writes the cache file atomically (a temp file renamed into place), so that a reader
-    /// never sees half a thumbnail. A failure only costs the cache.
+    /// never sees half a thumbnail. The temp name is unique per write: a first request and
+    /// the scan's job may make the same thumbnail at once in one process, and each renames
+    /// only its own complete file. A failure only costs the cache.
     fn store(&self, checksum_hex: &str, bytes: &[u8]) {
+        static WRITES: AtomicU64 = AtomicU64::new(0);
         let path = self.cache_path(checksum_hex);
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        let n = WRITES.fetch_add(1, Ordering::Relaxed);
+        let tmp = path.with_extension(format!("tmp{}-{n}", std::process::id()));
         let written = path
             .parent()
             .map_or(Ok(()), std::fs::create_dir_all)
@@ -130,6 +169,18 @@ impl Thumbs {
             tracing::warn!(error = %e, path = %path.display(), "could not cache a thumbnail");
         }
     }
+}
+
+/// What `ensure` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ensured {
+    /// A thumbnail was cached already; nothing was read.
+    Cached,
+    /// Made now and cached.
+    Made,
+    /// Cannot be made here (undecodable, unsupported, no ffmpeg): the placeholder is what
+    /// a request gets, and nothing is cached.
+    Placeholder,
 }
 
 fn jpeg(bytes: Vec<u8>) -> Thumb {

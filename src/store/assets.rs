@@ -107,9 +107,22 @@ const PUBLISH: &str = "
      WHERE pending_run IN (SELECT id FROM scan_runs
                             WHERE library_id = (SELECT library_id FROM scan_runs WHERE id = ?1))";
 
-pub(super) fn publish(conn: &Connection, run_id: i64) -> Result<(), StoreError> {
+/// The id range of the pictures and videos a completion of run ?1 is about to publish
+/// (NULLs when there are none): what the thumbnail job will visit.
+const TO_PUBLISH: &str = "
+    SELECT min(id), max(id) FROM assets
+     WHERE kind IN ('image', 'video')
+       AND pending_run IN (SELECT id FROM scan_runs
+                            WHERE library_id = (SELECT library_id FROM scan_runs WHERE id = ?1))";
+
+/// Publishes what the library's runs left pending. Returns the lowest and highest id of the
+/// pictures and videos among them, when there were any.
+pub(super) fn publish(conn: &Connection, run_id: i64) -> Result<Option<(i64, i64)>, StoreError> {
+    let range: (Option<i64>, Option<i64>) = conn
+        .prepare_cached(TO_PUBLISH)?
+        .query_row([run_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
     conn.prepare_cached(PUBLISH)?.execute([run_id])?;
-    Ok(())
+    Ok(range.0.zip(range.1))
 }
 
 fn find(conn: &Connection, checksum: &[u8; 32]) -> Result<Option<(i64, bool)>, StoreError> {

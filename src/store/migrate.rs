@@ -34,6 +34,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "http",
         sql: include_str!("../../schema/0004_http.sql"),
     },
+    Migration {
+        version: 5,
+        name: "trash moves",
+        sql: include_str!("../../schema/0005_trash_moves.sql"),
+    },
 ];
 
 pub(super) fn migrate(

@@ -31,6 +31,7 @@ mod libraries;
 mod migrate;
 mod queries;
 mod scan_runs;
+mod thumbs;
 mod trash;
 mod walks;
 mod writer;

@@ -1,12 +1,14 @@
 //! The `scan_runs` table: admission (coalescing into the waiting run), claim, the fenced
 //! worker writes, and the lease endings that make a new attempt: reclaim retires an expired
-//! run as `failed` / `lease_expired` and creates its successor; release puts it back.
+//! run as `failed` / `lease_expired` and creates its successor; release puts it back. A
+//! completion publishes the assets its library's runs created and, in the same fenced
+//! transaction, queues the `thumbs` job for the pictures and videos among them.
 
 use super::lease::expect_one;
 use super::{LeasePolicy, Store, StoreError, backoff, parse_col};
 use crate::model::{
-    Lease, Millis, ReclaimReport, RunOutcome, RunState, ScanRequest, ScanRun, Target, Trigger,
-    widen_scope,
+    Lease, Millis, ReclaimReport, RunOutcome, RunState, ScanRequest, ScanRun, Target,
+    ThumbsPayload, Trigger, widen_scope,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -319,9 +321,15 @@ pub(super) fn finish(
         state.as_str(),
         reason
     ])?;
-    // Side effects of a completion follow only a fenced completion that matched.
+    // Side effects of a completion follow only a fenced completion that matched. The
+    // thumbnails of what it publishes are queued in the same transaction: they exist only
+    // if the completion committed, and a crash right after it loses none of them.
     if n == 1 && matches!(state, RunState::Completed | RunState::Suspect) {
-        super::assets::publish(conn, lease.id)?;
+        let published = super::assets::publish(conn, lease.id)?;
+        if let Some((first, last)) = published {
+            let job = ThumbsPayload::published(lease.id, first, last).job();
+            super::jobs::insert(conn, &job, now)?;
+        }
     }
     Ok(n)
 }

@@ -2,6 +2,8 @@
 //! per file, then the move (done by the caller, into or out of the library's
 //! `.mediadex-trash/`), then the commit. Unfinished intents are replayed at start. The asset
 //! flips (trashed or restored by id) when the last pending intent of its move is settled.
+//! A move is the set of intents one begin call wrote, named by its move id (never by the
+//! time it began: a clock may answer the same millisecond for two moves).
 
 use super::assets::{restore, state, trash};
 use super::{Store, StoreError, parse_col};
@@ -12,12 +14,13 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 macro_rules! intent_cols {
     () => {
-        "id, asset_id, library_id, action, from_path, to_path, state, created_at"
+        "id, asset_id, library_id, action, from_path, to_path, state, created_at, move_id"
     };
 }
 const INSERT: &str = concat!(
-    "INSERT INTO trash_intents (asset_id, library_id, action, from_path, to_path, created_at)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING ",
+    "INSERT INTO trash_intents (asset_id, library_id, action, from_path, to_path, created_at,
+                                move_id)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING ",
     intent_cols!()
 );
 const GET: &str = concat!(
@@ -25,29 +28,31 @@ const GET: &str = concat!(
     intent_cols!(),
     " FROM trash_intents WHERE id = ?1"
 );
+/// A move's intents together, oldest move first.
 const PENDING: &str = concat!(
     "SELECT ",
     intent_cols!(),
-    " FROM trash_intents WHERE state = 'pending' ORDER BY id"
+    " FROM trash_intents WHERE state = 'pending' ORDER BY move_id, id"
 );
+/// One number per begin call, above every move id in the journal (old rows included).
+const NEXT_MOVE: &str = "SELECT coalesce(max(move_id), 0) + 1 FROM trash_intents";
 const HAS_PENDING: &str =
     "SELECT 1 FROM trash_intents WHERE asset_id = ?1 AND state = 'pending' LIMIT 1";
 const PRESENT_FILES: &str = "
     SELECT library_id, rel_path FROM files WHERE asset_id = ?1 AND state = 'present'
      ORDER BY library_id, rel_path";
-/// The moves of the asset's last committed trash, to be undone by a restore.
+/// The files the asset's last trash moved (the done intents of its latest move with any),
+/// to be undone by a restore. By move id: two moves may begin in one millisecond.
 const LAST_TRASHED: &str = "
     SELECT library_id, from_path, to_path FROM trash_intents
      WHERE asset_id = ?1 AND action = 'trash' AND state = 'done'
-       AND created_at = (SELECT max(created_at) FROM trash_intents
-                          WHERE asset_id = ?1 AND action = 'trash' AND state = 'done')
+       AND move_id = (SELECT max(move_id) FROM trash_intents
+                       WHERE asset_id = ?1 AND action = 'trash' AND state = 'done')
      ORDER BY id";
 const SETTLE: &str = "
     UPDATE trash_intents SET state = ?2, finished_at = ?3 WHERE id = ?1 AND state = 'pending'";
 /// Intents of the same move (one begin call) that were committed.
-const GROUP_DONE: &str = "
-    SELECT count(*) FROM trash_intents
-     WHERE asset_id = ?1 AND action = ?2 AND created_at = ?3 AND state = 'done'";
+const GROUP_DONE: &str = "SELECT count(*) FROM trash_intents WHERE move_id = ?1 AND state = 'done'";
 const FILE_MISSING: &str = "
     UPDATE files SET state = 'missing', missing_since = ?3
      WHERE library_id = ?1 AND rel_path = ?2 AND state = 'present'";
@@ -65,6 +70,7 @@ fn intent_from_row(r: &Row<'_>) -> rusqlite::Result<TrashIntent> {
         to_path: r.get(5)?,
         state: parse_col(r, 6, IntentState::parse)?,
         created_at: r.get(7)?,
+        move_id: r.get(8)?,
     })
 }
 
@@ -88,12 +94,15 @@ fn insert(
     moves: Vec<(i64, Vec<u8>, Vec<u8>)>,
     now: Millis,
 ) -> Result<Vec<TrashIntent>, StoreError> {
+    let move_id: i64 = conn
+        .prepare_cached(NEXT_MOVE)?
+        .query_row([], |r| r.get(0))?;
     let mut stmt = conn.prepare_cached(INSERT)?;
     moves
         .into_iter()
         .map(|(lib, from, to)| {
             Ok(stmt.query_row(
-                params![asset_id, lib, action.as_str(), from, to, now],
+                params![asset_id, lib, action.as_str(), from, to, now, move_id],
                 intent_from_row,
             )?)
         })
@@ -170,10 +179,9 @@ fn settle(
         .query_row([intent.asset_id], |_| Ok(()))
         .optional()?
         .is_some();
-    let group_done: i64 = conn.prepare_cached(GROUP_DONE)?.query_row(
-        params![intent.asset_id, intent.action.as_str(), intent.created_at],
-        |r| r.get(0),
-    )?;
+    let group_done: i64 = conn
+        .prepare_cached(GROUP_DONE)?
+        .query_row([intent.move_id], |r| r.get(0))?;
     if still_pending || group_done == 0 {
         return Ok(None);
     }

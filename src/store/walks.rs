@@ -64,7 +64,7 @@ fn record(conn: &Connection, kind: WalkKindId) -> Result<Option<WalkRecord>, Sto
         .optional()?)
 }
 
-fn files_of(conn: &Connection, asset_id: i64) -> Result<Vec<WalkFile>, StoreError> {
+pub(super) fn files_of(conn: &Connection, asset_id: i64) -> Result<Vec<WalkFile>, StoreError> {
     let mut stmt = conn.prepare_cached(FILES)?;
     let rows = stmt.query_map([asset_id], |r| {
         Ok(WalkFile {

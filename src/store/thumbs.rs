@@ -1,0 +1,77 @@
+//! The `thumbs` job's selection: the pictures and videos a scan's completion published, in
+//! id order after the job's cursor, each with the files that may show it. Reads only; the
+//! job's rows are advanced through `jobs` like every other job.
+
+use super::assets::checksum_col;
+use super::walks::files_of;
+use super::{Store, StoreError, parse_col};
+use crate::model::{MediaKind, ThumbAsset, WalkAsset};
+use rusqlite::params;
+
+/// Visible pictures and videos with `after < id <= last`. Assets of another run still
+/// pending in that range are left to that run's own job.
+const BATCH: &str = "
+    SELECT id, checksum, trashed_at IS NOT NULL, kind, mime, orientation, width, height
+      FROM assets
+     WHERE id > ?1 AND id <= ?2 AND pending_run IS NULL AND kind IN ('image', 'video')
+     ORDER BY id LIMIT ?3";
+
+type Head = (
+    i64,
+    [u8; 32],
+    bool,
+    MediaKind,
+    Option<String>,
+    Option<u16>,
+    Option<u32>,
+    Option<u32>,
+);
+
+impl Store {
+    /// Up to `limit` assets for the thumbnail job after its cursor `after`, up to `last`.
+    pub fn thumbs_batch(
+        &self,
+        after: i64,
+        last: i64,
+        limit: usize,
+    ) -> Result<Vec<ThumbAsset>, StoreError> {
+        self.read(|conn| {
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let heads: Vec<Head> = conn
+                .prepare_cached(BATCH)?
+                .query_map(params![after, last, limit], |r| {
+                    Ok((
+                        r.get(0)?,
+                        checksum_col(r, 1)?,
+                        r.get(2)?,
+                        parse_col(r, 3, MediaKind::parse)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                        r.get(6)?,
+                        r.get(7)?,
+                    ))
+                })?
+                .collect::<Result<_, _>>()?;
+            heads
+                .into_iter()
+                .map(
+                    |(id, checksum, trashed, kind, mime, orientation, width, height)| {
+                        Ok(ThumbAsset {
+                            asset: WalkAsset {
+                                id,
+                                checksum,
+                                trashed,
+                                files: files_of(conn, id)?,
+                            },
+                            kind,
+                            mime,
+                            orientation,
+                            width,
+                            height,
+                        })
+                    },
+                )
+                .collect()
+        })
+    }
+}

@@ -1,0 +1,456 @@
+//! Thumbnails made by scans (issue 5: "generated on first request and by scans for new
+//! images"): a scan's fenced completion queues a `thumbs` job for the pictures and videos it
+//! published, in the same transaction (a stale scan worker queues nothing); the job, run
+//! by the worker pool, leaves cache files without any request, under the key the first
+//! request uses; a rescan of an unchanged library queues nothing, and a re-run of the job
+//! rewrites nothing; a worker that lost its lease mid-batch advances nothing; a corrupt
+//! picture, or a decoder that panics, costs its own thumbnail only, never the job.
+
+mod support;
+
+use mediadex::model::{
+    FileReason, FileStamp, IngestItem, Job, JobState, MediaFacts, MediaKind, ScanEnd,
+    THUMBS_JOB_KIND, Target, ThumbAsset, ThumbsPayload, hex,
+};
+use mediadex::queue::{
+    Handlers, JobDone, JobHandler, LeaseGuard, NoHooks, PoolConfig, Registry, WorkError, WorkerPool,
+};
+use mediadex::scan::job::{ScanConfig, ScanJob};
+use mediadex::store::Store;
+use mediadex::thumbs::Thumbs;
+use mediadex::thumbs::job::{MakeThumb, Outcome, ThumbsJob};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::{Env, TTL, env};
+
+fn photo(path: &Path, shade: u8) {
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    image::RgbImage::from_pixel(64, 48, image::Rgb([shade, 10, 20]))
+        .save(path)
+        .expect("write png");
+}
+
+/// A file that sniffs as a JPEG and does not decode.
+fn corrupt_jpeg(path: &Path) {
+    let mut bytes = vec![
+        0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, b'J', b'F', b'I', b'F', 0,
+    ];
+    bytes.extend_from_slice(&[0x5A; 200]);
+    std::fs::write(path, bytes).expect("write corrupt");
+}
+
+/// A library with two pictures, a corrupt one, a byte copy and a text file.
+fn library(env: &Env) -> (i64, PathBuf) {
+    let root = env.dir.path().join("photos");
+    photo(&root.join("a.png"), 1);
+    photo(&root.join("trip/b.png"), 2);
+    corrupt_jpeg(&root.join("broken.jpg"));
+    std::fs::copy(root.join("a.png"), root.join("copy.png")).expect("copy");
+    std::fs::write(root.join("notes.txt"), "not a photo").expect("notes");
+    let root = std::fs::canonicalize(&root).expect("canon");
+    let lib = mediadex::app::add_library(&env.store, "photos", &root.to_string_lossy())
+        .expect("add")
+        .id;
+    (lib, root)
+}
+
+fn thumbs(env: &Env) -> Arc<Thumbs> {
+    // No ffmpeg: the same answer on every machine.
+    Arc::new(Thumbs::with_ffmpeg(&env.dir.path().join("data"), None))
+}
+
+fn thumb_rows(store: &Store) -> Vec<Job> {
+    let mut rows: Vec<Job> = store
+        .jobs(10_000)
+        .expect("jobs")
+        .into_iter()
+        .filter(|j| j.kind == THUMBS_JOB_KIND)
+        .collect();
+    rows.reverse();
+    rows
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Scans the library with a pool that also runs `handler` for the thumbs job, until the
+/// run has ended and no thumbs row is left waiting or running.
+fn scan_and_settle(env: &Env, lib: i64, handler: Option<ThumbsJob>) {
+    let (run, _) = env
+        .store
+        .request_scan(env.scan_request(lib, ""))
+        .expect("request");
+    let scan = ScanJob {
+        store: env.store.clone(),
+        config: ScanConfig::default(),
+        extract: mediadex::media::extract_from,
+    };
+    let mut handlers = Handlers::default().scan(scan);
+    let drain = handler.is_some();
+    if let Some(h) = handler {
+        handlers = handlers.job(THUMBS_JOB_KIND, h);
+    }
+    let pool = WorkerPool::start(&env.store, handlers, PoolConfig::with_ttl(1, TTL));
+    wait_until("the scan and its thumbnails", || {
+        let ended = env
+            .store
+            .scan_run(run.id)
+            .expect("run")
+            .is_some_and(|r| r.state.is_terminal());
+        let settled = !drain || thumb_rows(&env.store).iter().all(|j| j.state.is_terminal());
+        ended && settled
+    });
+    pool.shutdown();
+}
+
+fn live_by_path(env: &Env) -> BTreeMap<String, [u8; 32]> {
+    let mut out = BTreeMap::new();
+    for a in env.store.assets(false).expect("assets") {
+        for p in &a.paths {
+            out.insert(p.rel_path_text.clone(), a.checksum);
+        }
+    }
+    out
+}
+
+/// Records what became of each asset, around the real maker.
+struct Recording {
+    inner: Arc<dyn MakeThumb>,
+    seen: Mutex<BTreeMap<i64, Outcome>>,
+}
+
+impl MakeThumb for Recording {
+    fn make(&self, asset: &ThumbAsset) -> Outcome {
+        let out = self.inner.make(asset);
+        self.seen
+            .lock()
+            .expect("lock")
+            .insert(asset.asset.id, out.clone());
+        out
+    }
+}
+
+#[test]
+fn a_scan_leaves_thumbnails_of_its_new_pictures_without_any_request() {
+    let env = env();
+    let (lib, _) = library(&env);
+    let thumbs = thumbs(&env);
+    let recording = Arc::new(Recording {
+        inner: thumbs.clone(),
+        seen: Mutex::default(),
+    });
+    let handler = ThumbsJob {
+        store: env.store.clone(),
+        maker: recording.clone(),
+        batch: 2,
+    };
+    scan_and_settle(&env, lib, Some(handler));
+
+    let live = live_by_path(&env);
+    for name in ["a.png", "trip/b.png"] {
+        let cached = thumbs.cache_path(&hex(&live[name]));
+        let img = image::open(&cached).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!((img.width(), img.height()), (64, 48), "{name}");
+        // The first request finds it: same function, same key.
+        let t = thumbs
+            .cached(&hex(&live[name]))
+            .expect("cached for requests");
+        assert!(t.immutable && t.content_type == "image/jpeg");
+    }
+    let broken = thumbs.cache_path(&hex(&live["broken.jpg"]));
+    assert!(!broken.exists(), "a placeholder is never cached");
+    let seen = recording.seen.lock().expect("lock").clone();
+    assert_eq!(seen.len(), 3, "the three new pictures, once each: {seen:?}");
+    assert_eq!(
+        seen.values().filter(|o| **o == Outcome::Made).count(),
+        2,
+        "{seen:?}"
+    );
+    assert!(
+        seen.values().any(|o| *o == Outcome::Placeholder),
+        "{seen:?}"
+    );
+
+    // Three pictures in batches of two: two rows, both done, none retried.
+    let rows = thumb_rows(&env.store);
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert!(
+        rows.iter()
+            .all(|j| j.state == JobState::Done && j.attempts == 0),
+        "{rows:?}"
+    );
+}
+
+#[cfg(unix)]
+fn inode(path: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).expect("meta").ino()
+}
+
+#[cfg(unix)]
+#[test]
+fn a_rescan_queues_nothing_and_a_rerun_of_the_job_rewrites_nothing() {
+    let env = env();
+    let (lib, _) = library(&env);
+    let thumbs = thumbs(&env);
+    scan_and_settle(&env, lib, Some(ThumbsJob::new(&env.store, thumbs.clone())));
+    let rows = thumb_rows(&env.store);
+    assert_eq!(rows.len(), 1);
+    let live = live_by_path(&env);
+    let a = thumbs.cache_path(&hex(&live["a.png"]));
+    let before = inode(&a);
+
+    scan_and_settle(&env, lib, Some(ThumbsJob::new(&env.store, thumbs.clone())));
+    assert_eq!(
+        thumb_rows(&env.store),
+        rows,
+        "an unchanged rescan queues nothing"
+    );
+
+    // The same run's job again (as after a crash between a batch and its commit): every
+    // thumbnail is found cached; no file is rewritten.
+    let payload = ThumbsPayload::parse(&rows[0].payload).expect("payload");
+    env.store.enqueue(payload.job()).expect("re-run");
+    let recording = Arc::new(Recording {
+        inner: thumbs.clone(),
+        seen: Mutex::default(),
+    });
+    let handler = ThumbsJob {
+        store: env.store.clone(),
+        maker: recording.clone(),
+        batch: 8,
+    };
+    assert!(matches!(
+        step(&env.store, &handler),
+        Some(Ok(JobDone::Committed))
+    ));
+    let seen = recording.seen.lock().expect("lock").clone();
+    assert_eq!(
+        seen.values().filter(|o| **o == Outcome::Cached).count(),
+        2,
+        "{seen:?}"
+    );
+    assert!(!seen.values().any(|o| *o == Outcome::Made), "{seen:?}");
+    assert_eq!(inode(&a), before, "the cached file was not rewritten");
+}
+
+/// Claims the next thumbs row and runs the handler on it under a real lease guard.
+fn step(store: &Store, handler: &dyn JobHandler) -> Option<Result<JobDone, WorkError>> {
+    let (lease, job) = store.claim_job(&[THUMBS_JOB_KIND], TTL).expect("claim")?;
+    let registry = Arc::new(Registry::default());
+    let guard = LeaseGuard::register(store, lease, TTL, &registry);
+    guard
+        .begin(Duration::from_secs(3600), &NoHooks)
+        .expect("first heartbeat");
+    Some(handler.run(&guard, &job))
+}
+
+/// Runs `hook` once, before the first asset is made.
+struct Hooked {
+    inner: Arc<dyn MakeThumb>,
+    hook: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl MakeThumb for Hooked {
+    fn make(&self, asset: &ThumbAsset) -> Outcome {
+        let hook = self.hook.lock().expect("lock").take();
+        if let Some(hook) = hook {
+            hook();
+        }
+        self.inner.make(asset)
+    }
+}
+
+#[test]
+fn a_thumbs_worker_that_lost_its_lease_mid_batch_advances_nothing() {
+    let env = env();
+    let (lib, _) = library(&env);
+    // The scan only: its thumbs row waits in the queue.
+    scan_and_settle(&env, lib, None);
+    let rows = thumb_rows(&env.store);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].state, JobState::Queued);
+    let job_id = rows[0].id;
+
+    let other = env.other_process("other:2:0002");
+    let hook: Box<dyn FnOnce() + Send> = Box::new(move || {
+        assert!(other.release_unowned(Target::Job, job_id).expect("force"));
+        assert!(other.claim_job(&[THUMBS_JOB_KIND], TTL).unwrap().is_some());
+    });
+    let handler = ThumbsJob {
+        store: env.store.clone(),
+        maker: Arc::new(Hooked {
+            inner: thumbs(&env),
+            hook: Mutex::new(Some(hook)),
+        }),
+        batch: 1,
+    };
+    let result = step(&env.store, &handler);
+    assert!(
+        matches!(result, Some(Err(WorkError::Guard(_)))),
+        "{result:?}"
+    );
+    let rows = thumb_rows(&env.store);
+    assert_eq!(rows.len(), 1, "no next row: {rows:?}");
+    assert_eq!(
+        rows[0].state,
+        JobState::Running,
+        "the other process holds it"
+    );
+    assert_eq!(rows[0].lease_owner.as_deref(), Some("other:2:0002"));
+    let payload = ThumbsPayload::parse(&rows[0].payload).expect("payload");
+    assert_eq!(payload.visited, 0, "the cursor did not move");
+}
+
+/// A decoder that panics on one asset.
+struct Panicky {
+    inner: Arc<dyn MakeThumb>,
+    victim: i64,
+}
+
+impl MakeThumb for Panicky {
+    fn make(&self, asset: &ThumbAsset) -> Outcome {
+        assert_ne!(asset.asset.id, self.victim, "decoder blew up");
+        self.inner.make(asset)
+    }
+}
+
+#[test]
+fn a_corrupt_picture_or_a_panicking_decoder_never_fails_the_job() {
+    let env = env();
+    let (lib, _) = library(&env);
+    scan_and_settle(&env, lib, None);
+    let live = live_by_path(&env);
+    let broken = env
+        .store
+        .assets(false)
+        .expect("assets")
+        .into_iter()
+        .find(|a| a.checksum == live["broken.jpg"])
+        .expect("the corrupt file is an asset");
+    assert_eq!(broken.facts.kind, Some(MediaKind::Image));
+    let a = env
+        .store
+        .assets(false)
+        .expect("assets")
+        .into_iter()
+        .find(|x| x.checksum == live["a.png"])
+        .expect("a");
+    let thumbs = thumbs(&env);
+    let handler = ThumbsJob {
+        store: env.store.clone(),
+        maker: Arc::new(Panicky {
+            inner: thumbs.clone(),
+            victim: a.id,
+        }),
+        batch: 8,
+    };
+    let result = step(&env.store, &handler);
+    assert!(matches!(result, Some(Ok(JobDone::Committed))), "{result:?}");
+    let rows = thumb_rows(&env.store);
+    assert!(
+        rows.iter()
+            .all(|j| j.state == JobState::Done && j.attempts == 0),
+        "{rows:?}"
+    );
+    assert!(
+        !thumbs.cache_path(&hex(&live["a.png"])).exists(),
+        "it panicked"
+    );
+    assert!(!thumbs.cache_path(&hex(&live["broken.jpg"])).exists());
+    assert!(thumbs.cache_path(&hex(&live["trip/b.png"])).is_file());
+}
+
+// ---- the queueing, at the store ------------------------------------------------------
+
+fn item(path: &str, content: u8, kind: MediaKind) -> IngestItem {
+    IngestItem {
+        rel_path: path.as_bytes().to_vec(),
+        rel_path_text: path.to_string(),
+        stamp: FileStamp {
+            size: 100,
+            mtime_ns: 1_000,
+            dev: 7,
+            inode: u64::from(content),
+        },
+        reason: FileReason::New,
+        checksum: Some([content; 32]),
+        content_hash: None,
+        facts: Some(MediaFacts {
+            kind: Some(kind),
+            ..MediaFacts::default()
+        }),
+        error: None,
+    }
+}
+
+#[test]
+fn a_completion_queues_the_thumbnails_of_what_it_published_and_a_stale_one_queues_none() {
+    let env = env();
+    let lib = env.library("photos");
+    env.store
+        .request_scan(env.scan_request(lib, ""))
+        .expect("request");
+    let (lease, run) = env.store.claim_scan_run(TTL).expect("claim").expect("run");
+    let items = vec![
+        item("a.jpg", 1, MediaKind::Image),
+        item("b.mp4", 2, MediaKind::Video),
+        item("c.bin", 3, MediaKind::Other),
+    ];
+    let report = env
+        .store
+        .ingest_batch(&lease, lib, items, "")
+        .expect("ingest");
+    let ids: Vec<Option<i64>> = report.items.iter().map(|i| i.asset_id).collect();
+
+    // The run's lease is lost before its completion: the completion lands nothing, and
+    // nothing is queued for the assets it did not publish.
+    assert!(
+        env.store
+            .release_unowned(Target::ScanRun, run.id)
+            .expect("force")
+    );
+    assert!(
+        env.store
+            .finish_full_scan(&lease, lib, ScanEnd::breaker(0.2, true))
+            .is_err()
+    );
+    assert!(
+        thumb_rows(&env.store).is_empty(),
+        "a stale completion queued work"
+    );
+
+    // The next holder completes it: one row for the picture and the video.
+    let (lease, _) = env
+        .store
+        .claim_scan_run(TTL)
+        .expect("claim")
+        .expect("again");
+    env.store
+        .finish_full_scan(&lease, lib, ScanEnd::breaker(0.2, true))
+        .expect("finish");
+    let rows = thumb_rows(&env.store);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let payload = ThumbsPayload::parse(&rows[0].payload).expect("payload");
+    let (a, b) = (ids[0].expect("a"), ids[1].expect("b"));
+    assert_eq!(
+        payload,
+        ThumbsPayload::published(lease.id, a.min(b), a.max(b))
+    );
+    let batch = env
+        .store
+        .thumbs_batch(payload.after, payload.last, 10)
+        .expect("batch");
+    let kinds: Vec<MediaKind> = batch.iter().map(|t| t.kind).collect();
+    assert_eq!(kinds, vec![MediaKind::Image, MediaKind::Video]);
+}
