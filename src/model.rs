@@ -163,6 +163,8 @@ pub struct Job {
     pub run_at: Millis,
     pub lease_owner: Option<String>,
     pub lease_expires_at: Option<Millis>,
+    /// The holder's last successful heartbeat (claim or renew).
+    pub heartbeat_at: Option<Millis>,
     pub checkpoint: Option<String>,
     pub last_error: Option<String>,
     pub created_at: Millis,

@@ -1,7 +1,9 @@
 //! The HTTP API driven in-process (`tower::ServiceExt::oneshot` on the router): every
 //! endpoint's happy path and its errors, Idempotency-Key replay and conflict, the Host check
 //! against DNS rebinding, the token off loopback, CSRF, traversal attempts that must never
-//! read outside a library, thumbnails and their caching headers, events and metrics.
+//! read outside a library, thumbnails and their caching headers, originals and their byte
+//! ranges, walks (state, start, force-release against a stale walker), faces, events
+//! (scans and walks) and metrics.
 
 mod support;
 
@@ -9,7 +11,7 @@ use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use mediadex::http::{AppState, HttpConfig, Security};
-use mediadex::model::{NewJob, Target};
+use mediadex::model::{NewJob, Target, WalkKindId};
 use mediadex::queue::{Handlers, PoolConfig, WorkerPool};
 use mediadex::scan::job::{ScanConfig, ScanJob};
 use mediadex::thumbs::Thumbs;
@@ -43,11 +45,21 @@ fn api_with(security: Security, hourly_limit: Option<u32>) -> Api {
 }
 
 fn api_full(security: Security, hourly_limit: Option<u32>, ffmpeg: Option<PathBuf>) -> Api {
+    api_tweaked(security, hourly_limit, ffmpeg, |_| {})
+}
+
+/// A server whose config `tweak` changed (e.g. no face detector).
+fn api_tweaked(
+    security: Security,
+    hourly_limit: Option<u32>,
+    ffmpeg: Option<PathBuf>,
+    tweak: impl FnOnce(&mut HttpConfig),
+) -> Api {
     let env = env();
     let wakes = Arc::new(AtomicUsize::new(0));
     let counter = wakes.clone();
     let (stop, stop_rx) = tokio::sync::watch::channel(false);
-    let config = HttpConfig {
+    let mut config = HttpConfig {
         security,
         thumbs: Thumbs::with_ffmpeg(env.dir.path(), ffmpeg),
         event_poll: Duration::from_millis(10),
@@ -57,7 +69,10 @@ fn api_full(security: Security, hourly_limit: Option<u32>, ffmpeg: Option<PathBu
         }),
         watch: None,
         after_restore: None,
+        walks: vec![(WalkKindId::ContentHash, 1), (WalkKindId::Faces, 1)],
+        redetect: Some(real_redetect(&env)),
     };
+    tweak(&mut config);
     let state = AppState::start(env.store.clone(), config, stop_rx).expect("state");
     Api {
         router: mediadex::http::router(state),
@@ -65,6 +80,15 @@ fn api_full(security: Security, hourly_limit: Option<u32>, ffmpeg: Option<PathBu
         wakes,
         _stop: stop,
     }
+}
+
+/// `mediadex faces redetect` as the server runs it: the real detector, through
+/// `app::redetect_faces` (the model loads on the first call only).
+fn real_redetect(env: &Env) -> mediadex::http::Redetect {
+    let config =
+        mediadex::config::Config::resolve(Some(env.dir.path().to_path_buf())).expect("config");
+    let store = env.store.clone();
+    Arc::new(move |id| mediadex::app::redetect_faces(&store, &config, id))
 }
 
 struct Reply {
@@ -1472,4 +1496,722 @@ async fn metrics_report_queues_counters_scans_and_assets() {
     for line in text.lines().filter(|l| !l.starts_with('#')) {
         assert!(line.starts_with("mediadex_"), "{line}");
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Originals: byte ranges.
+
+async fn get_with(api: &Api, uri: &str, headers: &[(&str, &str)]) -> Reply {
+    let mut r = req(Method::GET, uri);
+    for (k, v) in headers {
+        r = r.header(*k, *v);
+    }
+    api.send(r.body(Body::empty()).unwrap()).await
+}
+
+#[tokio::test]
+async fn an_original_answers_each_range_form_and_refuses_an_unsatisfiable_one() {
+    let api = api();
+    let (lib, root) = api.photos("photos");
+    api.scan(lib);
+    let b = api.asset_at("b.png");
+    let bytes = std::fs::read(root.join("b.png")).unwrap();
+    let len = bytes.len();
+    let uri = format!("/api/assets/{b}/original");
+    let full = api.get(&uri).await;
+    assert_eq!(full.status, StatusCode::OK);
+    assert_eq!(full.header("accept-ranges"), "bytes");
+    let etag = full.header("etag").to_string();
+    assert!(etag.starts_with('"'), "{etag}");
+
+    let cases = [
+        ("bytes=0-9", 0, 9),
+        ("bytes=10-", 10, len - 1),
+        ("bytes=-7", len - 7, len - 1),
+        ("bytes=5-99999999", 5, len - 1),
+    ];
+    for (range, start, end) in cases {
+        let r = get_with(&api, &uri, &[("range", range)]).await;
+        assert_eq!(r.status, StatusCode::PARTIAL_CONTENT, "{range}");
+        assert_eq!(
+            r.header("content-range"),
+            format!("bytes {start}-{end}/{len}"),
+            "{range}"
+        );
+        assert_eq!(&r.body[..], &bytes[start..=end], "{range}");
+        assert_eq!(r.header("content-length"), (end - start + 1).to_string());
+        assert_eq!(r.header("content-type"), "image/png");
+    }
+
+    for range in [format!("bytes={len}-"), "bytes=-0".to_string()] {
+        let r = get_with(&api, &uri, &[("range", &range)]).await;
+        assert_eq!(
+            (r.status, r.code()),
+            (
+                StatusCode::RANGE_NOT_SATISFIABLE,
+                "range_not_satisfiable".into()
+            ),
+            "{range}"
+        );
+        assert_eq!(r.header("content-range"), format!("bytes */{len}"));
+    }
+
+    // Several ranges, or a malformed one: the whole body.
+    for range in ["bytes=0-1,4-5", "bytes=9-2", "pages=1-2"] {
+        let r = get_with(&api, &uri, &[("range", range)]).await;
+        assert_eq!(r.status, StatusCode::OK, "{range}");
+        assert_eq!(&r.body[..], &bytes[..], "{range}");
+    }
+
+    // If-Range: the range holds only while the file is the one the client saw.
+    let r = get_with(&api, &uri, &[("range", "bytes=0-3"), ("if-range", &etag)]).await;
+    assert_eq!(r.status, StatusCode::PARTIAL_CONTENT);
+    assert_eq!(&r.body[..], &bytes[..4]);
+    let r = get_with(
+        &api,
+        &uri,
+        &[("range", "bytes=0-3"), ("if-range", "\"another\"")],
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(&r.body[..], &bytes[..]);
+}
+
+#[tokio::test]
+async fn a_range_of_a_video_sized_file_is_exactly_those_bytes() {
+    let api = api();
+    let root = api.env.dir.path().join("big");
+    std::fs::create_dir_all(&root).unwrap();
+    // Noise does not compress: a PNG of a few MiB.
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let img = image::RgbImage::from_fn(1200, 1000, |_, _| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        image::Rgb([seed as u8, (seed >> 8) as u8, (seed >> 16) as u8])
+    });
+    img.save(root.join("noise.png")).unwrap();
+    let bytes = std::fs::read(root.join("noise.png")).unwrap();
+    assert!(bytes.len() > 3 << 20, "{} bytes", bytes.len());
+    let root = std::fs::canonicalize(&root).unwrap();
+    let lib = mediadex::app::add_library(&api.env.store, "big", &root.to_string_lossy()).unwrap();
+    api.scan(lib.id);
+    let id = api.asset_at("noise.png");
+    let (start, end) = (1_000_003, 3_000_000);
+    let r = get_with(
+        &api,
+        &format!("/api/assets/{id}/original"),
+        &[("range", &format!("bytes={start}-{end}"))],
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::PARTIAL_CONTENT);
+    assert_eq!(r.body.len(), end - start + 1);
+    assert!(r.body[..] == bytes[start..=end], "exactly those bytes");
+    let tail = get_with(
+        &api,
+        &format!("/api/assets/{id}/original"),
+        &[("range", "bytes=-65537")],
+    )
+    .await;
+    assert!(tail.body[..] == bytes[bytes.len() - 65537..]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Walks.
+
+/// Live (queued or running) rows of the chain of `kind`.
+fn live_chain_rows(api: &Api, kind: WalkKindId) -> Vec<mediadex::model::Job> {
+    api.env
+        .store
+        .jobs(1000)
+        .unwrap()
+        .into_iter()
+        .filter(|j| j.kind == kind.job_kind() && !j.state.is_terminal())
+        .collect()
+}
+
+#[tokio::test]
+async fn walks_show_their_state_start_once_restart_and_refuse_unknown_kinds() {
+    let api = api();
+    let (lib, _) = api.photos("photos");
+    api.scan(lib);
+    let list = api.get("/api/walks").await;
+    assert_eq!(list.status, StatusCode::OK);
+    let list = list.json();
+    let kinds: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["content-hash", "faces"]);
+    let ch = &list[0];
+    assert_eq!(ch["current_scheme"], 1);
+    assert_eq!(ch["record"]["scheme"], 0);
+    assert_eq!(
+        (ch["state"].as_str(), ch["rollback"].as_bool()),
+        (Some("none"), Some(false))
+    );
+    assert!(ch["job_id"].is_null() && ch["done"].is_null());
+
+    let wakes = api.wakes.load(Ordering::SeqCst);
+    let r = api.post_empty("/api/walks/content-hash/start").await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{:?}", r.body);
+    let first = r.json();
+    assert_eq!(first["state"], "queued");
+    assert_eq!(
+        (first["done"].as_u64(), first["restart"].as_bool()),
+        (Some(0), Some(false))
+    );
+    // The scan stamped every asset already: nothing left to visit but the end.
+    assert_eq!(first["total"], 0);
+    assert_eq!(first["record"]["seen"], 1, "start raises seen");
+    assert!(api.wakes.load(Ordering::SeqCst) > wakes, "workers woken");
+    let job = first["job_id"].as_i64().unwrap();
+
+    // A second start joins the chain under way: no second chain.
+    let again = api.post_empty("/api/walks/content-hash/start").await;
+    assert_eq!(again.status, StatusCode::OK);
+    assert_eq!(again.json()["job_id"], job);
+    assert_eq!(live_chain_rows(&api, WalkKindId::ContentHash).len(), 1);
+    assert_eq!(
+        api.get("/api/walks/content-hash").await.json(),
+        again.json()
+    );
+
+    // restart (body or query) replaces it with one that re-visits every asset.
+    let r = api
+        .post(
+            "/api/walks/content-hash/start",
+            serde_json::json!({"restart": true}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED);
+    let restarted = r.json();
+    assert_ne!(restarted["job_id"], job);
+    assert_eq!(
+        (restarted["restart"].as_bool(), restarted["total"].as_u64()),
+        (Some(true), Some(2))
+    );
+    let r = api
+        .post_empty("/api/walks/content-hash/start?restart=true")
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED);
+    assert_ne!(r.json()["job_id"], restarted["job_id"]);
+    let live = live_chain_rows(&api, WalkKindId::ContentHash);
+    assert_eq!(live.len(), 1, "{live:?}");
+    assert_eq!(
+        api.get(&format!("/api/jobs/{job}")).await.json()["state"],
+        "cancelled"
+    );
+
+    for (uri, post) in [
+        ("/api/walks/thumbnails", false),
+        ("/api/walks/nope/start", true),
+        ("/api/walks/nope/release", true),
+    ] {
+        let r = if post {
+            api.post_empty(uri).await
+        } else {
+            api.get(uri).await
+        };
+        assert_eq!(
+            (r.status, r.code()),
+            (StatusCode::NOT_FOUND, "unknown_walk".into()),
+            "{uri}"
+        );
+    }
+    let r = api
+        .post("/api/walks/faces/start", serde_json::json!({"bogus": 1}))
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::BAD_REQUEST, "bad_request".into())
+    );
+    let r = api.post_empty("/api/walks/faces/start?restart=maybe").await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    // Starting is a state change: cross-site requests are refused and start nothing.
+    let r = api
+        .send(
+            Request::post("/api/walks/faces/start")
+                .header("host", "127.0.0.1:7468")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!((r.status, r.code()), (StatusCode::FORBIDDEN, "csrf".into()));
+    assert!(live_chain_rows(&api, WalkKindId::Faces).is_empty());
+
+    // A newer mediadex walked here before: the rollback is flagged.
+    mediadex::walks::start(&api.env.store, WalkKindId::Faces, 3).unwrap();
+    let faces = api.get("/api/walks/faces").await.json();
+    assert_eq!(
+        (
+            faces["rollback"].as_bool(),
+            faces["record"]["seen"].as_i64()
+        ),
+        (Some(true), Some(3))
+    );
+    // A server without a face detector has no faces walk.
+    let api = api_tweaked(loopback(), None, None, |c| {
+        c.walks.retain(|(k, _)| *k != WalkKindId::Faces);
+        c.redetect = None;
+    });
+    let r = api.post_empty("/api/walks/faces/start").await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::NOT_FOUND, "unknown_walk".into())
+    );
+}
+
+#[tokio::test]
+async fn a_running_walk_shows_its_holder_and_is_force_released() {
+    let api = api();
+    let (lib, _) = api.photos("photos");
+    api.scan(lib);
+    let store = &api.env.store;
+    let r = api.post_empty("/api/walks/content-hash/release").await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::CONFLICT, "no_chain".into())
+    );
+    api.post_empty("/api/walks/content-hash/start?restart=true")
+        .await;
+    let r = api.post_empty("/api/walks/content-hash/release").await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::CONFLICT, "not_running".into())
+    );
+
+    let (lease, _) = store
+        .claim_job(&[WalkKindId::ContentHash.job_kind()], TTL)
+        .unwrap()
+        .unwrap();
+    api.env.clock.advance(1_500);
+    let w = api.get("/api/walks/content-hash").await.json();
+    assert_eq!(w["state"], "running");
+    assert_eq!(w["lease_owner"], store.owner());
+    assert_eq!(w["heartbeat_age_ms"], 1_500);
+    store.renew(&lease, TTL).unwrap();
+    let w = api.get("/api/walks/content-hash").await.json();
+    assert_eq!(w["heartbeat_age_ms"], 0, "a heartbeat resets the age");
+
+    let r = api.post_empty("/api/walks/content-hash/release").await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let w = r.json();
+    assert_eq!(
+        (w["state"].as_str(), w["job_id"].as_i64()),
+        (Some("queued"), Some(lease.id))
+    );
+    assert!(w["lease_owner"].is_null() && w["heartbeat_age_ms"].is_null());
+    let job = store.job(lease.id).unwrap().unwrap();
+    assert!(job.generation > lease.generation);
+    assert!(store.renew(&lease, TTL).unwrap_err().is_lease_lost());
+    // Claimable again, by anyone.
+    let (again, _) = api
+        .env
+        .other_process("other:2:0002")
+        .claim_job(&[WalkKindId::ContentHash.job_kind()], TTL)
+        .unwrap()
+        .expect("re-claimable");
+    assert_eq!(again.id, lease.id);
+}
+
+/// A content-hash walk whose batch stamps a marker hash (so that a stale landing shows) and
+/// that pauses between processing and commit until the test lets it go.
+struct PausedWalk {
+    inner: mediadex::walks::content_hash::ContentHashWalk,
+    processed: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
+    go: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+}
+
+const MARKER: [u8; 32] = [0xAB; 32];
+
+impl mediadex::walks::WalkKind for PausedWalk {
+    fn id(&self) -> WalkKindId {
+        WalkKindId::ContentHash
+    }
+    fn scheme(&self) -> i64 {
+        self.inner.scheme
+    }
+    fn batch_size(&self) -> usize {
+        self.inner.batch
+    }
+    fn process(&self, batch: &[mediadex::model::WalkAsset]) -> mediadex::model::WalkResults {
+        let hashes = batch
+            .iter()
+            .map(|a| {
+                let marker = mediadex::model::ContentHash {
+                    scheme: self.inner.scheme,
+                    hash: MARKER,
+                };
+                (a.id, marker)
+            })
+            .collect();
+        if let Some(tx) = self.processed.lock().unwrap().take() {
+            let _ = tx.send(());
+        }
+        self.go.lock().unwrap().recv().expect("go");
+        mediadex::model::WalkResults::ContentHashes(hashes)
+    }
+}
+
+/// Claims the next row of `kind` and runs `handler` on it under a real lease guard (the
+/// heartbeat thread is set far out: the test decides when anything happens).
+fn run_one_batch(
+    store: &mediadex::store::Store,
+    kind: WalkKindId,
+    handler: &dyn mediadex::queue::JobHandler,
+) -> Option<Result<mediadex::queue::JobDone, mediadex::queue::WorkError>> {
+    let (lease, job) = store.claim_job(&[kind.job_kind()], TTL).unwrap()?;
+    let registry = Arc::new(mediadex::queue::Registry::default());
+    let guard = mediadex::queue::LeaseGuard::register(store, lease, TTL, &registry);
+    guard
+        .begin(Duration::from_secs(3600), &mediadex::queue::NoHooks)
+        .expect("first heartbeat");
+    Some(handler.run(&guard, &job))
+}
+
+#[tokio::test]
+async fn a_walker_force_released_over_http_lands_nothing_when_it_commits_later() {
+    let api = api();
+    let (lib, _) = api.photos("photos");
+    api.scan(lib);
+    let store = api.env.store.clone();
+    let assets: Vec<i64> = store.assets(false).unwrap().iter().map(|a| a.id).collect();
+    let hashes = |store: &mediadex::store::Store| -> Vec<Option<[u8; 32]>> {
+        assets
+            .iter()
+            .map(|&id| {
+                store
+                    .asset(id)
+                    .unwrap()
+                    .unwrap()
+                    .content_hash
+                    .map(|c| c.hash)
+            })
+            .collect()
+    };
+    let before = hashes(&store);
+    let r = api
+        .post_empty("/api/walks/content-hash/start?restart=true")
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED);
+    let job = r.json()["job_id"].as_i64().unwrap();
+
+    let (processed_tx, processed_rx) = tokio::sync::oneshot::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel();
+    let walk = PausedWalk {
+        inner: mediadex::walks::content_hash::ContentHashWalk {
+            scheme: 1,
+            batch: 10,
+        },
+        processed: std::sync::Mutex::new(Some(processed_tx)),
+        go: std::sync::Mutex::new(go_rx),
+    };
+    let handler = mediadex::walks::WalkJob::new(&store, Arc::new(walk));
+    let worker_store = store.clone();
+    let worker = tokio::task::spawn_blocking(move || {
+        run_one_batch(&worker_store, WalkKindId::ContentHash, &handler)
+    });
+    // The walker has processed its batch and holds it, uncommitted.
+    processed_rx.await.expect("the walker processed its batch");
+    let r = api.post_empty("/api/walks/content-hash/release").await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    // Another process claims the chain again: the row runs under a newer generation.
+    let other = api.env.other_process("other:2:0002");
+    let (lease, _) = other
+        .claim_job(&[WalkKindId::ContentHash.job_kind()], TTL)
+        .unwrap()
+        .expect("re-claimable");
+    assert_eq!(lease.id, job);
+    go_tx.send(()).unwrap();
+    let result = worker.await.unwrap();
+    assert!(
+        matches!(result, Some(Err(mediadex::queue::WorkError::Guard(_)))),
+        "the stale commit is refused: {result:?}"
+    );
+    assert_eq!(
+        hashes(&store),
+        before,
+        "no stamp of the stale walker landed"
+    );
+    assert!(!hashes(&store).contains(&Some(MARKER)));
+    let rows: Vec<_> = store
+        .jobs(100)
+        .unwrap()
+        .into_iter()
+        .filter(|j| j.kind == WalkKindId::ContentHash.job_kind() && j.id >= job)
+        .collect();
+    assert_eq!(rows.len(), 1, "no next row: {rows:?}");
+    assert_eq!(
+        (rows[0].state, rows[0].lease_owner.as_deref()),
+        (mediadex::model::JobState::Running, Some("other:2:0002"))
+    );
+    let record = store.walk_record(WalkKindId::ContentHash).unwrap().unwrap();
+    assert_eq!(record.scheme, 0, "the record was not raised");
+    assert!(api.env.counter(mediadex::model::Counter::FenceRejections) >= 1);
+}
+
+#[tokio::test]
+async fn walk_events_follow_each_committed_batch_to_the_end() {
+    let api = api();
+    let (lib, _) = api.photos("photos");
+    api.scan(lib);
+    let store = api.env.store.clone();
+    let mut sse = Sse::open(&api).await;
+    api.post_empty("/api/walks/content-hash/start?restart=true")
+        .await;
+    let mut walk_event = async || loop {
+        let (name, data) = sse.next().await.expect("the stream goes on");
+        if name == "walk" {
+            assert_eq!(data["kind"], "content-hash");
+            return data;
+        }
+    };
+    let e = walk_event().await;
+    assert_eq!(
+        (e["state"].as_str(), e["done"].as_u64(), e["total"].as_u64()),
+        (Some("queued"), Some(0), Some(2))
+    );
+    // Batches of one asset: two full batches, then the short one that ends the chain.
+    let handler = mediadex::walks::WalkJob::new(
+        &store,
+        Arc::new(mediadex::walks::content_hash::ContentHashWalk {
+            scheme: 1,
+            batch: 1,
+        }),
+    );
+    let handler = Arc::new(handler);
+    for done in [1, 2] {
+        let (s, h) = (store.clone(), handler.clone());
+        tokio::task::spawn_blocking(move || {
+            run_one_batch(&s, WalkKindId::ContentHash, h.as_ref()).expect("a row")
+        })
+        .await
+        .unwrap()
+        .expect("committed");
+        // Each event reports what was committed (a claim in between may show as running).
+        let e = loop {
+            let e = walk_event().await;
+            if e["done"] == done {
+                break e;
+            }
+            assert!(e["done"].as_u64() < Some(done), "{e}");
+        };
+        assert_eq!(
+            (e["state"].as_str(), e["total"].as_u64()),
+            (Some("queued"), Some(2))
+        );
+    }
+    let (s, h) = (store.clone(), handler.clone());
+    tokio::task::spawn_blocking(move || {
+        run_one_batch(&s, WalkKindId::ContentHash, h.as_ref()).expect("a row")
+    })
+    .await
+    .unwrap()
+    .expect("committed");
+    let end = loop {
+        let e = walk_event().await;
+        if e["state"] != "running" {
+            break e;
+        }
+    };
+    assert_eq!(end["state"], "done", "{end}");
+    assert_eq!(end["record"]["scheme"], 1);
+    assert!(end["job_id"].is_null());
+}
+
+// ---------------------------------------------------------------------------------------
+// Faces.
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+#[tokio::test]
+async fn faces_of_an_asset_are_redetected_listed_and_refused_where_they_cannot_be() {
+    let api = api();
+    let (lib, root) = api.photos("photos");
+    std::fs::copy(fixture("astronaut.png"), root.join("astronaut.png")).unwrap();
+    api.scan(lib);
+    let astro = api.asset_at("astronaut.png");
+    let b = api.asset_at("b.png");
+
+    let r = api.get(&format!("/api/assets/{astro}/faces")).await;
+    assert_eq!(r.status, StatusCode::OK);
+    let f = r.json();
+    assert!(f["detector_version"].is_null(), "not detected yet: {f}");
+    assert_eq!(f["faces"], serde_json::json!([]));
+    assert_eq!(
+        (f["stored_width"].as_u64(), f["stored_height"].as_u64()),
+        (Some(512), Some(512))
+    );
+
+    let r = api
+        .post_empty(&format!("/api/assets/{astro}/faces/redetect"))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let f = r.json();
+    assert_eq!(f["detector_version"], mediadex::faces::SCHEME);
+    let faces = f["faces"].as_array().unwrap();
+    assert_eq!(faces.len(), 1, "{f}");
+    let face = &faces[0];
+    let (x, y, w, h) = (
+        face["x"].as_f64().unwrap(),
+        face["y"].as_f64().unwrap(),
+        face["w"].as_f64().unwrap(),
+        face["h"].as_f64().unwrap(),
+    );
+    // Her face, in the 512x512 picture's own pixels (tests/faces.rs has the reference).
+    assert!(
+        (200.0..250.0).contains(&(x + w / 2.0)) && (90.0..140.0).contains(&(y + h / 2.0)),
+        "{face}"
+    );
+    assert!(face["score"].as_f64().unwrap() > 0.9);
+    assert_eq!(face["landmarks"].as_array().unwrap().len(), 5);
+    assert_eq!(
+        api.get(&format!("/api/assets/{astro}/faces")).await.json(),
+        f
+    );
+    // A picture without people: detected, none found.
+    let r = api
+        .post_empty(&format!("/api/assets/{b}/faces/redetect"))
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(
+        (
+            r.json()["detector_version"].as_i64(),
+            r.json()["faces"].as_array().map(Vec::len)
+        ),
+        (Some(1), Some(0))
+    );
+
+    // The list holds the assets with faces only.
+    let list = api.get("/api/faces").await.json();
+    let ids: Vec<i64> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["asset_id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, [astro]);
+    assert_eq!(list["items"][0]["faces"], f["faces"]);
+    assert!(list["next_cursor"].is_null());
+
+    // Errors: unknown, trashed, not a picture, no detector, bad paging.
+    for r in [
+        api.get("/api/assets/999/faces").await,
+        api.post_empty("/api/assets/999/faces/redetect").await,
+    ] {
+        assert_eq!(
+            (r.status, r.code()),
+            (StatusCode::NOT_FOUND, "not_found".into())
+        );
+    }
+    let r = api.post_empty(&format!("/api/assets/{astro}/trash")).await;
+    assert_eq!(r.status, StatusCode::OK);
+    let r = api
+        .post_empty(&format!("/api/assets/{astro}/faces/redetect"))
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::CONFLICT, "trashed".into())
+    );
+    let r = api.get(&format!("/api/assets/{astro}/faces")).await;
+    assert_eq!(
+        (r.status, r.json()["trashed"].as_bool()),
+        (StatusCode::OK, Some(true))
+    );
+    assert!(
+        api.get("/api/faces").await.json()["items"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "trash is not listed"
+    );
+    let videos = api.env.library("videos");
+    synthetic::fill(&api.env.store, videos, "v", 0, 1).unwrap();
+    let video = api.asset_at("v/0000000.jpg");
+    let r = api
+        .post_empty(&format!("/api/assets/{video}/faces/redetect"))
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::CONFLICT, "not_an_image".into())
+    );
+    for q in ["limit=0", "limit=501", "cursor=nonsense", "bogus=1"] {
+        let r = api.get(&format!("/api/faces?{q}")).await;
+        assert_eq!(
+            (r.status, r.code()),
+            (StatusCode::BAD_REQUEST, "bad_request".into()),
+            "{q}"
+        );
+    }
+    let r = api
+        .send(
+            Request::post(format!("/api/assets/{b}/faces/redetect"))
+                .header("host", "127.0.0.1:7468")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!((r.status, r.code()), (StatusCode::FORBIDDEN, "csrf".into()));
+    let api = api_tweaked(loopback(), None, None, |c| c.redetect = None);
+    let (lib, _) = api.photos("photos");
+    api.scan(lib);
+    let b = api.asset_at("b.png");
+    let r = api
+        .post_empty(&format!("/api/assets/{b}/faces/redetect"))
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::SERVICE_UNAVAILABLE, "no_detector".into())
+    );
+}
+
+#[tokio::test]
+async fn the_faces_list_pages_through_every_asset_with_faces() {
+    let api = api();
+    let lib = api.env.library("pics");
+    synthetic::fill(&api.env.store, lib, "s", 1, 30).unwrap();
+    let store = &api.env.store;
+    let face = mediadex::model::DetectedFace {
+        x: 1.0,
+        y: 2.0,
+        w: 3.0,
+        h: 4.0,
+        score: 0.95,
+        landmarks: [(1.0, 1.0); 5],
+    };
+    let mut with_faces: Vec<i64> = store
+        .assets(false)
+        .unwrap()
+        .iter()
+        .map(|a| a.id)
+        .filter(|id| id % 3 == 0)
+        .collect();
+    for &id in &with_faces {
+        assert!(store.store_faces(id, 1, vec![face]).unwrap());
+    }
+    // Detected with no face found: not listed.
+    store.store_faces(1, 1, vec![]).unwrap();
+    let mut seen = vec![];
+    let mut uri = "/api/faces?limit=4".to_string();
+    loop {
+        let page = api.get(&uri).await.json();
+        for item in page["items"].as_array().unwrap() {
+            assert_eq!(item["faces"][0]["w"], 3.0);
+            seen.push(item["asset_id"].as_i64().unwrap());
+        }
+        match page["next_cursor"].as_str() {
+            Some(c) => uri = format!("/api/faces?limit=4&cursor={c}"),
+            None => break,
+        }
+    }
+    seen.sort_unstable();
+    with_faces.sort_unstable();
+    assert_eq!(seen, with_faces);
 }

@@ -197,6 +197,7 @@ impl Oracle {
             run_at: now,
             lease_owner: None,
             lease_expires_at: None,
+            heartbeat_at: None,
             checkpoint: None,
             last_error: None,
             created_at: now,

@@ -261,35 +261,39 @@ async function openAsset(id) {
   const media = $("#asset-media");
   media.replaceChildren();
   const frame = el("div", { class: "frame" });
+  let faces = null;
   if (asset.kind === "video") {
-    frame.append(el("video", { src: `/api/assets/${id}/original`, controls: true,
+    // Range requests let the browser seek without fetching the whole file.
+    frame.append(el("video", { src: `/api/assets/${id}/original`, controls: true, playsinline: true,
                                poster: `/api/assets/${id}/thumbnail`, preload: "metadata" }));
   } else {
     const src = browserShows(asset.mime) ? `/api/assets/${id}/original` : `/api/assets/${id}/thumbnail`;
     const img = el("img", { src, alt: "" });
     frame.append(img);
-    img.addEventListener("load", () => drawFaces(frame, img, asset));
+    faces = api("GET", `/api/assets/${id}/faces`).catch(() => null);
+    const draw = async () => { const f = await faces; if (f) drawFaces(frame, img, f); };
+    if (img.complete) draw(); else img.addEventListener("load", draw);
   }
   media.append(frame);
-  renderFacts(asset);
+  renderFacts(asset, faces);
   if (!dialog().open) dialog().showModal();
 }
 
-function drawFaces(frame, img, asset) {
-  const faces = asset.faces || [];
-  const W = asset.stored_width, H = asset.stored_height;
-  if (!faces.length || !W || !H) return;
-  const o = asset.orientation || 1;
+// Boxes come in the file's stored pixels; the browser shows the picture upright.
+function drawFaces(frame, img, f) {
+  const W = f.stored_width, H = f.stored_height;
+  if (!f.faces.length || !W || !H) return;
+  const o = f.orientation || 1;
   const [dw, dh] = o >= 5 ? [H, W] : [W, H];
   const sx = img.clientWidth / dw, sy = img.clientHeight / dh;
-  for (const f of faces) {
-    const [x, y, w, h] = orient(f.x, f.y, f.w, f.h, W, H, o);
-    frame.append(el("div", { class: "face", title: `face ${(f.score * 100).toFixed(0)}%`,
+  for (const face of f.faces) {
+    const [x, y, w, h] = orient(face.x, face.y, face.w, face.h, W, H, o);
+    frame.append(el("div", { class: "face", title: `face ${(face.score * 100).toFixed(0)}%`,
       style: `left:${x * sx}px;top:${y * sy}px;width:${w * sx}px;height:${h * sy}px` }));
   }
 }
 
-function renderFacts(a) {
+function renderFacts(a, faces) {
   const rows = [
     ["Taken", a.taken_at || "unknown"],
     ["Camera", [a.make, a.model].filter(Boolean).join(" ")],
@@ -297,7 +301,6 @@ function renderFacts(a) {
     ["Duration", a.kind === "video" ? fmtDuration(a.duration_ms) : ""],
     ["Codec", a.video_codec],
     ["File", `${fmtBytes(a.size)} · ${a.mime || "unknown type"}`],
-    ["Faces", a.faces ? String(a.faces.length) : ""],
     ["Checksum", a.checksum ? a.checksum.slice(0, 16) + "…" : ""],
   ];
   const dl = $("#asset-facts");
@@ -307,6 +310,11 @@ function renderFacts(a) {
     const href = `https://www.openstreetmap.org/?mlat=${a.lat}&mlon=${a.lon}#map=15/${a.lat}/${a.lon}`;
     dl.append(el("dt", {}, "Place"), el("dd", {},
       el("a", { href, target: "_blank", rel: "noopener" }, `${a.lat.toFixed(5)}, ${a.lon.toFixed(5)} (map)`)));
+  }
+  if (faces) {
+    const dd = el("dd", {}, "…");
+    dl.append(el("dt", {}, "Faces"), dd);
+    faces.then((f) => { dd.textContent = !f ? "" : f.detector_version == null ? "not looked for yet" : String(f.faces.length); });
   }
   for (const p of a.paths || []) {
     dl.append(el("dt", {}, "Path"), el("dd", { class: "path" }, p.path + (p.state !== "present" ? ` (${p.state})` : "")));
@@ -384,8 +392,7 @@ async function loadActivity() {
   const [runs, jobs, walks] = await Promise.all([
     api("GET", "/api/scans?limit=50").catch((e) => { banner(e.message); return []; }),
     api("GET", "/api/jobs").catch(() => []),
-    // No walk endpoint yet: walk chains show in the job queue below.
-    Promise.resolve(null),
+    api("GET", "/api/walks").catch(() => []),
   ]);
   const body = $("#runs");
   body.replaceChildren(...runs.map(runRow));
@@ -410,15 +417,54 @@ function runRow(run) {
     el("td", {}, live ? el("button", { onclick: guard(async () => { await api("POST", `/api/scans/${run.id}/cancel`); loadActivity(); }) }, "Cancel") : ""));
 }
 
+// ---------- walks ----------
+
+const walkNames = { "content-hash": "Content hash", faces: "Faces" };
+const walkState = { none: "not walked", queued: "waiting", running: "running", done: "complete" };
+
 function renderWalks(walks) {
-  const box = $("#walks");
-  if (!walks || !walks.length) { box.textContent = "No walk information from this server."; return; }
-  box.replaceChildren(el("table", { class: "list" },
-    el("thead", {}, el("tr", {}, ...["Walk", "Scheme done", "Current", "Progress", ""].map((h) => el("th", {}, h)))),
-    el("tbody", {}, ...walks.map((w) => el("tr", {},
-      el("td", {}, w.kind), el("td", {}, w.scheme ?? "—"), el("td", {}, w.current_scheme ?? ""),
-      el("td", {}, w.progress || (w.running ? "running" : "idle")),
-      el("td", {}, el("button", { onclick: guard(async () => { await api("POST", `/api/walks/${w.kind}/start`); loadActivity(); }) }, "Start")))))));
+  const body = $("#walks");
+  body.replaceChildren(...walks.map(walkRow));
+  if (!walks.length) body.append(el("tr", {}, el("td", { colspan: 6, class: "muted" }, "This server runs no walks.")));
+}
+
+function walkProgress(w) {
+  if (w.total == null) return w.state === "done" ? "every asset" : "";
+  const pct = w.total ? Math.min(100, Math.round((w.done / w.total) * 100)) : 100;
+  return [el("span", { class: "bar", title: `${pct}%` }, el("span", { style: `width:${pct}%` })),
+          `${w.done} / ${w.total}`];
+}
+
+function walkRow(w) {
+  const live = w.state === "queued" || w.state === "running";
+  const act = (path, body) => guard(async () => {
+    const out = await api("POST", `/api/walks/${w.kind}/${path}`, body);
+    updateWalk(out);
+  });
+  return el("tr", { id: `walk-${w.kind}`, "data-kind": w.kind },
+    el("td", {}, walkNames[w.kind] || w.kind),
+    el("td", {}, `${w.current_scheme}`,
+      el("span", { class: "muted" }, ` (walked to the end: ${w.record.scheme || "never"})`),
+      w.rollback ? el("div", { class: "warning", title: "A newer mediadex walked this database; this one re-stamps under its own scheme." },
+        `⚠ rollback: scheme ${w.record.seen} was run here by a newer mediadex`) : null),
+    el("td", {}, el("span", { class: "state " + w.state }, walkState[w.state] || w.state),
+      w.restart ? el("span", { class: "muted" }, " (restart)") : null),
+    el("td", {}, walkProgress(w)),
+    el("td", { class: "path" }, w.state === "running"
+      ? `${w.lease_owner || "?"} · heartbeat ${Math.round((w.heartbeat_age_ms || 0) / 1000)} s ago` : ""),
+    el("td", {},
+      live ? null : el("button", { onclick: act("start"), title: "Visit the assets that lack this scheme's stamp" }, "Start"),
+      el("button", { onclick: act("start", { restart: true }), title: "Visit every asset again, stamped or not" }, "Restart"),
+      w.state === "running" ? el("button", { class: "danger",
+        onclick: (ev) => { if (confirm(`Take the ${walkNames[w.kind] || w.kind} walk from its worker?`)) act("release")(ev); },
+        title: "Take the walk away from its worker (it is stuck or its process is gone); another worker picks it up" }, "Force release") : null));
+}
+
+// A walk's new state (from an answer or a `walk` event): its row is replaced in place.
+function updateWalk(w) {
+  const row = document.getElementById(`walk-${w.kind}`);
+  if (row) row.replaceWith(walkRow(w));
+  else if (currentView() === "activity") loadActivity();
 }
 
 // ---------- duplicates ----------
@@ -494,6 +540,9 @@ function connectEvents() {
       try { onRunEvent(kind, JSON.parse(ev.data)); } catch { /* a malformed event is skipped */ }
     });
   }
+  source.addEventListener("walk", (ev) => {
+    try { updateWalk(JSON.parse(ev.data)); } catch { /* a malformed event is skipped */ }
+  });
   source.addEventListener("resync", () => { if (currentView() === "activity") loadActivity(); });
 }
 

@@ -73,6 +73,11 @@ pub fn serve(config: Config, mut options: ServeOptions) -> anyhow::Result<()> {
         wake,
         watch: watcher.as_ref().map(crate::watch::Watcher::handle),
         after_restore: Some(after_restore(&store, &config)),
+        walks: super::walk_schemes(&config)
+            .into_iter()
+            .filter_map(|(kind, scheme)| Some((kind, scheme?)))
+            .collect(),
+        redetect: redetect(&store, &config),
     };
     let served = run_http(&store, &options, http, claim.as_ref());
     tracing::info!("stopping: handing leases back");
@@ -142,6 +147,16 @@ fn weak_waker(pool: &Arc<WorkerPool>) -> crate::http::Wake {
 fn after_restore(store: &Store, config: &Config) -> crate::http::Wake {
     let (store, config) = (store.clone(), config.clone());
     Arc::new(move || super::queue_faces_after_restore(&store, &config))
+}
+
+/// One picture's faces detected now, as `mediadex faces redetect` does (none without a
+/// detector).
+fn redetect(store: &Store, config: &Config) -> Option<crate::http::Redetect> {
+    super::face_detector()?;
+    let (store, config) = (store.clone(), config.clone());
+    Some(Arc::new(move |id| {
+        super::redetect_faces(&store, &config, id)
+    }))
 }
 
 /// Watches every library for changes (unless watching is off).

@@ -165,11 +165,11 @@ fn filter(q: ListQuery) -> Result<(AssetFilter, Option<AssetCursor>, i64), ApiEr
 }
 
 /// The cursor as sent: `<id>_<taken>`.
-fn cursor_text(c: &AssetCursor) -> String {
+pub(super) fn cursor_text(c: &AssetCursor) -> String {
     format!("{}_{}", c.id, c.taken)
 }
 
-fn parse_cursor(text: &str) -> Result<AssetCursor, ApiError> {
+pub(super) fn parse_cursor(text: &str) -> Result<AssetCursor, ApiError> {
     let bad = || ApiError::bad_request("cursor is not one this server handed out");
     let (id, taken) = text.split_once('_').ok_or_else(bad)?;
     Ok(AssetCursor {

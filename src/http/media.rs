@@ -1,12 +1,13 @@
 //! An asset's bytes, by asset id only: its thumbnail (made on first request, cached by
-//! checksum, sent immutable with an ETag) and its original file (streamed). The file is
-//! one of the asset's own paths — present ones first, then, for a trashed asset, where the
-//! trash moved it — resolved and checked inside its library root (`contain.rs`); nothing
-//! outside a library is ever read.
+//! checksum, sent immutable with an ETag) and its original file (streamed; one byte range
+//! of it on request, `range.rs`). The file is one of the asset's own paths — present ones
+//! first, then, for a trashed asset, where the trash moved it — resolved and checked inside
+//! its library root (`contain.rs`); nothing outside a library is ever read.
 
 use super::assets::get_asset;
 use super::contain::{ContainError, resolve};
 use super::error::ApiError;
+use super::range;
 use super::{AppState, blocking};
 use crate::model::{Asset, FileState, hex, trash_path};
 use crate::store::Store;
@@ -18,7 +19,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use std::collections::hash_map::Entry;
 use std::path::PathBuf;
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncReadExt, AsyncSeekExt};
 
 const IMMUTABLE: &str = "private, max-age=31536000, immutable";
 const CHUNK: usize = 64 * 1024;
@@ -149,15 +150,24 @@ pub async fn original(
     if not_modified(&headers, &tag) {
         return Ok(StatusCode::NOT_MODIFIED.into_response());
     }
-    let file = tokio::fs::File::open(&path).await.map_err(|e| {
-        ApiError::new(
-            StatusCode::NOT_FOUND,
-            "file_unreadable",
-            format!("cannot read asset {id}'s file: {e}"),
-        )
-    })?;
-    let len = file.metadata().await.map(|m| m.len()).ok();
-    let mut r = Response::new(Body::from_stream(chunks(file)));
+    let mut file = tokio::fs::File::open(&path)
+        .await
+        .map_err(|e| unreadable(id, &e))?;
+    let len = file.metadata().await.map_err(|e| unreadable(id, &e))?.len();
+    let (status, body_len, content_range) = match range::plan(&headers, len, &tag) {
+        range::Plan::Full => (StatusCode::OK, len, None),
+        range::Plan::Unsatisfiable => return Ok(unsatisfiable(id, len)),
+        range::Plan::Part { start, end } => {
+            file.seek(std::io::SeekFrom::Start(start))
+                .await
+                .map_err(|e| unreadable(id, &e))?;
+            let range = format!("bytes {start}-{end}/{len}");
+            (StatusCode::PARTIAL_CONTENT, end - start + 1, Some(range))
+        }
+    };
+    // Only the asked-for bytes are read, a chunk at a time as the client takes them.
+    let mut r = Response::new(Body::from_stream(chunks(file.take(body_len))));
+    *r.status_mut() = status;
     let h = r.headers_mut();
     let mime = asset
         .facts
@@ -167,8 +177,10 @@ pub async fn original(
     let mime =
         HeaderValue::from_str(mime).unwrap_or(HeaderValue::from_static("application/octet-stream"));
     h.insert(header::CONTENT_TYPE, mime);
-    if let Some(len) = len {
-        h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(body_len));
+    h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    if let Some(v) = content_range.and_then(|c| HeaderValue::from_str(&c).ok()) {
+        h.insert(header::CONTENT_RANGE, v);
     }
     if let Ok(v) = HeaderValue::from_str(&tag) {
         h.insert(header::ETAG, v);
@@ -189,10 +201,35 @@ pub async fn original(
     Ok(r)
 }
 
+fn unreadable(id: i64, e: &std::io::Error) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "file_unreadable",
+        format!("cannot read asset {id}'s file: {e}"),
+    )
+}
+
+/// 416, saying how long the file is.
+fn unsatisfiable(id: i64, len: u64) -> Response {
+    let mut r = ApiError::new(
+        StatusCode::RANGE_NOT_SATISFIABLE,
+        "range_not_satisfiable",
+        format!("asset {id}'s file has {len} bytes; the range asked for lies outside them"),
+    )
+    .into_response();
+    if let Ok(v) = HeaderValue::from_str(&format!("bytes */{len}")) {
+        r.headers_mut().insert(header::CONTENT_RANGE, v);
+    }
+    r.headers_mut()
+        .insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    r
+}
+
 /// The file as a stream of chunks, read as the client takes them.
-fn chunks(
-    file: tokio::fs::File,
-) -> impl futures_util::Stream<Item = std::io::Result<Vec<u8>>> + Send {
+fn chunks<R>(file: R) -> impl futures_util::Stream<Item = std::io::Result<Vec<u8>>> + Send
+where
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+{
     futures_util::stream::unfold(Some(file), |file| async move {
         let mut file = file?;
         let mut buf = vec![0; CHUNK];

@@ -7,13 +7,16 @@
 mod assets;
 mod contain;
 mod error;
+mod faces;
 mod jobs;
 mod libraries;
 mod media;
 mod page;
+mod range;
 mod scans;
 pub mod security;
 pub mod sse;
+pub mod walks;
 
 pub use contain::{ContainError, resolve as resolve_in_library};
 pub use error::ApiError;
@@ -35,6 +38,12 @@ pub const MAX_BODY: usize = 64 * 1024;
 /// Called after a request put work in the queue (wakes idle workers).
 pub use crate::watch::Waker as Wake;
 
+/// Detects one asset's faces now and stores them (`mediadex faces redetect`).
+pub type Redetect = Arc<dyn Fn(i64) -> Result<usize, crate::app::RedetectError> + Send + Sync>;
+
+/// The walk kinds a server runs, each with the scheme it walks under.
+pub type WalkKinds = Arc<[(crate::model::WalkKindId, i64)]>;
+
 /// What every handler can reach.
 #[derive(Clone)]
 pub struct AppState {
@@ -49,6 +58,9 @@ pub struct AppState {
     pub watch: Option<crate::watch::WatchHandle>,
     /// Run (on the blocking pool) after a restore committed: queues face detection.
     pub after_restore: Option<Wake>,
+    pub walks: WalkKinds,
+    /// `None` when this build has no face detector.
+    pub redetect: Option<Redetect>,
 }
 
 impl FromRef<AppState> for Arc<Security> {
@@ -73,6 +85,9 @@ pub struct HttpConfig {
     pub wake: Wake,
     pub watch: Option<crate::watch::WatchHandle>,
     pub after_restore: Option<Wake>,
+    /// The walks this server runs (`app::walk_schemes`): `/api/walks` and `walk` events.
+    pub walks: Vec<(crate::model::WalkKindId, i64)>,
+    pub redetect: Option<Redetect>,
 }
 
 impl AppState {
@@ -83,7 +98,8 @@ impl AppState {
         config: HttpConfig,
         shutdown: tokio::sync::watch::Receiver<bool>,
     ) -> Result<AppState, crate::store::StoreError> {
-        let events = sse::Events::start(store.clone(), config.event_poll, shutdown)?;
+        let walks: WalkKinds = config.walks.into();
+        let events = sse::Events::start(store.clone(), config.event_poll, walks.clone(), shutdown)?;
         Ok(AppState {
             store,
             thumbs: Arc::new(config.thumbs),
@@ -93,6 +109,8 @@ impl AppState {
             wake: config.wake,
             watch: config.watch,
             after_restore: config.after_restore,
+            walks,
+            redetect: config.redetect,
         })
     }
 }
@@ -132,6 +150,13 @@ pub fn router(state: AppState) -> Router {
         .route("/api/assets/{id}/original", get(media::original))
         .route("/api/assets/{id}/trash", post(assets::trash))
         .route("/api/assets/{id}/restore", post(assets::restore))
+        .route("/api/assets/{id}/faces", get(faces::of_asset))
+        .route("/api/assets/{id}/faces/redetect", post(faces::redetect))
+        .route("/api/faces", get(faces::list))
+        .route("/api/walks", get(walks::list))
+        .route("/api/walks/{kind}", get(walks::one))
+        .route("/api/walks/{kind}/start", post(walks::start))
+        .route("/api/walks/{kind}/release", post(walks::release))
         .route("/api/duplicates", get(assets::duplicates))
         .route("/api/watch", get(watch_status))
         .route("/api", get(api_listing))

@@ -1,10 +1,14 @@
-//! Server-sent events: scan queued, started, progress and finished. One poller per server
-//! reads the run history from the pool and publishes what changed on a broadcast channel;
-//! every `/api/events` stream relays it. Polling the database (not hooks in the workers)
-//! also shows scans that another process on the same data dir runs. Streams end when the
-//! server shuts down. Owns no writes.
+//! Server-sent events: scan queued, started, progress and finished, and `walk` (a walk's
+//! state after a batch committed, a chain was queued, claimed or released, or it finished).
+//! One poller per server reads the run history and the walk chains from the pool and
+//! publishes what changed on a broadcast channel; every `/api/events` stream relays it.
+//! Polling the database (not hooks in the workers) means an event is only ever published
+//! after the fenced commit it reports has landed, and also shows work that another process
+//! on the same data dir does. Streams end when the server shuts down. Owns no writes.
 
-use crate::model::{RunState, ScanRun};
+use super::WalkKinds;
+use super::walks::{WalkOut, one_state};
+use crate::model::{RunState, ScanRun, WalkKindId, WalkRecord};
 use crate::store::Store;
 use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -17,22 +21,48 @@ use tokio::sync::{broadcast, watch};
 /// How many recent runs the poller compares.
 const WINDOW: i64 = 200;
 
-/// One change of a scan run, as sent to the page.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct RunEvent {
-    /// `scan_queued`, `scan_started`, `scan_progress` or `scan_finished`.
+/// One change, as sent to the page.
+#[derive(Clone, Debug)]
+pub struct BusEvent {
+    /// `scan_queued`, `scan_started`, `scan_progress`, `scan_finished` or `walk`.
     pub kind: &'static str,
-    pub run: ScanRun,
+    pub data: Data,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(untagged)]
+pub enum Data {
+    Run(ScanRun),
+    Walk(WalkOut),
 }
 
 /// The event bus of one server.
 #[derive(Clone)]
 pub struct Events {
-    tx: broadcast::Sender<RunEvent>,
+    tx: broadcast::Sender<BusEvent>,
     shutdown: watch::Receiver<bool>,
 }
 
 type Seen = HashMap<i64, (RunState, Option<String>)>;
+
+/// What a walk's event depends on, read cheaply (no counting) each poll: the live chain
+/// row's id, state, generation and payload, and the record. Heartbeats change none of it.
+type WalkMark = (Option<(i64, &'static str, i64, String)>, Option<WalkRecord>);
+type WalksSeen = HashMap<WalkKindId, WalkMark>;
+
+fn walk_mark(store: &Store, kind: WalkKindId) -> Result<WalkMark, crate::store::StoreError> {
+    let chain = store
+        .live_job(kind.job_kind())?
+        .map(|j| (j.id, j.state.as_str(), j.generation, j.payload));
+    Ok((chain, store.walk_record(kind)?))
+}
+
+fn walk_marks(store: &Store, walks: &WalkKinds) -> Result<WalksSeen, crate::store::StoreError> {
+    walks
+        .iter()
+        .map(|&(kind, _)| Ok((kind, walk_mark(store, kind)?)))
+        .collect()
+}
 
 impl Events {
     /// Takes the baseline now (so that only later changes are events) and starts the
@@ -40,16 +70,20 @@ impl Events {
     pub fn start(
         store: Store,
         every: Duration,
+        walks: WalkKinds,
         shutdown: watch::Receiver<bool>,
     ) -> Result<Events, crate::store::StoreError> {
         let (tx, _) = broadcast::channel(1024);
-        let seen = snapshot(&store.scan_runs(None, WINDOW)?);
+        let seen = Baseline {
+            runs: snapshot(&store.scan_runs(None, WINDOW)?),
+            walks: walk_marks(&store, &walks)?,
+        };
         let events = Events { tx, shutdown };
-        tokio::spawn(poll(store, every, seen, events.clone()));
+        tokio::spawn(poll(store, every, walks, seen, events.clone()));
         Ok(events)
     }
 
-    pub fn subscribe(&self) -> broadcast::Receiver<RunEvent> {
+    pub fn subscribe(&self) -> broadcast::Receiver<BusEvent> {
         self.tx.subscribe()
     }
 }
@@ -77,33 +111,70 @@ fn change(run: &ScanRun, seen: Option<&(RunState, Option<String>)>) -> Option<&'
     }
 }
 
-async fn poll(store: Store, every: Duration, mut seen: Seen, events: Events) {
+/// What the poller saw last.
+struct Baseline {
+    runs: Seen,
+    walks: WalksSeen,
+}
+
+/// One poll: the events since `seen`, and the new baseline. Blocking (store reads).
+fn poll_once(
+    store: &Store,
+    walks: &WalkKinds,
+    seen: &Baseline,
+) -> Result<(Vec<BusEvent>, Baseline), crate::store::StoreError> {
+    let runs = store.scan_runs(None, WINDOW)?;
+    // Oldest first, so that a queued run is announced before its successor.
+    let mut out: Vec<BusEvent> = runs
+        .iter()
+        .rev()
+        .filter_map(|run| {
+            change(run, seen.runs.get(&run.id)).map(|kind| BusEvent {
+                kind,
+                data: Data::Run(run.clone()),
+            })
+        })
+        .collect();
+    let marks = walk_marks(store, walks)?;
+    for &(kind, scheme) in walks.iter() {
+        if marks.get(&kind) != seen.walks.get(&kind) {
+            let walk = one_state(store, kind, scheme)?;
+            out.push(BusEvent {
+                kind: "walk",
+                data: Data::Walk(walk),
+            });
+        }
+    }
+    let next = Baseline {
+        runs: snapshot(&runs),
+        walks: marks,
+    };
+    Ok((out, next))
+}
+
+async fn poll(store: Store, every: Duration, walks: WalkKinds, seen: Baseline, events: Events) {
     let mut shutdown = events.shutdown.clone();
     let mut tick = tokio::time::interval(every);
+    let mut seen = std::sync::Arc::new(seen);
     loop {
         tokio::select! {
             _ = tick.tick() => {}
             _ = shutdown.changed() => return,
         }
-        let reader = store.clone();
-        let runs = match tokio::task::spawn_blocking(move || reader.scan_runs(None, WINDOW)).await {
-            Ok(Ok(runs)) => runs,
+        let (reader, kinds, last) = (store.clone(), walks.clone(), seen.clone());
+        let polled = tokio::task::spawn_blocking(move || poll_once(&reader, &kinds, &last)).await;
+        let (published, next) = match polled {
+            Ok(Ok(done)) => done,
             Ok(Err(e)) => {
                 tracing::debug!(error = %e, "event poll failed; trying again");
                 continue;
             }
             Err(_) => return,
         };
-        // Oldest first, so that a queued run is announced before its successor.
-        for run in runs.iter().rev() {
-            if let Some(kind) = change(run, seen.get(&run.id)) {
-                let _ = events.tx.send(RunEvent {
-                    kind,
-                    run: run.clone(),
-                });
-            }
+        for event in published {
+            let _ = events.tx.send(event);
         }
-        seen = snapshot(&runs);
+        seen = std::sync::Arc::new(next);
     }
 }
 
@@ -123,7 +194,7 @@ pub async fn stream(
                 got = rx.recv() => match got {
                     Ok(e) => Event::default()
                         .event(e.kind)
-                        .json_data(&e.run)
+                        .json_data(&e.data)
                         .unwrap_or_else(|_| Event::default().event("resync").data("{}")),
                     Err(broadcast::error::RecvError::Lagged(_)) => {
                         Event::default().event("resync").data("{}")

@@ -10,7 +10,7 @@ macro_rules! job_cols {
     () => {
         "id, kind, unique_key, payload, state, generation, attempts, max_attempts, run_at, \
          lease_owner, lease_expires_at, checkpoint, last_error, created_at, updated_at, \
-         finished_at"
+         finished_at, heartbeat_at"
     };
 }
 
@@ -32,6 +32,7 @@ fn job_from_row(r: &Row<'_>) -> rusqlite::Result<Job> {
         created_at: r.get(13)?,
         updated_at: r.get(14)?,
         finished_at: r.get(15)?,
+        heartbeat_at: r.get(16)?,
     })
 }
 

@@ -186,6 +186,29 @@ impl Store {
         self.read(|conn| page(conn, filter, after, limit.max(1)))
     }
 
+    /// One page of the live assets with at least one face under their detector version,
+    /// newest taken first, each with its faces: the asset list's `has_faces` page, then the
+    /// faces of each of its (at most `limit`) items on the same connection.
+    pub fn faces_page(
+        &self,
+        after: Option<&AssetCursor>,
+        limit: i64,
+    ) -> Result<AssetPage, StoreError> {
+        let filter = AssetFilter {
+            has_faces: Some(true),
+            ..AssetFilter::default()
+        };
+        self.read(|conn| {
+            let mut page = page(conn, &filter, after, limit.max(1))?;
+            for asset in &mut page.items {
+                if let Some(version) = asset.faces_scheme {
+                    asset.faces = super::faces::of_asset(conn, asset.id, version)?;
+                }
+            }
+            Ok(page)
+        })
+    }
+
     /// The plan SQLite picks for a page query (for the index check in tests).
     pub fn asset_page_plan(
         &self,

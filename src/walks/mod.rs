@@ -227,6 +227,12 @@ pub struct ChainState {
     pub done: u64,
     /// Assets still to visit after the cursor (under the chain's scheme).
     pub left: i64,
+    /// It re-visits stamped assets too (`--restart`).
+    pub restart: bool,
+    /// The row's lease generation, holder and last heartbeat (the last two while running).
+    pub generation: i64,
+    pub lease_owner: Option<String>,
+    pub heartbeat_at: Option<crate::model::Millis>,
 }
 
 pub fn state(store: &Store, kind: WalkKindId, current: i64) -> Result<WalkState, StoreError> {
@@ -242,6 +248,10 @@ pub fn state(store: &Store, kind: WalkKindId, current: i64) -> Result<WalkState,
                 cursor: p.after,
                 done: p.done,
                 left,
+                restart: p.force,
+                generation: job.generation,
+                lease_owner: job.lease_owner,
+                heartbeat_at: job.heartbeat_at,
             })
         }
         None => None,
@@ -254,6 +264,36 @@ pub fn state(store: &Store, kind: WalkKindId, current: i64) -> Result<WalkState,
         completed_at: record.and_then(|r| r.completed_at),
         chain,
     })
+}
+
+/// What a force-release of a walk found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Release {
+    /// The running chain row was put back under a new generation: claimable again, and any
+    /// write of its former holder is fenced off.
+    Released(i64),
+    /// No chain of that kind is waiting or running.
+    NoChain,
+    /// The chain waits for a worker: no lease to release.
+    NotRunning(i64),
+    /// The row ended (its batch committed) before the release landed.
+    Finished(i64),
+}
+
+/// Operator force: releases the running chain row of `kind` through the queue's fenced
+/// release path (`release_unowned`, as `/api/jobs/{id}/release` does).
+pub fn release(store: &Store, kind: WalkKindId) -> Result<Release, StoreError> {
+    let Some(job) = store.live_job(kind.job_kind())? else {
+        return Ok(Release::NoChain);
+    };
+    if job.state != crate::model::JobState::Running {
+        return Ok(Release::NotRunning(job.id));
+    }
+    if store.release_unowned(crate::model::Target::Job, job.id)? {
+        Ok(Release::Released(job.id))
+    } else {
+        Ok(Release::Finished(job.id))
+    }
 }
 
 /// Where an asset's file may be, in the order to try, with the stamp the scan recorded: a

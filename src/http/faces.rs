@@ -1,0 +1,181 @@
+//! Faces over HTTP (DESIGN.md section 8): one asset's stored faces (boxes and landmarks in
+//! original-image pixels, score, the detector version), re-detection of one live picture
+//! through the same path as `mediadex faces redetect` (the `Redetect` the server was given),
+//! and the paged list of assets with faces (the asset list's keyset paging). Holds no SQL.
+
+use super::assets::{DEFAULT_PAGE, MAX_PAGE, get_asset, parse_cursor};
+use super::error::ApiError;
+use super::{AppState, blocking};
+use crate::app::RedetectError;
+use crate::model::{Asset, DetectedFace, MediaKind};
+use axum::Json;
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+
+/// One asset's faces, with what a client needs to place the boxes.
+#[derive(serde::Serialize)]
+pub struct FacesOut {
+    asset_id: i64,
+    /// The detector version the faces come from; `null` until a detector ran on the asset.
+    detector_version: Option<i64>,
+    /// The pixels the boxes are in (as stored, before EXIF orientation), and that
+    /// orientation, so a client can turn them as it shows the picture.
+    stored_width: Option<u32>,
+    stored_height: Option<u32>,
+    orientation: Option<u16>,
+    trashed: bool,
+    faces: Vec<FaceOut>,
+}
+
+#[derive(serde::Serialize)]
+struct FaceOut {
+    x: f32,
+    y: f32,
+    w: f32,
+    h: f32,
+    score: f32,
+    /// Five `[x, y]`: the eyes, the nose, the mouth corners.
+    landmarks: [[f32; 2]; 5],
+}
+
+fn face_out(f: &DetectedFace) -> FaceOut {
+    FaceOut {
+        x: f.x,
+        y: f.y,
+        w: f.w,
+        h: f.h,
+        score: f.score,
+        landmarks: f.landmarks.map(|(x, y)| [x, y]),
+    }
+}
+
+fn faces_out(a: &Asset) -> FacesOut {
+    FacesOut {
+        asset_id: a.id,
+        detector_version: a.faces_scheme,
+        stored_width: a.facts.width,
+        stored_height: a.facts.height,
+        orientation: a.facts.orientation,
+        trashed: a.trashed_at.is_some(),
+        faces: a.faces.iter().map(face_out).collect(),
+    }
+}
+
+/// `GET /api/assets/{id}/faces`: what is stored (a trashed asset's faces are kept until the
+/// sweep, and shown with `trashed: true`).
+pub async fn of_asset(
+    State(s): State<AppState>,
+    id: Result<Path<i64>, PathRejection>,
+) -> Result<Json<FacesOut>, ApiError> {
+    let Path(id) = id?;
+    let store = s.store.clone();
+    let asset = blocking(move || get_asset(&store, id)).await?;
+    Ok(Json(faces_out(&asset)))
+}
+
+/// Why a picture cannot be re-detected, before trying: the same rules as the face walk
+/// (live images only), each with its own code.
+fn check_redetectable(a: &Asset) -> Result<(), ApiError> {
+    if a.trashed_at.is_some() {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "trashed",
+            format!(
+                "asset {} is in the trash; restore it to detect its faces",
+                a.id
+            ),
+        ));
+    }
+    if a.facts.kind != Some(MediaKind::Image) {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "not_an_image",
+            format!(
+                "asset {} is not a picture; faces are found in pictures",
+                a.id
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `POST /api/assets/{id}/faces/redetect`: detects the picture's faces now with the current
+/// detector and answers them.
+pub async fn redetect(
+    State(s): State<AppState>,
+    id: Result<Path<i64>, PathRejection>,
+) -> Result<Json<FacesOut>, ApiError> {
+    let Path(id) = id?;
+    let Some(detect) = s.redetect.clone() else {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "no_detector",
+            "this mediadex has no face detector",
+        ));
+    };
+    let store = s.store.clone();
+    let asset = blocking(move || {
+        check_redetectable(&get_asset(&store, id)?)?;
+        detect(id)?;
+        get_asset(&store, id)
+    })
+    .await?;
+    Ok(Json(faces_out(&asset)))
+}
+
+impl From<RedetectError> for ApiError {
+    fn from(e: RedetectError) -> Self {
+        let message = e.to_string();
+        match e {
+            // Trashed or swept since the check above.
+            RedetectError::NoPicture(_) => {
+                ApiError::new(StatusCode::CONFLICT, "no_picture", message)
+            }
+            RedetectError::Failed(..) => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "detection_failed",
+                message,
+            ),
+            RedetectError::NoDetector(_) => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "no_detector", message)
+            }
+            RedetectError::Store(e) => e.into(),
+        }
+    }
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    limit: Option<i64>,
+    cursor: Option<String>,
+}
+
+#[derive(serde::Serialize)]
+pub struct Page {
+    items: Vec<FacesOut>,
+    next_cursor: Option<String>,
+}
+
+/// `GET /api/faces?limit=&cursor=`: live assets with faces, newest taken first, each with
+/// its faces; keyset paging as `/api/assets`.
+pub async fn list(
+    State(s): State<AppState>,
+    q: Result<Query<ListQuery>, QueryRejection>,
+) -> Result<Json<Page>, ApiError> {
+    let Query(q) = q?;
+    let limit = q.limit.unwrap_or(DEFAULT_PAGE);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(ApiError::bad_request(format!(
+            "limit must be between 1 and {MAX_PAGE}"
+        )));
+    }
+    let cursor = q.cursor.as_deref().map(parse_cursor).transpose()?;
+    let store = s.store.clone();
+    let page = blocking(move || Ok(store.faces_page(cursor.as_ref(), limit)?)).await?;
+    Ok(Json(Page {
+        next_cursor: page.next.as_ref().map(super::assets::cursor_text),
+        items: page.items.iter().map(faces_out).collect(),
+    }))
+}

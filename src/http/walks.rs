@@ -1,0 +1,225 @@
+//! `/api/walks`: the walk chains of this server (DESIGN.md section 7) — each kind's record,
+//! rollback flag, live chain and progress; start (the same `walks::request` path as
+//! `mediadex walk KIND [--restart]`: one chain per kind through the unique index) and
+//! force-release (the queue's fenced `release_unowned`, as `/api/jobs/{id}/release`). Also
+//! the JSON shape of a walk that the `walk` server-sent events carry. Holds no SQL.
+
+use super::error::ApiError;
+use super::{AppState, blocking};
+use crate::model::{JobState, Millis, WalkKindId};
+use crate::store::{Store, StoreError};
+use crate::walks::{Release, WalkState};
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+
+/// One walk kind as the API and the `walk` events show it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct WalkOut {
+    pub kind: &'static str,
+    /// The scheme this server walks under.
+    pub current_scheme: i64,
+    pub record: RecordOut,
+    /// A newer mediadex walked this database under a higher scheme (a rollback).
+    pub rollback: bool,
+    /// `none` (no chain, not walked to the end under the current scheme), `queued`,
+    /// `running` or `done` (no chain, walked to the end).
+    pub state: &'static str,
+    pub job_id: Option<i64>,
+    /// The chain re-visits stamped assets too (`restart`).
+    pub restart: Option<bool>,
+    /// The last asset id the chain committed.
+    pub cursor: Option<i64>,
+    /// Assets visited, and visited plus still to visit.
+    pub done: Option<u64>,
+    pub total: Option<u64>,
+    pub lease_owner: Option<String>,
+    /// Milliseconds since the holder's last heartbeat (while running).
+    pub heartbeat_age_ms: Option<Millis>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct RecordOut {
+    /// The last scheme a walk covered to the end (0: never).
+    pub scheme: i64,
+    /// The highest scheme any mediadex has run on this database.
+    pub seen: i64,
+    pub completed_at: Option<Millis>,
+}
+
+/// The API shape of a walk's state at `now`.
+pub fn walk_out(w: &WalkState, now: Millis) -> WalkOut {
+    let chain = w.chain.as_ref();
+    let running = chain.is_some_and(|c| c.state == JobState::Running);
+    let state = match chain {
+        Some(c) if c.state == JobState::Running => "running",
+        Some(_) => "queued",
+        None if w.scheme >= w.current && w.completed_at.is_some() => "done",
+        None => "none",
+    };
+    WalkOut {
+        kind: w.kind.as_str(),
+        current_scheme: w.current,
+        record: RecordOut {
+            scheme: w.scheme,
+            seen: w.seen,
+            completed_at: w.completed_at,
+        },
+        rollback: w.seen > w.current,
+        state,
+        job_id: chain.map(|c| c.job_id),
+        restart: chain.map(|c| c.restart),
+        cursor: chain.map(|c| c.cursor),
+        done: chain.map(|c| c.done),
+        total: chain.map(|c| c.done + u64::try_from(c.left).unwrap_or(0)),
+        lease_owner: chain
+            .filter(|_| running)
+            .and_then(|c| c.lease_owner.clone()),
+        heartbeat_age_ms: chain
+            .filter(|_| running)
+            .and_then(|c| c.heartbeat_at)
+            .map(|at| (now - at).max(0)),
+    }
+}
+
+/// The state of one kind this server runs.
+pub fn one_state(store: &Store, kind: WalkKindId, scheme: i64) -> Result<WalkOut, StoreError> {
+    let state = crate::walks::state(store, kind, scheme)?;
+    Ok(walk_out(&state, store.now()))
+}
+
+/// The kind named in the path, with this server's scheme for it; 404 `unknown_walk` for a
+/// name that is no walk, or a walk this server cannot run (faces without a detector).
+fn kind_of(s: &AppState, name: &str) -> Result<(WalkKindId, i64), ApiError> {
+    let unknown = || {
+        let known: Vec<&str> = s.walks.iter().map(|(k, _)| k.as_str()).collect();
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_walk",
+            format!(
+                "no walk {name:?} on this server; walks: {}",
+                known.join(", ")
+            ),
+        )
+    };
+    let kind = WalkKindId::parse(name).ok_or_else(unknown)?;
+    s.walks
+        .iter()
+        .find(|(k, _)| *k == kind)
+        .copied()
+        .ok_or_else(unknown)
+}
+
+pub async fn list(State(s): State<AppState>) -> Result<Json<Vec<WalkOut>>, ApiError> {
+    let (store, walks) = (s.store.clone(), s.walks.clone());
+    let out = blocking(move || {
+        walks
+            .iter()
+            .map(|&(kind, scheme)| Ok(one_state(&store, kind, scheme)?))
+            .collect()
+    })
+    .await?;
+    Ok(Json(out))
+}
+
+pub async fn one(
+    State(s): State<AppState>,
+    name: Result<Path<String>, PathRejection>,
+) -> Result<Json<WalkOut>, ApiError> {
+    let Path(name) = name?;
+    let (kind, scheme) = kind_of(&s, &name)?;
+    let store = s.store.clone();
+    Ok(Json(
+        blocking(move || Ok(one_state(&store, kind, scheme)?)).await?,
+    ))
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct StartQuery {
+    restart: Option<bool>,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct StartBody {
+    #[serde(default)]
+    restart: bool,
+}
+
+/// `POST /api/walks/{kind}/start`: the live chain (200), or a new one from the beginning
+/// (202). `restart` (body or query) replaces a live chain with one that re-visits every
+/// asset, stamped or not.
+pub async fn start(
+    State(s): State<AppState>,
+    name: Result<Path<String>, PathRejection>,
+    q: Result<Query<StartQuery>, QueryRejection>,
+    body: Bytes,
+) -> Result<(StatusCode, Json<WalkOut>), ApiError> {
+    let Path(name) = name?;
+    let Query(q) = q?;
+    let (kind, scheme) = kind_of(&s, &name)?;
+    let body: StartBody = if body.iter().all(u8::is_ascii_whitespace) {
+        StartBody::default()
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|e| ApiError::bad_request(format!("invalid walk request: {e}")))?
+    };
+    let restart = body.restart || q.restart.unwrap_or(false);
+    let store = s.store.clone();
+    let (enqueued, out) = blocking(move || {
+        let enqueued = crate::walks::request(&store, kind, scheme, restart)?;
+        Ok((enqueued, one_state(&store, kind, scheme)?))
+    })
+    .await?;
+    (s.wake)();
+    let status = if enqueued.created {
+        StatusCode::ACCEPTED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(out)))
+}
+
+/// `POST /api/walks/{kind}/release`: puts the running chain row back under a new
+/// generation; its holder's later writes land nothing, and a worker claims it again.
+pub async fn release(
+    State(s): State<AppState>,
+    name: Result<Path<String>, PathRejection>,
+) -> Result<Json<WalkOut>, ApiError> {
+    let Path(name) = name?;
+    let (kind, scheme) = kind_of(&s, &name)?;
+    let store = s.store.clone();
+    let out = blocking(move || {
+        match crate::walks::release(&store, kind)? {
+            Release::Released(_) => {}
+            Release::NoChain => {
+                return Err(ApiError::new(
+                    StatusCode::CONFLICT,
+                    "no_chain",
+                    format!("no {kind} walk is waiting or running; nothing to release"),
+                ));
+            }
+            Release::NotRunning(id) => {
+                return Err(ApiError::new(
+                    StatusCode::CONFLICT,
+                    "not_running",
+                    format!("the {kind} walk (job {id}) waits for a worker; no lease to release"),
+                ));
+            }
+            Release::Finished(id) => {
+                return Err(ApiError::new(
+                    StatusCode::CONFLICT,
+                    "finished",
+                    format!("job {id} of the {kind} walk ended before the release; try again"),
+                ));
+            }
+        }
+        Ok(one_state(&store, kind, scheme)?)
+    })
+    .await?;
+    (s.wake)();
+    Ok(Json(out))
+}
