@@ -21,11 +21,37 @@
 # (the database's own writes and fsyncs do still go to the disk of target/bench-data).
 #
 # Environment: SMALL_FILES (100000), LARGE_FILES (40), LARGE_MB (64), REPS (3),
-#              LIBS ("small large": which libraries to run), B3SUM_VERSION (~1.8).
+#              LIBS ("small large": which libraries to run), B3SUM_VERSION (~1.8),
+#              BUILD (1; 0 = measure target/release/mediadex as it is, e.g. one built with
+#              CARGO_PROFILE_RELEASE_STRIP=false for perf, which a rebuild would undo).
 # Generated libraries are cached under target/bench-data/ and rebuilt only when their
 # parameters change (the generator is deterministic: same parameters, same bytes).
 #
-# Last figures (2026-11-29, branch scanperf at 98cc9c7; 2 cores shared with three other
+# Last figures (2026-11-29 21:45-21:52 UTC, branch scanperf2: read_dir walker, chunked walk
+# channel, no savepoint for an op alone in its writer batch). b3sum 1.2.0 from Debian (no time
+# to build 1.8 here). Load average 9.1-11.2 during the run (2 cores; three engineers building
+# tract at once), so wall times are inflated 2-4x for every tool; the cpu columns are steadier.
+# Median of 3, warm page cache.
+#   small (100,000 JPEGs, 1.70 GB)   seconds  files/s   MB/s  peak RSS MiB  cpu s
+#     walk+stat (find)                 1.245    80338   1368     3.0          0.30
+#     b3sum (mmap, default)           12.764     7835    133     3.7          3.01
+#     b3sum --no-mmap                  9.949    10052    171     3.7          2.25
+#     b3sum xargs -P2                 10.190     9813    167     3.7          3.30
+#     mediadex first index            32.375     3089     53    96.7         11.15
+#     mediadex rescan                  2.454    40757    694    46.1          0.77
+#     rescan / walk+stat = 1.97 (cpu 2.56)  MISSED;  first index / b3sum = 2.54 (cpu 3.70) MISSED
+# Where the time goes now (perf record, this binary unstripped):
+#   rescan (0.77 cpu s): walker thread 39% (34% kernel: getdents + statx relative to the
+#     directory fd, dentry lookup; its user side is 2%), diff/reader thread 29% (SQLite reads
+#     of the per-directory known lists, the hash map), main thread 19% (process start-up:
+#     loading the ONNX face model with tract, ~0.15 s cpu, although a scan never uses it),
+#     writer 10% (the few fsync'd commits: claim, heartbeat, completion).
+#   first index (11 cpu s): writer thread 55% (the critical path: SQLite VDBE and B-tree
+#     inserts, malloc; pwrite of WAL frames and checkpoints ~10% of all cpu, fsync ~4%),
+#     reader + rayon 35% (read, blake3, content hash, metadata), main thread 7% (model load).
+#     No sub-journal work is left in the profile.
+#
+# Previous figures (2026-11-29, branch scanperf at 98cc9c7; 2 cores shared with three other
 # engineers' builds, load average 7-11 during the runs, so wall times swing by up to 2x
 # between runs; the cpu columns are steadier). Median of 3, warm page cache.
 #   small (100,000 JPEGs, 1.70 GB)   seconds  files/s   MB/s  peak RSS MiB  cpu s
@@ -73,8 +99,12 @@ log() { printf '>> %s\n' "$*" >&2; }
 # ---------------------------------------------------------------------------------------
 # 1. Tools: the release binary, b3sum from crates.io, GNU time for peak RSS.
 # ---------------------------------------------------------------------------------------
-log "cargo build --release"
-cargo build --release --quiet
+if [ "${BUILD:-1}" = 1 ]; then
+    log "cargo build --release"
+    cargo build --release --quiet
+else
+    log "BUILD=0: using the release binary as it is"
+fi
 
 if [ ! -x "$B3SUM" ]; then
     log "installing b3sum $B3SUM_VERSION from crates.io into $TOOLS"

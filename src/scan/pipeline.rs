@@ -12,7 +12,7 @@
 
 use super::diff::{Reason, reason};
 use super::hash::{Checksum, Extract, read_once};
-use super::walk::{Stamp, Walked, walk};
+use super::walk::{CHUNK, Stamp, Walked, walk};
 use crate::model::MediaFacts;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
 use rayon::prelude::*;
@@ -100,7 +100,7 @@ pub struct Settings {
     pub forced: bool,
     /// Entries per batch (changed files are read on rayon a batch at a time).
     pub batch: usize,
-    /// Capacity of the walker's channel.
+    /// Capacity of the walker's channel, in entries (rounded up to whole chunks).
     pub channel: usize,
 }
 
@@ -149,7 +149,8 @@ pub fn run(
     sink: &mut dyn Sink,
     extract: &Extract<'_>,
 ) -> Result<Summary, SinkError> {
-    let (tx, rx) = bounded(settings.channel.max(1));
+    // The walker sends chunks of up to CHUNK entries: `channel` entries is this many chunks.
+    let (tx, rx) = bounded(settings.channel.div_ceil(CHUNK).max(1));
     let (walk_root, walk_scope) = (root.to_path_buf(), scope.to_path_buf());
     let walker = std::thread::Builder::new()
         .name("mediadex-walker".into())
@@ -203,14 +204,14 @@ fn produce(
     settings: &Settings,
     known: &mut (dyn Known + Send),
     extract: &Extract<'_>,
-    walked: &Receiver<Walked>,
+    walked: &Receiver<Vec<Walked>>,
     batches: &Sender<Batch>,
     stop: &AtomicBool,
 ) -> Result<Summary, SinkError> {
     let mut state = Diffing::new(root, settings, known);
     let mut summary = Summary::default();
     let hand_over = |batch: Batch| batches.send(batch).map_err(|_| SinkError::Cancelled);
-    for item in walked {
+    for item in walked.iter().flatten() {
         if stop.load(Ordering::SeqCst) {
             return Err(SinkError::Cancelled);
         }
@@ -279,11 +280,6 @@ impl<'a> Diffing<'a> {
             Walked::Problem { rel, error } => {
                 self.see_problem(&rel);
                 self.batch.problems.push((rel, error));
-            }
-            Walked::ListingFailed { error } => {
-                // Some directory on the walk path lost entries: trust none of them.
-                self.dirs.iter_mut().for_each(|f| f.listed = false);
-                self.batch.problems.push((PathBuf::new(), error));
             }
         }
         Ok(())
@@ -747,7 +743,7 @@ mod tests {
     #[test]
     fn an_unreadable_folder_makes_nothing_in_it_gone() {
         let mut known = known_tree();
-        // `x` was entered but could not be read: walkdir reports it, then its error.
+        // `x` was entered but could not be read: the walker announces it, then its error.
         let walk = vec![
             dir(""),
             dir("x"),
@@ -769,21 +765,20 @@ mod tests {
     }
 
     #[test]
-    fn a_listing_that_failed_part_way_makes_nothing_on_the_walk_path_gone() {
+    fn a_listing_that_broke_off_part_way_makes_only_that_folder_decide_nothing() {
         let mut known = known_tree();
-        let failed = Walked::ListingFailed {
-            error: "I/O error".into(),
-        };
-        let gone = diff_of(&mut known, vec![dir(""), dir("x"), failed, dir("z")]);
-        // "" and "x" were being listed when the error came: neither decides; z, listed
-        // after it, still does.
-        assert_eq!(gone.files, vec![id_of(&known, "z/d.jpg")]);
-        assert!(gone.dirs.is_empty());
-        // Without the failure, the same walk finds a.jpg, x/b.jpg and x/y gone too.
-        let gone = diff_of(&mut known_tree(), vec![dir(""), dir("x"), dir("z")]);
+        // x's listing failed after the walk had entered x/y: the walker reports it at x.
+        let walk = vec![dir(""), dir("x"), dir("x/y"), problem("x"), dir("z")];
+        let mut gone = diff_of(&mut known, walk).files;
+        gone.sort_unstable();
+        // x/b.jpg is not gone (x decides nothing); x/y and "" were listed completely.
         assert_eq!(
-            (gone.files.len(), gone.dirs),
-            (3, vec![PathBuf::from("x/y")])
+            gone,
+            vec![
+                id_of(&known, "a.jpg"),
+                id_of(&known, "x/y/c.jpg"),
+                id_of(&known, "z/d.jpg")
+            ]
         );
     }
 

@@ -1,22 +1,26 @@
-//! The walker: one thread that lists a library (or a sub-path of it) with walkdir and sends
-//! what it finds down a bounded channel, so memory is bounded by the channel, not by the
-//! library. It reports each directory as it enters it (so the diff knows which directories
-//! it listed), stats files (size, mtime, device, inode; walkdir's own stat, never a second
-//! one) but never opens a file. Junk
-//! (hidden entries, NAS thumbnail and recycle folders, OS droppings) is skipped; symlinks
-//! are followed only while they stay inside the root; loops, dangling links and unreadable
-//! entries are reported as problems, never fatal. Must not touch the database.
+//! The walker: one thread that lists a library (or a sub-path of it) with `std::fs::read_dir`
+//! and sends what it finds down a bounded channel, so memory is bounded by the channel and
+//! the open directories on the current path, not by the library. It reports each directory
+//! as it enters it (so the diff knows which directories it listed), stats files (size,
+//! mtime, device, inode) but never opens a file. The stat is `DirEntry::metadata`, which on
+//! Linux is `statx`/`fstatat` relative to the open directory's fd (no path resolution from
+//! the root per file); a directory is recognised from `readdir`'s `d_type` with no stat at
+//! all. Only symlinks cost more (canonicalize + a followed stat). Junk (hidden entries, NAS
+//! thumbnail and recycle folders, OS droppings) is skipped; symlinks are followed only
+//! while they stay inside the root; loops, dangling links and unreadable entries are
+//! reported as problems, never fatal. Must not touch the database.
 
 use crossbeam_channel::Sender;
+use std::ffi::OsStr;
+use std::fs::{self, DirEntry, FileType, Metadata, ReadDir};
 use std::path::{Path, PathBuf};
-use walkdir::{DirEntry, WalkDir};
 
 pub use crate::model::FileStamp as Stamp;
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum Walked {
     /// A directory the walk is entering (sent before anything inside it). Its listing is
-    /// complete unless a `Problem` at this same path or a `ListingFailed` follows.
+    /// complete unless a `Problem` at this same path follows.
     Dir {
         /// Library-relative path (`""` is the root).
         rel: PathBuf,
@@ -27,11 +31,9 @@ pub enum Walked {
         rel: PathBuf,
         stamp: Stamp,
     },
-    /// Something that could not be listed or followed; recorded, never fatal.
+    /// Something that could not be listed or followed; recorded, never fatal. At the path
+    /// of a directory being listed, it means that listing is incomplete.
     Problem { rel: PathBuf, error: String },
-    /// Reading a directory's entries failed part-way, without saying which directory: none
-    /// of the directories being listed can be trusted to be complete.
-    ListingFailed { error: String },
 }
 
 /// Folder and file names that are never media: NAS and desktop by-products.
@@ -53,80 +55,222 @@ pub fn is_junk(name: &str) -> bool {
     name.starts_with('.') || JUNK_NAMES.iter().any(|j| j.eq_ignore_ascii_case(name))
 }
 
-/// Walks `root/scope` and sends every file and problem to `out`. Returns when done or when
-/// the receiver is gone (the run was cancelled). `root` must be canonical.
-pub fn walk(root: &Path, scope: &Path, out: &Sender<Walked>) {
+fn is_junk_os(name: &OsStr) -> bool {
+    match name.to_str() {
+        Some(name) => is_junk(name),
+        None => is_junk(&name.to_string_lossy()),
+    }
+}
+
+/// A directory being listed: its open listing, its library-relative path, and its real
+/// (symlink-free) path, which tells a link back to one of its ancestors (a loop).
+struct Open {
+    entries: ReadDir,
+    rel: PathBuf,
+    real: PathBuf,
+}
+
+/// The receiver is gone: the run was cancelled, stop walking.
+struct Stopped;
+
+/// Entries per message: the walk hands its findings over in chunks, so the channel (and a
+/// wake-up of the thread reading it) is paid once per chunk, not once per file.
+pub const CHUNK: usize = 256;
+
+/// The walker's end of the channel: buffers entries into chunks, in walk order.
+struct Out<'a> {
+    tx: &'a Sender<Vec<Walked>>,
+    buf: Vec<Walked>,
+}
+
+impl Out<'_> {
+    fn send(&mut self, item: Walked) -> Result<(), Stopped> {
+        self.buf.push(item);
+        if self.buf.len() >= CHUNK {
+            return self.flush();
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), Stopped> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
+        self.tx.send(chunk).map_err(|_| Stopped)
+    }
+}
+
+/// Walks `root/scope` and sends every file and problem to `out`, in chunks of up to `CHUNK`
+/// entries in walk order. Returns when done or when the receiver is gone (the run was
+/// cancelled). `root` must be canonical.
+pub fn walk(root: &Path, scope: &Path, out: &Sender<Vec<Walked>>) {
+    let mut out = Out {
+        tx: out,
+        buf: Vec::with_capacity(CHUNK),
+    };
+    if walk_from(root, scope, &mut out).is_ok() {
+        let _ = out.flush();
+    }
+}
+
+fn walk_from(root: &Path, scope: &Path, out: &mut Out<'_>) -> Result<(), Stopped> {
     let start = root.join(scope);
-    let walker = WalkDir::new(&start)
-        .follow_links(true)
-        .into_iter()
-        .filter_entry(|e| admit(root, e, out));
-    for entry in walker {
-        let item = match entry {
-            Ok(entry) => match file(root, &entry) {
-                Some(item) => item,
-                None => continue,
-            },
-            Err(e) => match e.path() {
-                Some(path) => problem(root, path, &e.to_string()),
-                None => Walked::ListingFailed {
-                    error: e.to_string(),
-                },
-            },
+    let rel = relative(root, &start);
+    // The start is followed if it is a link, as any link inside the root is.
+    let meta = match fs::metadata(&start) {
+        Ok(meta) => meta,
+        Err(e) => return out.send(problem(rel, &e.to_string())),
+    };
+    if !meta.is_dir() {
+        if meta.is_file() {
+            let stamp = stamp(&meta);
+            return out.send(Walked::File { rel, stamp });
+        }
+        return Ok(());
+    }
+    let real = fs::canonicalize(&start).unwrap_or_else(|_| start.clone());
+    let mut stack = Vec::new();
+    descend(&mut stack, &start, rel, real, out)?;
+    while let Some(top) = stack.last_mut() {
+        let step = match top.entries.next() {
+            None => {
+                stack.pop();
+                continue;
+            }
+            Some(Ok(entry)) => decide(root, top, &entry),
+            Some(Err(e)) => {
+                // The listing broke off part-way: this directory decides nothing.
+                let rel = std::mem::take(&mut top.rel);
+                stack.pop();
+                Step::Send(problem(rel, &e.to_string()))
+            }
         };
-        if out.send(item).is_err() {
-            return;
+        match step {
+            Step::Skip => {}
+            Step::Send(item) => out.send(item)?,
+            Step::Descend { path, rel, real } => descend(&mut stack, &path, rel, real, out)?,
         }
     }
+    Ok(())
 }
 
-/// Whether the walk may report or descend into `entry`. A symlink leading out of the root
-/// is reported here, since pruning it hides it from the main loop.
-fn admit(root: &Path, entry: &DirEntry, out: &Sender<Walked>) -> bool {
-    if entry.depth() == 0 {
-        return true;
+/// What to do with one directory entry.
+enum Step {
+    Skip,
+    Send(Walked),
+    Descend {
+        path: PathBuf,
+        rel: PathBuf,
+        real: PathBuf,
+    },
+}
+
+/// Announces directory `rel` and opens it; a directory that cannot be opened is announced,
+/// then reported (the diff then decides nothing inside it).
+fn descend(
+    stack: &mut Vec<Open>,
+    path: &Path,
+    rel: PathBuf,
+    real: PathBuf,
+    out: &mut Out<'_>,
+) -> Result<(), Stopped> {
+    out.send(Walked::Dir { rel: rel.clone() })?;
+    match fs::read_dir(path) {
+        Ok(entries) => {
+            stack.push(Open { entries, rel, real });
+            Ok(())
+        }
+        Err(e) => out.send(problem(rel, &e.to_string())),
     }
-    if is_junk(&entry.file_name().to_string_lossy()) {
-        return false;
+}
+
+/// Decides about one entry of the directory `dir` without any stat for a sub-directory
+/// (`d_type`) and one stat relative to the directory's fd for a file.
+fn decide(root: &Path, dir: &Open, entry: &DirEntry) -> Step {
+    let name = entry.file_name();
+    if is_junk_os(&name) {
+        return Step::Skip;
     }
-    if !entry.path_is_symlink() {
-        return true;
-    }
-    let refusal = match std::fs::canonicalize(entry.path()) {
-        Ok(target) if target.starts_with(root) => return true,
-        Ok(_) => "symlink leads outside the library".to_string(),
-        Err(e) => format!("broken symlink: {e}"),
+    let rel = child(&dir.rel, &name);
+    let kind = match entry.file_type() {
+        Ok(kind) => kind,
+        Err(e) => return Step::Send(problem(rel, &e.to_string())),
     };
-    let _ = out.send(problem(root, entry.path(), &refusal));
-    false
+    if kind.is_symlink() {
+        return follow(root, dir, entry, rel);
+    }
+    if kind.is_dir() {
+        let real = dir.real.join(&name);
+        return Step::Descend {
+            path: entry.path(),
+            rel,
+            real,
+        };
+    }
+    if !kind.is_file() {
+        return Step::Skip;
+    }
+    file_step(rel, entry.metadata())
 }
 
-fn file(root: &Path, entry: &DirEntry) -> Option<Walked> {
-    if entry.file_type().is_dir() {
-        return Some(Walked::Dir {
-            rel: relative(root, entry.path()),
-        });
-    }
-    if !entry.file_type().is_file() {
-        return None;
-    }
-    // walkdir's entry already holds what it stat'ed (followed links: the target's stat).
-    match entry.metadata() {
-        Ok(meta) => Some(Walked::File {
-            rel: relative(root, entry.path()),
+fn file_step(rel: PathBuf, meta: std::io::Result<Metadata>) -> Step {
+    match meta {
+        Ok(meta) => Step::Send(Walked::File {
             stamp: stamp(&meta),
+            rel,
         }),
-        Err(e) => Some(problem(root, entry.path(), &e.to_string())),
+        // Vanished between the listing and the stat, or unreadable: recorded.
+        Err(e) => Step::Send(problem(rel, &e.to_string())),
     }
+}
+
+/// A symlink is followed only while its target stays inside the root, and a directory it
+/// leads to is entered only if it is not one of the directories being listed (a loop).
+fn follow(root: &Path, dir: &Open, entry: &DirEntry, rel: PathBuf) -> Step {
+    let path = entry.path();
+    let target = match fs::canonicalize(&path) {
+        Ok(target) if target.starts_with(root) => target,
+        Ok(_) => return Step::Send(problem(rel, "symlink leads outside the library")),
+        Err(e) => return Step::Send(problem(rel, &format!("broken symlink: {e}"))),
+    };
+    let meta = fs::metadata(&path);
+    let kind = meta.as_ref().map(Metadata::file_type).ok();
+    if kind.as_ref().is_some_and(FileType::is_dir) {
+        if dir.real.starts_with(&target) {
+            let error = format!(
+                "filesystem loop: the link leads back to {}",
+                target.display()
+            );
+            return Step::Send(problem(rel, &error));
+        }
+        return Step::Descend {
+            path,
+            rel,
+            real: target,
+        };
+    }
+    if kind.as_ref().is_some_and(FileType::is_file) || meta.is_err() {
+        return file_step(rel, meta);
+    }
+    Step::Skip
+}
+
+/// `dir/name` in one allocation.
+fn child(dir: &Path, name: &OsStr) -> PathBuf {
+    let mut path = PathBuf::with_capacity(dir.as_os_str().len() + name.len() + 1);
+    path.push(dir);
+    path.push(name);
+    path
 }
 
 fn relative(root: &Path, path: &Path) -> PathBuf {
     path.strip_prefix(root).unwrap_or(path).to_path_buf()
 }
 
-fn problem(root: &Path, path: &Path, error: &str) -> Walked {
+fn problem(rel: PathBuf, error: &str) -> Walked {
     Walked::Problem {
-        rel: relative(root, path),
+        rel,
         error: error.to_string(),
     }
 }
@@ -169,7 +313,7 @@ mod tests {
         let scope = PathBuf::from(scope);
         let walker = std::thread::spawn(move || walk(&root, &scope, &tx));
         let mut seen = BTreeMap::new();
-        for item in rx {
+        for item in rx.into_iter().flatten() {
             match item {
                 Walked::File { rel, stamp } => {
                     seen.insert(rel.to_string_lossy().into_owned(), Ok(stamp.size))
@@ -177,7 +321,7 @@ mod tests {
                 Walked::Problem { rel, error } => {
                     seen.insert(rel.to_string_lossy().into_owned(), Err(error))
                 }
-                Walked::Dir { .. } | Walked::ListingFailed { .. } => None,
+                Walked::Dir { .. } => None,
             };
         }
         walker.join().expect("walker");
@@ -265,7 +409,7 @@ mod tests {
         let (tx, rx) = crossbeam_channel::unbounded();
         walk(&root, Path::new(""), &tx);
         drop(tx);
-        let items: Vec<_> = rx.into_iter().collect();
+        let items: Vec<_> = rx.into_iter().flatten().collect();
         assert!(
             matches!(&items[..], [Walked::Dir { .. }, Walked::File { rel, .. }] if rel.as_os_str() == name)
         );
@@ -280,6 +424,7 @@ mod tests {
         drop(tx);
         let order: Vec<String> = rx
             .into_iter()
+            .flatten()
             .map(|item| match item {
                 Walked::Dir { rel } => format!("dir {}", rel.display()),
                 Walked::File { rel, .. } => format!("file {}", rel.display()),
@@ -291,6 +436,87 @@ mod tests {
         assert!(at("dir 2024") < at("file 2024/a.jpg"));
         assert!(at("dir 2024/trip") < at("file 2024/trip/b.jpg"));
         assert!(!order.iter().any(|o| o.contains("eaDir")), "{order:?}");
+    }
+
+    /// Every item of a walk of `root/scope`, in order.
+    fn items(root: &Path, scope: &str) -> Vec<Walked> {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        walk(root, Path::new(scope), &tx);
+        drop(tx);
+        rx.into_iter().flatten().collect()
+    }
+
+    #[test]
+    fn a_file_stamp_is_the_same_as_a_stat_by_path() {
+        // Stamps stored by earlier walks (a stat by full path) must compare equal to this
+        // walker's (relative to the directory's fd), or every file would look replaced.
+        let dir = tree();
+        let root = fs::canonicalize(dir.path()).expect("canon");
+        let walked = items(&root, "");
+        let files: Vec<_> = walked
+            .iter()
+            .filter_map(|w| match w {
+                Walked::File { rel, stamp } => Some((rel, stamp)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(files.len(), 2);
+        for (rel, walked) in files {
+            let by_path = stamp(&fs::metadata(root.join(rel)).expect("stat"));
+            assert_eq!(*walked, by_path, "{}", rel.display());
+            assert_ne!(walked.inode, 0);
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_linked_folder_inside_the_root_is_walked_under_the_link_name() {
+        use std::os::unix::fs::symlink;
+        let dir = tree();
+        let root = fs::canonicalize(dir.path()).expect("canon");
+        symlink(root.join("2024/trip"), root.join("album")).expect("link");
+        let seen = collect(&root, "");
+        assert_eq!(seen["album/b.jpg"], Ok(2));
+        assert_eq!(seen["2024/trip/b.jpg"], Ok(2));
+        assert_eq!(seen.len(), 3, "{seen:?}");
+    }
+
+    #[test]
+    fn a_scope_naming_a_file_or_nothing_gives_that_file_or_a_problem() {
+        let dir = tree();
+        let root = fs::canonicalize(dir.path()).expect("canon");
+        assert!(matches!(
+            &items(&root, "2024/a.jpg")[..],
+            [Walked::File { rel, stamp }] if rel == Path::new("2024/a.jpg") && stamp.size == 4
+        ));
+        assert!(matches!(
+            &items(&root, "2023")[..],
+            [Walked::Problem { rel, .. }] if rel == Path::new("2023")
+        ));
+    }
+
+    #[test]
+    fn a_large_folder_arrives_complete_and_in_chunks() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = fs::canonicalize(dir.path()).expect("canon");
+        let n = CHUNK * 2 + 7;
+        for i in 0..n {
+            fs::write(root.join(format!("{i}.jpg")), "x").expect("write");
+        }
+        let (tx, rx) = crossbeam_channel::unbounded();
+        walk(&root, Path::new(""), &tx);
+        drop(tx);
+        let chunks: Vec<Vec<Walked>> = rx.into_iter().collect();
+        assert_eq!(
+            chunks.len(),
+            3,
+            "one Dir and {n} files in chunks of {CHUNK}"
+        );
+        let files = chunks.iter().flatten();
+        assert_eq!(
+            files.filter(|w| matches!(w, Walked::File { .. })).count(),
+            n
+        );
     }
 
     #[test]

@@ -2,7 +2,10 @@
 //! a crossbeam channel, and commits up to `max_batch` of them per `BEGIN IMMEDIATE`
 //! transaction with a savepoint per operation. An operation that fails (a stale lease
 //! included) is rolled back to its savepoint alone; replies go out only after the batch has
-//! committed, so a caller never acts on a write that is not on disk.
+//! committed, so a caller never acts on a write that is not on disk. An operation that is
+//! alone in its batch (a scan's ingest of 1024 files, mostly) runs with no savepoint: the
+//! transaction is its own, so rolling it back undoes it alone, and SQLite does not have to
+//! keep a sub-journal copy of every page the operation changes.
 
 use super::{StoreError, counters};
 use crate::model::Counter;
@@ -135,7 +138,12 @@ fn run(conn: Connection, receiver: Receiver<Op>, max_batch: usize, stats: &Stats
     }
 }
 
-fn run_batch(conn: &Connection, batch: Vec<Op>, stats: &Stats) {
+fn run_batch(conn: &Connection, mut batch: Vec<Op>, stats: &Stats) {
+    if batch.len() == 1
+        && let Some(op) = batch.pop()
+    {
+        return run_solo(conn, op, stats);
+    }
     let rows_before = conn.total_changes();
     if let Err(e) = begin_immediate(conn) {
         tracing::error!(error = %e, "could not start a write transaction");
@@ -176,6 +184,53 @@ fn run_batch(conn: &Connection, batch: Vec<Op>, stats: &Stats) {
                 .into_iter()
                 .for_each(|reply| reply(Some(StoreError::from_batch(&e))));
             ops.for_each(|op| (op.abort)(StoreError::from_batch(&e)));
+        }
+    }
+}
+
+/// Runs an operation that is alone in its batch as the whole transaction, without a
+/// savepoint (each statement inside a savepoint copies every page it is the first to change
+/// since the savepoint into the sub-journal: for a 1024-file ingest that was most of the
+/// writer's time). A failed or stale operation rolls the transaction back, which undoes it
+/// alone, as its savepoint would have; a stale lease is then counted on its own.
+fn run_solo(conn: &Connection, op: Op, stats: &Stats) {
+    let rows_before = conn.total_changes();
+    if let Err(e) = begin_immediate(conn) {
+        tracing::error!(error = %e, "could not start a write transaction");
+        return (op.abort)(StoreError::from_batch(&e));
+    }
+    let Op { run, abort } = op;
+    let (status, reply) = match catch_unwind(AssertUnwindSafe(|| run(conn))) {
+        Ok(done) => done,
+        Err(_) => {
+            tracing::error!("a write operation panicked; it was rolled back");
+            let _ = conn.execute_batch("ROLLBACK");
+            return abort(StoreError::WriterGone);
+        }
+    };
+    let outcome = match status {
+        Status::Ok => conn.execute_batch("COMMIT"),
+        Status::Failed => conn.execute_batch("ROLLBACK"),
+        // Counted after the rollback, in a transaction of its own, so the count survives.
+        Status::LeaseLost => conn
+            .execute_batch("ROLLBACK")
+            .and_then(|()| counters::bump_raw(conn, Counter::FenceRejections, 1)),
+    };
+    match outcome {
+        Ok(()) => {
+            stats.ops.fetch_add(1, Ordering::SeqCst);
+            if matches!(status, Status::Ok) {
+                let rows = conn.total_changes().saturating_sub(rows_before);
+                stats.rows.fetch_add(rows, Ordering::SeqCst);
+            }
+            reply(None);
+        }
+        Err(e) => {
+            if !conn.is_autocommit() {
+                let _ = conn.execute_batch("ROLLBACK");
+            }
+            tracing::error!(error = %e, "write transaction rolled back");
+            reply(Some(StoreError::from_batch(&e)));
         }
     }
 }
@@ -308,6 +363,38 @@ mod tests {
             .call(|c| Ok(c.query_row("SELECT value FROM counters", [], |r| r.get(0))?))
             .expect("counter");
         assert_eq!(rejections, 1);
+    }
+
+    #[test]
+    fn an_op_alone_in_its_batch_runs_without_a_savepoint_and_still_rolls_back_alone() {
+        let (_dir, w) = writer();
+        // Alone in its batch, the op is the transaction: there is no savepoint to release.
+        let released: Result<(), StoreError> =
+            w.call(|c| Ok(c.execute_batch("RELEASE op").map(|_| ())?));
+        assert!(released.is_err(), "a sole op ran inside a savepoint");
+        let failed: Result<(), StoreError> = w.call(|c| {
+            c.execute("INSERT INTO t (x) VALUES (1)", [])?;
+            Err(StoreError::Conflict("boom".into()))
+        });
+        assert!(matches!(failed, Err(StoreError::Conflict(_))));
+        let stale: Result<(), StoreError> = w.call(|c| {
+            c.execute("INSERT INTO t (x) VALUES (2)", [])?;
+            Err(StoreError::LeaseLost {
+                target: Target::Job,
+                id: 1,
+                generation: 1,
+            })
+        });
+        assert!(matches!(stale, Err(StoreError::LeaseLost { .. })));
+        w.call(|c| Ok(c.execute("INSERT INTO t (x) VALUES (3)", [])?))
+            .expect("insert");
+        assert_eq!(count(&w), 1, "the failed and the stale op were undone");
+        let rejections: i64 = w
+            .call(|c| Ok(c.query_row("SELECT value FROM counters", [], |r| r.get(0))?))
+            .expect("counter");
+        assert_eq!(rejections, 1, "the stale op was counted");
+        let stats = w.stats();
+        assert_eq!(stats.ops, 6);
     }
 
     #[test]
