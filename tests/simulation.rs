@@ -225,6 +225,7 @@ impl Oracle {
         j.generation += 1;
         j.lease_owner = Some(owner.to_string());
         j.lease_expires_at = Some(now + ttl);
+        j.heartbeat_at = Some(now);
         j.updated_at = now;
         let lease = Lease {
             target: Target::Job,
@@ -242,6 +243,7 @@ impl Oracle {
                 let i = self.job_fence(l, now)?;
                 let j = &mut self.jobs[i];
                 j.lease_expires_at = Some(now + ttl);
+                j.heartbeat_at = Some(now);
                 j.updated_at = now;
             }
             Target::ScanRun => {
