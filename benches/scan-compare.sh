@@ -27,7 +27,19 @@
 # Generated libraries are cached under target/bench-data/ and rebuilt only when their
 # parameters change (the generator is deterministic: same parameters, same bytes).
 #
-# Last figures (2026-11-29 21:45-21:52 UTC, branch scanperf2: read_dir walker, chunked walk
+# Last figures (2026-11-29 22:25-22:29 UTC, main at cd112b1: the read_dir walker of
+# scanperf2 plus a scan that no longer loads the face model; quiet machine, load average
+# 0.3-1.9). Median of 3, warm page cache.
+#   small (100,000 JPEGs, 1.70 GB)   seconds  files/s   MB/s  peak RSS MiB  cpu s
+#     walk+stat (find)                 0.387   258459   4402     3.1          0.37
+#     b3sum (mmap, default)            4.392    22768    388     3.8          6.36
+#     b3sum --no-mmap                  2.302    43433    740     3.7          2.40
+#     b3sum xargs -P2                  1.630    61354   1045     3.7          3.09
+#     mediadex first index             7.640    13089    223    78.0         10.72
+#     mediadex rescan                  0.375   266772   4544    29.9          0.63
+#     rescan / walk+stat = 0.97 (cpu 1.70)  MET;  first index / b3sum = 1.74 (cpu 1.69) MISSED
+#
+# Figures under load (same day 21:45-21:52 UTC, branch scanperf2: read_dir walker, chunked walk
 # channel, no savepoint for an op alone in its writer batch). b3sum 1.2.0 from Debian (no time
 # to build 1.8 here). Load average 9.1-11.2 during the run (2 cores; three engineers building
 # tract at once), so wall times are inflated 2-4x for every tool; the cpu columns are steadier.
