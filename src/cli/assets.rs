@@ -34,28 +34,8 @@ struct AssetOut<'a> {
     content_hash: Option<String>,
     content_hash_scheme: Option<i64>,
     /// The faces stored for the asset's detector version.
-    faces: Vec<FaceOut>,
-}
-
-#[derive(Serialize)]
-struct FaceOut {
-    x: f32,
-    y: f32,
-    w: f32,
-    h: f32,
-    score: f32,
-    landmarks: Vec<[f32; 2]>,
-}
-
-fn face_out(f: &DetectedFace) -> FaceOut {
-    FaceOut {
-        x: f.x,
-        y: f.y,
-        w: f.w,
-        h: f.h,
-        score: f.score,
-        landmarks: f.landmarks.iter().map(|&(x, y)| [x, y]).collect(),
-    }
+    /// Each in stored pixels: `x`, `y`, `w`, `h`, `score`, five `landmarks` `[x, y]`.
+    faces: Vec<DetectedFace>,
 }
 
 fn paths(paths: &[AssetPath]) -> Vec<&str> {
@@ -85,7 +65,7 @@ fn asset_out(a: &Asset) -> AssetOut<'_> {
         trashed: a.trashed_at.is_some(),
         content_hash: a.content_hash.map(|c| hex(&c.hash)),
         content_hash_scheme: a.content_hash.map(|c| c.scheme),
-        faces: a.faces.iter().map(face_out).collect(),
+        faces: a.faces.clone(),
     }
 }
 

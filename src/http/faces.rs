@@ -25,29 +25,8 @@ pub struct FacesOut {
     stored_height: Option<u32>,
     orientation: Option<u16>,
     trashed: bool,
-    faces: Vec<FaceOut>,
-}
-
-#[derive(serde::Serialize)]
-struct FaceOut {
-    x: f32,
-    y: f32,
-    w: f32,
-    h: f32,
-    score: f32,
-    /// Five `[x, y]`: the eyes, the nose, the mouth corners.
-    landmarks: [[f32; 2]; 5],
-}
-
-fn face_out(f: &DetectedFace) -> FaceOut {
-    FaceOut {
-        x: f.x,
-        y: f.y,
-        w: f.w,
-        h: f.h,
-        score: f.score,
-        landmarks: f.landmarks.map(|(x, y)| [x, y]),
-    }
+    /// Each in stored pixels: `x`, `y`, `w`, `h`, `score`, five `landmarks` `[x, y]`.
+    faces: Vec<DetectedFace>,
 }
 
 fn faces_out(a: &Asset) -> FacesOut {
@@ -58,7 +37,7 @@ fn faces_out(a: &Asset) -> FacesOut {
         stored_height: a.facts.height,
         orientation: a.facts.orientation,
         trashed: a.trashed_at.is_some(),
-        faces: a.faces.iter().map(face_out).collect(),
+        faces: a.faces.clone(),
     }
 }
 
