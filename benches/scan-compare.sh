@@ -27,7 +27,17 @@
 # Generated libraries are cached under target/bench-data/ and rebuilt only when their
 # parameters change (the generator is deterministic: same parameters, same bytes).
 #
-# Last figures (2026-11-29 22:25-22:29 UTC, main at cd112b1: the read_dir walker of
+# Last figures (2026-11-29 22:47-22:50 UTC, main with 4096-file scan batches; load 0.4-1.5).
+#   small (100,000 JPEGs, 1.70 GB)   seconds  files/s   MB/s  peak RSS MiB  cpu s
+#     walk+stat (find)                 0.309   323809   5515     3.0          0.29
+#     b3sum (mmap, default)            4.302    23246    396     3.8          6.58
+#     b3sum --no-mmap                  2.284    43781    746     3.7          2.40
+#     b3sum xargs -P2                  1.392    71861   1224     3.7          2.69
+#     mediadex first index             6.378    15678    267    81.7          9.80
+#     mediadex rescan                  0.382   261540   4455    31.9          0.61
+#     rescan / walk+stat = 1.24 (cpu 2.10)  MET;  first index / b3sum = 1.48 (cpu 1.49) MISSED
+#
+# The run before (22:25-22:29 UTC, main at cd112b1, 1024-file batches: the read_dir walker of
 # scanperf2 plus a scan that no longer loads the face model; quiet machine, load average
 # 0.3-1.9). Median of 3, warm page cache.
 #   small (100,000 JPEGs, 1.70 GB)   seconds  files/s   MB/s  peak RSS MiB  cpu s

@@ -108,8 +108,11 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             forced: false,
-            // Each batch is one fsync'd commit: large enough to amortise it.
-            batch: 1024,
+            // Each batch is one fsync'd commit, and it rewrites every index leaf page its
+            // random checksum keys land in: 4096 files per batch made a 100,000-file first
+            // index 1.20x faster than 1024 (benches/scan-compare.sh), for +4 MiB peak RSS
+            // (a batch holds facts, never file bytes).
+            batch: 4096,
             channel: 1024,
         }
     }
