@@ -27,7 +27,16 @@
 # Generated libraries are cached under target/bench-data/ and rebuilt only when their
 # parameters change (the generator is deterministic: same parameters, same bytes).
 #
-# Last figures (2026-11-29 22:47-22:50 UTC, main with 4096-file scan batches; load 0.4-1.5).
+# Last figures (2026-11-29 22:57-23:01 UTC, main with 4096-file batches and the writer's
+# wal_autocheckpoint at 8192 pages; load < 1.5). Two runs, median of 3 each:
+#   small (100,000 JPEGs, 1.70 GB)   seconds  files/s   MB/s  peak RSS MiB  cpu s
+#     b3sum (mmap, default)     4.514 / 4.589                              6.43 / 6.97
+#     mediadex first index      5.381 / 6.130   18584 / 16314    81.9      8.76 / 9.24
+#     mediadex rescan           0.355 / 0.333                    30.4      0.58 / 0.57
+#     first index / b3sum = 1.19 / 1.34 (cpu 1.36 / 1.33) MISSED; rescan / walk+stat = 0.87 /
+#     1.03 MET. (wal_autocheckpoint 32768 instead: first index 6.898 s, 1.60: no better.)
+#
+# With 4096-file batches only (22:47-22:50 UTC; load 0.4-1.5).
 #   small (100,000 JPEGs, 1.70 GB)   seconds  files/s   MB/s  peak RSS MiB  cpu s
 #     walk+stat (find)                 0.309   323809   5515     3.0          0.29
 #     b3sum (mmap, default)            4.302    23246    396     3.8          6.58

@@ -39,8 +39,15 @@ pub(super) fn open_writer(path: &Path, options: &StoreOptions) -> Result<Connect
     if !mode.eq_ignore_ascii_case("wal") {
         tracing::warn!(%mode, "the database could not switch to WAL mode");
     }
-    conn.execute_batch(&pragmas(options, "DEFAULT"))
-        .map_err(open_err)?;
+    // A checkpoint every 8192 WAL pages (32 MiB) instead of SQLite's 1000: a first index
+    // dirties index pages all over the file, and checkpointing them 8x less often made a
+    // 100,000-file first index 1.04-1.19x faster (32768 was no better). The maintenance
+    // loop still checkpoints on its schedule.
+    let writer = format!(
+        "{}\nPRAGMA wal_autocheckpoint = 8192;",
+        pragmas(options, "DEFAULT")
+    );
+    conn.execute_batch(&writer).map_err(open_err)?;
     Ok(conn)
 }
 
