@@ -35,6 +35,11 @@
 #     mediadex rescan           0.355 / 0.333                    30.4      0.58 / 0.57
 #     first index / b3sum = 1.19 / 1.34 (cpu 1.36 / 1.33) MISSED; rescan / walk+stat = 0.87 /
 #     1.03 MET. (wal_autocheckpoint 32768 instead: first index 6.898 s, 1.60: no better.)
+#   large (40 MP4s of 64 MiB, 2.68 GB), same binary, 23:04 UTC:
+#     b3sum (mmap, default)            0.527       76   5093    66.7          1.01
+#     mediadex first index             0.614       65   4373   142.3          1.14
+#     mediadex rescan                  0.033     1225      -    13.7          0.01
+#     first index / b3sum = 1.16 MISSED (0.53 at stop 7 was b3sum slowed by load: 2.4 s)
 #
 # With 4096-file batches only (22:47-22:50 UTC; load 0.4-1.5).
 #   small (100,000 JPEGs, 1.70 GB)   seconds  files/s   MB/s  peak RSS MiB  cpu s
