@@ -100,6 +100,9 @@ pub struct Settings {
     pub forced: bool,
     /// Entries per batch (changed files are read on rayon a batch at a time).
     pub batch: usize,
+    /// Bytes of changed files per batch: a batch of videos commits (and shows progress)
+    /// long before it holds `batch` of them, and a crash re-reads at most this much.
+    pub batch_bytes: u64,
     /// Capacity of the walker's channel, in entries (rounded up to whole chunks).
     pub channel: usize,
 }
@@ -113,6 +116,7 @@ impl Default for Settings {
             // index 1.20x faster than 1024 (benches/scan-compare.sh), for +4 MiB peak RSS
             // (a batch holds facts, never file bytes).
             batch: 4096,
+            batch_bytes: 1 << 30,
             channel: 1024,
         }
     }
@@ -219,7 +223,7 @@ fn produce(
             return Err(SinkError::Cancelled);
         }
         state.take(item)?;
-        if state.pending() >= settings.batch.max(1) {
+        if state.pending() >= settings.batch.max(1) || state.to_read_bytes >= settings.batch_bytes {
             hand_over(state.flush(extract, &mut summary))?;
         }
     }
@@ -246,6 +250,8 @@ struct Diffing<'a> {
     known: &'a mut (dyn Known + Send),
     dirs: Vec<Frame>,
     to_read: Vec<(PathBuf, Stamp, Reason)>,
+    /// Bytes of the files in `to_read`.
+    to_read_bytes: u64,
     batch: Batch,
     gone: Gone,
 }
@@ -258,6 +264,7 @@ impl<'a> Diffing<'a> {
             known,
             dirs: Vec::new(),
             to_read: Vec::new(),
+            to_read_bytes: 0,
             batch: Batch::default(),
             gone: Gone::default(),
         }
@@ -277,7 +284,10 @@ impl<'a> Diffing<'a> {
                     .or_else(|| known.filter(|k| k.retry).map(|_| Reason::Error));
                 match why {
                     None => self.batch.unchanged += 1,
-                    Some(why) => self.to_read.push((rel, stamp, why)),
+                    Some(why) => {
+                        self.to_read_bytes += stamp.size;
+                        self.to_read.push((rel, stamp, why));
+                    }
                 }
             }
             Walked::Problem { rel, error } => {
@@ -381,6 +391,7 @@ impl<'a> Diffing<'a> {
     /// Reads the changed files of this batch on rayon and hands the batch over.
     fn flush(&mut self, extract: &Extract<'_>, summary: &mut Summary) -> Batch {
         let root = self.root;
+        self.to_read_bytes = 0;
         let read: Vec<Observed> = std::mem::take(&mut self.to_read)
             .into_par_iter()
             .map(|(rel, stamp, why)| observe(root, rel, stamp, why, extract))
@@ -544,6 +555,26 @@ mod tests {
             channel: 3,
             ..Settings::default()
         }
+    }
+
+    #[test]
+    fn a_batch_is_cut_by_the_bytes_it_reads_too() {
+        let dir = library(40);
+        let settings = Settings {
+            batch: 1000,
+            batch_bytes: 20,
+            ..small_batches()
+        };
+        let (sink, summary) = scan(dir.path(), &mut Memory::default(), &settings);
+        assert_eq!(summary.files_read, 40);
+        let bytes = |b: &Batch| b.changed.iter().map(|o| o.stamp.size).sum::<u64>();
+        // Files of 7 or 8 bytes: a batch is cut once it holds 20 bytes, so after 3 files.
+        assert!(
+            sink.batches.iter().all(|b| bytes(b) <= 24),
+            "{:?}",
+            sink.batches.iter().map(bytes).collect::<Vec<_>>()
+        );
+        assert!(sink.batches.len() >= 14, "{} batches", sink.batches.len());
     }
 
     #[test]
