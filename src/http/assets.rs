@@ -144,12 +144,7 @@ fn filter(q: ListQuery) -> Result<(AssetFilter, Option<AssetCursor>, i64), ApiEr
                 .ok_or_else(|| ApiError::bad_request("kind must be image, video or other"))?,
         ),
     };
-    let limit = q.limit.unwrap_or(DEFAULT_PAGE);
-    if !(1..=MAX_PAGE).contains(&limit) {
-        return Err(ApiError::bad_request(format!(
-            "limit must be between 1 and {MAX_PAGE}"
-        )));
-    }
+    let limit = super::error::limit(q.limit, DEFAULT_PAGE, MAX_PAGE)?;
     let cursor = q.cursor.as_deref().map(parse_cursor).transpose()?;
     let filter = AssetFilter {
         trashed: flag("trashed", q.trashed.as_deref())?.unwrap_or(false),

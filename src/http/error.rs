@@ -32,7 +32,21 @@ impl ApiError {
     pub fn bad_request(message: impl Into<String>) -> Self {
         ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
     }
+}
 
+/// A list's `limit` query parameter: `default` when absent, else within `1..=max`.
+pub fn limit(given: Option<i64>, default: i64, max: i64) -> Result<i64, ApiError> {
+    let limit = given.unwrap_or(default);
+    if (1..=max).contains(&limit) {
+        Ok(limit)
+    } else {
+        Err(ApiError::bad_request(format!(
+            "limit must be between 1 and {max}"
+        )))
+    }
+}
+
+impl ApiError {
     pub fn not_found(message: impl Into<String>) -> Self {
         ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
     }

@@ -144,12 +144,7 @@ pub async fn list(
     q: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Page>, ApiError> {
     let Query(q) = q?;
-    let limit = q.limit.unwrap_or(DEFAULT_PAGE);
-    if !(1..=MAX_PAGE).contains(&limit) {
-        return Err(ApiError::bad_request(format!(
-            "limit must be between 1 and {MAX_PAGE}"
-        )));
-    }
+    let limit = super::error::limit(q.limit, DEFAULT_PAGE, MAX_PAGE)?;
     let cursor = q.cursor.as_deref().map(parse_cursor).transpose()?;
     let store = s.store.clone();
     let page = blocking(move || Ok(store.faces_page(cursor.as_ref(), limit)?)).await?;

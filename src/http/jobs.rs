@@ -21,10 +21,7 @@ pub async fn list(
     q: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Vec<Job>>, ApiError> {
     let Query(q) = q?;
-    let limit = q.limit.unwrap_or(50);
-    if !(1..=1000).contains(&limit) {
-        return Err(ApiError::bad_request("limit must be between 1 and 1000"));
-    }
+    let limit = super::error::limit(q.limit, 50, 1000)?;
     let store = s.store.clone();
     Ok(Json(blocking(move || Ok(store.jobs(limit)?)).await?))
 }

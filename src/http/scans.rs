@@ -131,10 +131,7 @@ pub async fn history(
     q: Result<Query<HistoryQuery>, QueryRejection>,
 ) -> Result<Json<Vec<RunOut>>, ApiError> {
     let Query(q) = q?;
-    let limit = q.limit.unwrap_or(50);
-    if !(1..=1000).contains(&limit) {
-        return Err(ApiError::bad_request("limit must be between 1 and 1000"));
-    }
+    let limit = super::error::limit(q.limit, 50, 1000)?;
     let store = s.store.clone();
     let runs = blocking(move || {
         let runs = store.scan_runs(q.library, limit)?;
