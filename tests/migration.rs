@@ -228,3 +228,93 @@ fn a_database_newer_than_the_binary_is_refused_and_left_unchanged() {
     drop(again);
     open(&path, &clock, "newer:1:0001", after_next()).expect("extra still exists");
 }
+
+/// This binary's migrations up to `version` only: a database as an older binary left it.
+fn up_to(version: i64) -> &'static [Migration] {
+    let old: Vec<Migration> = MIGRATIONS
+        .iter()
+        .filter(|m| m.version <= version)
+        .map(|m| Migration {
+            version: m.version,
+            name: m.name,
+            sql: m.sql,
+        })
+        .collect();
+    Box::leak(old.into_boxed_slice())
+}
+
+fn raw(path: &Path) -> rusqlite::Connection {
+    rusqlite::Connection::open(path).expect("raw connection")
+}
+
+/// Whether inserting an asset builds a temporary table (a CHECK with an IN list does).
+fn asset_insert_is_ephemeral(conn: &rusqlite::Connection) -> bool {
+    let sql = "EXPLAIN INSERT INTO assets (checksum, size, kind, created_at) VALUES (?1, 1, ?2, 1)";
+    let mut stmt = conn.prepare(sql).expect("explain");
+    let mut rows = stmt.raw_query();
+    let mut found = false;
+    while let Some(r) = rows.next().expect("row") {
+        found |= r.get::<_, String>(1).expect("opcode") == "OpenEphemeral";
+    }
+    found
+}
+
+/// Migration 6 rewrites CHECK constraints in place (sqlite_schema): an old database keeps
+/// its rows, the CHECKs still refuse what they refused, and a connection that was open
+/// across the upgrade (another process) reloads the new schema.
+#[test]
+fn the_check_list_edit_keeps_rows_and_constraints_and_other_connections_see_it() {
+    let (_dir, path, clock) = setup();
+    drop(open(&path, &clock, "old:1:0001", up_to(5)).expect("a version-5 database"));
+    let other = raw(&path);
+    other
+        .execute_batch(
+            "INSERT INTO libraries (id, name, root, created_at) VALUES (1, 'l', '/l', 1);
+             INSERT INTO assets (id, checksum, size, kind, created_at, trashed_at, trash_reason)
+                  VALUES (7, zeroblob(32), 1, 'image', 1, 2, 'user');
+             INSERT INTO files (library_id, rel_path, rel_path_text, size, mtime_ns, dev, inode,
+                                asset_id, last_reason, first_seen_run, last_seen_run)
+                  VALUES (1, CAST('a.jpg' AS BLOB), 'a.jpg', 1, 1, 1, 1, 7, 'inode', 1, 1);",
+        )
+        .expect("old rows");
+    assert!(
+        asset_insert_is_ephemeral(&other),
+        "version 5 has the IN lists"
+    );
+
+    drop(open(&path, &clock, "new:1:0002", MIGRATIONS).expect("the upgrade"));
+
+    // A statement that runs (EXPLAIN alone does not) checks the schema cookie and reloads.
+    let count = |sql: &str| other.query_row(sql, [], |r| r.get::<_, i64>(0)).expect(sql);
+    assert_eq!(
+        count("SELECT count(*) FROM assets WHERE trash_reason = 'user'"),
+        1
+    );
+    assert!(
+        !asset_insert_is_ephemeral(&other),
+        "the open connection reloaded the schema"
+    );
+    assert_eq!(
+        count("SELECT count(*) FROM files WHERE last_reason = 'inode'"),
+        1
+    );
+    let check = |sql: &str| {
+        let err = other.execute(sql, []).expect_err(sql).to_string();
+        assert!(err.contains("CHECK constraint failed"), "{sql}: {err}");
+    };
+    check(
+        "INSERT INTO assets (checksum, size, kind, created_at) VALUES (randomblob(32), 1, 'x', 1)",
+    );
+    check("UPDATE assets SET trash_reason = 'x' WHERE id = 7");
+    check("UPDATE files SET last_reason = 'x'");
+    other
+        .execute(
+            "INSERT INTO assets (checksum, size, created_at) VALUES (randomblob(32), 1, 1)",
+            [],
+        )
+        .expect("a NULL kind passes, as with the IN list");
+    let ok: String = other
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .expect("check");
+    assert_eq!(ok, "ok");
+}

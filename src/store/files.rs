@@ -38,8 +38,10 @@ const DIR_ROWS_BETWEEN: &str = "
     SELECT id, rel_path, size, mtime_ns, dev, inode, asset_id, last_reason = 'error',
            state = 'present'
       FROM files WHERE library_id = ?1 AND rel_path >= ?2 AND rel_path < ?3 ORDER BY rel_path";
-const PREVIOUS: &str = "SELECT asset_id FROM files WHERE library_id = ?1 AND rel_path = ?2";
-/// Upsert of a processed file. An unreadable file (no asset given) keeps its old link.
+const PREVIOUS: &str = "SELECT id, asset_id FROM files WHERE library_id = ?1 AND rel_path = ?2";
+/// Upsert of a processed file. An unreadable file (no asset given) keeps its old link. No
+/// RETURNING (it costs an ephemeral table per execution): the row read before it (`PREVIOUS`,
+/// in the same write transaction) or the insert's rowid tell the id and the link.
 const UPSERT: &str = "
     INSERT INTO files (library_id, rel_path, rel_path_text, size, mtime_ns, dev, inode,
                        asset_id, state, last_reason, error, first_seen_run, last_seen_run)
@@ -49,8 +51,7 @@ const UPSERT: &str = "
         mtime_ns = excluded.mtime_ns, dev = excluded.dev, inode = excluded.inode,
         asset_id = coalesce(excluded.asset_id, files.asset_id), state = 'present',
         last_reason = excluded.last_reason, error = excluded.error,
-        last_seen_run = excluded.last_seen_run, missing_since = NULL
-    RETURNING id, asset_id";
+        last_seen_run = excluded.last_seen_run, missing_since = NULL";
 const COUNT_REASON: &str = "
     INSERT INTO scan_run_reasons (run_id, reason, count) VALUES (?1, ?2, ?3)
     ON CONFLICT (run_id, reason) DO UPDATE SET count = count + excluded.count";
@@ -204,11 +205,13 @@ pub(super) fn ingest_one(
     item: &IngestItem,
     now: Millis,
 ) -> Result<ItemOutcome, StoreError> {
-    let previous: Option<i64> = conn
+    let row: Option<(i64, Option<i64>)> = conn
         .prepare_cached(PREVIOUS)?
-        .query_row(params![library_id, item.rel_path], |r| r.get(0))
-        .optional()?
-        .flatten();
+        .query_row(params![library_id, item.rel_path], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()?;
+    let previous = row.and_then(|(_, asset)| asset);
     let none = MediaFacts::default();
     let claimed = match &item.checksum {
         Some(checksum) => {
@@ -235,22 +238,21 @@ pub(super) fn ingest_one(
         None => None,
     };
     let (size, mtime, dev, inode) = stamp_params(&item.stamp);
-    let (file_id, asset_id): (i64, Option<i64>) = conn.prepare_cached(UPSERT)?.query_row(
-        params![
-            library_id,
-            item.rel_path,
-            item.rel_path_text,
-            size,
-            mtime,
-            dev,
-            inode,
-            claimed.map(|(id, _)| id),
-            item.reason.as_str(),
-            item.error,
-            run_id
-        ],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
+    conn.prepare_cached(UPSERT)?.execute(params![
+        library_id,
+        item.rel_path,
+        item.rel_path_text,
+        size,
+        mtime,
+        dev,
+        inode,
+        claimed.map(|(id, _)| id),
+        item.reason.as_str(),
+        item.error,
+        run_id
+    ])?;
+    let file_id = row.map_or_else(|| conn.last_insert_rowid(), |(id, _)| id);
+    let asset_id = claimed.map(|(id, _)| id).or(previous);
     if let Some(old) = previous.filter(|old| Some(*old) != asset_id) {
         trash_if_orphan(conn, old, TrashReason::Replaced, now)?;
     }
@@ -495,5 +497,51 @@ impl Store {
             })?;
             Ok(rows.collect::<Result<_, _>>()?)
         })
+    }
+}
+
+/// The statements a first index runs for every file must not build a temporary table per
+/// execution: SQLite does that for a `RETURNING` clause and for a CHECK with an `IN` list of
+/// more than two constants, and it cost a third of the writer's time.
+#[cfg(test)]
+mod plan_tests {
+    use super::{PREVIOUS, UPSERT};
+    use crate::clock::FakeClock;
+    use crate::store::assets::INSERT;
+    use crate::store::{Store, StoreOptions};
+
+    fn ephemeral_tables(conn: &rusqlite::Connection, sql: &str) -> Vec<i64> {
+        let mut stmt = conn.prepare(&format!("EXPLAIN {sql}")).expect("explain");
+        // Unbound parameters are NULL: EXPLAIN only compiles the statement.
+        let mut rows = stmt.raw_query();
+        let mut at = Vec::new();
+        while let Some(r) = rows.next().expect("row") {
+            if r.get::<_, String>(1).expect("opcode") == "OpenEphemeral" {
+                at.push(r.get::<_, i64>(0).expect("address"));
+            }
+        }
+        at
+    }
+
+    #[test]
+    fn the_per_file_statements_open_no_ephemeral_table_on_the_writer() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let clock = FakeClock::new(1_800_000_000_000);
+        let store =
+            Store::open(&dir.path().join("m.db"), clock, StoreOptions::default()).expect("open");
+        // On the writer's own connection: the one that ran the migrations.
+        let found = store
+            .write(|conn, _| {
+                Ok([
+                    ("insert asset", INSERT),
+                    ("previous", PREVIOUS),
+                    ("upsert", UPSERT),
+                ]
+                .map(|(name, sql)| (name, ephemeral_tables(conn, sql))))
+            })
+            .expect("explain on the writer");
+        for (name, at) in found {
+            assert!(at.is_empty(), "{name}: OpenEphemeral at {at:?}");
+        }
     }
 }

@@ -39,6 +39,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "trash moves",
         sql: include_str!("../../schema/0005_trash_moves.sql"),
     },
+    Migration {
+        version: 6,
+        name: "check lists",
+        sql: include_str!("../../schema/0006_check_lists.sql"),
+    },
 ];
 
 pub(super) fn migrate(
@@ -65,9 +70,29 @@ pub(super) fn migrate(
     for m in migrations.iter().filter(|m| m.version > found) {
         tracing::info!(version = m.version, name = m.name, "applying migration");
         tx.execute_batch(m.sql)?;
+        finish_schema_edit(&tx)?;
         tx.pragma_update(None, "user_version", m.version)?;
     }
     tx.commit()?;
+    Ok(())
+}
+
+/// A migration that edits `sqlite_schema` in place turns `writable_schema` on; this ends
+/// SQLite's documented procedure for it in the same transaction: one more schema_version
+/// (other connections reload the schema), `writable_schema = RESET` (this one reloads it
+/// now, so the writer runs the edited tables), and a full parse of the edited schema, so
+/// a text that does not parse fails the migration and rolls it back.
+fn finish_schema_edit(tx: &Connection) -> Result<(), StoreError> {
+    let editing: bool = tx.query_row("PRAGMA writable_schema", [], |r| r.get(0))?;
+    if !editing {
+        return Ok(());
+    }
+    let version: i64 = tx.query_row("PRAGMA schema_version", [], |r| r.get(0))?;
+    tx.pragma_update(None, "schema_version", version + 1)?;
+    tx.execute_batch("PRAGMA writable_schema = RESET")?;
+    tx.query_row("SELECT count(*) FROM sqlite_schema", [], |r| {
+        r.get::<_, i64>(0)
+    })?;
     Ok(())
 }
 
