@@ -39,19 +39,20 @@ const DIR_ROWS_BETWEEN: &str = "
            state = 'present'
       FROM files WHERE library_id = ?1 AND rel_path >= ?2 AND rel_path < ?3 ORDER BY rel_path";
 const PREVIOUS: &str = "SELECT id, asset_id FROM files WHERE library_id = ?1 AND rel_path = ?2";
-/// Upsert of a processed file. An unreadable file (no asset given) keeps its old link. No
-/// RETURNING (it costs an ephemeral table per execution): the row read before it (`PREVIOUS`,
-/// in the same write transaction) or the insert's rowid tell the id and the link.
-const UPSERT: &str = "
+/// A processed file new to the library. Not an upsert: `PREVIOUS` (in the same write
+/// transaction) already told whether the row exists, and an `ON CONFLICT DO UPDATE` on a
+/// table with foreign keys makes every execution keep a statement journal.
+const INSERT_FILE: &str = "
     INSERT INTO files (library_id, rel_path, rel_path_text, size, mtime_ns, dev, inode,
                        asset_id, state, last_reason, error, first_seen_run, last_seen_run)
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'present', ?9, ?10, ?11, ?11)
-    ON CONFLICT (library_id, rel_path) DO UPDATE SET
-        rel_path_text = excluded.rel_path_text, size = excluded.size,
-        mtime_ns = excluded.mtime_ns, dev = excluded.dev, inode = excluded.inode,
-        asset_id = coalesce(excluded.asset_id, files.asset_id), state = 'present',
-        last_reason = excluded.last_reason, error = excluded.error,
-        last_seen_run = excluded.last_seen_run, missing_since = NULL";
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'present', ?9, ?10, ?11, ?11)";
+/// A processed file the library had a row for. An unreadable file (no asset given) keeps
+/// its old link.
+const UPDATE_FILE: &str = "
+    UPDATE files SET rel_path_text = ?2, size = ?3, mtime_ns = ?4, dev = ?5, inode = ?6,
+                     asset_id = coalesce(?7, asset_id), state = 'present', last_reason = ?8,
+                     error = ?9, last_seen_run = ?10, missing_since = NULL
+     WHERE id = ?1";
 const COUNT_REASON: &str = "
     INSERT INTO scan_run_reasons (run_id, reason, count) VALUES (?1, ?2, ?3)
     ON CONFLICT (run_id, reason) DO UPDATE SET count = count + excluded.count";
@@ -196,6 +197,39 @@ fn stamp_params(s: &FileStamp) -> (i64, i64, i64, i64) {
     (s.size as i64, s.mtime_ns, s.dev as i64, s.inode as i64)
 }
 
+/// Writes the file row of `item`: an update of row `existing`, or an insert. Answers its id.
+fn write_row(
+    conn: &Connection,
+    existing: Option<i64>,
+    library_id: i64,
+    item: &IngestItem,
+    asset: Option<i64>,
+    run_id: i64,
+) -> Result<i64, StoreError> {
+    let (size, mtime, dev, inode) = stamp_params(&item.stamp);
+    let (text, reason, error) = (&item.rel_path_text, item.reason.as_str(), &item.error);
+    let Some(id) = existing else {
+        conn.prepare_cached(INSERT_FILE)?.execute(params![
+            library_id,
+            item.rel_path,
+            text,
+            size,
+            mtime,
+            dev,
+            inode,
+            asset,
+            reason,
+            error,
+            run_id
+        ])?;
+        return Ok(conn.last_insert_rowid());
+    };
+    conn.prepare_cached(UPDATE_FILE)?.execute(params![
+        id, text, size, mtime, dev, inode, asset, reason, error, run_id
+    ])?;
+    Ok(id)
+}
+
 /// One item of a batch: the claim (when the file was read), the file row, and the trash of
 /// the asset the file showed before if nothing shows it any more (its content was replaced).
 pub(super) fn ingest_one(
@@ -237,21 +271,14 @@ pub(super) fn ingest_one(
         }
         None => None,
     };
-    let (size, mtime, dev, inode) = stamp_params(&item.stamp);
-    conn.prepare_cached(UPSERT)?.execute(params![
+    let file_id = write_row(
+        conn,
+        row.map(|(id, _)| id),
         library_id,
-        item.rel_path,
-        item.rel_path_text,
-        size,
-        mtime,
-        dev,
-        inode,
+        item,
         claimed.map(|(id, _)| id),
-        item.reason.as_str(),
-        item.error,
-        run_id
-    ])?;
-    let file_id = row.map_or_else(|| conn.last_insert_rowid(), |(id, _)| id);
+        run_id,
+    )?;
     let asset_id = claimed.map(|(id, _)| id).or(previous);
     if let Some(old) = previous.filter(|old| Some(*old) != asset_id) {
         trash_if_orphan(conn, old, TrashReason::Replaced, now)?;
@@ -505,7 +532,7 @@ impl Store {
 /// more than two constants, and it cost a third of the writer's time.
 #[cfg(test)]
 mod plan_tests {
-    use super::{PREVIOUS, UPSERT};
+    use super::{INSERT_FILE, PREVIOUS, UPDATE_FILE};
     use crate::clock::FakeClock;
     use crate::store::assets::INSERT;
     use crate::store::{Store, StoreOptions};
@@ -535,7 +562,8 @@ mod plan_tests {
                 Ok([
                     ("insert asset", INSERT),
                     ("previous", PREVIOUS),
-                    ("upsert", UPSERT),
+                    ("insert file", INSERT_FILE),
+                    ("update file", UPDATE_FILE),
                 ]
                 .map(|(name, sql)| (name, ephemeral_tables(conn, sql))))
             })
