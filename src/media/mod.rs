@@ -56,7 +56,11 @@ fn read_all(path: &Path, facts: &mut MediaFacts) -> Result<(), String> {
     (facts.kind, facts.mime) = sniff(&head);
     let mime = facts.mime.clone().unwrap_or_default();
     match facts.kind {
-        Some(MediaKind::Image) => read_image(BufReader::new(file), &mime, facts),
+        Some(MediaKind::Image) => {
+            let mut reader = BufReader::new(file);
+            let complete = (mime == "image/jpeg").then(|| photo::jpeg_end_check(&mut reader));
+            read_image(reader, &mime, complete, facts)
+        }
         Some(MediaKind::Video) => video::read_track(file, facts),
         _ => Ok(()),
     }
@@ -70,24 +74,25 @@ fn read_bytes(bytes: &[u8], facts: &mut MediaFacts) -> Result<(), String> {
     (facts.kind, facts.mime) = sniff(&bytes[..bytes.len().min(HEAD_LEN)]);
     let mime = facts.mime.clone().unwrap_or_default();
     match facts.kind {
-        Some(MediaKind::Image) => read_image(Cursor::new(bytes), &mime, facts),
+        Some(MediaKind::Image) => {
+            let complete = (mime == "image/jpeg").then(|| photo::jpeg_end_check_bytes(bytes));
+            read_image(Cursor::new(bytes), &mime, complete, facts)
+        }
         Some(MediaKind::Video) => video::read_track(Cursor::new(bytes), facts),
         _ => Ok(()),
     }
 }
 
 /// Size and EXIF are read independently, so a broken EXIF still leaves the size and a file
-/// cut after its header still leaves its EXIF.
+/// cut after its header still leaves its EXIF. `complete` is the caller's end check (a
+/// JPEG's), when the format has one.
 fn read_image<R: BufRead + Seek>(
     mut reader: R,
     mime: &str,
+    complete: Option<Result<(), String>>,
     facts: &mut MediaFacts,
 ) -> Result<(), String> {
-    let complete = match mime {
-        "image/jpeg" => photo::jpeg_end_check(&mut reader),
-        _ => Ok(()),
-    };
-    let size = photo::read_size(&mut reader, facts).and(complete);
+    let size = photo::read_size(&mut reader, facts).and(complete.unwrap_or(Ok(())));
     let exif = if photo::EXIF_MIMES.contains(&mime) {
         photo::read_exif(&mut reader, mime, facts)
     } else {

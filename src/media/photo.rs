@@ -54,12 +54,41 @@ pub fn jpeg_end_check<R: Read + Seek>(reader: &mut R) -> Result<(), String> {
         .take(JPEG_TAIL)
         .read_to_end(&mut tail)
         .map_err(|e| e.to_string())?;
-    let has = |needle: &[u8]| tail.windows(needle.len()).any(|w| w == needle);
-    if has(&[0xFF, 0xD9]) || has(b"moov") || has(b"mdat") {
+    jpeg_end_in(&tail)
+}
+
+/// `jpeg_end_check` over a whole file already in memory (the tail is not copied).
+pub fn jpeg_end_check_bytes(bytes: &[u8]) -> Result<(), String> {
+    let from = bytes.len().saturating_sub(JPEG_TAIL as usize);
+    jpeg_end_in(&bytes[from..])
+}
+
+fn jpeg_end_in(tail: &[u8]) -> Result<(), String> {
+    if contains(tail, &[0xFF, 0xD9]) || contains(tail, b"moov") || contains(tail, b"mdat") {
         Ok(())
     } else {
         Err("truncated: no JPEG end marker".into())
     }
+}
+
+/// Whether `needle` (not empty) occurs in `hay`. Compares only where its first byte is:
+/// comparing a window at every position cost as much as reading a small file's facts.
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    let Some((&first, rest)) = needle.split_first() else {
+        return true;
+    };
+    let mut at = 0;
+    while let Some(i) = hay
+        .get(at..)
+        .and_then(|h| h.iter().position(|&b| b == first))
+    {
+        let start = at + i + 1;
+        if hay.get(start..start + rest.len()) == Some(rest) {
+            return true;
+        }
+        at = start;
+    }
+    false
 }
 
 /// Reads EXIF into `facts`. No EXIF at all is not an error; a broken EXIF block is.
@@ -161,5 +190,37 @@ fn text(exif: &Exif, tag: Tag) -> Option<String> {
         }
         Value::Undefined(bytes, _) => clean_text(&String::from_utf8_lossy(bytes)),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{contains, jpeg_end_check, jpeg_end_check_bytes};
+    use std::io::Cursor;
+
+    #[test]
+    fn a_needle_is_found_anywhere_and_only_whole() {
+        let eoi = [0xFF, 0xD9];
+        assert!(contains(&[0xFF, 0xD9], &eoi));
+        assert!(contains(&[1, 0xFF, 0xFF, 0xD9], &eoi), "after a fill byte");
+        assert!(contains(b"..mdat", b"mdat"));
+        assert!(!contains(&[1, 2, 0xFF], &eoi), "cut at the end");
+        assert!(!contains(b"moo", b"moov"));
+        assert!(!contains(&[], &eoi));
+    }
+
+    #[test]
+    fn the_end_check_agrees_in_memory_and_from_a_reader() {
+        let mut whole = vec![0xFF, 0xD8];
+        whole.extend(std::iter::repeat_n(7u8, 100_000));
+        whole.extend([0xFF, 0xD9]);
+        let mut eoi_too_early = vec![0xFF, 0xD8, 0xFF, 0xD9];
+        eoi_too_early.extend(std::iter::repeat_n(7u8, 100_000));
+        let motion = [&whole[..], b"....ftyp....moov"].concat();
+        for (file, ok) in [(whole, true), (eoi_too_early, false), (motion, true)] {
+            let from_reader = jpeg_end_check(&mut Cursor::new(&file)).is_ok();
+            assert_eq!(jpeg_end_check_bytes(&file).is_ok(), ok);
+            assert_eq!(from_reader, ok);
+        }
     }
 }
