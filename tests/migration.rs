@@ -318,3 +318,26 @@ fn the_check_list_edit_keeps_rows_and_constraints_and_other_connections_see_it()
         .expect("check");
     assert_eq!(ok, "ok");
 }
+
+fn page_size(path: &Path) -> i64 {
+    raw(path)
+        .query_row("PRAGMA page_size", [], |r| r.get(0))
+        .expect("page size")
+}
+
+/// A new database gets 16 KiB pages; one created before keeps its 4 KiB pages and works.
+#[test]
+fn a_new_database_has_16_kib_pages_and_an_old_one_keeps_its_own() {
+    let (_dir, path, clock) = setup();
+    drop(open(&path, &clock, "new:1:0001", MIGRATIONS).expect("a new database"));
+    assert_eq!(page_size(&path), 16384);
+
+    let (_old_dir, old, clock) = setup();
+    raw(&old)
+        .execute_batch("PRAGMA page_size = 4096; CREATE TABLE before_us (x); DROP TABLE before_us;")
+        .expect("a file with 4 KiB pages");
+    let store = open(&old, &clock, "new:1:0001", MIGRATIONS).expect("opens");
+    store.add_library("l", "/l").expect("writes");
+    drop(store);
+    assert_eq!(page_size(&old), 4096);
+}
