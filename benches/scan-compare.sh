@@ -9,8 +9,10 @@
 #   b3sum-nommap   the same with --no-mmap (read(2) like mediadex does for files < 4 MiB)
 #   b3sum-P<cores> the same split over <cores> b3sum processes (xargs -P), so small files are
 #                  hashed on every core as mediadex's rayon pool does
-#   first index    mediadex --data FRESH library add LIB && mediadex --data FRESH scan NAME --wait
+#   library add    mediadex --data FRESH library add LIB        (creates the database; no file read)
+#   first index    mediadex --data FRESH scan NAME --wait        (after an untimed library add)
 #   rescan         mediadex --data SAME scan NAME --wait   (nothing changed: nothing is opened)
+#   rescan, 0 files  the same over an empty library: the fixed cost of one scan process
 # and prints files/s, MB/s (MB = 10^6 bytes), peak RSS and the two ratios of issue 3:
 #   rescan / walk+stat      target <= 1.5
 #   first index / b3sum     target <= 1.0   (at least as fast as b3sum)
@@ -27,7 +29,31 @@
 # Generated libraries are cached under target/bench-data/ and rebuilt only when their
 # parameters change (the generator is deterministic: same parameters, same bytes).
 #
-# Last figures (2026-11-29 22:57-23:01 UTC, main with 4096-file batches and the writer's
+# Last figures (2026-11-30 01:11-01:13 UTC, main at 7c46086: no temporary b-tree per file
+# insert, plain file INSERT/UPDATE, 16 KiB pages; load average 1.3-2.2). Two runs, median
+# of 3 each; `library add` untimed (its own row: 26-39 ms):
+#   small (100,000 JPEGs, 1.70 GB)   seconds           files/s        MB/s   RSS MiB  cpu s
+#     walk+stat (find)           0.404 / 0.398                                         0.39 / 0.38
+#     b3sum (mmap, default)      4.619 / 4.445                                         6.93 / 5.54
+#     mediadex first index       4.107 / 3.772   24349 / 26511   415 / 452    78.6   6.84 / 6.43
+#     mediadex rescan            0.355 / 0.341  281926 / 293344                 29.4   0.55 / 0.54
+#     mediadex rescan, 0 files   0.023 / 0.023
+#     first index / b3sum = 0.89 / 0.85 MET (cpu 0.99 / 1.16); rescan / walk+stat = 0.88 / 0.86 MET
+#   large (40 MP4s of 64 MiB, 2.68 GB)
+#     b3sum (mmap, default)      0.717 / 0.724                    3744 / 3708          1.30 / 1.33
+#     mediadex first index       0.756 / 0.790                    3552 / 3398  141.6   1.36 / 1.44
+#     mediadex rescan            0.049 / 0.034                                  14.1   0.02 / 0.02
+#     mediadex rescan, 0 files   0.043 / 0.027
+#     first index / b3sum = 1.05 / 1.09 MISSED (cpu 1.05 / 1.08): both hash the mapped files
+#     with blake3 on rayon; the gap is within the run-to-run spread (same binary, add timed
+#     with the scan, 01:08-01:10 UTC: 1.05 / 1.03; 00:56-00:59 UTC at 6335dba: 0.93 / 0.99).
+#     rescan / walk+stat = 6.12 / 5.21 MISSED: 40 files cost `find` 6-8 ms in all; the
+#     rescan is the 23-43 ms fixed cost of a scan process (process start, database open,
+#     admission, completion: the 0-files row) plus ~7 ms.
+#   The same runs before this session's changes (main at f74fb50, add timed with the scan):
+#   small first index / b3sum 1.19-1.34, large 1.16.
+#
+# Earlier (2026-11-29 22:57-23:01 UTC, main with 4096-file batches and the writer's
 # wal_autocheckpoint at 8192 pages; load < 1.5). Two runs, median of 3 each:
 #   small (100,000 JPEGs, 1.70 GB)   seconds  files/s   MB/s  peak RSS MiB  cpu s
 #     b3sum (mmap, default)     4.514 / 4.589                              6.43 / 6.97
@@ -303,14 +329,23 @@ bench_library() { # bench_library NAME DIR
         "$list | xargs -0 '$B3SUM' --no-mmap >/dev/null"
     measure "$name" "b3sum xargs -P$CORES" "$files" "$bytes" : \
         "$list | xargs -0 -P$CORES -n $(( (files + CORES - 1) / CORES )) '$B3SUM' >/dev/null"
-    # A fresh data dir for every first index; the library's files are already warm.
-    measure "$name" "mediadex first index" "$files" "$bytes" "rm -rf '$mdx'" \
-        "'$MEDIADEX' --data '$mdx' library add '$lib' --name '$name' >/dev/null 2>>'$mdx.log' &&
-         '$MEDIADEX' --data '$mdx' scan '$name' --wait >/dev/null 2>>'$mdx.log'"
+    # A fresh database for every first index (`library add`, untimed: it creates the
+    # database and reads no file; its own cost is the next row); the files are warm.
+    local add="'$MEDIADEX' --data '$mdx' library add '$lib' --name '$name' >/dev/null 2>>'$mdx.log'"
+    measure "$name" "mediadex library add" "0" "0" "rm -rf '$mdx'" "$add"
+    measure "$name" "mediadex first index" "$files" "$bytes" "rm -rf '$mdx' && $add" \
+        "'$MEDIADEX' --data '$mdx' scan '$name' --wait >/dev/null 2>>'$mdx.log'"
     check_run "$mdx" "first index"
     measure "$name" "mediadex rescan" "$files" "$bytes" : \
         "'$MEDIADEX' --data '$mdx' scan '$name' --wait >/dev/null 2>>'$mdx.log'"
     check_run "$mdx" "rescan"
+    # The fixed cost of one `scan --wait` (process start, database, admission, completion):
+    # a rescan of an empty library. For a library of 40 files it is most of the rescan.
+    local empty=$DATA/empty-library mde=$DATA/mediadex-empty
+    mkdir -p "$empty"
+    [ -d "$mde" ] || "$MEDIADEX" --data "$mde" library add "$empty" --name empty >/dev/null 2>&1
+    measure "$name" "mediadex rescan, 0 files" "0" "0" : \
+        "'$MEDIADEX' --data '$mde' scan empty --wait >/dev/null 2>>'$mde.log'"
 }
 
 # ---------------------------------------------------------------------------------------

@@ -7,6 +7,8 @@
 //! binary's creates a table and fails if the table already exists, and the one after it
 //! inserts into it and fails if it does not.
 
+mod support;
+
 use mediadex::clock::{FakeClock, SharedClock};
 use mediadex::model::{JobState, NewJob, RunOutcome, RunState, ScanRequest, Trigger};
 use mediadex::store::{MIGRATIONS, Migration, Store, StoreError, StoreOptions};
@@ -229,20 +231,6 @@ fn a_database_newer_than_the_binary_is_refused_and_left_unchanged() {
     open(&path, &clock, "newer:1:0001", after_next()).expect("extra still exists");
 }
 
-/// This binary's migrations up to `version` only: a database as an older binary left it.
-fn up_to(version: i64) -> &'static [Migration] {
-    let old: Vec<Migration> = MIGRATIONS
-        .iter()
-        .filter(|m| m.version <= version)
-        .map(|m| Migration {
-            version: m.version,
-            name: m.name,
-            sql: m.sql,
-        })
-        .collect();
-    Box::leak(old.into_boxed_slice())
-}
-
 fn raw(path: &Path) -> rusqlite::Connection {
     rusqlite::Connection::open(path).expect("raw connection")
 }
@@ -265,7 +253,10 @@ fn asset_insert_is_ephemeral(conn: &rusqlite::Connection) -> bool {
 #[test]
 fn the_check_list_edit_keeps_rows_and_constraints_and_other_connections_see_it() {
     let (_dir, path, clock) = setup();
-    drop(open(&path, &clock, "old:1:0001", up_to(5)).expect("a version-5 database"));
+    drop(
+        open(&path, &clock, "old:1:0001", support::schema_up_to(5, ""))
+            .expect("a version-5 database"),
+    );
     let other = raw(&path);
     other
         .execute_batch(

@@ -165,24 +165,6 @@ fn each_begin_call_gets_its_own_move_id_shared_by_its_intents() {
 
 // ---- upgrade from a database written before the move id -------------------------------
 
-/// This binary's migrations up to and including `version`, the last one followed by `seed`
-/// (rows as an older binary would have written them).
-fn schema_up_to(version: i64, seed: &str) -> &'static [Migration] {
-    let mut out: Vec<Migration> = MIGRATIONS
-        .iter()
-        .filter(|m| m.version <= version)
-        .map(|m| Migration {
-            version: m.version,
-            name: m.name,
-            sql: m.sql,
-        })
-        .collect();
-    if let Some(last) = out.last_mut() {
-        last.sql = Box::leak(format!("{}\n{seed}", last.sql).into_boxed_str());
-    }
-    Box::leak(out.into_boxed_slice())
-}
-
 fn open(dir: &std::path::Path, clock: &Arc<FakeClock>, migrations: &'static [Migration]) -> Store {
     Store::open(
         &dir.join("mediadex.db"),
@@ -220,7 +202,7 @@ fn old_intent(
 #[test]
 fn a_database_from_before_the_move_id_upgrades_replays_and_restores_its_last_trash_whole() {
     let env = support::env_with(StoreOptions {
-        migrations: schema_up_to(3, ""),
+        migrations: support::schema_up_to(3, ""),
         ..support::options()
     });
     // Two assets, each shown by two files, indexed at schema 3.
@@ -255,7 +237,7 @@ fn a_database_from_before_the_move_id_upgrades_replays_and_restores_its_last_tra
         old_intent(ly, "trash", "yy/y.jpg", &ty("yy/y.jpg"), "pending", t + 9),
     ]
     .concat();
-    let old = open(dir, &clock, schema_up_to(4, &seed));
+    let old = open(dir, &clock, support::schema_up_to(4, &seed));
     drop(old);
     for p in ["y.jpg", "yy/y.jpg"] {
         let to = root.join(ty(p));

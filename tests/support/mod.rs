@@ -4,7 +4,7 @@
 
 use mediadex::clock::FakeClock;
 use mediadex::model::{Counter, ScanRequest, Trigger};
-use mediadex::store::{LeasePolicy, Store, StoreOptions};
+use mediadex::store::{LeasePolicy, MIGRATIONS, Migration, Store, StoreOptions};
 use std::sync::Arc;
 
 pub const T0: i64 = 1_800_000_000_000;
@@ -102,4 +102,22 @@ pub fn corpus_scan_requested() -> (
         .request_scan(env.scan_request(library.id, ""))
         .expect("request");
     (env, lib, library, run)
+}
+
+/// This binary's migrations up to and including `version`, the last one followed by `seed`
+/// (rows as an older binary would have written them).
+pub fn schema_up_to(version: i64, seed: &str) -> &'static [Migration] {
+    let mut out: Vec<Migration> = MIGRATIONS
+        .iter()
+        .filter(|m| m.version <= version)
+        .map(|m| Migration {
+            version: m.version,
+            name: m.name,
+            sql: m.sql,
+        })
+        .collect();
+    if let Some(last) = out.last_mut() {
+        last.sql = Box::leak(format!("{}\n{seed}", last.sql).into_boxed_str());
+    }
+    Box::leak(out.into_boxed_slice())
 }
