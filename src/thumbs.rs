@@ -125,13 +125,13 @@ impl Thumbs {
     /// Makes the thumbnail and caches it: the one function both paths use. `None` when it
     /// cannot be made here (the caller answers with the placeholder, which is not cached).
     fn make(&self, src: &Source<'_>, file: &Path) -> Result<Option<Vec<u8>>, ThumbError> {
-        let made = match src.kind {
-            Some(MediaKind::Image) if decodable(src.mime) => self.picture(src, file)?,
-            Some(MediaKind::Video) => match &self.ffmpeg {
-                Some(ffmpeg) => poster(ffmpeg, file),
-                None => None,
-            },
-            _ => None,
+        if !self.makes(src) {
+            return Ok(None);
+        }
+        // `makes` said yes: a video with ffmpeg here, or else a decodable picture.
+        let made = match (src.kind, &self.ffmpeg) {
+            (Some(MediaKind::Video), Some(ffmpeg)) => poster(ffmpeg, file),
+            _ => self.picture(src, file)?,
         };
         if let Some(bytes) = &made {
             self.store(src.checksum_hex, bytes);
