@@ -1,10 +1,10 @@
 //! Reading a changed file: ONE read gives everything the scan stores about its bytes — the
 //! blake3 checksum over the whole file (the identity of an asset, DESIGN.md section 6), the
-//! content hash (`media::content_hash`) and the media facts. A small file is read into one
-//! buffer that all three are computed from; a large one is memory-mapped for the checksum
-//! (hashed on rayon) and the extractor seeks in it for the few structures it needs; its
-//! content hash is its checksum unless it is a picture format with content-hash rules (then
-//! `media::content_hash` reads it by path). Must not touch the database.
+//! content hash (`media::content_hash`) and the media facts. A small file, and a picture
+//! with content-hash rules up to `content_hash::MAX_PARSED`, is read into one buffer that
+//! all three are computed from. Any other large file (a video) is memory-mapped for the
+//! checksum (hashed on rayon), the extractor seeks in it for the few structures it needs,
+//! and its content hash is its checksum. Must not touch the database.
 
 use crate::media::content_hash;
 use crate::model::MediaFacts;
@@ -38,11 +38,11 @@ pub struct Contents {
 /// read. `size` is the walk's stat (only a hint: the file is read to its end whatever it
 /// is now). Whatever else is computed from a file's bytes belongs here, on the same buffer.
 pub fn read_once(path: &Path, size: u64, extract: &Extract<'_>) -> io::Result<Contents> {
-    if size >= MMAP_FROM {
+    if size >= MMAP_FROM && !parsed_in_memory(path, size)? {
         let checksum = checksum_mapped(path, size)?;
         return Ok(Contents {
             checksum,
-            content_hash: content_hash_large(path, size, checksum)?,
+            content_hash: checksum,
             facts: extract(path, None),
         });
     }
@@ -56,13 +56,12 @@ pub fn read_once(path: &Path, size: u64, extract: &Extract<'_>) -> io::Result<Co
     })
 }
 
-/// The content hash of a mapped file: its checksum (no second pass) unless it is a picture
-/// with rules small enough to be parsed, which `media::content_hash` reads by path.
-fn content_hash_large(path: &Path, size: u64, checksum: Checksum) -> io::Result<Checksum> {
-    if size > content_hash::MAX_PARSED || !content_hash::has_rules(&head(path)?) {
-        return Ok(checksum);
-    }
-    content_hash::content_hash_file(path)
+/// Whether a file of `size` bytes (at least `MMAP_FROM`) is read into memory all the same:
+/// a picture format with content-hash rules, small enough to parse. Its content hash needs
+/// its bytes in memory, so one read gives the checksum, the content hash and the facts;
+/// mapping it for the checksum would read it twice (a phone's 4-8 MB JPEGs did).
+fn parsed_in_memory(path: &Path, size: u64) -> io::Result<bool> {
+    Ok(size <= content_hash::MAX_PARSED && content_hash::has_rules(&head(path)?))
 }
 
 /// The first 12 bytes of the file (fewer if it is shorter): enough to tell its format.
@@ -153,6 +152,27 @@ mod tests {
         };
         let read = read_once(&path, MMAP_FROM, &extract).expect("read");
         assert_eq!(read.checksum, *blake3::hash(&body).as_bytes());
+    }
+
+    #[test]
+    fn a_large_picture_with_content_hash_rules_is_read_once_for_all_three() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("big.jpg");
+        let body = jpeg_with_app1(MMAP_FROM as usize + 10);
+        std::fs::write(&path, &body).expect("write");
+        let handed = Mutex::new(None);
+        let extract = |_: &Path, bytes: Option<&[u8]>| {
+            *handed.lock().expect("lock") = bytes.map(<[u8]>::len);
+            MediaFacts::default()
+        };
+        let read = read_once(&path, body.len() as u64, &extract).expect("read");
+        assert_eq!(read.checksum, *blake3::hash(&body).as_bytes());
+        assert_eq!(read.content_hash, content_hash::content_hash(&body));
+        assert_eq!(
+            *handed.lock().expect("lock"),
+            Some(body.len()),
+            "the extractor gets the bytes the hashes came from"
+        );
     }
 
     /// A JPEG whose APP1 segment (dropped by the content hash) surrounds a kept body, so the
