@@ -68,11 +68,10 @@ fn format(head: &[u8]) -> Option<Format> {
     }
 }
 
-/// Whether a file starting with `head` (its first 12 bytes suffice) is a format with rules:
-/// otherwise its content hash is its checksum and a caller that has the checksum need not
-/// hash it again.
-pub fn has_rules(head: &[u8]) -> bool {
-    format(head).is_some()
+/// Whether a file of `size` bytes that starts with `head` is parsed for its content hash
+/// (read into memory whole): a format with rules, no larger than `MAX_PARSED`.
+pub fn parsed_whole(size: u64, head: &[u8]) -> bool {
+    size <= MAX_PARSED && format(head).is_some()
 }
 
 /// The checksum and the content hash of the file at `path`, reading it once. A picture
@@ -83,7 +82,7 @@ pub fn hash_file(path: &Path) -> io::Result<Hashes> {
     let size = file.metadata()?.len();
     let mut head = Vec::with_capacity(12);
     (&mut file).take(12).read_to_end(&mut head)?;
-    if size <= MAX_PARSED && format(&head).is_some() {
+    if parsed_whole(size, &head) {
         let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
         bytes.extend_from_slice(&head);
         file.read_to_end(&mut bytes)?;

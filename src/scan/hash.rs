@@ -61,7 +61,7 @@ pub fn read_once(path: &Path, size: u64, extract: &Extract<'_>) -> io::Result<Co
 /// its bytes in memory, so one read gives the checksum, the content hash and the facts;
 /// mapping it for the checksum would read it twice (a phone's 4-8 MB JPEGs did).
 fn parsed_in_memory(path: &Path, size: u64) -> io::Result<bool> {
-    Ok(size <= content_hash::MAX_PARSED && content_hash::has_rules(&head(path)?))
+    Ok(content_hash::parsed_whole(size, &head(path)?))
 }
 
 /// The first 12 bytes of the file (fewer if it is shorter): enough to tell its format.
