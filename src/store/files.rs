@@ -230,6 +230,39 @@ fn write_row(
     Ok(id)
 }
 
+/// The asset claim of a file that was read (DESIGN.md section 6), with the content hash
+/// stamped on an asset it joined; `None` for a file that could not be read.
+fn claim_read(
+    conn: &Connection,
+    item: &IngestItem,
+    previous: Option<i64>,
+    run_id: i64,
+    now: Millis,
+) -> Result<Option<(i64, Claim)>, StoreError> {
+    let Some(checksum) = &item.checksum else {
+        return Ok(None);
+    };
+    let none = MediaFacts::default();
+    let content = item.content_hash.as_ref();
+    let claimed = claim(
+        conn,
+        &ClaimFor {
+            checksum,
+            size: item.stamp.size,
+            facts: item.facts.as_ref().unwrap_or(&none),
+            content,
+            previous,
+            run_id,
+        },
+        now,
+    )?;
+    if let (Some(content), Claim::Kept | Claim::Duplicate | Claim::Restored) = (content, claimed.1)
+    {
+        super::assets::stamp_content(conn, claimed.0, content)?;
+    }
+    Ok(Some(claimed))
+}
+
 /// One item of a batch: the claim (when the file was read), the file row, and the trash of
 /// the asset the file showed before if nothing shows it any more (its content was replaced).
 pub(super) fn ingest_one(
@@ -246,40 +279,17 @@ pub(super) fn ingest_one(
         })
         .optional()?;
     let previous = row.and_then(|(_, asset)| asset);
-    let none = MediaFacts::default();
-    let claimed = match &item.checksum {
-        Some(checksum) => {
-            let content = item.content_hash.as_ref();
-            let claimed = claim(
-                conn,
-                &ClaimFor {
-                    checksum,
-                    size: item.stamp.size,
-                    facts: item.facts.as_ref().unwrap_or(&none),
-                    content,
-                    previous,
-                    run_id,
-                },
-                now,
-            )?;
-            if let (Some(content), Claim::Kept | Claim::Duplicate | Claim::Restored) =
-                (content, claimed.1)
-            {
-                super::assets::stamp_content(conn, claimed.0, content)?;
-            }
-            Some(claimed)
-        }
-        None => None,
-    };
+    let claimed = claim_read(conn, item, previous, run_id, now)?;
+    let claimed_id = claimed.map(|(id, _)| id);
     let file_id = write_row(
         conn,
         row.map(|(id, _)| id),
         library_id,
         item,
-        claimed.map(|(id, _)| id),
+        claimed_id,
         run_id,
     )?;
-    let asset_id = claimed.map(|(id, _)| id).or(previous);
+    let asset_id = claimed_id.or(previous);
     if let Some(old) = previous.filter(|old| Some(*old) != asset_id) {
         trash_if_orphan(conn, old, TrashReason::Replaced, now)?;
     }
