@@ -8,6 +8,7 @@ pub mod faces;
 pub mod http;
 pub mod instance;
 pub mod logfile;
+pub mod mapped;
 pub mod media;
 pub mod metrics;
 pub mod model;

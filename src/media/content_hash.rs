@@ -88,17 +88,15 @@ pub fn hash_file(path: &Path) -> io::Result<Hashes> {
         file.read_to_end(&mut bytes)?;
         return Ok(hashes(&bytes));
     }
-    let mut hasher = blake3::Hasher::new();
-    hasher.update(&head);
-    if size >= 4 << 20 {
-        // Large: let blake3 map it (and hash it on rayon); the head is hashed again, so
-        // start over from an empty hasher.
-        hasher = blake3::Hasher::new();
-        hasher.update_mmap_rayon(path)?;
+    let checksum = if size >= 4 << 20 {
+        // Large: hashed through a guarded map, from its start (`crate::mapped`).
+        crate::mapped::blake3_file(&file)?
     } else {
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(&head);
         hasher.update_reader(&mut file)?;
-    }
-    let checksum = *hasher.finalize().as_bytes();
+        *hasher.finalize().as_bytes()
+    };
     Ok(Hashes {
         checksum,
         content_hash: checksum,

@@ -3,7 +3,8 @@
 //! content hash (`media::content_hash`) and the media facts. A small file, and a picture
 //! with content-hash rules up to `content_hash::MAX_PARSED`, is read into one buffer that
 //! all three are computed from. Any other large file (a video) is memory-mapped for the
-//! checksum (hashed on rayon), the extractor seeks in it for the few structures it needs,
+//! checksum (`crate::mapped`: hashed on rayon, and a file that shrinks or fails to read under
+//! the map is an error, not a SIGBUS), the extractor seeks in it for the few structures it needs,
 //! and its content hash is its checksum. Must not touch the database.
 
 use crate::media::content_hash;
@@ -13,9 +14,6 @@ use std::path::Path;
 
 /// From this size on a file is memory-mapped instead of read into a buffer.
 const MMAP_FROM: u64 = 4 << 20;
-/// From this size on a mapped file is hashed on several threads (blake3's rayon mode); below
-/// it the split costs more than it gains.
-const PARALLEL_FROM: u64 = 16 << 20;
 
 /// A blake3 digest of a whole file.
 pub type Checksum = [u8; 32];
@@ -39,7 +37,7 @@ pub struct Contents {
 /// is now). Whatever else is computed from a file's bytes belongs here, on the same buffer.
 pub fn read_once(path: &Path, size: u64, extract: &Extract<'_>) -> io::Result<Contents> {
     if size >= MMAP_FROM && !parsed_in_memory(path, size)? {
-        let checksum = checksum_mapped(path, size)?;
+        let checksum = checksum_mapped(path)?;
         return Ok(Contents {
             checksum,
             content_hash: checksum,
@@ -79,14 +77,10 @@ fn read_whole(path: &Path, size: u64) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-fn checksum_mapped(path: &Path, size: u64) -> io::Result<Checksum> {
-    let mut hasher = blake3::Hasher::new();
-    if size >= PARALLEL_FROM {
-        hasher.update_mmap_rayon(path)?;
-    } else {
-        hasher.update_mmap(path)?;
-    }
-    Ok(*hasher.finalize().as_bytes())
+/// A file that shrinks or fails to read under the map is an error here, not a SIGBUS
+/// (`crate::mapped`).
+fn checksum_mapped(path: &Path) -> io::Result<Checksum> {
+    crate::mapped::blake3_file(&std::fs::File::open(path)?)
 }
 
 /// The checksum alone (no facts).
@@ -103,13 +97,7 @@ mod tests {
     #[test]
     fn small_and_mapped_files_hash_like_blake3_over_their_bytes() {
         let dir = tempfile::tempdir().expect("tempdir");
-        for size in [
-            0usize,
-            1,
-            5000,
-            (MMAP_FROM as usize) + 3,
-            (PARALLEL_FROM as usize) + 5,
-        ] {
+        for size in [0usize, 1, 5000, (MMAP_FROM as usize) + 3, (20 << 20) + 5] {
             let body: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
             let path = dir.path().join(format!("f{size}"));
             std::fs::write(&path, &body).expect("write");
