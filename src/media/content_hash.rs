@@ -246,7 +246,10 @@ fn jpeg_dropped(bytes: &[u8]) -> Option<Vec<Range<usize>>> {
 fn entropy_end(bytes: &[u8], from: usize) -> Option<usize> {
     let mut at = from;
     loop {
-        let offset = bytes.get(at..)?.iter().position(|&b| b == 0xFF)?;
+        // memchr, not a byte loop: this scan covers almost every byte of a JPEG, and byte
+        // by byte it cost as much CPU as blake3 over the file (35% of a first index of
+        // 3.4 MB photos, perf).
+        let offset = memchr::memchr(0xFF, bytes.get(at..)?)?;
         at += offset;
         match *bytes.get(at + 1)? {
             0x00 | 0xFF => at += 1,
@@ -342,6 +345,51 @@ mod tests {
         let mut with_comment = b.clone();
         with_comment.splice(2..2, segment(0xFE, b"a comment"));
         assert_eq!(content_hash(&a), content_hash(&with_comment));
+    }
+
+    /// The byte-by-byte scan `entropy_end` replaced, as the oracle.
+    fn entropy_end_by_bytes(bytes: &[u8], from: usize) -> Option<usize> {
+        let mut at = from;
+        loop {
+            let offset = bytes.get(at..)?.iter().position(|&b| b == 0xFF)?;
+            at += offset;
+            match *bytes.get(at + 1)? {
+                0x00 | 0xFF => at += 1,
+                m if (0xD0..=0xD7).contains(&m) => at += 2,
+                _ => return Some(at),
+            }
+        }
+    }
+
+    #[test]
+    fn the_entropy_scan_ends_where_the_byte_by_byte_scan_does() {
+        // Pseudo-random data thick with FF: stuffed zeros, fill, restarts, markers, and an
+        // FF as the very last byte.
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for case in 0..400 {
+            let len = 1 + (next() % 3000) as usize;
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| match next() % 8 {
+                    0 | 1 => 0xFF,
+                    2 => 0x00,
+                    3 => 0xD0 + (next() % 10) as u8,
+                    _ => next() as u8,
+                })
+                .collect();
+            for from in [0, len / 3, len - 1, len] {
+                assert_eq!(
+                    entropy_end(&bytes, from),
+                    entropy_end_by_bytes(&bytes, from),
+                    "case {case} from {from}"
+                );
+            }
+        }
     }
 
     #[test]
