@@ -100,6 +100,11 @@ impl Thumbs {
         })
     }
 
+    /// What a request gets when no thumbnail can be made of the asset's bytes (uncached).
+    pub fn placeholder(src: &Source<'_>) -> Thumb {
+        placeholder(src)
+    }
+
     /// Whether this process can make a real thumbnail of such an asset (else it gets the
     /// placeholder, and its file need not be looked for).
     pub fn makes(&self, src: &Source<'_>) -> bool {

@@ -989,6 +989,34 @@ async fn a_thumbnail_is_made_once_cached_by_checksum_and_served_immutable() {
     );
 }
 
+/// A file rewritten in place since its scan no longer holds the asset's bytes: a thumbnail
+/// made from it now would be of other bytes, and cached under the asset's checksum it would
+/// show the wrong picture for good. It gets the uncached placeholder until a rescan.
+#[tokio::test]
+async fn a_file_changed_since_its_scan_gets_no_thumbnail_cached_under_the_old_checksum() {
+    let api = api();
+    let (lib, root) = api.photos("photos");
+    api.scan(lib);
+    let b = api.asset_at("b.png");
+    png(&root.join("b.png"), 7, 33, 33);
+    let r = api.get(&format!("/api/assets/{b}/thumbnail")).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.header("content-type"), "image/svg+xml");
+    assert_eq!(r.header("cache-control"), "no-cache");
+    assert!(
+        !api.env.dir.path().join("thumbs").exists(),
+        "nothing cached"
+    );
+    // After a rescan the file is an asset of its own, and its thumbnail is its own.
+    api.scan(lib);
+    let now = api.asset_at("b.png");
+    assert_ne!(now, b);
+    let r = api.get(&format!("/api/assets/{now}/thumbnail")).await;
+    assert_eq!(r.header("content-type"), "image/jpeg");
+    let img = image::load_from_memory(&r.body).expect("a real JPEG");
+    assert_eq!((img.width(), img.height()), (33, 33));
+}
+
 #[tokio::test]
 async fn heic_and_videos_without_ffmpeg_get_an_uncached_placeholder() {
     let api = api();
@@ -1047,13 +1075,10 @@ async fn a_video_gets_a_poster_frame_when_ffmpeg_is_on_path() {
         .status()
         .expect("run ffmpeg");
     assert!(made.success(), "ffmpeg made the test clip");
-    synthetic::ingest(
-        &api.env.store,
-        lib,
-        "",
-        vec![synthetic::item("clip.mp4", 7, synthetic::facts(7))],
-    )
-    .unwrap();
+    // Indexed with its real stamp: a thumbnail is made only from a file the scan saw as is.
+    let mut item = synthetic::item("clip.mp4", 7, synthetic::facts(7));
+    item.stamp = mediadex::scan::walk::stamp(&std::fs::metadata(&clip).unwrap());
+    synthetic::ingest(&api.env.store, lib, "", vec![item]).unwrap();
     let id = api.asset_at("clip.mp4");
     let r = api.get(&format!("/api/assets/{id}/thumbnail")).await;
     assert_eq!(r.status, StatusCode::OK);

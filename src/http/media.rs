@@ -11,7 +11,8 @@ use super::range;
 use super::{AppState, blocking};
 use crate::model::{Asset, FileState, hex, trash_path};
 use crate::store::Store;
-use crate::thumbs::{Source, THUMB_VERSION, Thumb};
+use crate::thumbs::{Source, THUMB_VERSION, Thumb, Thumbs};
+use crate::walks::unchanged_as_one_of;
 use axum::body::Body;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
@@ -26,6 +27,13 @@ const CHUNK: usize = 64 * 1024;
 
 /// The asset's first readable file inside its library.
 fn locate(store: &Store, asset: &Asset) -> Result<PathBuf, ApiError> {
+    let mut found = readable(store, asset)?;
+    Ok(found.swap_remove(0))
+}
+
+/// The asset's readable files inside its library, best first; an error when there is none.
+fn readable(store: &Store, asset: &Asset) -> Result<Vec<PathBuf>, ApiError> {
+    let mut found = Vec::new();
     let mut escaped = false;
     let mut roots = std::collections::HashMap::<i64, Option<String>>::new();
     let present = asset
@@ -48,10 +56,13 @@ fn locate(store: &Store, asset: &Asset) -> Result<PathBuf, ApiError> {
             continue;
         };
         match resolve(root, &rel) {
-            Ok(path) => return Ok(path),
+            Ok(path) => found.push(path),
             Err(ContainError::Escapes) => escaped = true,
             Err(e) => tracing::debug!(asset = asset.id, error = %e, "file not readable"),
         }
+    }
+    if !found.is_empty() {
+        return Ok(found);
     }
     if escaped {
         return Err(ApiError::forbidden(
@@ -116,7 +127,13 @@ pub async fn thumbnail(
         if let Some(t) = thumbs.cached(&sum) {
             return Ok(thumb_response(t, &tag));
         }
-        let file = locate(&store, &asset)?;
+        // Only a file that still holds the bytes the checksum names may give the thumbnail
+        // cached under it: one rewritten since its scan (not rescanned yet) would give a
+        // picture of other bytes, cached for good.
+        let stamps = store.file_stamps(id)?;
+        let indexed = readable(&store, &asset)?
+            .into_iter()
+            .find(|file| unchanged_as_one_of(file, &stamps));
         let f = &asset.facts;
         let src = Source {
             checksum_hex: &sum,
@@ -128,7 +145,13 @@ pub async fn thumbnail(
                 .zip(f.height)
                 .map(|(w, h)| u64::from(w) * u64::from(h)),
         };
-        Ok(thumb_response(thumbs.get(&src, &file)?, &tag))
+        Ok(thumb_response(
+            match indexed {
+                Some(file) => thumbs.get(&src, &file)?,
+                None => Thumbs::placeholder(&src),
+            },
+            &tag,
+        ))
     })
     .await
 }

@@ -315,7 +315,12 @@ pub fn candidates(asset: &WalkAsset) -> Vec<(PathBuf, FileStamp)> {
 /// Whether the file at `path` still has the stamp the scan recorded: then, by the scan's own
 /// rule (an unchanged stamp is an unchanged file), it still holds the asset's bytes.
 pub fn unchanged(path: &std::path::Path, stamp: &FileStamp) -> bool {
-    std::fs::metadata(path).is_ok_and(|m| crate::scan::walk::stamp(&m) == *stamp)
+    unchanged_as_one_of(path, std::slice::from_ref(stamp))
+}
+
+/// Whether the file at `path` has one of `stamps` (an asset's files as scans recorded them).
+pub fn unchanged_as_one_of(path: &std::path::Path, stamps: &[FileStamp]) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| stamps.contains(&crate::scan::walk::stamp(&m)))
 }
 
 #[cfg(unix)]
