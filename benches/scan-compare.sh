@@ -2,7 +2,8 @@
 # benches/scan-compare.sh — scan throughput of mediadex side by side with a bare
 # walk-and-stat (`find`) and with `b3sum` over the same files (issue 3, "Benchmarks").
 #
-# For each generated library (many small photos; a few large videos) it measures, in one run:
+# For each generated library (many small photos; a few large videos; a couple of hundred
+# camera-sized photos) it measures, in one run:
 #   walk+stat      find LIB -type f -printf '%s %T@ %i\n'            (the rescan floor)
 #   b3sum          find LIB -type f -print0 | xargs -0 b3sum          (b3sum defaults: mmap
 #                  for files >= 16 KiB, multi-threaded within a file; files one after another)
@@ -13,17 +14,24 @@
 #   first index    mediadex --data FRESH scan NAME --wait        (after an untimed library add)
 #   rescan         mediadex --data SAME scan NAME --wait   (nothing changed: nothing is opened)
 #   rescan, 0 files  the same over an empty library: the fixed cost of one scan process
+#   process start  mediadex --version, and find over an empty directory: what starting each
+#                  program costs before it does any work (subtracted in the "above start" ratio)
+#   ..., cold      b3sum and a first index again with the page cache dropped before each run
+#                  (only where /proc/sys/vm/drop_caches is writable, i.e. as root): the disk
+#                  is then read, as on a library seen for the first time
 # and prints files/s, MB/s (MB = 10^6 bytes), peak RSS and the two ratios of issue 3:
 #   rescan / walk+stat      target <= 1.5
 #   first index / b3sum     target <= 1.0   (at least as fast as b3sum)
 #
-# All numbers are WARM: the page cache cannot be dropped here without root sysctl rights, so
-# every input tool gets one untimed warm-up pass and every figure is a median of REPS runs
-# over files already in memory. This measures CPU and syscall cost, not reading the disk
-# (the database's own writes and fsyncs do still go to the disk of target/bench-data).
+# Numbers are WARM unless the row says cold: every input tool gets one untimed warm-up pass
+# and every figure is a median of REPS runs over files already in memory. This measures CPU
+# and syscall cost, not reading the disk (the database's own writes and fsyncs do still go to
+# the disk of target/bench-data).
 #
-# Environment: SMALL_FILES (100000), LARGE_FILES (40), LARGE_MB (64), REPS (3),
-#              LIBS ("small large": which libraries to run), B3SUM_VERSION (~1.8),
+# Environment: SMALL_FILES (100000), LARGE_FILES (40), LARGE_MB (64), PHOTO_FILES (200),
+#              PHOTO_MB (4), REPS (3), LIBS ("small large photos": which libraries to run),
+#              COLD (1 where the page cache can be dropped; 0 = skip the cold rows),
+#              B3SUM_VERSION (~1.8),
 #              BUILD (1; 0 = measure target/release/mediadex as it is, e.g. one built with
 #              CARGO_PROFILE_RELEASE_STRIP=false for perf, which a rebuild would undo).
 # Generated libraries are cached under target/bench-data/ and rebuilt only when their
@@ -146,7 +154,14 @@ SMALL_FILES=${SMALL_FILES:-100000}
 LARGE_FILES=${LARGE_FILES:-40}
 LARGE_MB=${LARGE_MB:-64}
 REPS=${REPS:-3}
-LIBS=${LIBS:-small large}
+PHOTO_FILES=${PHOTO_FILES:-200}
+PHOTO_MB=${PHOTO_MB:-4}
+LIBS=${LIBS:-small large photos}
+DROP_CACHES=/proc/sys/vm/drop_caches
+if [ -z "${COLD:-}" ]; then
+    COLD=0
+    { [ -w "$DROP_CACHES" ] && sync && echo 1 >"$DROP_CACHES"; } 2>/dev/null && COLD=1
+fi
 B3SUM_VERSION=${B3SUM_VERSION:-~1.8}   # the blake3 1.8 line, as in Cargo.lock; builds on Rust 1.95
 CORES=$(nproc)
 
@@ -256,12 +271,21 @@ made = 0
 while made < count:
     folder = os.path.join(root, day.strftime("%Y/%m/%d"))
     os.makedirs(folder, exist_ok=True)
-    in_folder = rng.randint(100, 300) if kind == "small" else rng.randint(1, 3)
+    in_folder = {"small": rng.randint(100, 300), "photos": rng.randint(10, 40)}.get(kind) or rng.randint(1, 3)
     for k in range(min(in_folder, count - made)):
         made += 1
         if kind == "small":
             path = os.path.join(folder, f"IMG_{made:06d}.jpg")
             body = jpeg + rng.randbytes(rng.randint(0, 32 * 1024))
+        elif kind == "photos":
+            # A camera-sized JPEG: the seed's headers and EXIF, then MB of entropy-coded
+            # data (random, every FF stuffed with 00 as an encoder does) and the EOI. Not
+            # decodable, but parsed and hashed like a real one.
+            path = os.path.join(folder, f"DSC_{made:05d}.jpg")
+            sos = jpeg.index(b"\xff\xda")
+            header = jpeg[: sos + 2 + struct.unpack(">H", jpeg[sos + 2 : sos + 4])[0]]
+            scan = rng.randbytes(mb * 1024 * 1024).replace(b"\xff", b"\xff\x00")
+            body = header + scan + b"\xff\xd9"
         else:
             path = os.path.join(folder, f"VID_{made:04d}.mp4")
             payload = mb * 1024 * 1024 - len(mp4) - 8
@@ -346,6 +370,14 @@ bench_library() { # bench_library NAME DIR
     [ -d "$mde" ] || "$MEDIADEX" --data "$mde" library add "$empty" --name empty >/dev/null 2>&1
     measure "$name" "mediadex rescan, 0 files" "0" "0" : \
         "'$MEDIADEX' --data '$mde' scan empty --wait >/dev/null 2>>'$mde.log'"
+    measure "$name" "mediadex process start" "0" "0" : "'$MEDIADEX' --version >/dev/null"
+    measure "$name" "find process start" "0" "0" : "find '$empty' >/dev/null"
+    [ "$COLD" = 1 ] || return 0
+    local drop="sync && echo 3 >$DROP_CACHES"
+    measure "$name" "b3sum, cold" "$files" "$bytes" "$drop" "$list | xargs -0 '$B3SUM' >/dev/null"
+    measure "$name" "mediadex first index, cold" "$files" "$bytes" "rm -rf '$mdx' && $add && $drop" \
+        "'$MEDIADEX' --data '$mdx' scan '$name' --wait >/dev/null 2>>'$mdx.log'"
+    check_run "$mdx" "first index, cold"
 }
 
 # ---------------------------------------------------------------------------------------
@@ -355,6 +387,7 @@ for name in $LIBS; do
     case $name in
         small) gen_library small "$DATA/small-$SMALL_FILES" "$SMALL_FILES" ;;
         large) gen_library large "$DATA/large-${LARGE_FILES}x$LARGE_MB" "$LARGE_FILES" "$LARGE_MB" ;;
+        photos) gen_library photos "$DATA/photos-${PHOTO_FILES}x$PHOTO_MB" "$PHOTO_FILES" "$PHOTO_MB" ;;
         *) echo "unknown library $name" >&2; exit 2 ;;
     esac
 done
@@ -362,18 +395,20 @@ for name in $LIBS; do
     case $name in
         small) bench_library small "$DATA/small-$SMALL_FILES" ;;
         large) bench_library large "$DATA/large-${LARGE_FILES}x$LARGE_MB" ;;
+        photos) bench_library photos "$DATA/photos-${PHOTO_FILES}x$PHOTO_MB" ;;
     esac
 done
 
 report() {
     local name row tool files bytes secs rss lib cpu
-    local find_s b3_s first_s rescan_s find_c b3_c first_c rescan_c
+    local find_s b3_s first_s rescan_s find_c b3_c first_c rescan_c mstart fstart b3cold firstcold
     echo
     echo "mediadex scan-compare — $(date -u +%FT%TZ), $CORES cores, $(uname -r), warm page cache, median of $REPS"
     echo "mediadex $(git rev-parse --short HEAD), $("$B3SUM" --version), load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
     for name in $LIBS; do
         echo
         echo "library: $name"
+        b3cold='' firstcold='' mstart=0 fstart=0
         printf '| %-24s | %8s | %14s | %9s | %10s | %9s | %13s | %8s |\n' \
             tool files bytes seconds files/s MB/s 'peak RSS MiB' 'cpu s'
         printf '|%s|%s|%s|%s|%s|%s|%s|%s|\n' -------------------------- ---------- ---------------- \
@@ -389,6 +424,10 @@ report() {
                 "b3sum (mmap, default)") b3_s=$secs b3_c=$cpu ;;
                 "mediadex first index") first_s=$secs first_c=$cpu ;;
                 "mediadex rescan") rescan_s=$secs rescan_c=$cpu ;;
+                "mediadex process start") mstart=$secs ;;
+                "find process start") fstart=$secs ;;
+                "b3sum, cold") b3cold=$secs ;;
+                "mediadex first index, cold") firstcold=$secs ;;
             esac
         done
         local r1 r2
@@ -398,6 +437,17 @@ report() {
             "$(echo "$r1 <= 1.5" | bc -l | sed 's/1/met/;s/0/MISSED/')"
         printf 'first index / b3sum      = %6.2f  (target <= 1.0: %s)\n' "$r2" \
             "$(echo "$r2 <= 1.0" | bc -l | sed 's/1/met/;s/0/MISSED/')"
+        # Each program's own start-up taken out of both sides: what the tree costs each.
+        if [ "$(echo "$find_s - $fstart > 0.0005" | bc -l)" = 1 ]; then
+            printf 'above start: rescan / walk+stat = %6.2f  ((%.3f - %.3f) / (%.3f - %.3f))\n' \
+                "$(echo "($rescan_s - $mstart) / ($find_s - $fstart)" | bc -l)" \
+                "$rescan_s" "$mstart" "$find_s" "$fstart"
+        else
+            printf 'above start: walk+stat is within 0.5 ms of find starting (%.3f / %.3f s); no ratio\n' \
+                "$find_s" "$fstart"
+        fi
+        [ -n "$b3cold" ] && printf 'cold: first index / b3sum = %6.2f\n' \
+            "$(echo "$firstcold / $b3cold" | bc -l)"
         # CPU seconds (user + sys) are far less disturbed by other load on the machine than
         # wall time; they show the work done, not the parallelism gained.
         printf 'cpu: rescan / walk+stat  = %6.2f   first index / b3sum = %6.2f\n' \
