@@ -11,7 +11,7 @@
 //! A refused batch (lost lease) or a cancellation stops the walk and the reading.
 
 use super::diff::{Reason, reason};
-use super::hash::{Checksum, Extract, read_once};
+use super::hash::{Checksum, Extract, prefetch, read_once};
 use super::walk::{CHUNK, Stamp, Walked, walk};
 use crate::model::MediaFacts;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
@@ -388,13 +388,23 @@ impl<'a> Diffing<'a> {
             .extend(frame.known.subdirs.iter().map(|name| frame.rel.join(name)));
     }
 
-    /// Reads the changed files of this batch on rayon and hands the batch over.
+    /// Reads the changed files of this batch on rayon and hands the batch over. Each read
+    /// first asks the kernel to start reading the file after it (`prefetch`): rayon hands
+    /// each thread a run of neighbours, so a thread's next file comes off the disk while it
+    /// hashes this one, and the disk is not idle while both threads hash.
     fn flush(&mut self, extract: &Extract<'_>, summary: &mut Summary) -> Batch {
         let root = self.root;
         self.to_read_bytes = 0;
-        let read: Vec<Observed> = std::mem::take(&mut self.to_read)
-            .into_par_iter()
-            .map(|(rel, stamp, why)| observe(root, rel, stamp, why, extract))
+        let to_read = std::mem::take(&mut self.to_read);
+        let read: Vec<Observed> = to_read
+            .par_iter()
+            .enumerate()
+            .map(|(i, (rel, stamp, why))| {
+                if let Some((next, next_stamp, _)) = to_read.get(i + 1) {
+                    prefetch(&root.join(next), next_stamp.size);
+                }
+                observe(root, rel.clone(), *stamp, *why, extract)
+            })
             .collect();
         let mut batch = std::mem::take(&mut self.batch);
         batch.changed = read;
