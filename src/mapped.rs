@@ -284,16 +284,30 @@ mod tests {
         (path, body)
     }
 
+    /// Writes a file of `len` bytes and checks `blake3_file` agrees with blake3 over them.
+    fn hashes_like_blake3(dir: &std::path::Path, name: &str, len: usize) {
+        let (path, body) = file_of(dir, name, len);
+        let file = File::open(&path).expect("open");
+        assert_eq!(
+            blake3_file(&file).expect("hash"),
+            *blake3::hash(&body).as_bytes(),
+            "{name}"
+        );
+    }
+
+    fn truncate(path: &std::path::Path, len: u64) {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|f| f.set_len(len))
+            .expect("truncate");
+    }
+
     #[test]
     fn an_intact_file_hashes_like_blake3_over_its_bytes() {
         let dir = tempfile::tempdir().expect("tempdir");
         for len in [1usize, 5 << 20, (20 << 20) + 3] {
-            let (path, body) = file_of(dir.path(), &format!("f{len}"), len);
-            let file = File::open(&path).expect("open");
-            assert_eq!(
-                blake3_file(&file).expect("hash"),
-                *blake3::hash(&body).as_bytes()
-            );
+            hashes_like_blake3(dir.path(), &format!("f{len}"), len);
         }
     }
 
@@ -306,21 +320,10 @@ mod tests {
         for len in [8usize << 20, (guarded::PARALLEL_FROM as usize) + (4 << 20)] {
             let (path, _) = file_of(dir.path(), &format!("t{len}"), len);
             let file = File::open(&path).expect("open");
-            let shrink = || {
-                std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(&path)
-                    .and_then(|f| f.set_len(4096))
-                    .expect("truncate");
-            };
-            let err = hash_with(&file, shrink).expect_err("a truncated file has no digest");
+            let err = hash_with(&file, || truncate(&path, 4096))
+                .expect_err("a truncated file has no digest");
             assert!(err.to_string().contains("shrank"), "{err}");
-            let (next, body) = file_of(dir.path(), &format!("n{len}"), len);
-            let next = File::open(&next).expect("open");
-            assert_eq!(
-                blake3_file(&next).expect("hash"),
-                *blake3::hash(&body).as_bytes()
-            );
+            hashes_like_blake3(dir.path(), &format!("n{len}"), len);
         }
     }
 
@@ -333,18 +336,13 @@ mod tests {
             return;
         };
         let dir = std::path::PathBuf::from(dir);
-        let (path, _) = file_of(&dir, "guarded", 5 << 20);
         // Installs the handler.
-        blake3_file(&File::open(&path).expect("open")).expect("hash");
+        hashes_like_blake3(&dir, "guarded", 5 << 20);
         let (path, _) = file_of(&dir, "foreign", 5 << 20);
         let file = File::open(&path).expect("open");
         // SAFETY: the point of the test: read a page the file no longer has.
         let map = unsafe { memmap2::Mmap::map(&file).expect("map") };
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(&path)
-            .and_then(|f| f.set_len(0))
-            .expect("truncate");
+        truncate(&path, 0);
         let byte = unsafe { std::ptr::read_volatile(map.as_ptr().add(3 << 20)) };
         println!("read {byte} from a truncated map and lived");
     }
