@@ -200,10 +200,10 @@ pub fn redetect_faces(
 #[error("this mediadex has no face detector yet, so it cannot walk faces")]
 pub struct NoDetector;
 
-/// How long `run_until` sleeps before it asks again, `elapsed` into the work: a twentieth
-/// of it, from 1 to 50 ms. The answer then comes at most 5% (and 50 ms) after the work ends,
-/// so a rescan of a small library is not made slower by the wait, and a long scan is not
-/// polled a thousand times a second (each check is one small read).
+/// How long `run_until` waits before it asks again, `elapsed` into the work: a twentieth
+/// of it, from 1 to 50 ms, unless a worker of its pool acks first (then it asks at once).
+/// Work another process finishes is then seen at most 5% (and 50 ms) after it ends, and a
+/// long scan is not polled a thousand times a second (each check is one small read).
 fn poll_after(elapsed: std::time::Duration) -> std::time::Duration {
     (elapsed / 20).clamp(
         std::time::Duration::from_millis(1),
@@ -224,7 +224,9 @@ fn run_until(
     let started = std::time::Instant::now();
     let outcome = loop {
         match busy() {
-            Ok(true) => std::thread::sleep(poll_after(started.elapsed())),
+            Ok(true) => {
+                let _ = pool.acked().recv_timeout(poll_after(started.elapsed()));
+            }
             Ok(false) => break Ok(()),
             Err(e) => break Err(e),
         }

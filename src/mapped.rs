@@ -268,6 +268,31 @@ mod guarded {
             libc::sigaction(sig, &dfl, std::ptr::null_mut());
         }
     }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        /// With every slot taken the map is not used: the caller reads the file instead,
+        /// and the slots are free again afterwards.
+        #[test]
+        fn a_full_table_falls_back_to_reading() {
+            let _one_at_a_time = super::super::tests::TABLE_USE.lock();
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.path().join("f");
+            std::fs::write(&path, vec![7u8; 5 << 20]).expect("write");
+            let file = File::open(&path).expect("open");
+            let stand_in = [0u8; SLOTS];
+            let held: Vec<Guard> = (0..SLOTS)
+                .map(|i| Guard::register(&stand_in[i..i + 1]).expect("a free slot"))
+                .collect();
+            assert!(hash(&file, || {}).expect("no error").is_none());
+            let faulted: Vec<bool> = held.into_iter().map(Guard::release).collect();
+            assert!(!faulted.contains(&true));
+            assert!(hash(&file, || {}).expect("hash").is_some());
+            assert!(TABLE.iter().all(|s| !s.taken.load(Ordering::Acquire)));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -311,11 +336,17 @@ mod tests {
         }
     }
 
+    /// Held by the tests that need the guard table to themselves: a truncated file only
+    /// gives an error through a guarded map, not through the read fallback a full table
+    /// falls back to.
+    pub(super) static TABLE_USE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     /// Truncated between map and hash, on one thread (8 MiB) and on rayon (20 MiB): an error,
     /// not a SIGBUS, and the next file hashes correctly.
     #[cfg(target_os = "linux")]
     #[test]
     fn a_file_truncated_under_its_map_is_an_error_and_the_process_lives_on() {
+        let _one_at_a_time = TABLE_USE.lock();
         let dir = tempfile::tempdir().expect("tempdir");
         for len in [8usize << 20, (guarded::PARALLEL_FROM as usize) + (4 << 20)] {
             let (path, _) = file_of(dir.path(), &format!("t{len}"), len);
@@ -325,6 +356,37 @@ mod tests {
             assert!(err.to_string().contains("shrank"), "{err}");
             hashes_like_blake3(dir.path(), &format!("n{len}"), len);
         }
+    }
+
+    /// Eight threads at once, every other file truncated under its map: each answer is the
+    /// right one for its own file (a fault is charged to the map it hit, not a neighbour's).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn concurrent_maps_each_get_their_own_answer() {
+        let _one_at_a_time = TABLE_USE.lock();
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::thread::scope(|s| {
+            for t in 0..8 {
+                let dir = dir.path();
+                s.spawn(move || {
+                    for i in 0..6 {
+                        let (path, body) = file_of(dir, &format!("c{t}-{i}"), 5 << 20);
+                        let file = File::open(&path).expect("open");
+                        let cut = (t + i) % 2 == 0;
+                        let got = hash_with(&file, || {
+                            if cut {
+                                truncate(&path, 8192);
+                            }
+                        });
+                        match (cut, got) {
+                            (true, Err(e)) => assert!(e.to_string().contains("shrank")),
+                            (false, Ok(d)) => assert_eq!(d, *blake3::hash(&body).as_bytes()),
+                            (cut, got) => panic!("thread {t} file {i} cut {cut}: {got:?}"),
+                        }
+                    }
+                });
+            }
+        });
     }
 
     /// The child half of the next test: a fault in a map that is not registered.

@@ -526,6 +526,27 @@ fn a_chain_advances_itself_one_live_step_at_a_time() {
     pool.shutdown();
 }
 
+/// `scan --wait` and `walk --wait` wake on this instead of their next poll: the signal
+/// comes once the ack is committed, so what the waiter then reads is the finished row.
+#[test]
+fn the_pool_signals_each_ack_after_it_is_committed() {
+    let env = env();
+    let job = env.store.enqueue(NewJob::new("once", "")).unwrap().id;
+    let (handler, _) = scripted(|_, _| Ok(JobDone::Done));
+    let pool = WorkerPool::start(
+        &env.store,
+        Handlers::default().job("once", handler),
+        quiet(),
+    );
+    pool.acked()
+        .recv_timeout(Duration::from_secs(30))
+        .expect("an ack signal");
+    let jobs = env.store.jobs(10).unwrap();
+    let row = jobs.iter().find(|j| j.id == job).expect("the job");
+    assert_eq!(row.state, JobState::Done);
+    pool.shutdown();
+}
+
 #[test]
 fn the_maintenance_loop_reclaims_for_the_life_of_the_process() {
     let env = env();

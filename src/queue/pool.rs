@@ -104,6 +104,7 @@ pub struct WorkerPool {
     registry: Arc<Registry>,
     store: Store,
     wake: Sender<()>,
+    acked: Receiver<()>,
     stop: Option<Sender<()>>,
     threads: Vec<JoinHandle<()>>,
 }
@@ -115,6 +116,8 @@ struct Worker {
     config: PoolConfig,
     registry: Arc<Registry>,
     hooks: Arc<dyn Hooks>,
+    /// Told after every ack (see `WorkerPool::acked`); never blocks a worker.
+    acked: Sender<()>,
 }
 
 enum Claimed {
@@ -136,6 +139,7 @@ impl WorkerPool {
         let registry = Arc::new(Registry::default());
         let (wake, wake_rx) = unbounded::<()>();
         let (stop, stop_rx) = bounded::<()>(0);
+        let (acked, acked_rx) = bounded::<()>(1);
         let mut kinds: Vec<String> = handlers.jobs.keys().cloned().collect();
         kinds.sort();
         let worker = Arc::new(Worker {
@@ -145,6 +149,7 @@ impl WorkerPool {
             config: config.clone(),
             registry: registry.clone(),
             hooks,
+            acked,
         });
         let threads = (0..config.workers.max(1))
             .filter_map(|i| {
@@ -160,9 +165,17 @@ impl WorkerPool {
             registry,
             store: store.clone(),
             wake,
+            acked: acked_rx,
             stop: Some(stop),
             threads,
         }
+    }
+
+    /// Receives a message after a worker of this pool acked a claim (the ack committed, or
+    /// refused by its fence): a caller waiting for work to end checks at once instead of at
+    /// its next poll. Signals coalesce; one pending message stands for any number of acks.
+    pub fn acked(&self) -> &Receiver<()> {
+        &self.acked
     }
 
     /// Tells idle workers to look for work now (after an enqueue or a reclaim).
@@ -299,7 +312,7 @@ impl Worker {
             Ack::HandBack => guard.ack(|s, l| s.release(l)),
             Ack::Abandon => return,
         };
-        log_ack(guard, acked);
+        self.done(guard, acked);
     }
 
     fn ack_scan(&self, guard: &LeaseGuard, result: Result<ScanDone, WorkError>) {
@@ -314,7 +327,13 @@ impl Worker {
             Ack::HandBack => guard.ack(|s, l| s.release(l)),
             Ack::Abandon => return,
         };
+        self.done(guard, acked);
+    }
+
+    fn done(&self, guard: &LeaseGuard, acked: Result<(), GuardError>) {
         log_ack(guard, acked);
+        // Full means a signal is already pending: nothing is lost by dropping this one.
+        let _ = self.acked.try_send(());
     }
 
     /// A claim stopped by shutdown before it started is still ours: give it back so the
