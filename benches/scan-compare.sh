@@ -37,7 +37,34 @@
 # Generated libraries are cached under target/bench-data/ and rebuilt only when their
 # parameters change (the generator is deterministic: same parameters, same bytes).
 #
-# Last figures (2026-11-30 01:11-01:13 UTC, main at 7c46086: no temporary b-tree per file
+# Last figures (2026-11-30 03:47-03:53 UTC at 06b3e9b, and 03:59-04:05 UTC at 5940fee:
+# guarded maps, memchr entropy scan, prefetch of the next file; load average 1.3-2.5). Two
+# runs, median of 3 each; cold = page cache dropped before each run:
+#   small (100,000 JPEGs, 1.70 GB)   seconds           files/s         RSS MiB   cpu s
+#     walk+stat (find)           0.343 / 0.397                                   0.33 / 0.38
+#     b3sum (mmap, default)      4.752 / 4.680                                   6.51 / 6.56
+#     mediadex first index       3.832 / 3.678   26096 / 27186    78.6           6.59 / 6.30
+#     mediadex rescan            0.379 / 0.394  263907 / 253737   29.8           0.59 / 0.62
+#     b3sum, cold               29.967 / 28.632
+#     mediadex first index, cold 14.780 / 15.423
+#     first index / b3sum = 0.81 / 0.79 MET (cold 0.49 / 0.54); rescan / walk+stat = 1.10 / 0.99 MET
+#   large (40 MP4s of 64 MiB, 2.68 GB)
+#     b3sum (mmap, default)      0.600 / 0.569                                   1.15 / 1.07
+#     mediadex first index       0.663 / 0.560                   142.5           1.17 / 1.05
+#     mediadex rescan            0.031 / 0.025 (find 0.008 / 0.008; mediadex --version alone
+#                                0.011 / 0.009, find over an empty dir 0.010 / 0.007)
+#     b3sum, cold / first index, cold   2.805 / 2.451  against  2.907 / 2.636
+#     first index / b3sum = 1.10 / 0.98 (cpu 1.02 / 0.98; cold 1.04 / 1.08): parity, the same
+#     blake3 over the same mapped bytes. rescan / walk+stat = 3.75 / 3.19 MISSED: 1.5x find
+#     is 12 ms, and mediadex --version alone takes 9-11 ms in this harness.
+#   photos (200 JPEGs of 4.2 MB, 0.84 GB; not one of issue 3's libraries)
+#     b3sum (mmap, default)      0.252 / 0.370                                   0.45 / 0.50
+#     mediadex first index       0.493 / 0.586                    27.0           0.87 / 0.99
+#     b3sum, cold / first index, cold   1.215 / 1.441  against  0.884 / 1.150
+#     first index / b3sum = 1.96 / 1.59 (cpu 1.93 / 1.98; cold 0.73 / 0.80): two blake3 digests
+#     of nearly every byte (checksum and content hash, DESIGN section 6) against one.
+#
+# Before (2026-11-30 01:11-01:13 UTC, main at 7c46086: no temporary b-tree per file
 # insert, plain file INSERT/UPDATE, 16 KiB pages; load average 1.3-2.2). Two runs, median
 # of 3 each; `library add` untimed (its own row: 26-39 ms):
 #   small (100,000 JPEGs, 1.70 GB)   seconds           files/s        MB/s   RSS MiB  cpu s
