@@ -54,24 +54,30 @@ pub fn read_once(path: &Path, size: u64, extract: &Extract<'_>) -> io::Result<Co
     })
 }
 
-/// Files from this size up to `PREFETCH_UP_TO` are prefetched: below it the extra open
-/// costs more than the wait it saves on a warm cache; above it a video is mapped, and the
-/// kernel reads ahead of the hash's page faults by itself.
+/// Files from this size on are prefetched: below it the extra open costs more than the
+/// wait it saves on a warm cache.
 const PREFETCH_FROM: u64 = 1 << 20;
+/// How much of a file is prefetched: a photo or a short video whole; of a longer video its
+/// head, after which the kernel reads ahead of the hash's page faults by itself (and a low-
+/// memory NAS is not asked to hold a whole film in its page cache ahead of time).
 const PREFETCH_UP_TO: u64 = 128 << 20;
 
 /// Asks the kernel to start reading the file at `path` (`size` from the walk's stat) into
 /// the page cache, and returns at once. Only a hint: a failure costs nothing but the wait.
+/// With the page cache dropped: 8 videos of 250 MiB, 4 alternating runs, 1.54-4.13 s
+/// (median 1.90) without the head prefetch, 1.50-1.82 s (median 1.60) with it; b3sum
+/// 1.52-1.64 s. Warm runs unchanged.
 pub fn prefetch(path: &Path, size: u64) {
-    if !(PREFETCH_FROM..=PREFETCH_UP_TO).contains(&size) {
+    if size < PREFETCH_FROM {
         return;
     }
     #[cfg(target_os = "linux")]
     if let Ok(file) = std::fs::File::open(path) {
         use std::os::fd::AsRawFd;
+        let len = libc::off_t::try_from(size.min(PREFETCH_UP_TO)).unwrap_or(0);
         // SAFETY: an advisory call on a descriptor this function owns.
         unsafe {
-            libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_WILLNEED);
+            libc::posix_fadvise(file.as_raw_fd(), 0, len, libc::POSIX_FADV_WILLNEED);
         }
     }
     #[cfg(not(target_os = "linux"))]
