@@ -97,6 +97,14 @@ fn a_second_launch_opens_the_running_instance_and_starts_no_engine() {
             after.split_whitespace().next().map(str::to_string)
         })
         .expect("the first launch says where it listens");
+    // Its own browser opens after it listens: wait for that, so the log below holds both
+    // launches' lines whatever the machine's load (it raced once in a full `cargo test`).
+    let opened_line = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find(|l| l.contains("opened the browser") || l.contains("could not open a browser"))
+        .expect("the first launch opens the browser");
+    assert!(opened_line.contains("opened the browser"), "{opened_line}");
     // Keep draining its stderr so it never blocks on a full pipe.
     std::thread::spawn(move || lines.for_each(drop));
 
