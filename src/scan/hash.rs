@@ -71,17 +71,18 @@ pub fn prefetch(path: &Path, size: u64) {
     if size < PREFETCH_FROM {
         return;
     }
+    let len = size.min(PREFETCH_UP_TO);
     #[cfg(target_os = "linux")]
     if let Ok(file) = std::fs::File::open(path) {
         use std::os::fd::AsRawFd;
-        let len = libc::off_t::try_from(size.min(PREFETCH_UP_TO)).unwrap_or(0);
+        let len = libc::off_t::try_from(len).unwrap_or(0);
         // SAFETY: an advisory call on a descriptor this function owns.
         unsafe {
             libc::posix_fadvise(file.as_raw_fd(), 0, len, libc::POSIX_FADV_WILLNEED);
         }
     }
     #[cfg(not(target_os = "linux"))]
-    let _ = path;
+    let _ = (path, len);
 }
 
 /// Whether a file of `size` bytes (at least `MMAP_FROM`) is read into memory all the same:
