@@ -100,11 +100,6 @@ impl Thumbs {
         })
     }
 
-    /// What a request gets when no thumbnail can be made of the asset's bytes (uncached).
-    pub fn placeholder(src: &Source<'_>) -> Thumb {
-        placeholder(src)
-    }
-
     /// Whether this process can make a real thumbnail of such an asset (else it gets the
     /// placeholder, and its file need not be looked for).
     pub fn makes(&self, src: &Source<'_>) -> bool {
@@ -275,8 +270,9 @@ fn frame_at(ffmpeg: &Path, file: &Path, at: &str) -> Option<Vec<u8>> {
     out.filter(|_| ok)
 }
 
-/// A neutral tile saying what the asset is, so the grid stays aligned.
-fn placeholder(src: &Source<'_>) -> Thumb {
+/// A neutral tile saying what the asset is, so the grid stays aligned: for what cannot be
+/// made here, and for an asset none of whose files still holds its bytes. Never cached.
+pub fn placeholder(src: &Source<'_>) -> Thumb {
     let label = match (src.kind, src.mime) {
         (Some(MediaKind::Video), _) => "video",
         (_, Some("image/heic" | "image/heif")) => "HEIC",

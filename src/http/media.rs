@@ -11,7 +11,7 @@ use super::range;
 use super::{AppState, blocking};
 use crate::model::{Asset, FileState, hex, trash_path};
 use crate::store::Store;
-use crate::thumbs::{Source, THUMB_VERSION, Thumb, Thumbs};
+use crate::thumbs::{Source, THUMB_VERSION, Thumb, placeholder};
 use crate::walks::unchanged_as_one_of;
 use axum::body::Body;
 use axum::extract::rejection::PathRejection;
@@ -127,13 +127,7 @@ pub async fn thumbnail(
         if let Some(t) = thumbs.cached(&sum) {
             return Ok(thumb_response(t, &tag));
         }
-        // Only a file that still holds the bytes the checksum names may give the thumbnail
-        // cached under it: one rewritten since its scan (not rescanned yet) would give a
-        // picture of other bytes, cached for good.
-        let stamps = store.file_stamps(id)?;
-        let indexed = readable(&store, &asset)?
-            .into_iter()
-            .find(|file| unchanged_as_one_of(file, &stamps));
+        let files = readable(&store, &asset)?;
         let f = &asset.facts;
         let src = Source {
             checksum_hex: &sum,
@@ -145,10 +139,22 @@ pub async fn thumbnail(
                 .zip(f.height)
                 .map(|(w, h)| u64::from(w) * u64::from(h)),
         };
+        // A placeholder needs no file: its request (a HEIC's, on every view, as it is not
+        // cached) reads no stamps.
+        if !thumbs.makes(&src) {
+            return Ok(thumb_response(placeholder(&src), &tag));
+        }
+        // Only a file that still holds the bytes the checksum names may give the thumbnail
+        // cached under it: one rewritten since its scan (not rescanned yet) would give a
+        // picture of other bytes, cached for good.
+        let stamps = store.file_stamps(id)?;
         Ok(thumb_response(
-            match indexed {
+            match files
+                .into_iter()
+                .find(|file| unchanged_as_one_of(file, &stamps))
+            {
                 Some(file) => thumbs.get(&src, &file)?,
-                None => Thumbs::placeholder(&src),
+                None => placeholder(&src),
             },
             &tag,
         ))

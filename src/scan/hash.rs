@@ -9,7 +9,7 @@
 
 use crate::media::content_hash;
 use crate::model::MediaFacts;
-use std::io::{self, Read};
+use std::io::{self, Read, Seek};
 use std::path::Path;
 
 /// From this size on a file is memory-mapped instead of read into a buffer.
@@ -36,15 +36,18 @@ pub struct Contents {
 /// read. `size` is the walk's stat (only a hint: the file is read to its end whatever it
 /// is now). Whatever else is computed from a file's bytes belongs here, on the same buffer.
 pub fn read_once(path: &Path, size: u64, extract: &Extract<'_>) -> io::Result<Contents> {
-    if size >= MMAP_FROM && !parsed_in_memory(path, size)? {
-        let checksum = checksum_mapped(path)?;
+    let mut file = std::fs::File::open(path)?;
+    if size >= MMAP_FROM && !parsed_in_memory(&mut file, size)? {
+        // A file that shrinks or fails to read under the map is an error here, not a SIGBUS
+        // (`crate::mapped`); the map starts at the file's start whatever its cursor.
+        let checksum = crate::mapped::blake3_file(&file)?;
         return Ok(Contents {
             checksum,
             content_hash: checksum,
             facts: extract(path, None),
         });
     }
-    let bytes = read_whole(path, size)?;
+    let bytes = read_whole(file, size)?;
     let hashes = content_hash::hashes(&bytes);
     let facts = extract(path, Some(&bytes));
     Ok(Contents {
@@ -89,29 +92,24 @@ pub fn prefetch(path: &Path, size: u64) {
 /// a picture format with content-hash rules, small enough to parse. Its content hash needs
 /// its bytes in memory, so one read gives the checksum, the content hash and the facts;
 /// mapping it for the checksum would read it twice (a phone's 4-8 MB JPEGs did).
-fn parsed_in_memory(path: &Path, size: u64) -> io::Result<bool> {
-    Ok(content_hash::parsed_whole(size, &head(path)?))
+fn parsed_in_memory(file: &mut std::fs::File, size: u64) -> io::Result<bool> {
+    Ok(content_hash::parsed_whole(size, &head(file)?))
 }
 
-/// The first 12 bytes of the file (fewer if it is shorter): enough to tell its format.
-fn head(path: &Path) -> io::Result<Vec<u8>> {
+/// The first 12 bytes of the file (fewer if it is shorter): enough to tell its format. The
+/// cursor is back at the start afterwards.
+fn head(file: &mut std::fs::File) -> io::Result<Vec<u8>> {
     let mut head = Vec::with_capacity(12);
-    std::fs::File::open(path)?.take(12).read_to_end(&mut head)?;
+    (&mut *file).take(12).read_to_end(&mut head)?;
+    file.rewind()?;
     Ok(head)
 }
 
 /// The whole file in one buffer, sized from the stat so it is read without regrowing.
-fn read_whole(path: &Path, size: u64) -> io::Result<Vec<u8>> {
-    let mut file = std::fs::File::open(path)?;
+fn read_whole(mut file: std::fs::File, size: u64) -> io::Result<Vec<u8>> {
     let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0).saturating_add(1));
     file.read_to_end(&mut bytes)?;
     Ok(bytes)
-}
-
-/// A file that shrinks or fails to read under the map is an error here, not a SIGBUS
-/// (`crate::mapped`).
-fn checksum_mapped(path: &Path) -> io::Result<Checksum> {
-    crate::mapped::blake3_file(&std::fs::File::open(path)?)
 }
 
 /// The checksum alone (no facts).
