@@ -13,11 +13,12 @@ pub use serve::{DEFAULT_BIND, ServeOptions, serve};
 use crate::clock::{SharedClock, SystemClock};
 use crate::config::Config;
 use crate::model::Millis;
-use crate::model::{THUMBS_JOB_KIND, WalkKindId};
+use crate::model::{MOVE_JOB_KIND, THUMBS_JOB_KIND, WalkKindId};
 use crate::queue::{Handlers, Maintenance, MaintenanceConfig, PoolConfig, WorkerPool};
 use crate::scan::job::{ScanConfig, ScanJob};
 use crate::store::{Store, StoreError, StoreOptions};
 use crate::thumbs::job::ThumbsJob;
+use crate::trash::MoveJob;
 use crate::walks::content_hash::ContentHashWalk;
 use crate::walks::faces::{FaceDetector, FacesWalk};
 use crate::walks::{WalkJob, WalkKind};
@@ -36,6 +37,7 @@ fn handlers(store: &Store, config: &Config) -> Handlers {
     let thumbs = Arc::new(crate::thumbs::Thumbs::new(&config.data_dir));
     let mut handlers = scan_handler(store, config)
         .job(THUMBS_JOB_KIND, ThumbsJob::new(store, thumbs))
+        .job(MOVE_JOB_KIND, MoveJob::new(store))
         .job(
             WalkKindId::ContentHash.job_kind(),
             WalkJob::new(store, Arc::new(content_walk(config))),
@@ -251,13 +253,14 @@ pub fn work_until_idle(store: &Store, config: &Config, libraries: &[i64]) -> any
     })
 }
 
-/// Finishes trash and restore moves a crash interrupted. A failure is logged, not fatal:
-/// the intents stay pending for the next start.
-pub fn replay_trash(store: &Store) {
-    match crate::trash::replay(store) {
+/// Carries on the trash and restore moves whose holder died (their lease expired), for a
+/// command without workers. A failure is logged, not fatal: the moves stay queued for the
+/// next worker. A move still held by a live process is left alone.
+pub fn finish_abandoned_moves(store: &Store) {
+    match crate::trash::finish_abandoned(store, &crate::trash::MoveConfig::default()) {
         Ok(0) => {}
-        Ok(n) => tracing::info!(moves = n, "finished interrupted trash moves"),
-        Err(e) => tracing::warn!(error = %e, "could not finish interrupted trash moves"),
+        Ok(n) => tracing::info!(moves = n, "carried on interrupted trash moves"),
+        Err(e) => tracing::warn!(error = %e, "could not carry on interrupted trash moves"),
     }
 }
 

@@ -329,7 +329,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Command::Trash { id, json } | Command::Restore { id, json } => {
             let trash = matches!(command, Command::Trash { .. });
             let (config, store) = open(args.data)?;
-            mediadex::app::replay_trash(&store);
+            mediadex::app::finish_abandoned_moves(&store);
             if trash {
                 mediadex::trash::trash(&store, id)?;
             } else {

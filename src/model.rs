@@ -666,6 +666,50 @@ pub enum MoveOutcome {
     Gone,
 }
 
+/// The job kind of a move: one asset's trash or restore, held by a lease like any work.
+pub const MOVE_JOB_KIND: &str = "move";
+
+/// One asset's trash or restore (DESIGN.md sections 4 and 6): its intents, one per file,
+/// held by the lease on job `job_id`. `rollback` is set once the move is being undone, with
+/// the reason it could not be finished.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Move {
+    pub job_id: i64,
+    pub asset_id: i64,
+    pub action: TrashAction,
+    pub move_id: i64,
+    pub intents: Vec<TrashIntent>,
+    pub rollback: Option<String>,
+}
+
+/// What starting a move answers: settled at once (nothing to move), or held under a lease.
+#[derive(Debug)]
+pub enum Begun {
+    Settled(MoveOutcome),
+    Held(Lease, Move),
+}
+
+/// How one intent of a held move is settled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Settle {
+    /// The file moved (pending -> done); its row follows the action.
+    Done,
+    /// The file is where it started (pending or done -> aborted); a done row reverts.
+    Back,
+    /// The file is found at neither place (pending or done -> aborted); its row is missing.
+    Vanished,
+}
+
+/// The end of a held move's forward half.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Finish {
+    /// The asset flipped and the move's job is done.
+    Flipped(MoveOutcome),
+    /// Files of the asset are present that the move did not move (linked by a scan while
+    /// it ran): nothing flipped, the move must be rolled back.
+    Linked(Vec<String>),
+}
+
 /// The trash folder in each library root.
 pub const TRASH_DIR: &str = ".mediadex-trash";
 

@@ -1,85 +1,308 @@
-//! User trash and restore with the file moves (DESIGN.md section 6): the store journals an
-//! intent per file, this module moves the file into or out of the library's
-//! `.mediadex-trash/`, then the intent is committed. A crash between the two is repaired by
-//! `replay` at start: a file found at its destination is committed, one still at its origin
-//! is moved then committed, one found nowhere is given up. A move never overwrites a file.
+//! User trash and restore with the file moves (DESIGN.md sections 4 and 6). A move is one
+//! asset's trash or restore, held by the lease on its `move` job; only the holder moves
+//! files, and every step is settled with a fenced store write:
+//! 1. refuse before anything moves when a folder cannot be written (a read-only library);
+//! 2. move each file (never over an existing one) and settle its intent;
+//! 3. flip the asset, unless a copy of it appeared meanwhile;
+//! 4. on any failure, record the rollback, put every moved file back, and end the move
+//!    failed with one error naming the file and the reason.
+//!
+//! A process that merely starts never touches a move: one whose holder died is claimed after
+//! its lease expired (`MoveJob`, by the worker pool or the next trash or restore command) and
+//! carried on from where the files are, forward or, once a rollback was recorded, back.
 //! No SQL here; rows go through `Store`.
 
-use crate::model::{MoveOutcome, TrashIntent};
+use crate::model::{
+    Begun, Finish, IntentState, Job, MOVE_JOB_KIND, Millis, Move, MoveOutcome, Settle, TrashIntent,
+};
+use crate::queue::{
+    GuardError, JobDone, JobHandler, LeaseGuard, NoHooks, Registry, WorkContext, WorkError,
+};
 use crate::store::{Store, StoreError};
+use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TrashError {
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The lease was lost mid-move (the process paused past its ttl): whoever reclaimed it
+    /// finishes the move; this process wrote nothing more.
+    #[error("{0}; the move is finished by whoever took it over")]
+    Guard(#[from] GuardError),
     #[error("cannot move {from} to {to}: {why}")]
     Move {
         from: String,
         to: String,
         why: String,
     },
+    #[error("{path} cannot be written ({why}): nothing was moved")]
+    ReadOnly { path: String, why: String },
+    #[error(
+        "a copy of asset {asset} appeared while it was being trashed ({paths}): the asset stays \
+         in the library and every file is back where it was"
+    )]
+    Linked { asset: i64, paths: String },
+    #[error("the move of asset {asset} was rolled back: {reason}")]
+    RolledBack { asset: i64, reason: String },
 }
 
+/// The lease a move is held under. A move of a few files takes milliseconds; the ttl only
+/// bounds how long a move whose process died blocks its asset.
+#[derive(Clone, Debug)]
+pub struct MoveConfig {
+    pub ttl: Millis,
+    pub heartbeat_every: Duration,
+}
+
+impl Default for MoveConfig {
+    fn default() -> Self {
+        MoveConfig {
+            ttl: 60_000,
+            heartbeat_every: Duration::from_secs(20),
+        }
+    }
+}
+
+/// Test seams around each rename: a test pauses or kills the mover there.
+pub trait MoveHooks: Send + Sync {
+    fn before_rename(&self, _from: &Path, _to: &Path) {}
+    fn after_rename(&self, _intent: &TrashIntent) {}
+}
+
+pub struct NoMoveHooks;
+impl MoveHooks for NoMoveHooks {}
+
+/// How a move that was carried to its end ended: flipped, or rolled back for this reason.
+type Ended = Result<MoveOutcome, TrashError>;
+
 /// Moves an asset's files into their library's trash folder, then marks it trashed.
-pub fn trash(store: &Store, asset_id: i64) -> Result<Vec<MoveOutcome>, TrashError> {
-    let intents = store.begin_trash(asset_id)?;
-    carry_out(store, intents)
+pub fn trash(store: &Store, asset_id: i64) -> Result<MoveOutcome, TrashError> {
+    trash_with(store, asset_id, &MoveConfig::default(), &NoMoveHooks)
 }
 
 /// Moves an asset's files back from the trash folder, then marks it live.
-pub fn restore(store: &Store, asset_id: i64) -> Result<Vec<MoveOutcome>, TrashError> {
-    let intents = store.begin_restore(asset_id)?;
-    carry_out(store, intents)
+pub fn restore(store: &Store, asset_id: i64) -> Result<MoveOutcome, TrashError> {
+    restore_with(store, asset_id, &MoveConfig::default(), &NoMoveHooks)
 }
 
-/// Finishes the moves a crash interrupted. Returns how many intents were settled.
-pub fn replay(store: &Store) -> Result<usize, TrashError> {
-    let pending = store.pending_intents()?;
-    let n = pending.len();
-    for intent in pending {
-        let (from, to) = paths(store, &intent)?;
-        if to.exists() && !from.exists() {
-            store.commit_intent(intent.id)?;
-        } else if from.exists() && !to.exists() {
-            match move_file(&from, &to) {
-                Ok(()) => {
-                    store.commit_intent(intent.id)?;
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "giving up an interrupted trash move");
-                    store.abort_intent(intent.id)?;
-                }
+pub fn trash_with(
+    store: &Store,
+    asset_id: i64,
+    config: &MoveConfig,
+    hooks: &dyn MoveHooks,
+) -> Result<MoveOutcome, TrashError> {
+    let begun = store.begin_trash(asset_id, config.ttl)?;
+    run(store, begun, config, hooks)
+}
+
+pub fn restore_with(
+    store: &Store,
+    asset_id: i64,
+    config: &MoveConfig,
+    hooks: &dyn MoveHooks,
+) -> Result<MoveOutcome, TrashError> {
+    let begun = store.begin_restore(asset_id, config.ttl)?;
+    run(store, begun, config, hooks)
+}
+
+/// Carries out moves whose holder died: reclaims expired leases, then claims each due move
+/// and carries it on. Returns how many moves it ended. For a process without workers (the
+/// command line); a service's pool runs `MoveJob` instead.
+pub fn finish_abandoned(store: &Store, config: &MoveConfig) -> Result<usize, TrashError> {
+    store.reclaim_stale()?;
+    let mut ended = 0;
+    while let Some((lease, job)) = store.claim_job(&[MOVE_JOB_KIND], config.ttl)? {
+        let held = store.held_move(job.id)?;
+        match run(store, Begun::Held(lease, held), config, &NoMoveHooks) {
+            Ok(outcome) => tracing::info!(job = job.id, ?outcome, "finished an interrupted move"),
+            Err(e) => {
+                tracing::warn!(job = job.id, error = %e, "an interrupted move did not finish")
             }
-        } else {
-            tracing::warn!(from = %from.display(), "interrupted trash move: file not found where expected");
-            store.abort_intent(intent.id)?;
+        }
+        ended += 1;
+    }
+    Ok(ended)
+}
+
+/// Runs a begun move under its lease's guard: the first fenced heartbeat before any file
+/// moves, then a heartbeat thread for as long as the move runs. A move left unfinished by an
+/// error is handed back as a failed attempt (retried with backoff by any worker).
+pub fn run(
+    store: &Store,
+    begun: Begun,
+    config: &MoveConfig,
+    hooks: &dyn MoveHooks,
+) -> Result<MoveOutcome, TrashError> {
+    let (lease, held) = match begun {
+        Begun::Settled(outcome) => return Ok(outcome),
+        Begun::Held(lease, held) => (lease, held),
+    };
+    let registry = Arc::new(Registry::default());
+    let guard = LeaseGuard::register(store, lease, config.ttl, &registry);
+    guard.begin(config.heartbeat_every, &NoHooks)?;
+    let result = carry_out(store, &guard, held, hooks);
+    guard.stop_heartbeat();
+    match result {
+        Ok(ended) => ended,
+        Err(TrashError::Guard(e)) => Err(e.into()),
+        Err(e) => {
+            if let Err(lost) = guard.ack(|s, l| s.fail_job(l, &e.to_string())) {
+                tracing::warn!(error = %lost, "could not hand an unfinished move back");
+            }
+            Err(e)
         }
     }
-    Ok(n)
 }
 
-fn carry_out(store: &Store, intents: Vec<TrashIntent>) -> Result<Vec<MoveOutcome>, TrashError> {
-    let mut outcomes = Vec::new();
-    let mut failure = None;
-    for intent in intents {
-        if failure.is_some() {
-            store.abort_intent(intent.id)?;
+/// The worker pool's handler of `move` jobs: a move whose first holder died, carried on.
+pub struct MoveJob {
+    store: Store,
+}
+
+impl MoveJob {
+    pub fn new(store: &Store) -> Self {
+        MoveJob {
+            store: store.clone(),
+        }
+    }
+}
+
+impl JobHandler for MoveJob {
+    fn run(&self, ctx: &WorkContext, job: &Job) -> Result<JobDone, WorkError> {
+        let held = self
+            .store
+            .held_move(job.id)
+            .map_err(|e| WorkError::Failed(e.to_string()))?;
+        match carry_out(&self.store, ctx, held, &NoMoveHooks) {
+            Ok(Ok(outcome)) => {
+                tracing::info!(job = job.id, ?outcome, "finished an interrupted move");
+                Ok(JobDone::Committed)
+            }
+            Ok(Err(reason)) => {
+                tracing::warn!(job = job.id, %reason, "rolled an interrupted move back");
+                Ok(JobDone::Committed)
+            }
+            Err(TrashError::Guard(e)) => Err(WorkError::Guard(e)),
+            Err(e) => Err(WorkError::Failed(e.to_string())),
+        }
+    }
+}
+
+/// Why a forward move stopped: undo what it did, or leave it to the lease's next holder.
+enum Stop {
+    Undo(TrashError),
+    Leave(TrashError),
+}
+
+impl<E: Into<TrashError>> From<E> for Stop {
+    fn from(e: E) -> Self {
+        Stop::Leave(e.into())
+    }
+}
+
+/// Carries a held move to its end: `Ok(ended)` once its job is finished (flipped, or rolled
+/// back for a reason), `Err` while it is unfinished and still held.
+fn carry_out(
+    store: &Store,
+    guard: &LeaseGuard,
+    held: Move,
+    hooks: &dyn MoveHooks,
+) -> Result<Ended, TrashError> {
+    let reason = match held.rollback.clone() {
+        Some(reason) => TrashError::RolledBack {
+            asset: held.asset_id,
+            reason,
+        },
+        None => match forward(store, guard, &held, hooks) {
+            Ok(outcome) => return Ok(Ok(outcome)),
+            Err(Stop::Leave(e)) => return Err(e),
+            Err(Stop::Undo(e)) => {
+                guard.guarded(|s, l| s.start_rollback(l, &e.to_string()))?;
+                e
+            }
+        },
+    };
+    let now = store.held_move(held.job_id)?;
+    roll_back(store, guard, &now)?;
+    guard.guarded(|s, l| s.end_rolled_back(l))?;
+    Ok(Err(reason))
+}
+
+/// Moves every file of the move still pending, then flips the asset.
+fn forward(
+    store: &Store,
+    guard: &LeaseGuard,
+    held: &Move,
+    hooks: &dyn MoveHooks,
+) -> Result<MoveOutcome, Stop> {
+    let pending: Vec<&TrashIntent> = held
+        .intents
+        .iter()
+        .filter(|i| i.state == IntentState::Pending)
+        .collect();
+    let places = pending
+        .iter()
+        .map(|i| paths(store, i))
+        .collect::<Result<Vec<_>, _>>()?;
+    preflight(&places).map_err(Stop::Undo)?;
+    for (intent, (from, to)) in pending.into_iter().zip(places) {
+        guard.ensure_live()?;
+        let how = match locate(&from, &to).map_err(|e| Stop::Undo(fail(&from, &to, &e)))? {
+            Place::From => {
+                hooks.before_rename(&from, &to);
+                move_file(&from, &to).map_err(Stop::Undo)?;
+                hooks.after_rename(intent);
+                Settle::Done
+            }
+            Place::To => Settle::Done,
+            Place::Both { same: true } => {
+                unlink_twin(&from, &to).map_err(Stop::Undo)?;
+                Settle::Done
+            }
+            Place::Both { same: false } => return Err(Stop::Undo(taken(&from, &to))),
+            Place::Neither => Settle::Vanished,
+        };
+        guard.guarded(|s, l| s.settle_intent(l, intent.id, how))?;
+    }
+    match guard.guarded(|s, l| s.finish_move(l))? {
+        Finish::Flipped(outcome) => Ok(outcome),
+        Finish::Linked(paths) => Err(Stop::Undo(TrashError::Linked {
+            asset: held.asset_id,
+            paths: paths.join(", "),
+        })),
+    }
+}
+
+/// Puts every file of the move back where it started, newest first, settling each.
+fn roll_back(store: &Store, guard: &LeaseGuard, held: &Move) -> Result<(), TrashError> {
+    for intent in held.intents.iter().rev() {
+        if intent.state == IntentState::Aborted {
             continue;
         }
-        let (from, to) = paths(store, &intent)?;
-        match move_file(&from, &to) {
-            Ok(()) => outcomes.extend(store.commit_intent(intent.id)?),
-            Err(e) => {
-                store.abort_intent(intent.id)?;
-                failure = Some(e);
+        guard.ensure_live()?;
+        let (from, to) = paths(store, intent)?;
+        let how = match locate(&from, &to).map_err(|e| fail(&to, &from, &e))? {
+            Place::From => Settle::Back,
+            Place::To => {
+                move_file(&to, &from)?;
+                Settle::Back
             }
-        }
+            Place::Both { same: true } => {
+                unlink_twin(&to, &from)?;
+                Settle::Back
+            }
+            // A pending intent's file never left (a move never replaces): what is at its
+            // destination is someone else's, and stays.
+            Place::Both { same: false } if intent.state == IntentState::Pending => Settle::Back,
+            Place::Both { same: false } => return Err(taken(&to, &from)),
+            Place::Neither => Settle::Vanished,
+        };
+        guard.guarded(|s, l| s.settle_intent(l, intent.id, how))?;
     }
-    match failure {
-        Some(e) => Err(e),
-        None => Ok(outcomes),
-    }
+    Ok(())
 }
 
 fn paths(store: &Store, intent: &TrashIntent) -> Result<(PathBuf, PathBuf), TrashError> {
@@ -104,20 +327,202 @@ fn rel_path(bytes: &[u8]) -> PathBuf {
     PathBuf::from(String::from_utf8_lossy(bytes).into_owned())
 }
 
-/// A rename inside one library (same file system), refusing to replace anything.
-fn move_file(from: &Path, to: &Path) -> Result<(), TrashError> {
-    let fail = |why: String| TrashError::Move {
+fn fail(from: &Path, to: &Path, why: &dyn std::fmt::Display) -> TrashError {
+    TrashError::Move {
         from: from.display().to_string(),
         to: to.display().to_string(),
-        why,
+        why: why.to_string(),
+    }
+}
+
+fn taken(from: &Path, to: &Path) -> TrashError {
+    fail(from, to, &"the destination exists already")
+}
+
+/// Where a file of a move is now.
+enum Place {
+    From,
+    To,
+    /// Both names exist; `same` when they are one file (a hard link whose unlink a crash
+    /// interrupted).
+    Both {
+        same: bool,
+    },
+    Neither,
+}
+
+fn locate(from: &Path, to: &Path) -> io::Result<Place> {
+    let at = |p: &Path| match std::fs::symlink_metadata(p) {
+        Ok(m) => Ok(Some(m)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
     };
-    if to.exists() {
-        return Err(fail(
-            "the destination exists already; nothing was moved".into(),
-        ));
+    Ok(match (at(from)?, at(to)?) {
+        (Some(_), None) => Place::From,
+        (None, Some(_)) => Place::To,
+        (Some(a), Some(b)) => Place::Both {
+            same: same_file(&a, &b),
+        },
+        (None, None) => Place::Neither,
+    })
+}
+
+#[cfg(unix)]
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    a.dev() == b.dev() && a.ino() == b.ino()
+}
+
+/// Without inode numbers two names cannot be told to be one file: treated as two.
+#[cfg(not(unix))]
+fn same_file(_: &std::fs::Metadata, _: &std::fs::Metadata) -> bool {
+    false
+}
+
+/// Both names are one file: the move's link happened, its unlink did not. Finish it.
+fn unlink_twin(from: &Path, to: &Path) -> Result<(), TrashError> {
+    std::fs::remove_file(from).map_err(|e| fail(from, to, &e))
+}
+
+/// Refuses, before anything moves, a move whose folders cannot be written: the folder a
+/// file leaves and the nearest existing folder of its destination.
+fn preflight(places: &[(PathBuf, PathBuf)]) -> Result<(), TrashError> {
+    for (from, to) in places {
+        for dir in [from.parent(), to.parent()].into_iter().flatten() {
+            let dir = nearest_existing(dir);
+            writable(dir).map_err(|e| TrashError::ReadOnly {
+                path: dir.display().to_string(),
+                why: e.to_string(),
+            })?;
+        }
     }
+    Ok(())
+}
+
+fn nearest_existing(dir: &Path) -> &Path {
+    dir.ancestors().find(|d| d.exists()).unwrap_or(dir)
+}
+
+/// `access(W_OK)`: answers a read-only mount (EROFS) even to root, for whom mode bits do
+/// not count.
+#[cfg(target_os = "linux")]
+fn writable(dir: &Path) -> io::Result<()> {
+    let c = c_path(dir)?;
+    // SAFETY: `c` is a NUL-terminated path that outlives the call.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn writable(dir: &Path) -> io::Result<()> {
+    if std::fs::metadata(dir)?.permissions().readonly() {
+        Err(io::Error::new(io::ErrorKind::PermissionDenied, "read-only"))
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn c_path(p: &Path) -> io::Result<std::ffi::CString> {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::CString::new(p.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path with a NUL byte"))
+}
+
+/// A move inside one library that never replaces a file: the destination is created by
+/// the move itself or the move fails, with no window between a check and the rename.
+fn move_file(from: &Path, to: &Path) -> Result<(), TrashError> {
     if let Some(parent) = to.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| fail(e.to_string()))?;
+        std::fs::create_dir_all(parent).map_err(|e| fail(from, to, &e))?;
     }
-    std::fs::rename(from, to).map_err(|e| fail(e.to_string()))
+    rename_noreplace(from, to).map_err(|e| match e.kind() {
+        io::ErrorKind::AlreadyExists => taken(from, to),
+        _ => fail(from, to, &e),
+    })
+}
+
+/// `renameat2(RENAME_NOREPLACE)`; a file system that does not offer it (EINVAL) gets the
+/// link-then-unlink move.
+#[cfg(target_os = "linux")]
+fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
+    let (f, t) = (c_path(from)?, c_path(to)?);
+    // SAFETY: both are NUL-terminated paths that outlive the call; AT_FDCWD resolves them
+    // as given.
+    let r = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            f.as_ptr(),
+            libc::AT_FDCWD,
+            t.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if r == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EINVAL) | Some(libc::ENOSYS) | Some(libc::EOPNOTSUPP) => {
+            link_then_unlink(from, to)
+        }
+        _ => Err(e),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
+    link_then_unlink(from, to)
+}
+
+/// A hard link fails when the destination exists, so it never replaces; the unlink then
+/// completes the move (a crash in between leaves one file under two names, which the
+/// move's next holder finishes).
+fn link_then_unlink(from: &Path, to: &Path) -> io::Result<()> {
+    std::fs::hard_link(from, to).map_err(|e| match e.kind() {
+        io::ErrorKind::AlreadyExists => e,
+        _ => io::Error::new(
+            e.kind(),
+            format!(
+                "this file system can neither rename without replacing nor hard-link ({e}); \
+                 mediadex does not move files here"
+            ),
+        ),
+    })?;
+    std::fs::remove_file(from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_link_fallback_never_replaces_either() {
+        let dir = tempfile_dir();
+        let (from, to) = (dir.join("a"), dir.join("b"));
+        std::fs::write(&from, b"photo").ok();
+        std::fs::write(&to, b"someone else's").ok();
+        assert!(link_then_unlink(&from, &to).is_err());
+        assert_eq!(
+            std::fs::read(&to).ok().as_deref(),
+            Some(&b"someone else's"[..])
+        );
+        std::fs::remove_file(&to).ok();
+        assert!(link_then_unlink(&from, &to).is_ok());
+        assert!(!from.exists());
+        assert_eq!(std::fs::read(&to).ok().as_deref(), Some(&b"photo"[..]));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    fn tempfile_dir() -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "mediadex-move-{}-{}",
+            std::process::id(),
+            uuid::Uuid::new_v4()
+        ));
+        std::fs::create_dir_all(&dir).ok();
+        dir
+    }
 }

@@ -5,9 +5,9 @@
 mod support;
 
 use mediadex::model::{
-    Claim, FileReason, FileStamp, IngestItem, Lease, LibraryIdentity, MediaFacts, MediaKind,
-    MoveOutcome, Provenance, RunState, ScanEnd, ScanRequest, TrashAction, TrashReason, Trigger,
-    Unseen, trash_path,
+    Begun, Claim, FileReason, FileStamp, Finish, IngestItem, Lease, LibraryIdentity, MediaFacts,
+    MediaKind, Move, MoveOutcome, Provenance, RunState, ScanEnd, ScanRequest, Settle, TrashAction,
+    TrashReason, Trigger, Unseen, trash_path,
 };
 use mediadex::store::{Admission, AdmissionOptions, StoreError};
 use support::{Env, TTL, env};
@@ -586,11 +586,28 @@ fn two_copies(env: &Env) -> (i64, i64) {
     (lib, report.items[0].asset_id.unwrap())
 }
 
+fn held(begun: Begun) -> (Lease, Move) {
+    match begun {
+        Begun::Held(lease, held) => (lease, held),
+        Begun::Settled(o) => panic!("nothing to move: {o:?}"),
+    }
+}
+
+/// Settles every intent of a held move as done and finishes it (the files' moves are the
+/// caller's; none happen here).
+fn settle_all(env: &Env, (lease, held): (Lease, Move)) -> Finish {
+    for i in &held.intents {
+        env.store.settle_intent(&lease, i.id, Settle::Done).unwrap();
+    }
+    env.store.finish_move(&lease).unwrap()
+}
+
 #[test]
 fn a_user_trash_is_journaled_intent_then_commit_and_a_restore_moves_the_files_back() {
     let env = env();
     let (lib, asset) = two_copies(&env);
-    let intents = env.store.begin_trash(asset).unwrap();
+    let (lease, moving) = held(env.store.begin_trash(asset, TTL).unwrap());
+    let intents = moving.intents.clone();
     assert_eq!(intents.len(), 2);
     assert_eq!(intents[0].action, TrashAction::Trash);
     assert_eq!(intents[0].from_path, b"a.jpg");
@@ -599,36 +616,33 @@ fn a_user_trash_is_journaled_intent_then_commit_and_a_restore_moves_the_files_ba
         intents[0].to_path,
         format!(".mediadex-trash/{asset}/a.jpg").into_bytes()
     );
-    // Until committed, nothing is trashed and the intents wait for replay.
+    // Until settled, nothing is trashed and the move is held.
     assert_eq!(env.store.pending_intents().unwrap(), intents);
     assert_eq!(live_assets(&env), 1);
-    assert!(env.store.begin_trash(asset).is_err(), "one move at a time");
-
-    assert_eq!(env.store.commit_intent(intents[0].id).unwrap(), None);
+    assert!(
+        env.store.begin_trash(asset, TTL).is_err(),
+        "one move at a time"
+    );
     assert_eq!(
-        env.store.commit_intent(intents[1].id).unwrap(),
-        Some(MoveOutcome::Trashed)
+        settle_all(&env, (lease, moving)),
+        Finish::Flipped(MoveOutcome::Trashed)
     );
     assert!(env.store.pending_intents().unwrap().is_empty());
     let trashed = env.store.assets(true).unwrap();
     assert_eq!(trashed[0].trash_reason, Some(TrashReason::User));
     assert!(env.store.known_files(lib, "").unwrap().is_empty());
 
-    let back = env.store.begin_restore(asset).unwrap();
-    assert_eq!(back.len(), 2);
-    assert_eq!(back[1].from_path, trash_path(asset, b"b/a.jpg"));
-    assert_eq!(back[1].to_path, b"b/a.jpg");
-    // A crash here: the replay finds the restore pending and finishes it.
-    assert_eq!(env.store.pending_intents().unwrap(), back);
-    assert_eq!(env.store.abort_intent(back[0].id).unwrap(), None);
+    let (lease, back) = held(env.store.begin_restore(asset, TTL).unwrap());
+    assert_eq!(back.intents.len(), 2);
+    assert_eq!(back.intents[1].from_path, trash_path(asset, b"b/a.jpg"));
+    assert_eq!(back.intents[1].to_path, b"b/a.jpg");
+    assert_eq!(env.store.pending_intents().unwrap(), back.intents);
     assert_eq!(
-        env.store.commit_intent(back[1].id).unwrap(),
-        Some(MoveOutcome::Restored)
+        settle_all(&env, (lease, back)),
+        Finish::Flipped(MoveOutcome::Restored)
     );
     assert_eq!(live_assets(&env), 1);
-    let known = env.store.known_files(lib, "").unwrap();
-    assert_eq!(known.len(), 1, "only the committed move came back");
-    assert_eq!(known[0].rel_path, b"b/a.jpg");
+    assert_eq!(env.store.known_files(lib, "").unwrap().len(), 2);
 }
 
 #[test]
@@ -637,31 +651,24 @@ fn sweep_and_restore_in_either_order_end_restored_or_gone_never_an_error() {
     // Restore first: the sweep finds nothing to delete.
     let env = env();
     let (_, asset) = two_copies(&env);
-    let intents = env.store.begin_trash(asset).unwrap();
-    for i in &intents {
-        env.store.commit_intent(i.id).unwrap();
-    }
+    settle_all(&env, held(env.store.begin_trash(asset, TTL).unwrap()));
     env.clock.advance(31 * DAY);
-    let back = env.store.begin_restore(asset).unwrap();
+    let back = held(env.store.begin_restore(asset, TTL).unwrap());
     // A pending restore holds the sweep off.
     assert_eq!(env.store.sweep_trash(30 * DAY).unwrap(), 0);
-    for i in &back {
-        env.store.commit_intent(i.id).unwrap();
-    }
+    settle_all(&env, back);
     assert_eq!(env.store.sweep_trash(30 * DAY).unwrap(), 0);
     assert_eq!(env.store.asset(asset).unwrap().unwrap().trashed_at, None);
 
     // Sweep first: the restore answers that the asset is gone.
     let env = support::env();
     let (_, asset) = two_copies(&env);
-    for i in &env.store.begin_trash(asset).unwrap() {
-        env.store.commit_intent(i.id).unwrap();
-    }
+    settle_all(&env, held(env.store.begin_trash(asset, TTL).unwrap()));
     env.clock.advance(31 * DAY);
     assert_eq!(env.store.sweep_trash(30 * DAY).unwrap(), 1);
     assert!(env.store.asset(asset).unwrap().is_none());
     assert!(matches!(
-        env.store.begin_restore(asset),
+        env.store.begin_restore(asset, TTL),
         Err(StoreError::NotFound(_))
     ));
 }

@@ -532,3 +532,33 @@ fn runs_jobs_and_status_show_rows_written_by_the_store() {
     let human = text(&env.run(&["jobs"]).stdout);
     assert!(human.contains("content_hash  queued  0/5"), "{human}");
 }
+
+/// Issue 12's reproduction as a new user would try it: an asset with two copies, the second
+/// copy's trash destination taken. The command fails naming the file, and the asset stays
+/// live with both copies where they were.
+#[test]
+fn a_trash_that_cannot_move_every_copy_fails_and_leaves_the_asset_live_with_both() {
+    let env = Env::new();
+    let photos = env.folder("photos");
+    let png = include_bytes!("fixtures/chelsea.png");
+    std::fs::create_dir_all(photos.join("b")).expect("mkdir");
+    std::fs::write(photos.join("a.png"), png).expect("a");
+    std::fs::write(photos.join("b/a.png"), png).expect("b");
+    env.ok_json(&["library", "add", s(&photos), "--json"]);
+    env.ok_json(&["scan", "photos", "--wait", "--json"]);
+    let assets = env.ok_json(&["assets", "--json"]);
+    let id = assets[0]["id"].as_i64().expect("id");
+    let squat = photos.join(format!(".mediadex-trash/{id}/b/a.png"));
+    std::fs::create_dir_all(squat.parent().expect("parent")).expect("mkdir");
+    std::fs::write(&squat, b"squatter").expect("squat");
+
+    let out = env.run(&["trash", &id.to_string()]);
+    assert_fails(&out, 1, "b/a.png");
+    assert!(text(&out.stderr).contains("exists already"), "{}", text(&out.stderr));
+    assert!(photos.join("a.png").exists() && photos.join("b/a.png").exists());
+    let live = env.ok_json(&["assets", "--json"]);
+    assert_eq!(live.as_array().expect("array").len(), 1, "{live}");
+    assert_eq!(live[0]["paths"].as_array().expect("paths").len(), 2, "{live}");
+    let trashed = env.ok_json(&["assets", "--trashed", "--json"]);
+    assert!(trashed.as_array().expect("array").is_empty(), "{trashed}");
+}

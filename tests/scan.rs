@@ -3,7 +3,7 @@
 
 mod support;
 
-use mediadex::model::{Asset, Provenance, RunState, ScanRun, Target};
+use mediadex::model::{Asset, Begun, Provenance, RunState, ScanRun, Target};
 use mediadex::queue::{Handlers, PoolConfig, WorkerPool};
 use mediadex::scan::job::{ScanConfig, ScanJob};
 use mediadex::scan::pipeline::Settings;
@@ -393,7 +393,7 @@ fn trash_and_restore_move_the_files_and_survive_rescans() {
 }
 
 #[test]
-fn an_interrupted_trash_is_finished_at_start_whether_or_not_the_file_moved() {
+fn an_interrupted_trash_is_carried_on_by_the_reclaimer_whether_or_not_the_file_moved() {
     let env = env();
     let lib = library(&env);
     lib.scan();
@@ -405,17 +405,30 @@ fn an_interrupted_trash_is_finished_at_start_whether_or_not_the_file_moved() {
             .id
     };
     let (d, e) = (pick("d.png"), pick("e.png"));
-    // Crash after the intent, before the move:
-    env.store.begin_trash(d).expect("intent d");
-    // Crash after the move, before the commit:
-    let intents = env.store.begin_trash(e).expect("intent e");
+    // A process dies after the intent, before the move:
+    env.store.begin_trash(d, TTL).expect("intent d");
+    // Another dies after the move, before the commit:
+    let Begun::Held(_, held) = env.store.begin_trash(e, TTL).expect("intent e") else {
+        panic!("nothing to move");
+    };
     let to = lib
         .root
-        .join(String::from_utf8(intents[0].to_path.clone()).expect("utf8"));
+        .join(String::from_utf8(held.intents[0].to_path.clone()).expect("utf8"));
     std::fs::create_dir_all(to.parent().expect("parent")).expect("mkdir");
     std::fs::rename(lib.root.join("e.png"), &to).expect("move");
 
-    assert_eq!(mediadex::trash::replay(&env.store).expect("replay"), 2);
+    let config = mediadex::trash::MoveConfig::default();
+    assert_eq!(
+        mediadex::trash::finish_abandoned(&env.store, &config).expect("live"),
+        0
+    );
+    env.clock.advance(TTL);
+    env.store.reclaim_stale().expect("reclaim");
+    env.clock.advance(60_000);
+    assert_eq!(
+        mediadex::trash::finish_abandoned(&env.store, &config).expect("carry"),
+        2
+    );
     let trashed: Vec<i64> = lib.assets(true).iter().map(|a| a.id).collect();
     assert_eq!(trashed.len(), 2);
     assert!(trashed.contains(&d) && trashed.contains(&e));

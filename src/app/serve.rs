@@ -2,7 +2,7 @@
 //! SIGTERM/SIGINT, then a graceful drain. Also the engine of the desktop mode, which adds
 //! the instance claim and the browser.
 
-use super::{add_library, handlers, maintenance_config, open_store, pool_config, replay_trash};
+use super::{add_library, handlers, maintenance_config, open_store, pool_config};
 use crate::config::Config;
 use crate::queue::{Maintenance, WorkerPool};
 use crate::store::Store;
@@ -44,7 +44,6 @@ pub fn serve(config: Config, mut options: ServeOptions) -> anyhow::Result<()> {
     open_log_file(&config);
     let claim = options.claim.take().or_else(|| claim_instance(&config));
     let store = open_store(&config)?;
-    replay_trash(&store);
     if options.adopt_pictures {
         super::desktop::add_pictures_library_if_none(&store)?;
     }

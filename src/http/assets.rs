@@ -232,7 +232,7 @@ pub async fn restore(
     Ok(restored)
 }
 
-type Mover = fn(&Store, i64) -> Result<Vec<crate::model::MoveOutcome>, crate::trash::TrashError>;
+type Mover = fn(&Store, i64) -> Result<crate::model::MoveOutcome, crate::trash::TrashError>;
 
 async fn move_asset(s: AppState, id: i64, mover: Mover) -> Result<Json<AssetOut>, ApiError> {
     let store = s.store.clone();

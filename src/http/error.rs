@@ -134,7 +134,17 @@ impl From<TrashError> for ApiError {
     fn from(e: TrashError) -> Self {
         match e {
             TrashError::Store(e) => e.into(),
-            e @ TrashError::Move { .. } => {
+            e @ TrashError::ReadOnly { .. } => {
+                ApiError::new(StatusCode::FORBIDDEN, "read_only", e.to_string())
+            }
+            e @ TrashError::Guard(_) => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "move_interrupted",
+                e.to_string(),
+            ),
+            e @ (TrashError::Move { .. }
+            | TrashError::Linked { .. }
+            | TrashError::RolledBack { .. }) => {
                 ApiError::new(StatusCode::CONFLICT, "move_failed", e.to_string())
             }
         }

@@ -44,6 +44,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "check lists",
         sql: include_str!("../../schema/0006_check_lists.sql"),
     },
+    Migration {
+        version: 7,
+        name: "move jobs",
+        sql: include_str!("../../schema/0007_move_jobs.sql"),
+    },
 ];
 
 pub(super) fn migrate(

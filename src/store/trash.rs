@@ -1,14 +1,18 @@
-//! The trash journal (DESIGN.md section 6): trash and restore by the user are an intent row
-//! per file, then the move (done by the caller, into or out of the library's
-//! `.mediadex-trash/`), then the commit. Unfinished intents are replayed at start. The asset
-//! flips (trashed or restored by id) when the last pending intent of its move is settled.
-//! A move is the set of intents one begin call wrote, named by its move id (never by the
-//! time it began: a clock may answer the same millisecond for two moves).
+//! The trash journal (DESIGN.md sections 4 and 6): a user's trash or restore of an asset is a
+//! move, held by the lease on a `move` job, with an intent row per file. Begin writes the
+//! job (already running under this process's lease) and the intents in one transaction;
+//! every later write (settling an intent with its file row, starting a rollback, the asset's
+//! flip, the end) is fenced on that lease in the same transaction as its data. The file
+//! moves themselves are the caller's (`crate::trash`). A move is named by its move id (never
+//! by the time it began: a clock may answer the same millisecond for two moves).
 
 use super::assets::{restore, state, trash};
+use super::jobs::complete;
+use super::lease::lost;
 use super::{Store, StoreError, parse_col};
 use crate::model::{
-    IntentState, Millis, MoveOutcome, TrashAction, TrashIntent, TrashReason, trash_path,
+    Begun, Finish, IntentState, Lease, MOVE_JOB_KIND, Millis, Move, MoveOutcome, Settle, Target,
+    TrashAction, TrashIntent, TrashReason, trash_path,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -26,7 +30,12 @@ const INSERT: &str = concat!(
 const GET: &str = concat!(
     "SELECT ",
     intent_cols!(),
-    " FROM trash_intents WHERE id = ?1"
+    " FROM trash_intents WHERE id = ?1 AND move_id = ?2"
+);
+const OF_MOVE: &str = concat!(
+    "SELECT ",
+    intent_cols!(),
+    " FROM trash_intents WHERE move_id = ?1 ORDER BY id"
 );
 /// A move's intents together, oldest move first.
 const PENDING: &str = concat!(
@@ -38,9 +47,42 @@ const PENDING: &str = concat!(
 const NEXT_MOVE: &str = "SELECT coalesce(max(move_id), 0) + 1 FROM trash_intents";
 const HAS_PENDING: &str =
     "SELECT 1 FROM trash_intents WHERE asset_id = ?1 AND state = 'pending' LIMIT 1";
+/// The move's job, already running under the lease of the process that begins it. The
+/// partial unique index on the key makes it one live move per asset, across processes.
+const INSERT_JOB: &str = "
+    INSERT INTO jobs (kind, unique_key, payload, state, generation, run_at, lease_owner,
+                      lease_expires_at, heartbeat_at, created_at, updated_at)
+    VALUES (?1, ?2, ?3, 'running', 1, ?4, ?5, ?4 + ?6, ?4, ?4, ?4)
+    ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')
+    DO NOTHING
+    RETURNING id, generation";
+const LIVE_MOVE: &str =
+    "SELECT id FROM jobs WHERE unique_key = ?1 AND state IN ('queued', 'running')";
+/// The fence of every write of a held move; answers what the job moves.
+const FENCE: &str = fenced!(
+    "UPDATE jobs SET updated_at = ?3",
+    "RETURNING json_extract(payload, '$.move'), json_extract(payload, '$.asset'),
+               json_extract(payload, '$.action')"
+);
+const HELD: &str = "
+    SELECT json_extract(payload, '$.move'), json_extract(payload, '$.asset'),
+           json_extract(payload, '$.action'), checkpoint
+      FROM jobs WHERE id = ?1 AND kind = ?2";
+/// The checkpoint of a move's job is the reason it is being rolled back.
+const START_ROLLBACK: &str = fenced!("UPDATE jobs SET checkpoint = ?4, updated_at = ?3");
+const END_ROLLED_BACK: &str = fenced!(
+    "UPDATE jobs SET state = 'failed', last_error = checkpoint, lease_owner = NULL,
+                     lease_expires_at = NULL, finished_at = ?3, updated_at = ?3"
+);
+const UNSETTLED: &str =
+    "SELECT count(*) FROM trash_intents WHERE move_id = ?1 AND state <> 'aborted'";
+const MOVE_PENDING: &str =
+    "SELECT count(*) FROM trash_intents WHERE move_id = ?1 AND state = 'pending'";
 const PRESENT_FILES: &str = "
     SELECT library_id, rel_path FROM files WHERE asset_id = ?1 AND state = 'present'
      ORDER BY library_id, rel_path";
+const PRESENT_PATHS: &str = "
+    SELECT rel_path_text FROM files WHERE asset_id = ?1 AND state = 'present' ORDER BY rel_path";
 /// The files the asset's last trash moved (the done intents of its latest move with any),
 /// to be undone by a restore. By move id: two moves may begin in one millisecond.
 const LAST_TRASHED: &str = "
@@ -50,9 +92,8 @@ const LAST_TRASHED: &str = "
                        WHERE asset_id = ?1 AND action = 'trash' AND state = 'done')
      ORDER BY id";
 const SETTLE: &str = "
-    UPDATE trash_intents SET state = ?2, finished_at = ?3 WHERE id = ?1 AND state = 'pending'";
-/// Intents of the same move (one begin call) that were committed.
-const GROUP_DONE: &str = "SELECT count(*) FROM trash_intents WHERE move_id = ?1 AND state = 'done'";
+    UPDATE trash_intents SET state = ?3, finished_at = ?4
+     WHERE id = ?1 AND move_id = ?2 AND state IN ('pending', 'done')";
 const FILE_MISSING: &str = "
     UPDATE files SET state = 'missing', missing_since = ?3
      WHERE library_id = ?1 AND rel_path = ?2 AND state = 'present'";
@@ -74,6 +115,29 @@ fn intent_from_row(r: &Row<'_>) -> rusqlite::Result<TrashIntent> {
     })
 }
 
+/// What a fenced move write learns from its job row.
+struct Held {
+    move_id: i64,
+    asset_id: i64,
+    action: TrashAction,
+}
+
+fn fence(conn: &Connection, lease: &Lease, now: Millis) -> Result<Held, StoreError> {
+    if lease.target != Target::Job {
+        return Err(lost(lease));
+    }
+    conn.prepare_cached(FENCE)?
+        .query_row(params![lease.id, lease.generation, now], |r| {
+            Ok(Held {
+                move_id: r.get(0)?,
+                asset_id: r.get(1)?,
+                action: parse_col(r, 2, TrashAction::parse)?,
+            })
+        })
+        .optional()?
+        .ok_or_else(|| lost(lease))
+}
+
 fn refuse_if_pending(conn: &Connection, asset_id: i64) -> Result<(), StoreError> {
     let pending = conn
         .prepare_cached(HAS_PENDING)?
@@ -81,137 +145,219 @@ fn refuse_if_pending(conn: &Connection, asset_id: i64) -> Result<(), StoreError>
         .optional()?;
     match pending {
         Some(()) => Err(StoreError::Conflict(format!(
-            "asset {asset_id} is being moved already; finish or abort its pending intents"
+            "asset {asset_id} has an unfinished move in the trash journal"
         ))),
         None => Ok(()),
     }
 }
 
-fn insert(
+/// Writes the move's job under this process's lease, then its intents.
+fn hold(
     conn: &Connection,
     asset_id: i64,
     action: TrashAction,
     moves: Vec<(i64, Vec<u8>, Vec<u8>)>,
-    now: Millis,
-) -> Result<Vec<TrashIntent>, StoreError> {
+    (owner, ttl, now): (&str, Millis, Millis),
+) -> Result<Begun, StoreError> {
     let move_id: i64 = conn
         .prepare_cached(NEXT_MOVE)?
         .query_row([], |r| r.get(0))?;
+    let key = format!("{MOVE_JOB_KIND}:{asset_id}");
+    let payload =
+        serde_json::json!({"asset": asset_id, "action": action.as_str(), "move": move_id})
+            .to_string();
+    let job: Option<(i64, i64)> = conn
+        .prepare_cached(INSERT_JOB)?
+        .query_row(params![MOVE_JOB_KIND, key, payload, now, owner, ttl], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()?;
+    let Some((job_id, generation)) = job else {
+        let live: i64 = conn
+            .prepare_cached(LIVE_MOVE)?
+            .query_row([&key], |r| r.get(0))?;
+        return Err(StoreError::Conflict(format!(
+            "asset {asset_id} is being moved already (move job {live}); try again when it ends"
+        )));
+    };
+    refuse_if_pending(conn, asset_id)?;
     let mut stmt = conn.prepare_cached(INSERT)?;
-    moves
+    let intents = moves
         .into_iter()
         .map(|(lib, from, to)| {
-            Ok(stmt.query_row(
+            stmt.query_row(
                 params![asset_id, lib, action.as_str(), from, to, now, move_id],
                 intent_from_row,
-            )?)
+            )
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    let lease = Lease {
+        target: Target::Job,
+        id: job_id,
+        generation,
+        owner: owner.to_string(),
+        expires_at: now + ttl,
+    };
+    Ok(Begun::Held(
+        lease,
+        Move {
+            job_id,
+            asset_id,
+            action,
+            move_id,
+            intents,
+            rollback: None,
+        },
+    ))
 }
 
-/// Flips the asset once its move is settled. Restores by id alone, so a sweep that won
-/// the race makes this `Gone`, never an error.
-fn flip(
+/// The asset's state for a begin: `Err` unless it exists and is trashed as `trashed` says.
+fn expect_state(conn: &Connection, asset_id: i64, trashed: bool) -> Result<(), StoreError> {
+    match (state(conn, asset_id)?, trashed) {
+        (None, false) => Err(StoreError::NotFound(format!("no asset {asset_id}"))),
+        (None, true) => Err(StoreError::NotFound(format!(
+            "asset {asset_id} is gone (the trash was emptied)"
+        ))),
+        (Some(true), false) => Err(StoreError::Conflict(format!(
+            "asset {asset_id} is in the trash already"
+        ))),
+        (Some(false), true) => Err(StoreError::Conflict(format!(
+            "asset {asset_id} is not in the trash"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The file row an intent moves: its library path is the origin of a trash and the
+/// destination of a restore.
+fn row_path(intent: &TrashIntent) -> &[u8] {
+    match intent.action {
+        TrashAction::Trash => &intent.from_path,
+        TrashAction::Restore => &intent.to_path,
+    }
+}
+
+fn set_row(
     conn: &Connection,
-    asset_id: i64,
-    action: TrashAction,
+    intent: &TrashIntent,
+    present: bool,
     now: Millis,
-) -> Result<MoveOutcome, StoreError> {
-    match action {
+) -> Result<(), StoreError> {
+    let path = row_path(intent);
+    if present {
+        conn.prepare_cached(FILE_PRESENT)?
+            .execute(params![intent.library_id, path])?;
+    } else {
+        conn.prepare_cached(FILE_MISSING)?
+            .execute(params![intent.library_id, path, now])?;
+    }
+    Ok(())
+}
+
+/// Settles one intent of the held move and makes its file row follow: present where the
+/// file now is in the library, missing where it is not.
+fn settle(
+    conn: &Connection,
+    held: &Held,
+    intent_id: i64,
+    how: Settle,
+    now: Millis,
+) -> Result<(), StoreError> {
+    let intent = conn
+        .prepare_cached(GET)?
+        .query_row(params![intent_id, held.move_id], intent_from_row)
+        .optional()?
+        .ok_or_else(|| StoreError::NotFound(format!("no trash intent {intent_id} in this move")))?;
+    let (to, row) = match (how, intent.state) {
+        (_, IntentState::Aborted) | (Settle::Done, IntentState::Done) => {
+            return Err(StoreError::Conflict(format!(
+                "trash intent {intent_id} is {} already",
+                intent.state
+            )));
+        }
+        (Settle::Done, _) => (
+            IntentState::Done,
+            Some(intent.action == TrashAction::Restore),
+        ),
+        (Settle::Back, IntentState::Pending) => (IntentState::Aborted, None),
+        (Settle::Back, _) => (
+            IntentState::Aborted,
+            Some(intent.action == TrashAction::Trash),
+        ),
+        (Settle::Vanished, _) => (IntentState::Aborted, Some(false)),
+    };
+    conn.prepare_cached(SETTLE)?
+        .execute(params![intent_id, held.move_id, to.as_str(), now])?;
+    match row {
+        Some(present) => set_row(conn, &intent, present, now),
+        None => Ok(()),
+    }
+}
+
+fn count(conn: &Connection, sql: &str, move_id: i64) -> Result<i64, StoreError> {
+    Ok(conn
+        .prepare_cached(sql)?
+        .query_row([move_id], |r| r.get(0))?)
+}
+
+/// The forward end of a held move: every intent settled, the asset flips and the job is
+/// done, all in one fenced transaction. A trash whose asset shows a present file it did not
+/// move (a copy linked meanwhile) flips nothing: `Linked`.
+fn finish(conn: &Connection, lease: &Lease, now: Millis) -> Result<Finish, StoreError> {
+    let held = fence(conn, lease, now)?;
+    if count(conn, MOVE_PENDING, held.move_id)? > 0 {
+        return Err(StoreError::Conflict(format!(
+            "move {} has unsettled intents",
+            held.move_id
+        )));
+    }
+    let outcome = match held.action {
         TrashAction::Trash => {
-            let trashed = trash(conn, asset_id, TrashReason::User, now)?;
-            Ok(if trashed || state(conn, asset_id)?.is_some() {
+            let linked: Vec<String> = conn
+                .prepare_cached(PRESENT_PATHS)?
+                .query_map([held.asset_id], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            if !linked.is_empty() {
+                return Ok(Finish::Linked(linked));
+            }
+            let trashed = trash(conn, held.asset_id, TrashReason::User, now)?;
+            if trashed || state(conn, held.asset_id)?.is_some() {
                 MoveOutcome::Trashed
             } else {
                 MoveOutcome::Gone
-            })
+            }
         }
-        TrashAction::Restore => Ok(if restore(conn, asset_id)? {
-            MoveOutcome::Restored
-        } else if state(conn, asset_id)?.is_some() {
-            MoveOutcome::AlreadyLive
-        } else {
-            MoveOutcome::Gone
-        }),
-    }
-}
-
-/// Settles one intent as done or aborted; flips the asset when it was the last pending one
-/// of its move and at least one of the move's intents was done.
-fn settle(
-    conn: &Connection,
-    id: i64,
-    done: bool,
-    now: Millis,
-) -> Result<Option<MoveOutcome>, StoreError> {
-    let intent = conn
-        .prepare_cached(GET)?
-        .query_row([id], intent_from_row)
-        .optional()?
-        .ok_or_else(|| StoreError::NotFound(format!("no trash intent {id}")))?;
-    if intent.state != IntentState::Pending {
-        return Err(StoreError::Conflict(format!(
-            "trash intent {id} is {} already",
-            intent.state
-        )));
-    }
-    let to = if done {
-        IntentState::Done
-    } else {
-        IntentState::Aborted
+        // By id alone, so a sweep that won the race makes this `Gone`, never an error.
+        TrashAction::Restore => {
+            if restore(conn, held.asset_id)? {
+                MoveOutcome::Restored
+            } else if state(conn, held.asset_id)?.is_some() {
+                MoveOutcome::AlreadyLive
+            } else {
+                MoveOutcome::Gone
+            }
+        }
     };
-    conn.prepare_cached(SETTLE)?
-        .execute(params![id, to.as_str(), now])?;
-    if done {
-        match intent.action {
-            TrashAction::Trash => conn.prepare_cached(FILE_MISSING)?.execute(params![
-                intent.library_id,
-                intent.from_path,
-                now
-            ])?,
-            TrashAction::Restore => conn
-                .prepare_cached(FILE_PRESENT)?
-                .execute(params![intent.library_id, intent.to_path])?,
-        };
-    }
-    let still_pending = conn
-        .prepare_cached(HAS_PENDING)?
-        .query_row([intent.asset_id], |_| Ok(()))
-        .optional()?
-        .is_some();
-    let group_done: i64 = conn
-        .prepare_cached(GROUP_DONE)?
-        .query_row([intent.move_id], |r| r.get(0))?;
-    if still_pending || group_done == 0 {
-        return Ok(None);
-    }
-    flip(conn, intent.asset_id, intent.action, now).map(Some)
+    complete(conn, lease, now)?;
+    Ok(Finish::Flipped(outcome))
 }
 
 impl Store {
-    /// Starts the user's trash of a live asset: one pending intent per present file, each
-    /// moving it to `.mediadex-trash/<asset id>/<path>` in its library. The caller moves the
-    /// files, then commits each intent (or aborts it). An asset without present files is
-    /// trashed at once and gets no intents.
-    pub fn begin_trash(&self, asset_id: i64) -> Result<Vec<TrashIntent>, StoreError> {
+    /// Starts the user's trash of a live asset: a move job held by this process for `ttl`
+    /// and one pending intent per present file, each moving it to
+    /// `.mediadex-trash/<asset id>/<path>` in its library. An asset without present files
+    /// is trashed at once (`Settled`).
+    pub fn begin_trash(&self, asset_id: i64, ttl: Millis) -> Result<Begun, StoreError> {
+        let owner = self.owner().to_string();
         self.write(move |conn, now| {
-            match state(conn, asset_id)? {
-                None => return Err(StoreError::NotFound(format!("no asset {asset_id}"))),
-                Some(true) => {
-                    return Err(StoreError::Conflict(format!(
-                        "asset {asset_id} is in the trash already"
-                    )));
-                }
-                Some(false) => {}
-            }
-            refuse_if_pending(conn, asset_id)?;
+            expect_state(conn, asset_id, false)?;
             let files: Vec<(i64, Vec<u8>)> = conn
                 .prepare_cached(PRESENT_FILES)?
                 .query_map([asset_id], |r| Ok((r.get(0)?, r.get(1)?)))?
                 .collect::<Result<_, _>>()?;
             if files.is_empty() {
                 trash(conn, asset_id, TrashReason::User, now)?;
-                return Ok(Vec::new());
+                return Ok(Begun::Settled(MoveOutcome::Trashed));
             }
             let moves = files
                 .into_iter()
@@ -220,56 +366,130 @@ impl Store {
                     (lib, path, to)
                 })
                 .collect();
-            insert(conn, asset_id, TrashAction::Trash, moves, now)
+            hold(
+                conn,
+                asset_id,
+                TrashAction::Trash,
+                moves,
+                (&owner, ttl, now),
+            )
         })
     }
 
-    /// Starts the restore of a trashed asset: one pending intent per file its last trash
-    /// moved, moving it back. An asset trashed without moves (its files went missing) is
-    /// restored at once and gets no intents. `NotFound` if the sweep deleted it already.
-    pub fn begin_restore(&self, asset_id: i64) -> Result<Vec<TrashIntent>, StoreError> {
+    /// Starts the restore of a trashed asset: a held move job and one pending intent per
+    /// file its last trash moved, moving it back. An asset trashed without moves (its files
+    /// went missing) is restored at once (`Settled`). `NotFound` if the sweep deleted it.
+    pub fn begin_restore(&self, asset_id: i64, ttl: Millis) -> Result<Begun, StoreError> {
+        let owner = self.owner().to_string();
         self.write(move |conn, now| {
-            match state(conn, asset_id)? {
-                None => {
-                    return Err(StoreError::NotFound(format!(
-                        "asset {asset_id} is gone (the trash was emptied)"
-                    )));
-                }
-                Some(false) => {
-                    return Err(StoreError::Conflict(format!(
-                        "asset {asset_id} is not in the trash"
-                    )));
-                }
-                Some(true) => {}
-            }
-            refuse_if_pending(conn, asset_id)?;
+            expect_state(conn, asset_id, true)?;
             let moves: Vec<(i64, Vec<u8>, Vec<u8>)> = conn
                 .prepare_cached(LAST_TRASHED)?
                 .query_map([asset_id], |r| Ok((r.get(0)?, r.get(2)?, r.get(1)?)))?
                 .collect::<Result<_, _>>()?;
             if moves.is_empty() {
                 restore(conn, asset_id)?;
-                return Ok(Vec::new());
+                return Ok(Begun::Settled(MoveOutcome::Restored));
             }
-            insert(conn, asset_id, TrashAction::Restore, moves, now)
+            hold(
+                conn,
+                asset_id,
+                TrashAction::Restore,
+                moves,
+                (&owner, ttl, now),
+            )
         })
     }
 
-    /// Commits one intent after its move happened: the file row follows (missing after a
-    /// trash, present after a restore) and, when this was the move's last pending intent,
-    /// the asset flips. Answers the flip's outcome then (`Gone` when the sweep won a race
-    /// with a restore), `None` while other intents of the move are pending.
-    pub fn commit_intent(&self, intent_id: i64) -> Result<Option<MoveOutcome>, StoreError> {
-        self.write(move |conn, now| settle(conn, intent_id, true, now))
+    /// The move a `move` job holds, with its intents as they stand now (for the holder of a
+    /// claimed job: the reclaimer of a move whose first holder died).
+    pub fn held_move(&self, job_id: i64) -> Result<Move, StoreError> {
+        self.read(|conn| {
+            let (move_id, asset_id, action, rollback) = conn
+                .prepare_cached(HELD)?
+                .query_row(params![job_id, MOVE_JOB_KIND], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, i64>(1)?,
+                        parse_col(r, 2, TrashAction::parse)?,
+                        r.get::<_, Option<String>>(3)?,
+                    ))
+                })
+                .optional()?
+                .ok_or_else(|| StoreError::NotFound(format!("no move job {job_id}")))?;
+            let intents = conn
+                .prepare_cached(OF_MOVE)?
+                .query_map([move_id], intent_from_row)?
+                .collect::<Result<_, _>>()?;
+            Ok(Move {
+                job_id,
+                asset_id,
+                action,
+                move_id,
+                intents,
+                rollback,
+            })
+        })
     }
 
-    /// Gives an intent up (its move did not happen and will not). If other intents of the
-    /// same move were committed, the asset still flips.
-    pub fn abort_intent(&self, intent_id: i64) -> Result<Option<MoveOutcome>, StoreError> {
-        self.write(move |conn, now| settle(conn, intent_id, false, now))
+    /// Settles one intent of the move `lease` holds, with its file row (fenced).
+    pub fn settle_intent(
+        &self,
+        lease: &Lease,
+        intent_id: i64,
+        how: Settle,
+    ) -> Result<(), StoreError> {
+        let lease = lease.clone();
+        self.write(move |conn, now| {
+            let held = fence(conn, &lease, now)?;
+            settle(conn, &held, intent_id, how, now)
+        })
     }
 
-    /// Intents begun and not settled, oldest first: replayed at start.
+    /// Ends the forward half of the held move (fenced): see `Finish`.
+    pub fn finish_move(&self, lease: &Lease) -> Result<Finish, StoreError> {
+        let lease = lease.clone();
+        self.write(move |conn, now| finish(conn, &lease, now))
+    }
+
+    /// Records that the held move is being rolled back, and why (fenced): whoever holds it
+    /// next rolls it back too, never forward again.
+    pub fn start_rollback(&self, lease: &Lease, reason: &str) -> Result<(), StoreError> {
+        let (lease, reason) = (lease.clone(), reason.to_string());
+        self.write(move |conn, now| {
+            fence(conn, &lease, now)?;
+            let n = conn.prepare_cached(START_ROLLBACK)?.execute(params![
+                lease.id,
+                lease.generation,
+                now,
+                reason
+            ])?;
+            super::lease::expect_one(&lease, n)
+        })
+    }
+
+    /// Ends a rolled-back move (fenced): every intent is aborted, the asset never flipped,
+    /// and the job is `failed` with the rollback's reason.
+    pub fn end_rolled_back(&self, lease: &Lease) -> Result<(), StoreError> {
+        let lease = lease.clone();
+        self.write(move |conn, now| {
+            let held = fence(conn, &lease, now)?;
+            if count(conn, UNSETTLED, held.move_id)? > 0 {
+                return Err(StoreError::Conflict(format!(
+                    "move {} still has files to put back",
+                    held.move_id
+                )));
+            }
+            let n = conn.prepare_cached(END_ROLLED_BACK)?.execute(params![
+                lease.id,
+                lease.generation,
+                now
+            ])?;
+            super::lease::expect_one(&lease, n)
+        })
+    }
+
+    /// Intents begun and not settled, oldest first.
     pub fn pending_intents(&self) -> Result<Vec<TrashIntent>, StoreError> {
         self.read(|conn| {
             Ok(conn

@@ -121,3 +121,47 @@ pub fn schema_up_to(version: i64, seed: &str) -> &'static [Migration] {
     }
     Box::leak(out.into_boxed_slice())
 }
+
+/// Writes a small real PNG (the scan pipeline indexes it as a picture); `shade` makes it
+/// unique.
+pub fn photo(path: &std::path::Path, shade: u8) {
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    image::RgbImage::from_pixel(8, 6, image::Rgb([shade, 10, 20]))
+        .save(path)
+        .expect("write png");
+}
+
+/// One scan of `scope` in `library`, run to its end by a one-worker pool of the real
+/// pipeline. Returns the finished run.
+pub fn scan_now(env: &Env, library: i64, scope: &str) -> mediadex::model::ScanRun {
+    use mediadex::queue::{Handlers, PoolConfig, WorkerPool};
+    use mediadex::scan::job::{ScanConfig, ScanJob};
+    let (run, _) = env
+        .store
+        .request_scan(env.scan_request(library, scope))
+        .expect("request");
+    let job = ScanJob {
+        store: env.store.clone(),
+        config: ScanConfig::default(),
+        extract: mediadex::media::extract_from,
+    };
+    let pool = WorkerPool::start(
+        &env.store,
+        Handlers::default().scan(job),
+        PoolConfig::with_ttl(1, TTL),
+    );
+    let start = std::time::Instant::now();
+    let done = loop {
+        let r = env.store.scan_run(run.id).expect("run").expect("row");
+        if r.state.is_terminal() {
+            break r;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "scan did not end"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    pool.shutdown();
+    done
+}
