@@ -275,6 +275,18 @@ impl Store {
         })?)
     }
 
+    /// `PRAGMA integrity_check` on a connection of the read pool: the problems SQLite
+    /// finds, none when the file is sound.
+    pub fn integrity_check(&self) -> Result<Vec<String>, StoreError> {
+        self.read(|conn| {
+            let found: Vec<String> = conn
+                .prepare("PRAGMA integrity_check")?
+                .query_map([], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            Ok(found.into_iter().filter(|line| line != "ok").collect())
+        })
+    }
+
     /// Lets SQLite refresh the statistics its planner uses where they went stale. Through
     /// the writer: it may write the statistics tables.
     pub fn optimize(&self) -> Result<(), StoreError> {

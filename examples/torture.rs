@@ -1,0 +1,490 @@
+//! Crash torture of the real binary (issue 13, part 1): `mediadex serve` lives are SIGKILLed
+//! at seeded random moments while forced rescans, walks and racing `trash`/`restore`
+//! processes run (some of them killed too), and the library changes between lives as a
+//! real one does. A quiet final life lets the work settle; the index is then checked against
+//! the disk and against a reference: a fresh index of the same files built without faults.
+//! While the lives run, a watcher checks at every observation that each walk kind has at
+//! most one chain and each library at most one running scan.
+//!
+//! `cargo run --release --example torture -- --bin PATH --library DIR --work DIR
+//!  [--seed S] [--kills N]`; `scripts/torture.sh` builds the library and runs it.
+//! Prints `torture: N kills, M violations, seed S` and exits 1 when M > 0. The same seed
+//! replays the same schedule (what the processes do in that time is up to the machine).
+
+use mediadex::model::{Asset, FileState, JobState, RunState, TRASH_DIR, WalkKindId};
+use mediadex::store::{Store, StoreOptions};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The lease ttl of every process: short, so that lives reclaim each other's work.
+const TTL_MS: &str = "1500";
+/// How long the quiet final life may take to settle.
+const QUIET_LIMIT: Duration = Duration::from_secs(600);
+
+/// splitmix64: tiny and seedable; the schedule only needs to be replayable.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+struct Args {
+    bin: PathBuf,
+    library: PathBuf,
+    work: PathBuf,
+    seed: u64,
+    kills: u32,
+}
+
+fn args() -> anyhow::Result<Args> {
+    let mut map = BTreeMap::new();
+    let mut it = std::env::args().skip(1);
+    while let (Some(k), Some(v)) = (it.next(), it.next()) {
+        map.insert(k, v);
+    }
+    let get = |k: &str| {
+        map.get(k)
+            .cloned()
+            .ok_or_else(|| anyhow::anyhow!("missing {k}; see the header of examples/torture.rs"))
+    };
+    Ok(Args {
+        bin: std::fs::canonicalize(get("--bin")?)?,
+        library: std::fs::canonicalize(get("--library")?)?,
+        work: get("--work")?.into(),
+        seed: map.get("--seed").map_or(Ok(1), |s| s.parse())?,
+        kills: map.get("--kills").map_or(Ok(100), |s| s.parse())?,
+    })
+}
+
+type Violations = Arc<Mutex<Vec<String>>>;
+
+fn violation(v: &Violations, what: String) {
+    if let Ok(mut v) = v.lock() {
+        v.push(what);
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = args()?;
+    std::fs::create_dir_all(&args.work)?;
+    let violations: Violations = Arc::new(Mutex::new(Vec::new()));
+    let mut t = Torture {
+        args: &args,
+        data: args.work.join("data"),
+        rng: Rng(args.seed),
+        trashed: Vec::new(),
+        assets: 1,
+    };
+    let library = args.library.to_string_lossy().into_owned();
+    t.run(&t.data, &["library", "add", &library])?;
+    let watch = Watch::start(open(&t.data)?, violations.clone());
+    let (mut kills, mut lives) = (0, 0);
+    while kills < args.kills {
+        if lives > 0 {
+            mutate(&args.library, &mut t.rng)?;
+        }
+        kills += t.life()?;
+        lives += 1;
+    }
+    t.quiet_life(&violations)?;
+    watch.stop();
+    check(&t, &violations)?;
+    let found = violations.lock().map(|v| v.clone()).unwrap_or_default();
+    for v in &found {
+        eprintln!("violation: {v}");
+    }
+    println!(
+        "torture: {kills} kills, {} violations, seed {} ({lives} lives)",
+        found.len(),
+        args.seed
+    );
+    if !found.is_empty() {
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+fn open(data: &Path) -> anyhow::Result<Store> {
+    let options = StoreOptions {
+        owner: format!("torture:{}:check", std::process::id()),
+        ..StoreOptions::default()
+    };
+    let clock = Arc::new(mediadex::clock::SystemClock);
+    Ok(Store::open(&data.join("mediadex.db"), clock, options)?)
+}
+
+struct Torture<'a> {
+    args: &'a Args,
+    data: PathBuf,
+    rng: Rng,
+    /// Assets a `trash` of this run left trashed (exit 0): what `restore` picks from.
+    trashed: Vec<i64>,
+    /// The highest asset id seen: what `trash` picks below.
+    assets: i64,
+}
+
+impl Torture<'_> {
+    fn spawn(&self, data: &Path, args: &[&str]) -> anyhow::Result<Child> {
+        let log = std::fs::File::options()
+            .create(true)
+            .append(true)
+            .open(self.args.work.join("processes.log"))?;
+        Ok(Command::new(&self.args.bin)
+            .arg("--data")
+            .arg(data)
+            .args(args)
+            .env("MEDIADEX_LEASE_TTL_MS", TTL_MS)
+            .env("MEDIADEX_WATCH", "off")
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()?)
+    }
+
+    fn run(&self, data: &Path, args: &[&str]) -> anyhow::Result<()> {
+        let status = self.spawn(data, args)?.wait()?;
+        anyhow::ensure!(status.success(), "mediadex {args:?} failed: {status}");
+        Ok(())
+    }
+
+    /// One life: the service and a seeded stream of requests, then SIGKILL at a seeded
+    /// moment. Returns the kills it made (the service's, and those of CLI processes).
+    fn life(&mut self) -> anyhow::Result<u32> {
+        let mut service = self.spawn(&self.data, &["serve", "--bind", "127.0.0.1:0"])?;
+        let end = Instant::now() + Duration::from_millis(300 + self.rng.below(3_000));
+        let mut kills = 1;
+        while Instant::now() < end {
+            let (mut child, trashing) = self.request()?;
+            if self.rng.chance(30) {
+                std::thread::sleep(Duration::from_millis(self.rng.below(60)));
+                if child.try_wait()?.is_none() {
+                    child.kill()?;
+                    kills += 1;
+                }
+            }
+            let ok = child.wait()?.success();
+            if let (true, Some(id)) = (ok, trashing) {
+                self.trashed.push(id);
+            }
+            std::thread::sleep(Duration::from_millis(self.rng.below(120)));
+        }
+        service.kill()?;
+        service.wait()?;
+        Ok(kills)
+    }
+
+    /// One request of a life; answers the asset a `trash` names.
+    fn request(&mut self) -> anyhow::Result<(Child, Option<i64>)> {
+        let data = self.data.clone();
+        Ok(match self.rng.below(7) {
+            0 => (self.spawn(&data, &["scan", "--force"])?, None),
+            1 => (self.spawn(&data, &["scan"])?, None),
+            2 => (self.spawn(&data, &["walk", "content-hash", "--restart"])?, None),
+            3 => (self.spawn(&data, &["walk", "faces"])?, None),
+            4 | 5 if !self.trashed.is_empty() => {
+                let at = self.rng.below(self.trashed.len() as u64) as usize;
+                let id = self.trashed.swap_remove(at).to_string();
+                (self.spawn(&data, &["restore", &id])?, None)
+            }
+            _ => {
+                if self.assets < 2 {
+                    self.assets = open(&data)?.assets(false)?.iter().map(|a| a.id).max().unwrap_or(1);
+                }
+                let id = 1 + self.rng.below(self.assets as u64) as i64;
+                (self.spawn(&data, &["trash", &id.to_string()])?, Some(id))
+            }
+        })
+    }
+
+    /// The final life: no kill; a plain scan, then the service until nothing is left
+    /// running or pending, then a graceful stop.
+    fn quiet_life(&self, violations: &Violations) -> anyhow::Result<()> {
+        let mut service = self.spawn(&self.data, &["serve", "--bind", "127.0.0.1:0"])?;
+        self.run(&self.data, &["scan", "--wait"])?;
+        let store = open(&self.data)?;
+        let start = Instant::now();
+        while let Some(busy) = busy(&store)? {
+            if start.elapsed() > QUIET_LIMIT {
+                violation(violations, format!("not quiet after {QUIET_LIMIT:?}: {busy}"));
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        Command::new("kill")
+            .args(["-TERM", &service.id().to_string()])
+            .status()?;
+        service.wait()?;
+        Ok(())
+    }
+}
+
+/// What is still in flight: scans, moves, the content-hash chain. The face walk may go
+/// on (it is checked for honesty, not for completion).
+fn busy(store: &Store) -> anyhow::Result<Option<String>> {
+    let runs = store.scan_runs(None, 10_000)?;
+    if let Some(run) = runs.iter().find(|r| !r.state.is_terminal()) {
+        return Ok(Some(format!("scan run {} is {}", run.id, run.state)));
+    }
+    let live = |j: &mediadex::model::Job| matches!(j.state, JobState::Queued | JobState::Running);
+    let jobs = store.jobs(100_000)?;
+    let chain = WalkKindId::ContentHash.job_kind();
+    if let Some(job) = jobs
+        .iter()
+        .find(|j| live(j) && (j.kind == chain || j.kind == mediadex::model::MOVE_JOB_KIND))
+    {
+        return Ok(Some(format!("{} job {} is {}", job.kind, job.id, job.state)));
+    }
+    Ok(None)
+}
+
+/// Polls the database while the lives run: one chain per walk kind, one running scan per
+/// library, at every observation.
+struct Watch {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Watch {
+    fn start(store: Store, violations: Violations) -> Watch {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            while !flag.load(Ordering::SeqCst) {
+                if let Err(e) = observe(&store, &violations) {
+                    eprintln!("torture: observation failed (retrying): {e}");
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        Watch { stop, thread }
+    }
+
+    fn stop(self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = self.thread.join();
+    }
+}
+
+fn observe(store: &Store, violations: &Violations) -> anyhow::Result<()> {
+    let mut chains: BTreeMap<String, usize> = BTreeMap::new();
+    for job in store.jobs(100_000)? {
+        let walk = [WalkKindId::ContentHash, WalkKindId::Faces]
+            .iter()
+            .any(|k| k.job_kind() == job.kind);
+        if walk && matches!(job.state, JobState::Queued | JobState::Running) {
+            *chains.entry(job.kind).or_default() += 1;
+        }
+    }
+    let mut running: BTreeMap<i64, usize> = BTreeMap::new();
+    for run in store.scan_runs(None, 100_000)? {
+        if run.state == RunState::Running {
+            *running.entry(run.library_id).or_default() += 1;
+        }
+    }
+    for (kind, n) in chains.into_iter().filter(|(_, n)| *n > 1) {
+        violation(violations, format!("{n} live chains of the {kind} walk at once"));
+    }
+    for (lib, n) in running.into_iter().filter(|(_, n)| *n > 1) {
+        violation(violations, format!("{n} running scans of library {lib} at once"));
+    }
+    Ok(())
+}
+
+/// The library's media files outside the trash folder and the folders a scan skips, by
+/// library-relative path.
+fn files_on_disk(root: &Path) -> Vec<(String, PathBuf)> {
+    walkdir::WalkDir::new(root)
+        .into_iter()
+        .filter_entry(|e| e.depth() == 0 || !skipped(&e.file_name().to_string_lossy()))
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .filter_map(|e| {
+            let rel = e.path().strip_prefix(root).ok()?.to_string_lossy().into_owned();
+            Some((rel, e.path().to_path_buf()))
+        })
+        .collect()
+}
+
+fn skipped(name: &str) -> bool {
+    name.starts_with('.') || name.starts_with('@') || name.starts_with('#')
+}
+
+/// Between lives, what happens to a real library: a touch, a new file, a delete, a move,
+/// a copy onto a new name, a file replaced with other bytes.
+fn mutate(root: &Path, rng: &mut Rng) -> anyhow::Result<()> {
+    let files = files_on_disk(root);
+    if files.is_empty() {
+        return Ok(());
+    }
+    for _ in 0..1 + rng.below(12) {
+        let (_, path) = &files[rng.below(files.len() as u64) as usize];
+        if !path.exists() {
+            continue;
+        }
+        let fresh = root.join(format!("torture/{:016x}.jpg", rng.next()));
+        if let Some(dir) = fresh.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        match rng.below(6) {
+            0 => std::fs::File::options()
+                .write(true)
+                .open(path)?
+                .set_modified(std::time::SystemTime::now())?,
+            1 => {
+                let mut bytes = std::fs::read(path)?;
+                bytes.extend_from_slice(&rng.next().to_le_bytes());
+                std::fs::write(&fresh, bytes)?;
+            }
+            2 => std::fs::remove_file(path)?,
+            3 => std::fs::rename(path, &fresh)?,
+            4 => drop(std::fs::copy(path, &fresh)?),
+            _ => {
+                let (_, other) = &files[rng.below(files.len() as u64) as usize];
+                if other.exists() {
+                    let mut bytes = std::fs::read(other)?;
+                    bytes.extend_from_slice(&rng.next().to_le_bytes());
+                    std::fs::write(path, bytes)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The checks after the quiet life, against the disk and the reference index.
+fn check(t: &Torture, violations: &Violations) -> anyhow::Result<()> {
+    let v = |what: String| violation(violations, what);
+    let store = open(&t.data)?;
+    for problem in store.integrity_check()? {
+        v(format!("integrity_check: {problem}"));
+    }
+    let reference = t.args.work.join("reference");
+    let library = t.args.library.to_string_lossy().into_owned();
+    t.run(&reference, &["library", "add", &library])?;
+    t.run(&reference, &["scan", "--wait"])?;
+    let reference = open(&reference)?;
+    let index = |s: &Store| -> anyhow::Result<BTreeMap<String, Asset>> {
+        let mut by_path = BTreeMap::new();
+        for asset in s.assets(false)? {
+            for p in asset.paths.iter().filter(|p| p.state == FileState::Present) {
+                by_path.insert(p.rel_path_text.clone(), asset.clone());
+            }
+        }
+        Ok(by_path)
+    };
+    let (got, want) = (index(&store)?, index(&reference)?);
+    let on_disk: BTreeMap<String, PathBuf> = files_on_disk(&t.args.library).into_iter().collect();
+    for (path, asset) in &want {
+        let Some(file) = on_disk.get(path) else { continue };
+        let sum = blake3::hash(&std::fs::read(file)?);
+        if asset.checksum != *sum.as_bytes() {
+            v(format!("{path}: the reference's checksum is not b3sum's"));
+        }
+        match got.get(path) {
+            None => v(format!("{path}: on disk, a picture, not indexed as a live asset")),
+            Some(a) if a.checksum != asset.checksum => v(format!("{path}: wrong checksum")),
+            Some(a) if a.content_hash != asset.content_hash => {
+                v(format!("{path}: content hash {:?} is not the reference's", a.content_hash))
+            }
+            Some(_) => {}
+        }
+    }
+    for (path, asset) in &got {
+        if !want.contains_key(path) {
+            v(format!("{path}: indexed (asset {}) but not by the reference", asset.id));
+        }
+    }
+    check_live_files(&store, &t.args.library, &v)?;
+    check_trash(&store, &t.args.library, &v)?;
+    check_settled(&store, &v)?;
+    Ok(())
+}
+
+/// No live asset lacks a readable file.
+fn check_live_files(store: &Store, root: &Path, v: &dyn Fn(String)) -> anyhow::Result<()> {
+    for asset in store.assets(false)? {
+        let readable = asset.paths.iter().any(|p| {
+            p.state == FileState::Present && std::fs::File::open(root.join(&p.rel_path_text)).is_ok()
+        });
+        if !readable {
+            v(format!("live asset {} has no readable file", asset.id));
+        }
+    }
+    Ok(())
+}
+
+/// Every file in a trash folder belongs to a trashed asset with its checksum.
+fn check_trash(store: &Store, root: &Path, v: &dyn Fn(String)) -> anyhow::Result<()> {
+    let trash = root.join(TRASH_DIR);
+    let entries = walkdir::WalkDir::new(&trash).into_iter().filter_map(Result::ok);
+    for e in entries.filter(|e| e.file_type().is_file()) {
+        let rel = e.path().strip_prefix(&trash)?;
+        let id: Option<i64> = rel
+            .components()
+            .next()
+            .and_then(|c| c.as_os_str().to_str()?.parse().ok());
+        let asset = match id {
+            Some(id) => store.asset(id)?,
+            None => None,
+        };
+        let sum = blake3::hash(&std::fs::read(e.path())?);
+        match asset {
+            None => v(format!("{}: in the trash, no asset", rel.display())),
+            Some(a) if a.trashed_at.is_none() => {
+                v(format!("{}: in the trash, asset {} is live", rel.display(), a.id))
+            }
+            Some(a) if a.checksum != *sum.as_bytes() => {
+                v(format!("{}: in the trash, not asset {}'s bytes", rel.display(), a.id))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// No run left running, no move or intent left pending, and honest walk records.
+fn check_settled(store: &Store, v: &dyn Fn(String)) -> anyhow::Result<()> {
+    if let Some(busy) = busy(store)? {
+        v(format!("after the quiet life: {busy}"));
+    }
+    for intent in store.pending_intents()? {
+        v(format!("trash intent {} is pending", intent.id));
+    }
+    let live = store.assets(false)?;
+    for kind in [WalkKindId::ContentHash, WalkKindId::Faces] {
+        let Some(record) = store.walk_record(kind)? else { continue };
+        let chain = store.jobs(100_000)?.into_iter().any(|j| {
+            j.kind == kind.job_kind() && matches!(j.state, JobState::Queued | JobState::Running)
+        });
+        if chain || record.completed_at.is_none() {
+            continue;
+        }
+        for a in &live {
+            let stamp = match kind {
+                WalkKindId::ContentHash => a.content_hash.as_ref().map(|c| c.scheme),
+                WalkKindId::Faces => a.faces_scheme,
+            };
+            if stamp.is_some_and(|s| s < record.scheme) {
+                v(format!("asset {}: {kind} stamp {stamp:?} under a complete record {}", a.id, record.scheme));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Crash torture of the real binary (examples/torture.rs): a library of make-corpus output
+# plus bulk small JPEGs made unique (TORTURE_FILES in all, default 20000), then
+# TORTURE_KILLS (default 100) SIGKILLed service lives with seed TORTURE_SEED, then the checks.
+# Usage: scripts/torture.sh [WORKDIR]. Needs the corpus tools (scripts/corpus-tier.sh
+# installs them); without make-corpus the library is the bulk files alone, said loudly.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+FILES="${TORTURE_FILES:-20000}"
+KILLS="${TORTURE_KILLS:-100}"
+SEED="${TORTURE_SEED:-$(date +%s)}"
+WORK="${1:-$(mktemp -d)}"
+mkdir -p "$WORK"
+LIB="$WORK/library"
+rm -rf "$LIB" "$WORK/data" "$WORK/reference"
+
+cargo build --release --bin mediadex --example torture --example sample-library
+
+SCRIPT=""
+for candidate in "${MEDIA_CORPUS_SCRIPT:-}" ../shared/corpus/make-corpus /work/shared/corpus/make-corpus; do
+    [ -n "$candidate" ] && [ -f "$candidate" ] && SCRIPT="$candidate" && break
+done
+if [ -n "$SCRIPT" ] && bash "$SCRIPT" "$LIB" "${TORTURE_CORPUS_SCALE:-100}" >/dev/null; then
+    echo "torture: make-corpus library built"
+else
+    echo "torture: WARNING: no make-corpus output (script missing or failed); bulk files only" >&2
+    mkdir -p "$LIB"
+fi
+
+# Bulk: one small JPEG, made unique by 8 trailing bytes per copy (a JPEG ends at its EOI;
+# what follows changes the checksum, not the picture).
+target/release/examples/sample-library "$WORK/seed" 1 >/dev/null
+BASE="$(find "$WORK/seed" -name '*.JPG' | head -1)"
+have=$(find "$LIB" -type f | wc -l)
+python3 - "$BASE" "$LIB/bulk" $((FILES > have ? FILES - have : 0)) <<'PY'
+import os, sys
+base, out, n = open(sys.argv[1], "rb").read(), sys.argv[2], int(sys.argv[3])
+for i in range(n):
+    d = os.path.join(out, f"{i // 1000:03d}")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, f"IMG_{i:06d}.jpg"), "wb") as f:
+        f.write(base + i.to_bytes(8, "little"))
+PY
+echo "torture: library of $(find "$LIB" -type f | wc -l) files, seed $SEED, $KILLS kills"
+
+target/release/examples/torture --bin target/release/mediadex --library "$LIB" \
+    --work "$WORK" --seed "$SEED" --kills "$KILLS"
