@@ -108,7 +108,7 @@ pub fn walk_schemes(config: &Config) -> Vec<(WalkKindId, Option<i64>)> {
 pub fn boot_walks(store: &Store, config: &Config) {
     for (kind, scheme) in walk_schemes(config) {
         let Some(scheme) = scheme else { continue };
-        match crate::walks::boot(store, kind, scheme) {
+        match crate::walks::boot(store, kind, scheme, millis(config.lease_ttl)) {
             Ok(boot) if boot.chain.is_some() => {
                 tracing::info!(walk = %kind, scheme, "walk scheduled")
             }
@@ -120,7 +120,8 @@ pub fn boot_walks(store: &Store, config: &Config) {
 
 /// Asks for a walk of `kind` (the live chain, or a new one; `restart` replaces it with one
 /// that re-visits every asset) and, with `wait`, runs it in this process until no chain of
-/// that kind is left (another process may do part of it).
+/// that kind is left (another process may do part of it). This process starts here: the
+/// walk's start (clamp, rollback) comes first, as at any start.
 pub fn walk(
     store: &Store,
     config: &Config,
@@ -131,12 +132,12 @@ pub fn walk(
     let handlers = match kind {
         WalkKindId::ContentHash => {
             let walk = content_walk(config);
-            crate::walks::request(store, kind, walk.scheme(), restart)?;
+            start_walk(store, config, kind, walk.scheme(), restart)?;
             Handlers::default().job(kind.job_kind(), WalkJob::new(store, Arc::new(walk)))
         }
         WalkKindId::Faces => {
             let walk = faces_walk(config).ok_or(NoDetector)?;
-            crate::walks::request(store, kind, walk.scheme(), restart)?;
+            start_walk(store, config, kind, walk.scheme(), restart)?;
             Handlers::default().job(kind.job_kind(), WalkJob::new(store, Arc::new(walk)))
         }
     };
@@ -144,6 +145,26 @@ pub fn walk(
         run_until(store, config, handlers, || {
             Ok(store.live_job(kind.job_kind())?.is_some())
         })?;
+    }
+    Ok(())
+}
+
+/// `walk`'s request: the start's chain (a rollback's when it is one), else a new one; a
+/// `restart` replaces it with one that re-visits every asset.
+fn start_walk(
+    store: &Store,
+    config: &Config,
+    kind: WalkKindId,
+    scheme: i64,
+    restart: bool,
+) -> Result<(), StoreError> {
+    let boot = crate::walks::boot(store, kind, scheme, millis(config.lease_ttl))?;
+    if restart || boot.chain.is_none() {
+        let payload = crate::walks::Payload {
+            rollback: boot.rollback,
+            ..crate::walks::Payload::fresh(scheme, restart)
+        };
+        crate::walks::ask(store, kind, payload, restart)?;
     }
     Ok(())
 }
@@ -182,7 +203,12 @@ pub fn redetect_faces(
 ) -> Result<usize, RedetectError> {
     let walk = faces_walk(config).ok_or(NoDetector)?;
     // The face walk's own selection (live images only), forced, starting at this id.
-    let batch = store.walk_batch(WalkKindId::Faces, walk.scheme, true, asset_id - 1, 1)?;
+    let visit = crate::model::WalkVisit {
+        scheme: walk.scheme,
+        force: true,
+        rollback: false,
+    };
+    let batch = store.walk_batch(WalkKindId::Faces, visit, asset_id - 1, 1)?;
     let asset = batch
         .into_iter()
         .find(|a| a.id == asset_id)

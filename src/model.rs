@@ -150,6 +150,24 @@ impl NewJob {
     }
 }
 
+/// What a worker claims: a job kind and, for a walk chain, the highest scheme it walks. A
+/// chain row of a higher scheme is left to the newer binary walking it; only once no newer
+/// binary holds a live lease on it does this worker take it (a rollback).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct JobFilter {
+    pub kind: String,
+    pub max_scheme: Option<i64>,
+}
+
+impl JobFilter {
+    pub fn new(kind: impl Into<String>, max_scheme: Option<i64>) -> Self {
+        JobFilter {
+            kind: kind.into(),
+            max_scheme,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Job {
     pub id: i64,
@@ -820,6 +838,17 @@ pub struct WalkCommit {
     pub results: WalkResults,
     pub next: Option<NewJob>,
     pub complete_scheme: Option<i64>,
+    /// The chain walks a rollback: it re-stamps what a newer scheme stamped.
+    pub rollback: bool,
+}
+
+/// Which assets a walk chain visits under `scheme`: those lacking its stamp (one a newer
+/// scheme stamped lacks nothing, except in a `rollback`), or every one (`force`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WalkVisit {
+    pub scheme: i64,
+    pub force: bool,
+    pub rollback: bool,
 }
 
 /// The job kind that makes the thumbnails of the assets a scan run published.

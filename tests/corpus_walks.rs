@@ -87,7 +87,8 @@ fn metadata_only_near_duplicates_are_found_by_the_scan_and_by_the_walk() {
             .is_some_and(|r| r.state.is_terminal())
     });
     let after_scan = twin_groups(&env.store);
-    mediadex::walks::boot(&env.store, WalkKindId::ContentHash, 2).expect("boot scheme 2");
+    mediadex::walks::boot(&env.store, WalkKindId::ContentHash, 2, support::TTL)
+        .expect("boot scheme 2");
     pool.wake();
     wait_until("the walk", || {
         env.store

@@ -2,14 +2,16 @@
 //! a fake clock: one chain per kind across restarts, dead leases and two booting processes;
 //! scheme bumps and payloads without a scheme restart from the beginning and the record is
 //! written only at the end; the record is never lowered; a stale walker lands nothing; an
-//! unreadable file does not block completion. Both walks: content hash and faces (with a
-//! deterministic fake detector).
+//! unreadable file does not block completion. Mixed versions on one database: an older
+//! binary never claims, restarts or re-stamps a newer one's chain while that one holds a
+//! lease, and its requests never lower the record; a rollback (no newer lease) re-walks under
+//! the older scheme. Both walks: content hash and faces (with a deterministic fake detector).
 
 mod support;
 
 use mediadex::model::{
-    Claim, DetectedFace, FileReason, FileStamp, IngestItem, Job, JobState, MediaFacts, MediaKind,
-    NewJob, ScanEnd, Target, WalkAsset, WalkKindId, WalkResults,
+    Claim, DetectedFace, FileReason, FileStamp, IngestItem, Job, JobFilter, JobState, MediaFacts,
+    MediaKind, NewJob, ScanEnd, Target, WalkAsset, WalkKindId, WalkResults,
 };
 use mediadex::queue::{JobDone, JobHandler, LeaseGuard, NoHooks, Registry, WorkError};
 use mediadex::store::Store;
@@ -103,14 +105,16 @@ fn seed(env: &Env, n: u32) -> Lib {
     Lib { id, root, assets }
 }
 
-/// Claims the next due row of `kind` on `store` and runs the handler on it under a real
-/// lease guard. `None` when no row is due.
+/// Claims the next due row of `kind` on `store` that the handler takes (as its worker pool
+/// would: a walk leaves a chain of a higher scheme to the binary walking it) and runs the
+/// handler on it under a real lease guard. `None` when no row is due.
 fn step(
     store: &Store,
     kind: WalkKindId,
     handler: &dyn JobHandler,
 ) -> Option<Result<JobDone, WorkError>> {
-    let (lease, job) = store.claim_job(&[kind.job_kind()], TTL).expect("claim")?;
+    let filter = JobFilter::new(kind.job_kind(), handler.max_scheme());
+    let (lease, job) = store.claim_jobs(&[filter], TTL).expect("claim")?;
     let registry = Arc::new(Registry::default());
     let guard = LeaseGuard::register(store, lease, TTL, &registry);
     guard
@@ -149,7 +153,12 @@ fn live_rows(store: &Store, kind: WalkKindId) -> usize {
 }
 
 fn content_walk(env: &Env, scheme: i64, batch: usize) -> WalkJob<ContentHashWalk> {
-    WalkJob::new(&env.store, Arc::new(ContentHashWalk { scheme, batch }))
+    content_walk_on(&env.store, scheme, batch)
+}
+
+/// The content-hash walk of a binary of `scheme` on `store` (its process).
+fn content_walk_on(store: &Store, scheme: i64, batch: usize) -> WalkJob<ContentHashWalk> {
+    WalkJob::new(store, Arc::new(ContentHashWalk { scheme, batch }))
 }
 
 /// The stamps of the assets: content hash scheme per asset (None: unstamped).
@@ -230,9 +239,21 @@ impl Which {
     }
 
     fn handler(self, env: &Env, batch: usize) -> Box<dyn JobHandler> {
+        self.handler_on(&env.store, 1, batch)
+    }
+
+    /// The walk of a binary of `scheme` on `store` (its process).
+    fn handler_on(self, store: &Store, scheme: i64, batch: usize) -> Box<dyn JobHandler> {
         match self {
-            Which::Content => Box::new(content_walk(env, 1, batch)),
-            Which::Faces => Box::new(faces_walk(env, FakeDetector::new(1), batch)),
+            Which::Content => Box::new(content_walk_on(store, scheme, batch)),
+            Which::Faces => Box::new(WalkJob::new(
+                store,
+                Arc::new(FacesWalk {
+                    detector: FakeDetector::new(scheme),
+                    scheme,
+                    batch,
+                }),
+            )),
         }
     }
 
@@ -255,7 +276,7 @@ fn restart_with_next_row_queued(which: Which) {
     let lib = seed(&env, 10);
     let kind = which.kind();
     let handler = which.handler(&env, 3);
-    let first = walks::boot(&env.store, kind, 1).expect("boot");
+    let first = walks::boot(&env.store, kind, 1, TTL).expect("boot");
     assert!(first.chain.expect("scheduled").created);
     assert!(step(&env.store, kind, handler.as_ref()).is_some());
     let next = env.store.live_job(kind.job_kind()).unwrap().expect("next");
@@ -266,7 +287,7 @@ fn restart_with_next_row_queued(which: Which) {
 
     // "Restart": another process boots on the same file.
     let other = env.other_process("other:2:0002");
-    let again = walks::boot(&other, kind, 1).expect("boot again");
+    let again = walks::boot(&other, kind, 1, TTL).expect("boot again");
     assert_eq!(
         again.chain.expect("found"),
         mediadex::store::Enqueued {
@@ -309,7 +330,7 @@ fn restart_with_row_running_under_a_dead_lease(which: Which) {
     let lib = seed(&env, 7);
     let kind = which.kind();
     let handler = which.handler(&env, 3);
-    walks::boot(&env.store, kind, 1).expect("boot");
+    walks::boot(&env.store, kind, 1, TTL).expect("boot");
     assert!(step(&env.store, kind, handler.as_ref()).is_some());
     // The dead process: claimed the next row, then nothing more.
     let dead = env.other_process("dead:1:0001");
@@ -318,10 +339,10 @@ fn restart_with_row_running_under_a_dead_lease(which: Which) {
         .unwrap()
         .expect("row");
     drop(dead);
-    let booted = walks::boot(&env.store, kind, 1).expect("boot while it looks alive");
+    let booted = walks::boot(&env.store, kind, 1, TTL).expect("boot while it looks alive");
     assert_eq!(booted.chain.expect("found").id, job.id);
     env.clock.advance(TTL + 1);
-    let booted = walks::boot(&env.store, kind, 1).expect("boot after it expired");
+    let booted = walks::boot(&env.store, kind, 1, TTL).expect("boot after it expired");
     assert_eq!(booted.chain.expect("found").id, job.id);
     assert_eq!(live_rows(&env.store, kind), 1);
     let report = env.store.reclaim_stale().expect("reclaim");
@@ -367,7 +388,7 @@ fn two_processes_booting_at_once_make_one_chain_per_kind() {
                 let (s, barrier) = (s.clone(), barrier.clone());
                 std::thread::spawn(move || {
                     barrier.wait();
-                    walks::boot(&s, kind, 1)
+                    walks::boot(&s, kind, 1, TTL)
                         .expect("boot")
                         .chain
                         .expect("chain")
@@ -389,7 +410,7 @@ fn a_scheme_bump_restarts_from_the_beginning_and_records_only_at_the_end() {
     let lib = seed(&env, 8);
     let kind = WalkKindId::ContentHash;
     let old = content_walk(&env, 1, 3);
-    walks::boot(&env.store, kind, 1).expect("boot");
+    walks::boot(&env.store, kind, 1, TTL).expect("boot");
     drain(&env.store, kind, &old);
     assert_eq!(env.store.walk_record(kind).unwrap().unwrap().scheme, 1);
     // Scheme 2 arrives while a scheme-1 chain is mid-way (its second row queued).
@@ -403,7 +424,7 @@ fn a_scheme_bump_restarts_from_the_beginning_and_records_only_at_the_end() {
     assert_eq!(payload(&mid).after, lib.assets[2]);
 
     let new = content_walk(&env, 2, 3);
-    let boot = walks::boot(&env.store, kind, 2).expect("boot scheme 2");
+    let boot = walks::boot(&env.store, kind, 2, TTL).expect("boot scheme 2");
     assert_eq!(boot.chain.expect("the old chain").id, mid.id);
     let mut batches = 0;
     while let Some(done) = step(&env.store, kind, &new) {
@@ -440,35 +461,197 @@ fn a_payload_without_a_scheme_restarts_from_the_beginning() {
     assert_eq!(face[0].landmarks[2], (1.5, 2.0));
 }
 
+/// A newer binary walked scheme 2 to the end; a scheme-1 chain an older process left
+/// queued completes afterwards: it lowers neither the record nor a stamp. Then the newer
+/// binary is gone (it holds no lease) and the older one starts: a rollback, reported, and
+/// the walk goes again under scheme 1, re-stamping what the newer one did.
 #[test]
-fn a_stale_chain_never_lowers_the_record_and_a_rollback_is_reported() {
+fn a_stale_chain_lowers_nothing_and_a_rollback_re_walks_under_the_older_scheme() {
     let env = support::env();
     let lib = seed(&env, 4);
     let kind = WalkKindId::ContentHash;
-    // The newer binary walks scheme 2 to the end.
-    walks::boot(&env.store, kind, 2).expect("boot 2");
-    drain(&env.store, kind, &content_walk(&env, 2, 3));
+    let newer = env.other_process("newer:2:0002");
+    walks::boot(&newer, kind, 2, TTL).expect("boot 2");
+    drain(&newer, kind, &content_walk_on(&newer, 2, 3));
     let record = env.store.walk_record(kind).unwrap().unwrap();
     assert_eq!((record.scheme, record.seen), (2, 2));
-    // A scheme-1 chain still queued from an older process completes afterwards: the
-    // record keeps 2.
     let stale =
         NewJob::new(kind.job_kind(), Payload::fresh(1, true).to_json()).unique(kind.job_kind());
     env.store.enqueue(stale).expect("stale chain");
     drain(&env.store, kind, &content_walk(&env, 1, 3));
-    assert_eq!(content_stamps(&env.store, &lib.assets), vec![Some(1); 4]);
+    assert_eq!(
+        content_stamps(&env.store, &lib.assets),
+        vec![Some(2); 4],
+        "a stale chain re-stamped what the newer scheme stamped"
+    );
     let record = env.store.walk_record(kind).unwrap().unwrap();
     assert_eq!(
         (record.scheme, record.seen),
         (2, 2),
         "lowered by a stale chain"
     );
+    drop(newer);
     // The older binary starts: a rollback, reported; the record is clamped to its scheme.
-    let boot = walks::boot(&env.store, kind, 1).expect("boot 1");
+    let boot = walks::boot(&env.store, kind, 1, TTL).expect("boot 1");
     assert!(boot.rollback);
     assert_eq!((boot.record.scheme, boot.record.seen), (1, 2));
+    assert!(boot.chain.is_some(), "a rollback walks again");
+    drain(&env.store, kind, &content_walk(&env, 1, 3));
+    assert_eq!(content_stamps(&env.store, &lib.assets), vec![Some(1); 4]);
     let state = walks::state(&env.store, kind, 1).expect("state");
     assert_eq!((state.scheme, state.seen, state.current), (1, 2, 1));
+    assert_eq!(state.other, None);
+}
+
+/// Each asset's stamp is at least what it was: no step lowered one.
+fn assert_not_lowered(which: Which, store: &Store, ids: &[i64], last: &mut Vec<Option<i64>>) {
+    let now = which.stamps(store, ids);
+    assert!(
+        now.iter().zip(last.iter()).all(|(n, l)| n >= l),
+        "{which:?}: a stamp was lowered: {last:?} -> {now:?}"
+    );
+    *last = now;
+}
+
+/// Two binaries, of schemes 1 and 2, share one database and claim the one chain in turn.
+/// The older never claims or restarts the newer's chain (nor lowers a stamp); the chain
+/// completes under scheme 2 and the record ends at 2.
+fn two_binaries_claiming_in_turn(which: Which) {
+    let env = support::env();
+    let lib = seed(&env, 8);
+    let kind = which.kind();
+    let newer_store = env.other_process("newer:2:0002");
+    let older = which.handler_on(&env.store, 1, 3);
+    let newer = which.handler_on(&newer_store, 2, 3);
+    walks::boot(&env.store, kind, 1, TTL).expect("boot 1");
+    walks::boot(&newer_store, kind, 2, TTL).expect("boot 2");
+    let mut last = which.stamps(&env.store, &lib.assets);
+    for turn in 0.. {
+        assert!(turn < 20, "{which:?}: the walk never ends: {last:?}");
+        let a = step(&env.store, kind, older.as_ref());
+        assert_not_lowered(which, &env.store, &lib.assets, &mut last);
+        let b = step(&newer_store, kind, newer.as_ref());
+        assert_not_lowered(which, &env.store, &lib.assets, &mut last);
+        if a.is_none() && b.is_none() {
+            break;
+        }
+        for done in [a, b].into_iter().flatten() {
+            assert!(matches!(done, Ok(JobDone::Committed)), "{done:?}");
+        }
+    }
+    assert_eq!(which.stamps(&env.store, &lib.assets), vec![Some(2); 8]);
+    let record = env.store.walk_record(kind).unwrap().expect("record");
+    assert_eq!((record.scheme, record.seen), (2, 2));
+    // Once the newer binary walked the chain, every row of it walks scheme 2.
+    let schemes: Vec<Option<i64>> = chain_rows(&env.store, kind)
+        .iter()
+        .map(|j| payload(j).scheme)
+        .collect();
+    assert!(
+        schemes.windows(2).all(|w| w[0] <= w[1]),
+        "{which:?}: the older binary restarted the newer's chain: {schemes:?}"
+    );
+}
+
+#[test]
+fn content_hash_binaries_of_schemes_1_and_2_claiming_in_turn_complete_under_2() {
+    two_binaries_claiming_in_turn(Which::Content);
+}
+
+#[test]
+fn faces_binaries_of_schemes_1_and_2_claiming_in_turn_complete_under_2() {
+    two_binaries_claiming_in_turn(Which::Faces);
+}
+
+/// The older binary's scans and restores ask for walks (`walks::request`) while a newer
+/// binary is live: the record the newer one raised stays, and the chain the older one
+/// asked for re-stamps nothing the newer one stamped.
+#[test]
+fn the_older_binarys_requests_after_scans_and_restores_never_lower_the_record() {
+    let env = support::env();
+    let lib = seed(&env, 4);
+    let newer_store = env.other_process("newer:2:0002");
+    for which in [Which::Content, Which::Faces] {
+        let kind = which.kind();
+        walks::boot(&env.store, kind, 1, TTL).expect("the older binary started first");
+        walks::boot(&newer_store, kind, 2, TTL).expect("boot 2");
+        drain(
+            &newer_store,
+            kind,
+            which.handler_on(&newer_store, 2, 3).as_ref(),
+        );
+        let record = env.store.walk_record(kind).unwrap().expect("record");
+        assert_eq!((record.scheme, record.seen), (2, 2));
+        // After a scan (faces) and a restore (faces), and `walk` (either kind).
+        walks::request(&env.store, kind, 1, false).expect("request");
+        walks::request(&env.store, kind, 1, false).expect("request again");
+        let record = env.store.walk_record(kind).unwrap().expect("record");
+        assert_eq!(
+            (record.scheme, record.seen),
+            (2, 2),
+            "{which:?}: lowered during work"
+        );
+        drain(
+            &env.store,
+            kind,
+            which.handler_on(&env.store, 1, 3).as_ref(),
+        );
+        assert_eq!(which.stamps(&env.store, &lib.assets), vec![Some(2); 4]);
+        let record = env.store.walk_record(kind).unwrap().expect("record");
+        assert_eq!((record.scheme, record.seen), (2, 2), "{which:?}");
+    }
+}
+
+/// The newer binary walks a batch, then scans (it holds a scan lease): past the hand-off
+/// period its queued chain row is still not the older binary's to take, and the older's
+/// status and boot name it. Once no lease of it is live, the older binary takes the chain
+/// (a rollback) and walks it from the beginning under its own scheme.
+#[test]
+fn the_older_binary_takes_a_newer_chain_only_once_no_newer_binary_holds_a_lease() {
+    let env = support::env();
+    let lib = seed(&env, 7);
+    let kind = WalkKindId::ContentHash;
+    let newer_store = env.other_process("newer:2:0002");
+    let older = content_walk(&env, 1, 3);
+    walks::boot(&newer_store, kind, 2, TTL).expect("boot 2");
+    assert!(step(&newer_store, kind, &content_walk_on(&newer_store, 2, 3)).is_some());
+    newer_store
+        .request_scan(env.scan_request(lib.id, ""))
+        .expect("request");
+    let scan_ttl = 10 * TTL;
+    let (_scan, _) = newer_store
+        .claim_scan_run(scan_ttl)
+        .expect("claim")
+        .expect("a run");
+    assert!(
+        step(&env.store, kind, &older).is_none(),
+        "taken from the newer binary right after its commit"
+    );
+    env.clock.advance(TTL + 1);
+    assert!(
+        step(&env.store, kind, &older).is_none(),
+        "taken while the newer binary holds a lease"
+    );
+    let other = walks::state(&env.store, kind, 1)
+        .expect("state")
+        .other
+        .expect("the newer binary shows");
+    assert_eq!((other.scheme, other.owner.as_str()), (2, "newer:2:0002"));
+    assert_eq!(other.pid.as_deref(), Some("2"));
+    assert_eq!(
+        other.describe(kind),
+        "another mediadex with content-hash scheme 2 is using this database (pid 2)"
+    );
+    let boot = walks::boot(&env.store, kind, 1, TTL).expect("boot 1 while the newer one is live");
+    assert!(!boot.rollback, "a live newer binary is no rollback");
+    assert_eq!(content_stamps(&env.store, &lib.assets)[..3], [Some(2); 3]);
+    // The newer binary stops: its scan lease runs out.
+    drop(newer_store);
+    env.clock.advance(scan_ttl);
+    assert_eq!(drain(&env.store, kind, &older), 3);
+    assert_eq!(content_stamps(&env.store, &lib.assets), vec![Some(1); 7]);
+    let record = env.store.walk_record(kind).unwrap().expect("record");
+    assert_eq!((record.scheme, record.seen), (1, 2));
 }
 
 /// A walk kind that runs `hook` between processing a batch and committing it.
@@ -500,7 +683,7 @@ fn a_stale_walkers_batch_lands_nothing(which: Which) {
     let env = support::env();
     let lib = seed(&env, 5);
     let kind = which.kind();
-    walks::boot(&env.store, kind, 1).expect("boot");
+    walks::boot(&env.store, kind, 1, TTL).expect("boot");
     let job_id = env
         .store
         .live_job(kind.job_kind())
@@ -561,12 +744,49 @@ fn a_stale_face_walkers_batch_lands_nothing() {
     a_stale_walkers_batch_lands_nothing(Which::Faces);
 }
 
+/// The older binary's face batch is processed when the newer binary re-detects one of its
+/// assets (scheme 2) before the commit: the commit keeps the newer stamp and its faces, and
+/// stamps the others.
+#[test]
+fn a_batch_commit_keeps_what_a_newer_scheme_stamped_meanwhile() {
+    let env = support::env();
+    let lib = seed(&env, 3);
+    let kind = WalkKindId::Faces;
+    walks::boot(&env.store, kind, 1, TTL).expect("boot");
+    let newer = env.other_process("newer:2:0002");
+    let first = lib.assets[0];
+    let face = DetectedFace {
+        x: 9.0,
+        y: 9.0,
+        w: 9.0,
+        h: 9.0,
+        score: 0.9,
+        landmarks: [(0.0, 0.0); 5],
+    };
+    let hook = Box::new(move || {
+        assert!(newer.store_faces(first, 2, vec![face]).expect("re-detect"));
+    });
+    let inner = FacesWalk {
+        detector: FakeDetector::new(1),
+        scheme: 1,
+        batch: 10,
+    };
+    let walk = WalkJob::new(&env.store, Arc::new(Hooked { inner, hook }));
+    assert_eq!(drain(&env.store, kind, &walk), 1);
+    assert_eq!(
+        face_stamps(&env.store, &lib.assets),
+        [Some(2), Some(1), Some(1)]
+    );
+    assert!(env.store.faces(first, 1).unwrap().is_empty());
+    assert_eq!(env.store.faces(first, 2).unwrap(), [face]);
+}
+
 #[test]
 fn an_unreadable_file_keeps_its_old_stamp_and_does_not_block_the_record() {
     let env = support::env();
     let lib = seed(&env, 5);
     let kind = WalkKindId::ContentHash;
-    walks::boot(&env.store, kind, 1).expect("boot");
+    walks::boot(&env.store, kind, 1, TTL).expect("boot");
     drain(&env.store, kind, &content_walk(&env, 1, 2));
     let before = env
         .store
@@ -577,7 +797,7 @@ fn an_unreadable_file_keeps_its_old_stamp_and_does_not_block_the_record() {
     // One file vanishes, another is overwritten with other bytes (not the asset's any more).
     std::fs::remove_file(lib.root.join("p001.jpg")).expect("remove");
     std::fs::write(lib.root.join("p003.jpg"), b"other bytes").expect("overwrite");
-    walks::boot(&env.store, kind, 2).expect("boot 2");
+    walks::boot(&env.store, kind, 2, TTL).expect("boot 2");
     drain(&env.store, kind, &content_walk(&env, 2, 2));
     assert_eq!(
         content_stamps(&env.store, &lib.assets),
@@ -599,7 +819,7 @@ fn trashed_assets_are_content_hashed_but_skipped_by_the_face_walk() {
     let env = support::env();
     let lib = seed(&env, 3);
     mediadex::trash::trash(&env.store, lib.assets[1]).expect("trash");
-    walks::boot(&env.store, WalkKindId::ContentHash, 1).expect("boot");
+    walks::boot(&env.store, WalkKindId::ContentHash, 1, TTL).expect("boot");
     drain(
         &env.store,
         WalkKindId::ContentHash,
@@ -607,7 +827,7 @@ fn trashed_assets_are_content_hashed_but_skipped_by_the_face_walk() {
     );
     assert_eq!(content_stamps(&env.store, &lib.assets), vec![Some(1); 3]);
     let detector = FakeDetector::new(1);
-    walks::boot(&env.store, WalkKindId::Faces, 1).expect("boot");
+    walks::boot(&env.store, WalkKindId::Faces, 1, TTL).expect("boot");
     drain(
         &env.store,
         WalkKindId::Faces,
@@ -627,7 +847,7 @@ fn trashed_assets_are_content_hashed_but_skipped_by_the_face_walk() {
         1
     );
     // A new boot finds nothing to do: the trashed asset does not hold the faces walk back.
-    let boot = walks::boot(&env.store, WalkKindId::Faces, 1).expect("boot again");
+    let boot = walks::boot(&env.store, WalkKindId::Faces, 1, TTL).expect("boot again");
     assert_eq!(boot.chain, None);
 }
 

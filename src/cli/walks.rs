@@ -2,7 +2,7 @@
 //! and as JSON. Owns the JSON shape of a walk's state (documented in the README); pure.
 
 use super::render::{table, to_json};
-use mediadex::walks::WalkState;
+use mediadex::walks::{WalkPeer, WalkState};
 use serde::Serialize;
 
 #[derive(Serialize)]
@@ -13,8 +13,11 @@ pub struct WalkOut {
     scheme: i64,
     /// The highest scheme any mediadex has run on this database.
     seen: i64,
-    /// `seen` is above `current_scheme`: a newer mediadex ran here before.
+    /// `seen` is above `current_scheme`: a newer mediadex ran here before, and none is
+    /// live now.
     rollback: bool,
+    /// Another mediadex walking this kind under another scheme, live on this database.
+    other: Option<WalkPeer>,
     completed_at: Option<i64>,
     /// The live chain, or null when the walk is idle.
     chain: Option<ChainOut>,
@@ -35,7 +38,8 @@ pub fn walk_out(w: &WalkState) -> WalkOut {
         current_scheme: w.current,
         scheme: w.scheme,
         seen: w.seen,
-        rollback: w.seen > w.current,
+        rollback: w.rollback(),
+        other: w.other.clone(),
         completed_at: w.completed_at,
         chain: w.chain.as_ref().map(|c| ChainOut {
             job_id: c.job_id,
@@ -57,7 +61,10 @@ pub fn summary(w: &WalkState) -> String {
         ),
         None => "idle".to_string(),
     };
-    let rollback = if w.seen > w.current {
+    // Two versions on one database is said before a rollback: it is why `seen` is above.
+    let note = if let Some(other) = &w.other {
+        format!("; {}", other.describe(w.kind))
+    } else if w.rollback() {
         format!(
             "; WARNING: scheme {} was run here by a newer mediadex",
             w.seen
@@ -66,7 +73,7 @@ pub fn summary(w: &WalkState) -> String {
         String::new()
     };
     format!(
-        "scheme {} (walked to the end: {}); {chain}{rollback}",
+        "scheme {} (walked to the end: {}); {chain}{note}",
         w.current, w.scheme
     )
 }
@@ -83,4 +90,50 @@ pub fn walk(w: &WalkState, json: bool) -> serde_json::Result<String> {
         &["WALK", "STATE"],
         vec![vec![w.kind.to_string(), summary(w)]],
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mediadex::model::WalkKindId;
+
+    fn state(seen: i64, other: Option<WalkPeer>) -> WalkState {
+        WalkState {
+            kind: WalkKindId::ContentHash,
+            current: 1,
+            scheme: 1,
+            seen,
+            completed_at: None,
+            chain: None,
+            other,
+        }
+    }
+
+    #[test]
+    fn a_live_newer_mediadex_is_named_and_is_no_rollback() {
+        let peer = WalkPeer::from((2, "nas:4242:0a1b2c3d".to_string()));
+        let w = state(2, Some(peer));
+        assert_eq!(
+            summary(&w),
+            "scheme 1 (walked to the end: 1); idle; another mediadex with content-hash scheme \
+             2 is using this database (pid 4242)"
+        );
+        let v: serde_json::Value =
+            serde_json::from_str(&walk(&w, true).expect("json")).expect("parse");
+        assert_eq!(v["rollback"], false);
+        assert_eq!(v["other"]["scheme"], 2);
+        assert_eq!(v["other"]["pid"], "4242");
+    }
+
+    #[test]
+    fn a_newer_scheme_with_no_live_mediadex_is_a_rollback() {
+        let w = state(2, None);
+        assert!(summary(&w).ends_with("WARNING: scheme 2 was run here by a newer mediadex"));
+        let v: serde_json::Value =
+            serde_json::from_str(&walk(&w, true).expect("json")).expect("parse");
+        assert_eq!(
+            (v["rollback"].as_bool(), v["other"].is_null()),
+            (Some(true), true)
+        );
+    }
 }

@@ -8,7 +8,7 @@ use super::error::ApiError;
 use super::{AppState, blocking};
 use crate::model::{JobState, Millis, WalkKindId};
 use crate::store::{Store, StoreError};
-use crate::walks::{Release, WalkState};
+use crate::walks::{Release, WalkPeer, WalkState};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::{PathRejection, QueryRejection};
@@ -22,8 +22,12 @@ pub struct WalkOut {
     /// The scheme this server walks under.
     pub current_scheme: i64,
     pub record: RecordOut,
-    /// A newer mediadex walked this database under a higher scheme (a rollback).
+    /// A newer mediadex walked this database under a higher scheme and none is live now (a
+    /// rollback).
     pub rollback: bool,
+    /// Another mediadex walking this kind under another scheme, live on this database (two
+    /// versions share it): its scheme, lease owner and pid.
+    pub other: Option<WalkPeer>,
     /// `none` (no chain, not walked to the end under the current scheme), `queued`,
     /// `running` or `done` (no chain, walked to the end).
     pub state: &'static str,
@@ -67,7 +71,8 @@ pub fn walk_out(w: &WalkState, now: Millis) -> WalkOut {
             seen: w.seen,
             completed_at: w.completed_at,
         },
-        rollback: w.seen > w.current,
+        rollback: w.rollback(),
+        other: w.other.clone(),
         state,
         job_id: chain.map(|c| c.job_id),
         restart: chain.map(|c| c.restart),
@@ -222,4 +227,35 @@ pub async fn release(
     .await?;
     (s.wake)();
     Ok(Json(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::walks::WalkPeer;
+
+    #[test]
+    fn a_live_mediadex_of_another_scheme_shows_and_is_no_rollback() {
+        let mut w = WalkState {
+            kind: WalkKindId::Faces,
+            current: 1,
+            scheme: 1,
+            seen: 2,
+            completed_at: None,
+            chain: None,
+            other: Some(WalkPeer::from((2, "nas:77:0a1b2c3d".to_string()))),
+        };
+        let out = walk_out(&w, 0);
+        assert!(!out.rollback);
+        let json = serde_json::to_value(&out).expect("json");
+        assert_eq!(
+            (
+                json["other"]["scheme"].as_i64(),
+                json["other"]["pid"].as_str()
+            ),
+            (Some(2), Some("77"))
+        );
+        w.other = None;
+        assert!(walk_out(&w, 0).rollback, "no live newer binary: a rollback");
+    }
 }

@@ -5,7 +5,7 @@
 
 use super::cancel::{CancelReason, Registry};
 use super::guard::{GuardError, Hooks, LeaseGuard, NoHooks};
-use crate::model::{Job, Lease, Millis, NewJob, RunOutcome, ScanRun, Target};
+use crate::model::{Job, JobFilter, Lease, Millis, NewJob, RunOutcome, ScanRun, Target};
 use crate::store::{Store, StoreError};
 use crossbeam_channel::{Receiver, Sender, bounded, select, unbounded};
 use std::collections::HashMap;
@@ -54,6 +54,11 @@ pub enum WorkError {
 
 pub trait JobHandler: Send + Sync + 'static {
     fn run(&self, ctx: &WorkContext, job: &Job) -> Result<JobDone, WorkError>;
+    /// For a walk chain: the highest scheme this handler walks. The claim leaves a row of a
+    /// higher scheme to the newer binary that walks it (see `JobFilter`).
+    fn max_scheme(&self) -> Option<i64> {
+        None
+    }
 }
 
 pub trait ScanHandler: Send + Sync + 'static {
@@ -112,7 +117,7 @@ pub struct WorkerPool {
 struct Worker {
     store: Store,
     handlers: Handlers,
-    kinds: Vec<String>,
+    kinds: Vec<JobFilter>,
     config: PoolConfig,
     registry: Arc<Registry>,
     hooks: Arc<dyn Hooks>,
@@ -140,8 +145,12 @@ impl WorkerPool {
         let (wake, wake_rx) = unbounded::<()>();
         let (stop, stop_rx) = bounded::<()>(0);
         let (acked, acked_rx) = bounded::<()>(1);
-        let mut kinds: Vec<String> = handlers.jobs.keys().cloned().collect();
-        kinds.sort();
+        let mut kinds: Vec<JobFilter> = handlers
+            .jobs
+            .iter()
+            .map(|(kind, h)| JobFilter::new(kind.clone(), h.max_scheme()))
+            .collect();
+        kinds.sort_by(|a, b| a.kind.cmp(&b.kind));
         let worker = Arc::new(Worker {
             store: store.clone(),
             handlers,
@@ -255,10 +264,9 @@ impl Worker {
         if self.kinds.is_empty() {
             return Ok(None);
         }
-        let kinds: Vec<&str> = self.kinds.iter().map(String::as_str).collect();
         Ok(self
             .store
-            .claim_job(&kinds, ttl)?
+            .claim_jobs(&self.kinds, ttl)?
             .map(|(lease, job)| Claimed::Job(lease, job)))
     }
 

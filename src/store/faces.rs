@@ -7,7 +7,10 @@ use super::{Store, StoreError};
 use crate::model::DetectedFace;
 use rusqlite::{Connection, params};
 
-const STAMP: &str = "UPDATE assets SET faces_scheme = ?2 WHERE id = ?1";
+/// A walk of an older detector (`?3` false) keeps what a newer one stamped.
+const STAMP: &str = "
+    UPDATE assets SET faces_scheme = ?2
+     WHERE id = ?1 AND (?3 OR faces_scheme IS NULL OR faces_scheme <= ?2)";
 const CLEAR: &str = "DELETE FROM faces WHERE asset_id = ?1 AND detector_version = ?2";
 const INSERT: &str = "
     INSERT INTO faces (asset_id, detector_version, x, y, w, h, score, landmarks)
@@ -17,16 +20,17 @@ const OF_ASSET: &str = "
      WHERE asset_id = ?1 AND detector_version = ?2 ORDER BY id";
 
 /// Replaces the faces of `asset_id` for `version` and stamps the asset. Returns false (and
-/// writes nothing) when the asset is gone: the sweep deleted it meanwhile.
+/// writes nothing) when the asset is gone (the sweep deleted it meanwhile) or, unless
+/// `over_newer`, stamped by a newer detector (a newer binary on the same database).
 pub(super) fn replace(
     conn: &Connection,
     asset_id: i64,
-    version: i64,
+    (version, over_newer): (i64, bool),
     faces: &[DetectedFace],
 ) -> Result<bool, StoreError> {
     if conn
         .prepare_cached(STAMP)?
-        .execute(params![asset_id, version])?
+        .execute(params![asset_id, version, over_newer])?
         == 0
     {
         return Ok(false);
@@ -87,7 +91,7 @@ impl Store {
         version: i64,
         faces: Vec<DetectedFace>,
     ) -> Result<bool, StoreError> {
-        self.write(move |conn, _| replace(conn, asset_id, version, &faces))
+        self.write(move |conn, _| replace(conn, asset_id, (version, true), &faces))
     }
 
     /// The stored faces of an asset for one detector version.

@@ -1,9 +1,13 @@
 //! The `jobs` table: enqueue (unique by a partial index), claim, and the fenced worker
-//! writes, plus the operator paths (release, cancel) and reclaim of expired leases.
+//! writes, plus the operator paths (release, cancel) and reclaim of expired leases. A claim
+//! leaves a walk chain of a higher scheme to the newer binary walking it while that binary
+//! holds a lease (DESIGN.md section 7, mixed versions).
 
 use super::lease::{expect_one, lost};
 use super::{LeasePolicy, Store, StoreError, backoff, counters, parse_col};
-use crate::model::{Counter, Job, JobState, Lease, Millis, NewJob, ReclaimReport, Target};
+use crate::model::{
+    Counter, Job, JobFilter, JobState, Lease, Millis, NewJob, ReclaimReport, Target,
+};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 macro_rules! job_cols {
@@ -52,15 +56,98 @@ const INSERT: &str = "
 const LIVE_BY_KEY: &str =
     "SELECT id FROM jobs WHERE unique_key = ?1 AND state IN ('queued', 'running')";
 
+/// The scheme a walk chain row's payload names; NULL when it names none or is unreadable.
+macro_rules! payload_scheme {
+    ($row:literal) => {
+        concat!(
+            "(CASE WHEN json_valid(",
+            $row,
+            ".payload) THEN json_extract(",
+            $row,
+            ".payload, '$.scheme') END)"
+        )
+    };
+}
+
+/// The process that enqueued a walk chain row (its payload's `by`).
+macro_rules! payload_by {
+    ($row:literal) => {
+        concat!(
+            "(CASE WHEN json_valid(",
+            $row,
+            ".payload) THEN json_extract(",
+            $row,
+            ".payload, '$.by') END)"
+        )
+    };
+}
+
+/// Whether the process `$owner` holds a lease that is live at `$now` (any running row).
+macro_rules! holds_live_lease {
+    ($owner:expr, $now:literal) => {
+        concat!(
+            "(EXISTS (SELECT 1 FROM jobs h WHERE h.state = 'running' AND h.lease_expires_at > ",
+            $now,
+            " AND h.lease_owner = ",
+            $owner,
+            ") OR EXISTS (SELECT 1 FROM scan_runs h \
+             WHERE h.state = 'running' AND h.lease_expires_at > ",
+            $now,
+            " AND h.lease_owner = ",
+            $owner,
+            "))"
+        )
+    };
+}
+
+/// `?4` is a JSON array of `JobFilter`s. A filter with a `max_scheme` (a walk) leaves a
+/// chain row of a higher scheme to the newer binary walking it: such a row is taken only
+/// once it has been due for a whole lease period (`?3`, the hand-off: the newer binary just
+/// committed the batch before it) and the process that enqueued it holds no live lease. A
+/// row running under a live lease is never due; one whose lease died is requeued by reclaim.
 const CLAIM: &str = concat!(
     "UPDATE jobs SET state = 'running', generation = generation + 1, lease_owner = ?1,
             lease_expires_at = ?2 + ?3, heartbeat_at = ?2, updated_at = ?2
-      WHERE id = (SELECT id FROM jobs
-                   WHERE state = 'queued' AND run_at <= ?2
-                     AND kind IN (SELECT value FROM json_each(?4))
-                   ORDER BY run_at, id LIMIT 1)
+      WHERE id = (SELECT j.id FROM jobs j JOIN json_each(?4) f
+                      ON j.kind = json_extract(f.value, '$.kind')
+                   WHERE j.state = 'queued' AND j.run_at <= ?2
+                     AND (json_extract(f.value, '$.max_scheme') IS NULL
+                          OR coalesce(",
+    payload_scheme!("j"),
+    ", 0) <= json_extract(f.value, '$.max_scheme')
+                          OR (j.run_at + ?3 <= ?2 AND NOT ",
+    holds_live_lease!(payload_by!("j"), "?2"),
+    "))
+                   ORDER BY j.run_at, j.id LIMIT 1)
       RETURNING ",
     job_cols!()
+);
+/// The newest chain row of kind `?1` walking another scheme than `?2` (a higher one when
+/// `?3`) whose walker is live at `?4`: it runs under a live lease, or it was handed off less
+/// than `?5` ago, or the process that enqueued it holds a live lease. Never this process
+/// (`?6`). Returns the scheme and the walker.
+const WALK_PEER: &str = concat!(
+    "SELECT scheme, walker FROM (
+        SELECT ",
+    payload_scheme!("j"),
+    " AS scheme,
+               CASE WHEN j.state = 'running' THEN j.lease_owner ELSE ",
+    payload_by!("j"),
+    " END AS walker,
+               j.state, j.lease_expires_at, j.run_at
+          FROM jobs j
+         WHERE j.kind = ?1 AND ",
+    payload_scheme!("j"),
+    " <> ?2 AND (NOT ?3 OR ",
+    payload_scheme!("j"),
+    " > ?2)
+         ORDER BY j.id DESC LIMIT 1)
+      WHERE walker IS NOT ?6
+        AND ((state = 'running' AND lease_expires_at > ?4)
+             OR (state = 'queued' AND run_at + ?5 > ?4)
+             OR ",
+    holds_live_lease!("walker", "?4"),
+    ")"
 );
 const CHECKPOINT: &str = fenced!("UPDATE jobs SET checkpoint = ?4, updated_at = ?3");
 const COMPLETE: &str = fenced!(
@@ -176,6 +263,23 @@ pub(super) fn reclaim(
     Ok(report)
 }
 
+/// The walker of another scheme live on chain rows of `kind` (see `WALK_PEER`).
+pub(super) fn walk_peer(
+    conn: &Connection,
+    kind: &str,
+    scheme: i64,
+    higher_only: bool,
+    (now, grace): (Millis, Millis),
+    me: &str,
+) -> Result<Option<(i64, String)>, StoreError> {
+    Ok(conn
+        .prepare_cached(WALK_PEER)?
+        .query_row(params![kind, scheme, higher_only, now, grace, me], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()?)
+}
+
 pub(super) fn prune(conn: &Connection, before: Millis) -> Result<u64, StoreError> {
     Ok(conn.prepare_cached(PRUNE)?.execute([before])? as u64)
 }
@@ -221,8 +325,18 @@ impl Store {
         kinds: &[&str],
         ttl: Millis,
     ) -> Result<Option<(Lease, Job)>, StoreError> {
+        let filters: Vec<JobFilter> = kinds.iter().map(|k| JobFilter::new(*k, None)).collect();
+        self.claim_jobs(&filters, ttl)
+    }
+
+    /// Claims the oldest due job that one of `filters` takes, for `ttl` ms.
+    pub fn claim_jobs(
+        &self,
+        filters: &[JobFilter],
+        ttl: Millis,
+    ) -> Result<Option<(Lease, Job)>, StoreError> {
         let kinds =
-            serde_json::to_string(kinds).map_err(|e| StoreError::Conflict(e.to_string()))?;
+            serde_json::to_string(filters).map_err(|e| StoreError::Conflict(e.to_string()))?;
         let owner = self.owner().to_string();
         self.write(move |conn, now| {
             let job = conn

@@ -1,14 +1,17 @@
-//! The walk chains' data (DESIGN.md section 7): the walk record per kind (clamped at start,
-//! raised only by a completion and never lowered), the batch selector (assets in id order
+//! The walk chains' data (DESIGN.md section 7): the walk record per kind (clamped at start
+//! only, raised only by a completion and never lowered; a request raises `seen` alone), the batch selector (assets in id order
 //! after a cursor, with the files that show them), and the ONE fenced transaction that
 //! commits a batch: the job row's completion under its lease, the results, then either the
-//! chain's next row (the cursor) or, after the last batch, the walk record.
+//! chain's next row (the cursor) or, after the last batch, the walk record. A batch keeps
+//! what a newer scheme stamped (a newer binary on the same database) unless it walks a
+//! rollback.
 
 use super::assets::checksum_col;
 use super::jobs::{self, Enqueued};
 use super::{Store, StoreError, faces, parse_col};
 use crate::model::{
     FileStamp, Lease, Millis, WalkAsset, WalkCommit, WalkFile, WalkKindId, WalkRecord, WalkResults,
+    WalkVisit,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -18,6 +21,10 @@ const START: &str = "
     INSERT INTO walks (kind, scheme, seen, updated_at) VALUES (?1, 0, ?2, ?3)
     ON CONFLICT (kind) DO UPDATE SET scheme = min(scheme, excluded.seen),
                                      seen = max(seen, excluded.seen), updated_at = ?3";
+/// During work (a request for a walk): create the record, raise `seen`; `scheme` stays.
+const SEEN: &str = "
+    INSERT INTO walks (kind, scheme, seen, updated_at) VALUES (?1, 0, ?2, ?3)
+    ON CONFLICT (kind) DO UPDATE SET seen = max(seen, excluded.seen), updated_at = ?3";
 /// A completion raises `scheme`, never lowers it (a stale chain of an older scheme).
 const COMPLETE: &str = "
     INSERT INTO walks (kind, scheme, seen, completed_at, updated_at) VALUES (?1, ?2, ?2, ?3, ?3)
@@ -25,30 +32,38 @@ const COMPLETE: &str = "
                                      seen = max(seen, excluded.scheme),
                                      completed_at = ?3, updated_at = ?3";
 /// The next batch: every asset (trashed ones too: they still catch duplicates) after the
-/// cursor that lacks this scheme's stamp, or every asset when `?3` (a forced restart).
+/// cursor that lacks this scheme's stamp, or every asset when `?3` (a forced restart). One
+/// a newer scheme stamped lacks nothing, except in a rollback (`?5`).
 const CONTENT_BATCH: &str = "
     SELECT id, checksum, trashed_at IS NOT NULL FROM assets
-     WHERE id > ?1 AND (?3 OR content_hash_scheme IS NOT ?2)
+     WHERE id > ?1 AND (?3 OR content_hash_scheme IS NULL OR content_hash_scheme < ?2
+                        OR (?5 AND content_hash_scheme > ?2))
      ORDER BY id LIMIT ?4";
 /// Faces: live images only.
 const FACES_BATCH: &str = "
     SELECT id, checksum, trashed_at IS NOT NULL FROM assets
      WHERE id > ?1 AND trashed_at IS NULL AND kind = 'image'
-       AND (?3 OR faces_scheme IS NOT ?2)
+       AND (?3 OR faces_scheme IS NULL OR faces_scheme < ?2 OR (?5 AND faces_scheme > ?2))
      ORDER BY id LIMIT ?4";
 const CONTENT_LEFT: &str = "
-    SELECT count(*) FROM assets WHERE id > ?1 AND (?3 OR content_hash_scheme IS NOT ?2)";
+    SELECT count(*) FROM assets
+     WHERE id > ?1 AND (?3 OR content_hash_scheme IS NULL OR content_hash_scheme < ?2
+                        OR (?4 AND content_hash_scheme > ?2))";
 const FACES_LEFT: &str = "
     SELECT count(*) FROM assets
-     WHERE id > ?1 AND trashed_at IS NULL AND kind = 'image' AND (?3 OR faces_scheme IS NOT ?2)";
+     WHERE id > ?1 AND trashed_at IS NULL AND kind = 'image'
+       AND (?3 OR faces_scheme IS NULL OR faces_scheme < ?2 OR (?4 AND faces_scheme > ?2))";
 const FILES: &str = "
     SELECT l.root, f.rel_path, f.state = 'present', f.size, f.mtime_ns, f.dev, f.inode
       FROM files f
       JOIN libraries l ON l.id = f.library_id
      WHERE f.asset_id = ?1
      ORDER BY f.state = 'missing', f.id";
-const STAMP_CONTENT: &str =
-    "UPDATE assets SET content_hash = ?2, content_hash_scheme = ?3 WHERE id = ?1";
+/// Keeps what a newer scheme stamped (a newer binary on the same database), except in a
+/// rollback (`?4`).
+const STAMP_CONTENT: &str = "
+    UPDATE assets SET content_hash = ?2, content_hash_scheme = ?3
+     WHERE id = ?1 AND (?4 OR content_hash_scheme IS NULL OR content_hash_scheme <= ?3)";
 
 fn record(conn: &Connection, kind: WalkKindId) -> Result<Option<WalkRecord>, StoreError> {
     Ok(conn
@@ -82,18 +97,23 @@ pub(super) fn files_of(conn: &Connection, asset_id: i64) -> Result<Vec<WalkFile>
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
-/// Writes a batch's results. An asset swept since it was selected is skipped.
-fn write_results(conn: &Connection, results: &WalkResults) -> Result<(), StoreError> {
+/// Writes a batch's results. An asset swept since it was selected is skipped, and so is one
+/// a newer scheme stamped meanwhile unless `rollback`.
+fn write_results(
+    conn: &Connection,
+    results: &WalkResults,
+    rollback: bool,
+) -> Result<(), StoreError> {
     match results {
         WalkResults::ContentHashes(hashes) => {
             let mut stmt = conn.prepare_cached(STAMP_CONTENT)?;
             for (id, c) in hashes {
-                stmt.execute(params![id, &c.hash[..], c.scheme])?;
+                stmt.execute(params![id, &c.hash[..], c.scheme, rollback])?;
             }
         }
         WalkResults::Faces { version, found } => {
             for (id, list) in found {
-                faces::replace(conn, *id, *version, list)?;
+                faces::replace(conn, *id, (*version, rollback), list)?;
             }
         }
     }
@@ -133,16 +153,30 @@ impl Store {
         })
     }
 
-    /// Up to `limit` assets after `after` in id order that a walk of `kind` under `scheme`
-    /// must visit (all of them when `force`), each with its files (present first).
+    /// During work: raises the record's `seen` to `current` (creating the record), and never
+    /// clamps its `scheme`: that is the start's alone.
+    pub fn raise_walk_seen(&self, kind: WalkKindId, current: i64) -> Result<(), StoreError> {
+        self.write(move |conn, now| {
+            conn.prepare_cached(SEEN)?
+                .execute(params![kind.as_str(), current, now])?;
+            Ok(())
+        })
+    }
+
+    /// Up to `limit` assets after `after` in id order that a walk of `kind` must visit, each
+    /// with its files (present first).
     pub fn walk_batch(
         &self,
         kind: WalkKindId,
-        scheme: i64,
-        force: bool,
+        visit: WalkVisit,
         after: i64,
         limit: usize,
     ) -> Result<Vec<WalkAsset>, StoreError> {
+        let WalkVisit {
+            scheme,
+            force,
+            rollback,
+        } = visit;
         let sql = match kind {
             WalkKindId::ContentHash => CONTENT_BATCH,
             WalkKindId::Faces => FACES_BATCH,
@@ -151,7 +185,7 @@ impl Store {
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
             let mut stmt = conn.prepare_cached(sql)?;
             let heads: Vec<(i64, [u8; 32], bool)> = stmt
-                .query_map(params![after, scheme, force, limit], |r| {
+                .query_map(params![after, scheme, force, limit, rollback], |r| {
                     Ok((r.get(0)?, checksum_col(r, 1)?, r.get(2)?))
                 })?
                 .collect::<Result<_, _>>()?;
@@ -169,14 +203,18 @@ impl Store {
         })
     }
 
-    /// How many assets a walk of `kind` under `scheme` still has to visit after `after`.
+    /// How many assets a walk of `kind` still has to visit after `after`.
     pub fn walk_left(
         &self,
         kind: WalkKindId,
-        scheme: i64,
-        force: bool,
+        visit: WalkVisit,
         after: i64,
     ) -> Result<i64, StoreError> {
+        let WalkVisit {
+            scheme,
+            force,
+            rollback,
+        } = visit;
         let sql = match kind {
             WalkKindId::ContentHash => CONTENT_LEFT,
             WalkKindId::Faces => FACES_LEFT,
@@ -184,7 +222,31 @@ impl Store {
         self.read(|conn| {
             Ok(conn
                 .prepare_cached(sql)?
-                .query_row(params![after, scheme, force], |r| r.get(0))?)
+                .query_row(params![after, scheme, force, rollback], |r| r.get(0))?)
+        })
+    }
+
+    /// Another process walking `kind` under another scheme than `scheme` (only a higher one
+    /// when `higher_only`) that is live now: the newest chain row of another scheme runs
+    /// under a live lease, was handed off less than `grace` ago, or was enqueued by a process
+    /// that holds a live lease. Returns its scheme and lease owner.
+    pub fn walk_peer(
+        &self,
+        kind: WalkKindId,
+        scheme: i64,
+        higher_only: bool,
+        grace: Millis,
+    ) -> Result<Option<(i64, String)>, StoreError> {
+        let now = self.now();
+        self.read(|conn| {
+            jobs::walk_peer(
+                conn,
+                kind.job_kind(),
+                scheme,
+                higher_only,
+                (now, grace),
+                self.owner(),
+            )
         })
     }
 
@@ -200,7 +262,7 @@ impl Store {
         let lease = lease.clone();
         self.write(move |conn, now| {
             jobs::complete(conn, &lease, now)?;
-            write_results(conn, &commit.results)?;
+            write_results(conn, &commit.results, commit.rollback)?;
             if let Some(scheme) = commit.complete_scheme {
                 raise_record(conn, commit.kind, scheme, now)?;
             }

@@ -4,13 +4,19 @@
 //! completion and either the chain's next row (the new cursor) or, after a short batch, the
 //! walk record. One chain per kind is held by the jobs' unique index (`enqueue_unique`); a
 //! restart finds the interrupted chain (queued, or reclaimed from a dead lease). A payload
-//! whose scheme is not the current one, or that has none, restarts from the beginning.
+//! whose scheme is lower than the current one, or that has none, restarts from the
+//! beginning. Mixed versions on one database: a chain of a higher scheme is left to the newer
+//! binary walking it (the claim skips it while that binary holds a lease) and what a newer
+//! scheme stamped is kept; only a rollback (no newer binary holds a lease) walks it again
+//! under this scheme, with a loud warning. The record is clamped at start (`boot`) only.
 //! Owns no SQL (the store does) and no detection or hashing rules (`media/` does).
 
 pub mod content_hash;
 pub mod faces;
 
-use crate::model::{FileStamp, Job, NewJob, WalkAsset, WalkCommit, WalkKindId, WalkResults};
+use crate::model::{
+    FileStamp, Job, Millis, NewJob, WalkAsset, WalkCommit, WalkKindId, WalkResults, WalkVisit,
+};
 use crate::queue::{JobDone, JobHandler, WorkContext, WorkError};
 use crate::store::{Enqueued, Store, StoreError};
 use serde::{Deserialize, Serialize};
@@ -24,16 +30,24 @@ pub trait WalkKind: Send + Sync + 'static {
     /// The scheme this process walks under (an override, a constant, a detector version).
     fn scheme(&self) -> i64;
     fn batch_size(&self) -> usize;
-    /// The next batch after `after` (all assets when `force`, else those lacking the stamp).
-    fn select(&self, store: &Store, after: i64, force: bool) -> Result<Vec<WalkAsset>, StoreError> {
-        store.walk_batch(self.id(), self.scheme(), force, after, self.batch_size())
+    /// The next batch after `after` of the assets `visit` names.
+    fn select(
+        &self,
+        store: &Store,
+        after: i64,
+        visit: WalkVisit,
+    ) -> Result<Vec<WalkAsset>, StoreError> {
+        store.walk_batch(self.id(), visit, after, self.batch_size())
     }
     /// Computes the batch's results. An asset left out keeps its old stamp.
     fn process(&self, batch: &[WalkAsset]) -> WalkResults;
 }
 
 /// A chain row's payload: the scheme it walks, its cursor (the last asset id committed),
-/// whether it re-visits stamped assets (`--restart`), and how many assets it has visited.
+/// whether it re-visits stamped assets (`--restart`), how many assets it has visited, the
+/// process that enqueued it (`by`, a lease owner: while that one holds a lease, an older
+/// binary leaves the row alone), and whether it walks a rollback (it re-stamps what a newer
+/// scheme stamped).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Payload {
     #[serde(default)]
@@ -44,6 +58,10 @@ pub struct Payload {
     pub force: bool,
     #[serde(default)]
     pub done: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rollback: bool,
 }
 
 impl Payload {
@@ -57,6 +75,23 @@ impl Payload {
             scheme: Some(scheme),
             force,
             ..Payload::default()
+        }
+    }
+
+    /// Names the process enqueuing the row.
+    pub fn by(self, owner: &str) -> Payload {
+        Payload {
+            by: Some(owner.to_string()),
+            ..self
+        }
+    }
+
+    /// The assets a chain with this payload visits.
+    pub fn visit(&self, current: i64) -> WalkVisit {
+        WalkVisit {
+            scheme: self.scheme.unwrap_or(current),
+            force: self.force,
+            rollback: self.rollback,
         }
     }
 
@@ -89,22 +124,17 @@ impl<K: WalkKind> WalkJob<K> {
 }
 
 impl<K: WalkKind> JobHandler for WalkJob<K> {
+    fn max_scheme(&self) -> Option<i64> {
+        Some(self.kind.scheme())
+    }
+
     fn run(&self, ctx: &WorkContext, job: &Job) -> Result<JobDone, WorkError> {
         let kind = self.kind.as_ref();
         let scheme = kind.scheme();
-        let mut payload = Payload::parse(&job.payload);
-        if payload.scheme != Some(scheme) {
-            tracing::info!(
-                walk = %kind.id(),
-                from = ?payload.scheme,
-                to = scheme,
-                "walk chain of another scheme: starting again from the beginning"
-            );
-            payload = Payload::fresh(scheme, payload.force);
-        }
+        let payload = walk_payload(kind.id(), scheme, job);
         ctx.ensure_live()?;
         let batch = kind
-            .select(&self.store, payload.after, payload.force)
+            .select(&self.store, payload.after, payload.visit(scheme))
             .map_err(|e| WorkError::Failed(e.to_string()))?;
         let short = batch.len() < kind.batch_size();
         let results = kind.process(&batch);
@@ -115,13 +145,14 @@ impl<K: WalkKind> JobHandler for WalkJob<K> {
         let next = Payload {
             after: batch.last().map_or(payload.after, |a| a.id),
             done: payload.done + batch.len() as u64,
-            ..payload.clone()
+            ..payload.clone().by(self.store.owner())
         };
         let commit = WalkCommit {
             kind: kind.id(),
             results,
             next: (!short).then(|| chain_job(kind.id(), &next)),
             complete_scheme: short.then_some(scheme),
+            rollback: payload.rollback,
         };
         // The commit completes this row: no heartbeat may follow it. It is the claim's final
         // write (`ack`): a batch finished while the process stops is kept, not redone.
@@ -134,26 +165,80 @@ impl<K: WalkKind> JobHandler for WalkJob<K> {
     }
 }
 
+/// The payload this binary walks `job` under: the row's own, or a fresh one from the
+/// beginning when the row walks another scheme or none. A row of a higher scheme reaches
+/// this binary only once no newer binary holds a lease on it (the claim's rule): a rollback,
+/// which re-stamps what the newer scheme stamped.
+fn walk_payload(kind: WalkKindId, scheme: i64, job: &Job) -> Payload {
+    let payload = Payload::parse(&job.payload);
+    match payload.scheme {
+        Some(s) if s == scheme => payload,
+        Some(s) if s > scheme => {
+            tracing::warn!(
+                walk = %kind,
+                scheme,
+                from = s,
+                "ROLLBACK: no mediadex walking {kind} scheme {s} holds a lease any more; this \
+                 one walks the chain again from the beginning under scheme {scheme} and \
+                 re-stamps what the newer one did"
+            );
+            Payload {
+                rollback: true,
+                ..Payload::fresh(scheme, payload.force)
+            }
+        }
+        from => {
+            tracing::info!(
+                walk = %kind,
+                from = ?from,
+                to = scheme,
+                "walk chain of an older scheme: starting again from the beginning"
+            );
+            Payload::fresh(scheme, payload.force)
+        }
+    }
+}
+
 /// What boot found for one walk kind.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Boot {
     pub kind: WalkKindId,
     /// The record after the clamp.
     pub record: crate::model::WalkRecord,
-    /// A binary with a higher scheme ran on this database (a rollback).
+    /// A binary with a higher scheme ran on this database and none holds a lease now (a
+    /// rollback): the walk goes again under this scheme, re-stamping what it stamped.
     pub rollback: bool,
+    /// A binary with a higher scheme walking this kind, live now (mixed versions).
+    pub newer: Option<WalkPeer>,
     /// The chain enqueued or found, when the walk has work.
     pub chain: Option<Enqueued>,
 }
 
-/// At start: clamps the record to this binary's scheme and raises `seen` (warning loudly on
-/// a rollback), then schedules a chain through `enqueue_unique` when the record is below the
-/// scheme or some asset lacks its stamp. Two processes booting at once make one chain.
-pub fn boot(store: &Store, kind: WalkKindId, scheme: i64) -> Result<Boot, StoreError> {
-    let (record, rollback) = start(store, kind, scheme)?;
-    let behind = record.scheme < scheme || store.walk_left(kind, scheme, false, 0)? > 0;
+/// At start: clamps the record to this binary's scheme and raises `seen`, then schedules a
+/// chain through the one-chain index when the record is below the scheme or some asset
+/// lacks its stamp. Two processes booting at once make one chain. When `seen` is above this
+/// scheme, a newer binary ran here: while it is live (it holds a lease, or handed its chain
+/// off less than `ttl` ago) its chain and stamps are left alone; otherwise it is a rollback,
+/// warned loudly, and the chain re-stamps what the newer scheme stamped.
+pub fn boot(store: &Store, kind: WalkKindId, scheme: i64, ttl: Millis) -> Result<Boot, StoreError> {
+    let (record, newer_ran) = start(store, kind, scheme)?;
+    let newer = if newer_ran {
+        store
+            .walk_peer(kind, scheme, true, ttl)?
+            .map(WalkPeer::from)
+    } else {
+        None
+    };
+    let rollback = newer_ran && newer.is_none();
+    warn_at_start(kind, scheme, &record, newer.as_ref());
+    let visit = WalkVisit {
+        scheme,
+        force: false,
+        rollback,
+    };
+    let behind = record.scheme < scheme || store.walk_left(kind, visit, 0)? > 0;
     let chain = if behind {
-        Some(store.enqueue(chain_job(kind, &Payload::fresh(scheme, false)))?)
+        Some(schedule(store, kind, scheme, rollback)?)
     } else {
         None
     };
@@ -161,43 +246,99 @@ pub fn boot(store: &Store, kind: WalkKindId, scheme: i64) -> Result<Boot, StoreE
         kind,
         record,
         rollback,
+        newer,
         chain,
     })
 }
 
-/// Clamps the record to `scheme` and raises `seen`; warns loudly when a newer binary ran
-/// here (a rollback). Returns the record and whether it was a rollback.
+/// The start clamp: clamps the record to `scheme` and raises `seen`. Returns the record and
+/// whether a binary of a higher scheme ran here (`seen` above `scheme`); whether that one
+/// is still live is `boot`'s question.
 pub fn start(
     store: &Store,
     kind: WalkKindId,
     scheme: i64,
 ) -> Result<(crate::model::WalkRecord, bool), StoreError> {
     let record = store.start_walk_record(kind, scheme)?;
-    let rollback = record.seen > scheme;
-    if rollback {
-        tracing::warn!(
+    let newer_ran = record.seen > scheme;
+    Ok((record, newer_ran))
+}
+
+fn warn_at_start(
+    kind: WalkKindId,
+    scheme: i64,
+    record: &crate::model::WalkRecord,
+    newer: Option<&WalkPeer>,
+) {
+    match newer {
+        Some(peer) => tracing::warn!(
+            walk = %kind,
+            scheme,
+            "{}; this one leaves its chain and its stamps alone",
+            peer.describe(kind)
+        ),
+        None if record.seen > scheme => tracing::warn!(
             walk = %kind,
             scheme,
             seen = record.seen,
             "ROLLBACK: a newer mediadex walked this database under {kind} scheme {}; this one \
              walks scheme {scheme} and re-stamps what the newer one did",
             record.seen
-        );
+        ),
+        None => {}
     }
-    Ok((record, rollback))
+}
+
+/// Enqueues a chain at start. In a rollback, a live chain that would keep the newer
+/// scheme's stamps (any but a rollback chain of this scheme) is replaced.
+fn schedule(
+    store: &Store,
+    kind: WalkKindId,
+    scheme: i64,
+    rollback: bool,
+) -> Result<Enqueued, StoreError> {
+    let payload = Payload {
+        rollback,
+        ..Payload::fresh(scheme, false).by(store.owner())
+    };
+    let job = chain_job(kind, &payload);
+    let live = if rollback {
+        store.live_job(kind.job_kind())?
+    } else {
+        None
+    };
+    match live.map(|j| Payload::parse(&j.payload)) {
+        Some(p) if p.scheme != Some(scheme) || !p.rollback => store.replace_unique(job),
+        _ => store.enqueue(job),
+    }
 }
 
 /// Asks for a walk now: the live chain when there is one, else a new one from the start.
-/// `restart` replaces any live chain with one that re-visits every asset.
+/// `restart` replaces any live chain with one that re-visits every asset. The record is not
+/// clamped (only `seen` is raised): clamping here would let an older binary, asking after
+/// each of its scans and restores, lower what a newer one walked to the end.
 pub fn request(
     store: &Store,
     kind: WalkKindId,
     scheme: i64,
     restart: bool,
 ) -> Result<Enqueued, StoreError> {
-    start(store, kind, scheme)?;
-    let job = chain_job(kind, &Payload::fresh(scheme, restart));
-    if restart {
+    ask(store, kind, Payload::fresh(scheme, restart), restart)
+}
+
+/// Enqueues a chain walking `payload` (the live chain takes its place), or with `replace`
+/// cancels the live chain for it. Raises the record's `seen` (never its `scheme`).
+pub fn ask(
+    store: &Store,
+    kind: WalkKindId,
+    payload: Payload,
+    replace: bool,
+) -> Result<Enqueued, StoreError> {
+    if let Some(scheme) = payload.scheme {
+        store.raise_walk_seen(kind, scheme)?;
+    }
+    let job = chain_job(kind, &payload.by(store.owner()));
+    if replace {
         store.replace_unique(job)
     } else {
         store.enqueue(job)
@@ -216,6 +357,42 @@ pub struct WalkState {
     pub completed_at: Option<i64>,
     /// The live chain: its row, state, scheme, cursor and progress; `None` when idle.
     pub chain: Option<ChainState>,
+    /// Another mediadex walking this kind under another scheme, live on this database.
+    pub other: Option<WalkPeer>,
+}
+
+impl WalkState {
+    /// A newer mediadex ran here and none is live now.
+    pub fn rollback(&self) -> bool {
+        self.seen > self.current && self.other.as_ref().is_none_or(|o| o.scheme <= self.current)
+    }
+}
+
+/// A process walking a kind under another scheme than this one's, while it holds a lease.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct WalkPeer {
+    pub scheme: i64,
+    /// Its lease owner, `host:pid:boot-nonce`, and the pid it names.
+    pub owner: String,
+    pub pid: Option<String>,
+}
+
+impl From<(i64, String)> for WalkPeer {
+    fn from((scheme, owner): (i64, String)) -> Self {
+        let pid = owner.rsplit(':').nth(1).map(str::to_string);
+        WalkPeer { scheme, owner, pid }
+    }
+}
+
+impl WalkPeer {
+    /// What `status` says of it.
+    pub fn describe(&self, kind: WalkKindId) -> String {
+        format!(
+            "another mediadex with {kind} scheme {} is using this database (pid {})",
+            self.scheme,
+            self.pid.as_deref().unwrap_or("?")
+        )
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -240,7 +417,7 @@ pub fn state(store: &Store, kind: WalkKindId, current: i64) -> Result<WalkState,
     let chain = match store.live_job(kind.job_kind())? {
         Some(job) => {
             let p = Payload::parse(&job.payload);
-            let left = store.walk_left(kind, p.scheme.unwrap_or(current), p.force, p.after)?;
+            let left = store.walk_left(kind, p.visit(current), p.after)?;
             Some(ChainState {
                 job_id: job.id,
                 state: job.state,
@@ -263,6 +440,10 @@ pub fn state(store: &Store, kind: WalkKindId, current: i64) -> Result<WalkState,
         seen: record.as_ref().map_or(0, |r| r.seen),
         completed_at: record.and_then(|r| r.completed_at),
         chain,
+        // A snapshot: a peer between two batches (no grace) holds no lease for a moment.
+        other: store
+            .walk_peer(kind, current, false, 0)?
+            .map(WalkPeer::from),
     })
 }
 
