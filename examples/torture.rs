@@ -196,7 +196,10 @@ impl Torture<'_> {
         Ok(match self.rng.below(7) {
             0 => (self.spawn(&data, &["scan", "--force"])?, None),
             1 => (self.spawn(&data, &["scan"])?, None),
-            2 => (self.spawn(&data, &["walk", "content-hash", "--restart"])?, None),
+            2 => (
+                self.spawn(&data, &["walk", "content-hash", "--restart"])?,
+                None,
+            ),
             3 => (self.spawn(&data, &["walk", "faces"])?, None),
             4 | 5 if !self.trashed.is_empty() => {
                 let at = self.rng.below(self.trashed.len() as u64) as usize;
@@ -205,7 +208,12 @@ impl Torture<'_> {
             }
             _ => {
                 if self.assets < 2 {
-                    self.assets = open(&data)?.assets(false)?.iter().map(|a| a.id).max().unwrap_or(1);
+                    self.assets = open(&data)?
+                        .assets(false)?
+                        .iter()
+                        .map(|a| a.id)
+                        .max()
+                        .unwrap_or(1);
                 }
                 let id = 1 + self.rng.below(self.assets as u64) as i64;
                 (self.spawn(&data, &["trash", &id.to_string()])?, Some(id))
@@ -222,7 +230,10 @@ impl Torture<'_> {
         let start = Instant::now();
         while let Some(busy) = busy(&store)? {
             if start.elapsed() > QUIET_LIMIT {
-                violation(violations, format!("not quiet after {QUIET_LIMIT:?}: {busy}"));
+                violation(
+                    violations,
+                    format!("not quiet after {QUIET_LIMIT:?}: {busy}"),
+                );
                 break;
             }
             std::thread::sleep(Duration::from_millis(200));
@@ -249,7 +260,10 @@ fn busy(store: &Store) -> anyhow::Result<Option<String>> {
         .iter()
         .find(|j| live(j) && (j.kind == chain || j.kind == mediadex::model::MOVE_JOB_KIND))
     {
-        return Ok(Some(format!("{} job {} is {}", job.kind, job.id, job.state)));
+        return Ok(Some(format!(
+            "{} job {} is {}",
+            job.kind, job.id, job.state
+        )));
     }
     Ok(None)
 }
@@ -299,10 +313,16 @@ fn observe(store: &Store, violations: &Violations) -> anyhow::Result<()> {
         }
     }
     for (kind, n) in chains.into_iter().filter(|(_, n)| *n > 1) {
-        violation(violations, format!("{n} live chains of the {kind} walk at once"));
+        violation(
+            violations,
+            format!("{n} live chains of the {kind} walk at once"),
+        );
     }
     for (lib, n) in running.into_iter().filter(|(_, n)| *n > 1) {
-        violation(violations, format!("{n} running scans of library {lib} at once"));
+        violation(
+            violations,
+            format!("{n} running scans of library {lib} at once"),
+        );
     }
     Ok(())
 }
@@ -316,7 +336,12 @@ fn files_on_disk(root: &Path) -> Vec<(String, PathBuf)> {
         .filter_map(Result::ok)
         .filter(|e| e.file_type().is_file())
         .filter_map(|e| {
-            let rel = e.path().strip_prefix(root).ok()?.to_string_lossy().into_owned();
+            let rel = e
+                .path()
+                .strip_prefix(root)
+                .ok()?
+                .to_string_lossy()
+                .into_owned();
             Some((rel, e.path().to_path_buf()))
         })
         .collect()
@@ -392,23 +417,31 @@ fn check(t: &Torture, violations: &Violations) -> anyhow::Result<()> {
     let (got, want) = (index(&store)?, index(&reference)?);
     let on_disk: BTreeMap<String, PathBuf> = files_on_disk(&t.args.library).into_iter().collect();
     for (path, asset) in &want {
-        let Some(file) = on_disk.get(path) else { continue };
+        let Some(file) = on_disk.get(path) else {
+            continue;
+        };
         let sum = blake3::hash(&std::fs::read(file)?);
         if asset.checksum != *sum.as_bytes() {
             v(format!("{path}: the reference's checksum is not b3sum's"));
         }
         match got.get(path) {
-            None => v(format!("{path}: on disk, a picture, not indexed as a live asset")),
+            None => v(format!(
+                "{path}: on disk, a picture, not indexed as a live asset"
+            )),
             Some(a) if a.checksum != asset.checksum => v(format!("{path}: wrong checksum")),
-            Some(a) if a.content_hash != asset.content_hash => {
-                v(format!("{path}: content hash {:?} is not the reference's", a.content_hash))
-            }
+            Some(a) if a.content_hash != asset.content_hash => v(format!(
+                "{path}: content hash {:?} is not the reference's",
+                a.content_hash
+            )),
             Some(_) => {}
         }
     }
     for (path, asset) in &got {
         if !want.contains_key(path) {
-            v(format!("{path}: indexed (asset {}) but not by the reference", asset.id));
+            v(format!(
+                "{path}: indexed (asset {}) but not by the reference",
+                asset.id
+            ));
         }
     }
     check_live_files(&store, &t.args.library, &v)?;
@@ -421,7 +454,8 @@ fn check(t: &Torture, violations: &Violations) -> anyhow::Result<()> {
 fn check_live_files(store: &Store, root: &Path, v: &dyn Fn(String)) -> anyhow::Result<()> {
     for asset in store.assets(false)? {
         let readable = asset.paths.iter().any(|p| {
-            p.state == FileState::Present && std::fs::File::open(root.join(&p.rel_path_text)).is_ok()
+            p.state == FileState::Present
+                && std::fs::File::open(root.join(&p.rel_path_text)).is_ok()
         });
         if !readable {
             v(format!("live asset {} has no readable file", asset.id));
@@ -433,7 +467,9 @@ fn check_live_files(store: &Store, root: &Path, v: &dyn Fn(String)) -> anyhow::R
 /// Every file in a trash folder belongs to a trashed asset with its checksum.
 fn check_trash(store: &Store, root: &Path, v: &dyn Fn(String)) -> anyhow::Result<()> {
     let trash = root.join(TRASH_DIR);
-    let entries = walkdir::WalkDir::new(&trash).into_iter().filter_map(Result::ok);
+    let entries = walkdir::WalkDir::new(&trash)
+        .into_iter()
+        .filter_map(Result::ok);
     for e in entries.filter(|e| e.file_type().is_file()) {
         let rel = e.path().strip_prefix(&trash)?;
         let id: Option<i64> = rel
@@ -447,12 +483,16 @@ fn check_trash(store: &Store, root: &Path, v: &dyn Fn(String)) -> anyhow::Result
         let sum = blake3::hash(&std::fs::read(e.path())?);
         match asset {
             None => v(format!("{}: in the trash, no asset", rel.display())),
-            Some(a) if a.trashed_at.is_none() => {
-                v(format!("{}: in the trash, asset {} is live", rel.display(), a.id))
-            }
-            Some(a) if a.checksum != *sum.as_bytes() => {
-                v(format!("{}: in the trash, not asset {}'s bytes", rel.display(), a.id))
-            }
+            Some(a) if a.trashed_at.is_none() => v(format!(
+                "{}: in the trash, asset {} is live",
+                rel.display(),
+                a.id
+            )),
+            Some(a) if a.checksum != *sum.as_bytes() => v(format!(
+                "{}: in the trash, not asset {}'s bytes",
+                rel.display(),
+                a.id
+            )),
             Some(_) => {}
         }
     }
@@ -469,7 +509,9 @@ fn check_settled(store: &Store, v: &dyn Fn(String)) -> anyhow::Result<()> {
     }
     let live = store.assets(false)?;
     for kind in [WalkKindId::ContentHash, WalkKindId::Faces] {
-        let Some(record) = store.walk_record(kind)? else { continue };
+        let Some(record) = store.walk_record(kind)? else {
+            continue;
+        };
         let chain = store.jobs(100_000)?.into_iter().any(|j| {
             j.kind == kind.job_kind() && matches!(j.state, JobState::Queued | JobState::Running)
         });
@@ -482,7 +524,10 @@ fn check_settled(store: &Store, v: &dyn Fn(String)) -> anyhow::Result<()> {
                 WalkKindId::Faces => a.faces_scheme,
             };
             if stamp.is_some_and(|s| s < record.scheme) {
-                v(format!("asset {}: {kind} stamp {stamp:?} under a complete record {}", a.id, record.scheme));
+                v(format!(
+                    "asset {}: {kind} stamp {stamp:?} under a complete record {}",
+                    a.id, record.scheme
+                ));
             }
         }
     }

@@ -251,6 +251,9 @@ fn forward(
     for (intent, (from, to)) in pending.into_iter().zip(places) {
         guard.ensure_live()?;
         let how = match locate(&from, &to).map_err(|e| Stop::Undo(fail(&from, &to, &e)))? {
+            // Other bytes written at the path since the last scan are not the asset's
+            // file: they stay, and the asset's file counts as gone from there.
+            Place::From if !as_indexed(store, intent, &from)? => Settle::Vanished,
             Place::From => {
                 hooks.before_rename(&from, &to);
                 move_file(&from, &to).map_err(Stop::Undo)?;
@@ -337,6 +340,15 @@ fn fail(from: &Path, to: &Path, why: &dyn std::fmt::Display) -> TrashError {
 
 fn taken(from: &Path, to: &Path) -> TrashError {
     fail(from, to, &"the destination exists already")
+}
+
+/// Whether the file at `from` is still the one the index knows (its stamp unchanged since
+/// the last scan): a move carried on after a crash may find other bytes written there.
+fn as_indexed(store: &Store, intent: &TrashIntent, from: &Path) -> Result<bool, TrashError> {
+    let Some(known) = store.intent_stamp(intent)? else {
+        return Ok(false);
+    };
+    Ok(std::fs::symlink_metadata(from).is_ok_and(|m| crate::scan::walk::stamp(&m) == known))
 }
 
 /// Where a file of a move is now.

@@ -554,11 +554,19 @@ fn a_trash_that_cannot_move_every_copy_fails_and_leaves_the_asset_live_with_both
 
     let out = env.run(&["trash", &id.to_string()]);
     assert_fails(&out, 1, "b/a.png");
-    assert!(text(&out.stderr).contains("exists already"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("exists already"),
+        "{}",
+        text(&out.stderr)
+    );
     assert!(photos.join("a.png").exists() && photos.join("b/a.png").exists());
     let live = env.ok_json(&["assets", "--json"]);
     assert_eq!(live.as_array().expect("array").len(), 1, "{live}");
-    assert_eq!(live[0]["paths"].as_array().expect("paths").len(), 2, "{live}");
+    assert_eq!(
+        live[0]["paths"].as_array().expect("paths").len(),
+        2,
+        "{live}"
+    );
     let trashed = env.ok_json(&["assets", "--trashed", "--json"]);
     assert!(trashed.as_array().expect("array").is_empty(), "{trashed}");
 }

@@ -9,9 +9,8 @@ mod support;
 
 use mediadex::clock::FakeClock;
 use mediadex::model::{
-    Begun, FileReason, FileStamp, IngestItem, IntentState, JobState, Lease, MOVE_JOB_KIND,
-    MediaFacts, MediaKind, Move, MoveOutcome, ScanEnd, Settle, TrashAction, TrashIntent,
-    trash_path,
+    Begun, FileReason, IngestItem, IntentState, JobState, Lease, MOVE_JOB_KIND, MediaFacts,
+    MediaKind, Move, MoveOutcome, ScanEnd, Settle, TrashAction, TrashIntent, trash_path,
 };
 use mediadex::store::{MIGRATIONS, Migration, Store, StoreError, StoreOptions};
 use mediadex::trash::{MoveConfig, MoveHooks, NoMoveHooks, TrashError};
@@ -600,16 +599,14 @@ fn old_intent(
     )
 }
 
-fn item(path: &str, content: u8) -> IngestItem {
+/// The scan's item for a file written at `root/path`, with its real stamp (a move checks
+/// that the file is still the one the index knows).
+fn item(root: &Path, path: &str, content: u8) -> IngestItem {
+    let meta = std::fs::symlink_metadata(root.join(path)).expect("stat");
     IngestItem {
         rel_path: path.as_bytes().to_vec(),
         rel_path_text: path.to_string(),
-        stamp: FileStamp {
-            size: 16,
-            mtime_ns: 1_000,
-            dev: 7,
-            inode: u64::from(content) * 10 + path.len() as u64,
-        },
+        stamp: mediadex::scan::walk::stamp(&meta),
         reason: FileReason::New,
         checksum: Some([content; 32]),
         content_hash: None,
@@ -640,7 +637,7 @@ fn indexed_at_schema_3(env: &Env, files: &[(&str, u8)]) -> Lib {
         .request_scan(env.scan_request(id, ""))
         .expect("request");
     let (lease, _) = env.store.claim_scan_run(TTL).expect("claim").expect("run");
-    let items = files.iter().map(|(p, c)| item(p, *c)).collect();
+    let items = files.iter().map(|(p, c)| item(&root, p, *c)).collect();
     env.store
         .ingest_batch(&lease, id, items, "")
         .expect("ingest");
@@ -741,4 +738,36 @@ fn an_old_journal_upgrades_its_pending_moves_to_leased_work_and_keeps_its_last_t
     );
     assert!(lib.root.join("y.png").exists() && lib.root.join("yy/y.png").exists());
     assert!(!trashed(&store, y));
+}
+
+#[test]
+fn a_move_carried_on_after_a_crash_leaves_other_bytes_written_at_the_path_since() {
+    let env = env();
+    let lib = library(&env, &[("a.png", 1), ("b.png", 2)]);
+    let a = lib.asset(&env.store, "a.png");
+    // The holder dies before its rename; then another picture is saved as a.png.
+    held(env.store.begin_trash(a, TTL).expect("begin"));
+    photo(&lib.root.join("a.png"), 7);
+    let other = std::fs::read(lib.root.join("a.png")).expect("other");
+    env.clock.advance(TTL);
+    env.store.reclaim_stale().expect("reclaim");
+    env.clock.advance(60_000);
+    let cfg = MoveConfig::default();
+    assert_eq!(
+        mediadex::trash::finish_abandoned(&env.store, &cfg).expect("carry on"),
+        1
+    );
+    assert_eq!(std::fs::read(lib.root.join("a.png")).expect("kept"), other);
+    assert!(
+        !lib.in_trash(a, "a.png").exists(),
+        "other bytes are not the asset's file"
+    );
+    assert!(
+        trashed(&env.store, a),
+        "the asset's own file is gone from a.png"
+    );
+    scan_now(&env, lib.id, "");
+    let now = lib.asset(&env.store, "a.png");
+    assert_ne!(now, a, "the new picture is its own asset");
+    assert!(!trashed(&env.store, now));
 }

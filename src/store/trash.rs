@@ -11,8 +11,8 @@ use super::jobs::complete;
 use super::lease::lost;
 use super::{Store, StoreError, parse_col};
 use crate::model::{
-    Begun, Finish, IntentState, Lease, MOVE_JOB_KIND, Millis, Move, MoveOutcome, Settle, Target,
-    TrashAction, TrashIntent, TrashReason, trash_path,
+    Begun, FileStamp, Finish, IntentState, Lease, MOVE_JOB_KIND, Millis, Move, MoveOutcome, Settle,
+    Target, TrashAction, TrashIntent, TrashReason, trash_path,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -97,6 +97,9 @@ const SETTLE: &str = "
 const FILE_MISSING: &str = "
     UPDATE files SET state = 'missing', missing_since = ?3
      WHERE library_id = ?1 AND rel_path = ?2 AND state = 'present'";
+/// The stamp the index holds for an intent's file row.
+const STAMP: &str =
+    "SELECT size, mtime_ns, dev, inode FROM files WHERE library_id = ?1 AND rel_path = ?2";
 const FILE_PRESENT: &str = "
     UPDATE files SET state = 'present', missing_since = NULL
      WHERE library_id = ?1 AND rel_path = ?2";
@@ -486,6 +489,25 @@ impl Store {
                 now
             ])?;
             super::lease::expect_one(&lease, n)
+        })
+    }
+
+    /// The stamp the index recorded for the file an intent moves (the last scan's), to tell
+    /// the asset's file from other bytes written at its path since.
+    pub fn intent_stamp(&self, intent: &TrashIntent) -> Result<Option<FileStamp>, StoreError> {
+        let (library, path) = (intent.library_id, row_path(intent).to_vec());
+        self.read(move |conn| {
+            Ok(conn
+                .prepare_cached(STAMP)?
+                .query_row(params![library, path], |r| {
+                    Ok(FileStamp {
+                        size: r.get::<_, i64>(0)? as u64,
+                        mtime_ns: r.get(1)?,
+                        dev: r.get::<_, i64>(2)? as u64,
+                        inode: r.get::<_, i64>(3)? as u64,
+                    })
+                })
+                .optional()?)
         })
     }
 
