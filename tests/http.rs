@@ -516,6 +516,36 @@ async fn scan_request_errors_unknown_library_bad_scope_bad_body_rate_limit() {
 }
 
 #[tokio::test]
+async fn cancelling_a_run_that_reclaim_just_retired_cancels_its_successor() {
+    let api = api();
+    let lib = api.env.library("pics");
+    let store = &api.env.store;
+    let (run, _) = store.request_scan(api.env.scan_request(lib, "")).unwrap();
+    store.claim_scan_run(TTL).unwrap().unwrap();
+    // The page showed the run live; its lease expired and reclaim retired it before the
+    // user's click reached the server.
+    api.env.clock.advance(TTL + 1);
+    assert_eq!(store.reclaim_stale().unwrap().run_successors, 1);
+    let r = api
+        .post_empty(&format!("/api/scans/{}/cancel", run.id))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(
+        (
+            r.json()["state"].clone(),
+            r.json()["predecessor_id"].clone()
+        ),
+        ("cancelled".into(), run.id.into()),
+        "the answer is the cancelled successor"
+    );
+    api.env.clock.advance(60_000);
+    assert!(
+        store.claim_scan_run(TTL).unwrap().is_none(),
+        "no successor runs"
+    );
+}
+
+#[tokio::test]
 async fn scan_history_one_cancel_and_force_release() {
     let api = api();
     let lib = api.env.library("pics");

@@ -615,3 +615,48 @@ fn work_that_finishes_while_the_process_stops_is_completed_not_redone() {
     let job = env.store.job(id).unwrap().unwrap();
     assert_eq!((job.state, job.attempts), (JobState::Done, 0));
 }
+
+#[test]
+fn cancelling_a_library_stops_its_scan_running_here_at_once() {
+    let env = env();
+    let lib = env.library("photos");
+    let (started_tx, started) = unbounded();
+    let (stopped_tx, stopped) = unbounded();
+    let (handler, runs) = scripted(move |ctx: &WorkContext, _| {
+        let _ = started_tx.send(());
+        // Only the local token can stop it: the heartbeat is quiet and the clock stands.
+        while !ctx.token().is_cancelled() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let _ = stopped_tx.send(ctx.token().reason());
+        Err(WorkError::Failed("stopped".into()))
+    });
+    let pool = WorkerPool::start(&env.store, Handlers::default().scan(handler), quiet());
+    let (running, _) = env.store.request_scan(env.scan_request(lib, "")).unwrap();
+    pool.wake();
+    started.recv_timeout(PATIENCE).expect("the scan started");
+    let (waiting, _) = env.store.request_scan(env.scan_request(lib, "a")).unwrap();
+
+    let cancelled = pool.cancel_scans(lib).unwrap();
+    assert_eq!(
+        cancelled.iter().map(|r| r.id).collect::<Vec<_>>(),
+        [running.id, waiting.id]
+    );
+    assert_eq!(
+        stopped.recv_timeout(PATIENCE).expect("stopped"),
+        Some(CancelReason::Cancelled)
+    );
+    pool.shutdown();
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "the waiting run never started"
+    );
+    for id in [running.id, waiting.id] {
+        let row = env.store.scan_run(id).unwrap().unwrap();
+        assert_eq!(
+            (row.state, row.reason.as_deref()),
+            (RunState::Cancelled, Some("cancelled"))
+        );
+    }
+}

@@ -186,11 +186,33 @@ impl WorkerPool {
     }
 
     /// Cancels a row: in the database (its generation moves on, so nothing of the current
-    /// holder lands) and, if this process is working on it, locally at once.
+    /// holder lands) and, if this process is working on it, locally at once. A scan run is
+    /// cancelled as `Store::cancel_scan_run` does (its library's waiting and running runs,
+    /// the successor reclaim made of it included), and each of them is tripped here.
     pub fn cancel(&self, target: Target, id: i64) -> Result<bool, StoreError> {
+        if target == Target::ScanRun {
+            let cancelled = self.store.cancel_scan_run(id)?;
+            self.trip_runs(&cancelled);
+            return Ok(!cancelled.is_empty());
+        }
         let cancelled = self.store.cancel(target, id)?;
         self.registry.trip(target, id, CancelReason::Cancelled);
         Ok(cancelled)
+    }
+
+    /// Cancels a library's waiting and running runs in one write (`Store::cancel_scans`),
+    /// then stops at once the ones this process is working on.
+    pub fn cancel_scans(&self, library_id: i64) -> Result<Vec<ScanRun>, StoreError> {
+        let cancelled = self.store.cancel_scans(library_id)?;
+        self.trip_runs(&cancelled);
+        Ok(cancelled)
+    }
+
+    fn trip_runs(&self, runs: &[ScanRun]) {
+        for run in runs {
+            self.registry
+                .trip(Target::ScanRun, run.id, CancelReason::Cancelled);
+        }
     }
 
     /// Work this process holds leases on right now.
