@@ -10,9 +10,11 @@ use mediadex::model::{
     Counter, Job, JobState, Lease, NewJob, RunOutcome, RunState, ScanRun, Target,
 };
 use mediadex::queue::{
-    CancelReason, CancelToken, GuardError, Handlers, Hooks, JobDone, JobHandler, Maintenance,
-    MaintenanceConfig, PoolConfig, ScanDone, ScanHandler, WorkContext, WorkError, WorkerPool,
+    CancelReason, CancelToken, GuardError, Handlers, Hooks, JobDone, JobHandler, LeaseGuard,
+    Maintenance, MaintenanceConfig, NoHooks, PoolConfig, Registry, ScanDone, ScanHandler,
+    WorkContext, WorkError, WorkerPool,
 };
+use mediadex::scan::job::{ScanConfig, ScanJob};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -614,6 +616,45 @@ fn work_that_finishes_while_the_process_stops_is_completed_not_redone() {
     pool.shutdown();
     let job = env.store.job(id).unwrap().unwrap();
     assert_eq!((job.state, job.attempts), (JobState::Done, 0));
+}
+
+#[test]
+fn a_scan_stops_its_heartbeat_before_its_completion_commits() {
+    let env = env();
+    let lib = env.library("photos");
+    std::fs::write(env.dir.path().join("photos/notes.txt"), b"not a picture").unwrap();
+    env.store.request_scan(env.scan_request(lib, "")).unwrap();
+    let (lease, run) = env.store.claim_scan_run(TTL).unwrap().unwrap();
+    let registry = Arc::new(Registry::default());
+    let guard = LeaseGuard::register(&env.store, lease, TTL, &registry);
+    guard
+        .begin(Duration::from_millis(1), &NoHooks)
+        .expect("first heartbeat");
+    let job = ScanJob {
+        store: env.store.clone(),
+        config: ScanConfig::default(),
+        extract: mediadex::media::extract_from,
+    };
+    // Another connection holds the write lock while the scan runs to its completion, so
+    // renewals queue up behind it with the scan's own writes. How long it is held does not
+    // decide the outcome: nothing may renew once the completion is sent.
+    let raw = rusqlite::Connection::open(env.dir.path().join("mediadex.db")).unwrap();
+    raw.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let done = std::thread::scope(|s| {
+        let scan = s.spawn(|| job.run(&guard, &run));
+        std::thread::sleep(Duration::from_millis(20));
+        raw.execute_batch("COMMIT").unwrap();
+        scan.join().expect("scan thread")
+    });
+    assert!(matches!(done, Ok(ScanDone::Committed)), "{done:?}");
+    assert!(
+        !guard.stop_heartbeat(),
+        "the heartbeat was still running after the completion committed"
+    );
+    assert_eq!(env.counter(Counter::FenceRejections), 0);
+    assert_eq!(guard.token().reason(), None, "no lease lost");
+    let row = env.store.scan_run(run.id).unwrap().unwrap();
+    assert_eq!(row.state, RunState::Completed);
 }
 
 #[test]

@@ -37,7 +37,8 @@ pub enum ScanDone {
         reason: Option<String>,
     },
     /// The handler already committed the completion in the same fenced transaction as its
-    /// last data (a full scan's missing-file marking); nothing is left to write.
+    /// last data (a full scan's missing-file marking), its heartbeat stopped before that
+    /// commit; nothing is left to write.
     Committed,
 }
 
