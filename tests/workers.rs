@@ -559,9 +559,14 @@ fn the_maintenance_loop_reclaims_for_the_life_of_the_process() {
     };
     let woken = Arc::new(AtomicUsize::new(0));
     let w = woken.clone();
-    let maintenance = Maintenance::start(&env.store, config, move |_| {
-        w.fetch_add(1, Ordering::SeqCst);
-    })
+    let maintenance = Maintenance::start(
+        &env.store,
+        config,
+        move |_| {
+            w.fetch_add(1, Ordering::SeqCst);
+        },
+        |_| {},
+    )
     .unwrap();
     for round in 1..=3 {
         env.clock.advance(120_000); // past any backoff

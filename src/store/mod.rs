@@ -36,6 +36,7 @@ mod trash;
 mod walks;
 mod writer;
 
+pub use assets::Swept;
 pub use error::StoreError;
 pub use jobs::Enqueued;
 pub use migrate::{MIGRATIONS, Migration};
