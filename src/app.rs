@@ -247,7 +247,8 @@ fn run_until(
     busy: impl Fn() -> anyhow::Result<bool>,
 ) -> anyhow::Result<()> {
     let pool = WorkerPool::start(store, handlers, pool_config(config));
-    let maintenance = Maintenance::start(store, maintenance_config(config), |_| {})
+    let forget = forget_thumbnails(config);
+    let maintenance = Maintenance::start(store, maintenance_config(config), |_| {}, forget)
         .context("starting the maintenance loop")?;
     let started = std::time::Instant::now();
     let outcome = loop {
@@ -311,6 +312,12 @@ fn pool_config(config: &Config) -> PoolConfig {
         workers: config.workers,
         ..PoolConfig::with_ttl(config.workers, millis(config.lease_ttl))
     }
+}
+
+/// What the maintenance loop does after a sweep: the deleted assets' thumbnails go.
+fn forget_thumbnails(config: &Config) -> impl Fn(&[[u8; 32]]) + Send + 'static {
+    let thumbs = crate::thumbs::Thumbs::with_ffmpeg(&config.data_dir, None);
+    move |sums| thumbs.forget(sums)
 }
 
 fn maintenance_config(config: &Config) -> MaintenanceConfig {

@@ -10,7 +10,7 @@ mod walks;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use mediadex::config::{Config, ConfigError};
-use mediadex::model::{Library, Provenance, ScanRequest, ScanRun, Target, Trigger, WalkKindId};
+use mediadex::model::{Library, Provenance, ScanRequest, ScanRun, Trigger, WalkKindId};
 use mediadex::store::AdmissionOptions;
 use mediadex::store::{Store, StoreError};
 use std::io::Write;
@@ -460,16 +460,13 @@ fn request_scans(
         .collect()
 }
 
-/// Cancels each library's waiting and running runs; a worker holding one stops within a
-/// fraction of a second and what it committed stays.
+/// Cancels each library's waiting and running runs, one write per library (never a read
+/// then a cancel by id: reclaim may retire a run in between, and its successor would run);
+/// a worker holding one stops within a fraction of a second and what it committed stays.
 fn cancel_scans(store: &Store, targets: &[Library]) -> anyhow::Result<Vec<ScanRun>> {
     let mut cancelled = vec![];
     for l in targets {
-        for run in store.scan_runs(Some(l.id), 5)? {
-            if !run.state.is_terminal() && store.cancel(Target::ScanRun, run.id)? {
-                cancelled.push(run);
-            }
-        }
+        cancelled.extend(store.cancel_scans(l.id)?);
     }
     Ok(cancelled)
 }

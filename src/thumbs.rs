@@ -4,8 +4,9 @@
 //! (content-addressed: a cached thumbnail never goes stale). Both paths make a thumbnail
 //! through the same function and cache it under the same key; neither waits for the other.
 //! Videos get a poster frame when `ffmpeg` is on PATH; what cannot be decoded here (HEIC, a
-//! video without ffmpeg, a broken file) gets a placeholder that is not cached. Touches no
-//! database and serves nothing itself: the HTTP layer decides which file may be read.
+//! video without ffmpeg, a broken file) gets a placeholder that is not cached. The thumbnails
+//! of an asset the sweep deleted are forgotten, every size. Touches no database and serves
+//! nothing itself: the HTTP layer decides which file may be read.
 
 pub mod job;
 
@@ -80,6 +81,37 @@ impl Thumbs {
         self.dir
             .join(shard)
             .join(format!("{checksum_hex}-v{THUMB_VERSION}.jpg"))
+    }
+
+    /// Deletes every cached thumbnail of these checksums, whatever size or version made
+    /// it (all are named `<checksum>-…` in its shard): the sweep deleted their assets.
+    /// A thumbnail already gone is fine; a failure only costs disk space, and is logged.
+    pub fn forget(&self, checksums: &[[u8; 32]]) {
+        for sum in checksums {
+            let hex = crate::model::hex(sum);
+            let path = self.cache_path(&hex);
+            let Some(dir) = path.parent() else {
+                continue;
+            };
+            let prefix = format!("{hex}-");
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                if !entry.file_name().to_string_lossy().starts_with(&prefix) {
+                    continue;
+                }
+                match std::fs::remove_file(entry.path()) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => tracing::warn!(
+                        error = %e,
+                        path = %entry.path().display(),
+                        "could not delete a swept asset's thumbnail"
+                    ),
+                }
+            }
+        }
     }
 
     /// The cached thumbnail, if one was made before.

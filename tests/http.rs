@@ -516,6 +516,36 @@ async fn scan_request_errors_unknown_library_bad_scope_bad_body_rate_limit() {
 }
 
 #[tokio::test]
+async fn cancelling_a_run_that_reclaim_just_retired_cancels_its_successor() {
+    let api = api();
+    let lib = api.env.library("pics");
+    let store = &api.env.store;
+    let (run, _) = store.request_scan(api.env.scan_request(lib, "")).unwrap();
+    store.claim_scan_run(TTL).unwrap().unwrap();
+    // The page showed the run live; its lease expired and reclaim retired it before the
+    // user's click reached the server.
+    api.env.clock.advance(TTL + 1);
+    assert_eq!(store.reclaim_stale().unwrap().run_successors, 1);
+    let r = api
+        .post_empty(&format!("/api/scans/{}/cancel", run.id))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(
+        (
+            r.json()["state"].clone(),
+            r.json()["predecessor_id"].clone()
+        ),
+        ("cancelled".into(), run.id.into()),
+        "the answer is the cancelled successor"
+    );
+    api.env.clock.advance(60_000);
+    assert!(
+        store.claim_scan_run(TTL).unwrap().is_none(),
+        "no successor runs"
+    );
+}
+
+#[tokio::test]
 async fn scan_history_one_cancel_and_force_release() {
     let api = api();
     let lib = api.env.library("pics");
@@ -1275,6 +1305,95 @@ async fn state_changes_need_the_token_or_the_same_origin_header() {
     for r in allowed {
         let r = api.send(r.body(Body::empty()).unwrap()).await;
         assert!(r.status.is_success(), "{:?}", r.body);
+    }
+}
+
+/// A page on another port of the same host is same-site: SameSite=Strict sends it the
+/// cookie. The cookie lets the page load images and the event stream; it never authorizes a
+/// state change.
+#[tokio::test]
+async fn a_state_change_carrying_only_the_token_cookie_is_refused() {
+    let cookie = format!("mediadex_token={TOKEN}");
+    let off_loopback =
+        Security::for_bind("0.0.0.0:7468".parse().unwrap(), Some(TOKEN.into()), false);
+    for (security, host) in [
+        (loopback(), "127.0.0.1:7468"),
+        (off_loopback, "nas.lan:7468"),
+    ] {
+        let api = api_with(security, None);
+        let lib = api.env.library("pics");
+        let with_cookie = |method: Method, uri: &str| {
+            Request::builder()
+                .method(method)
+                .uri(uri)
+                .header("host", host)
+                .header("cookie", &cookie)
+        };
+        for method in [Method::GET, Method::HEAD] {
+            let r = api
+                .send(
+                    with_cookie(method.clone(), "/api/libraries")
+                        .body(Body::empty())
+                        .unwrap(),
+                )
+                .await;
+            assert_eq!(r.status, StatusCode::OK, "{method} {host}");
+        }
+        let scans = format!("/api/libraries/{lib}/scans");
+        let library = format!("/api/libraries/{lib}");
+        for (method, uri) in [
+            (Method::POST, scans.as_str()),
+            (Method::PUT, scans.as_str()),
+            (Method::PATCH, scans.as_str()),
+            (Method::DELETE, library.as_str()),
+        ] {
+            let r = api
+                .send(
+                    with_cookie(method.clone(), uri)
+                        .body(Body::empty())
+                        .unwrap(),
+                )
+                .await;
+            assert_eq!(
+                (r.status, r.code()),
+                (StatusCode::FORBIDDEN, "csrf".into()),
+                "{method} {uri} on {host}"
+            );
+        }
+        if host.starts_with("nas.lan") {
+            // Off loopback the custom header needs the token beside it; the cookie is not it.
+            let r = api
+                .send(
+                    with_cookie(Method::POST, &scans)
+                        .header("x-mediadex", "1")
+                        .body(Body::empty())
+                        .unwrap(),
+                )
+                .await;
+            assert_eq!((r.status, r.code()), (StatusCode::FORBIDDEN, "csrf".into()));
+        }
+        assert!(
+            api.env.store.scan_runs(None, 5).unwrap().is_empty(),
+            "nothing admitted on {host}"
+        );
+        assert_eq!(
+            api.env.store.libraries().unwrap().len(),
+            1,
+            "nothing removed"
+        );
+        let r = api
+            .send(
+                with_cookie(Method::POST, &scans)
+                    .header("authorization", format!("Bearer {TOKEN}"))
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await;
+        assert!(
+            r.status.is_success(),
+            "the Bearer token still does: {:?}",
+            r.body
+        );
     }
 }
 

@@ -523,3 +523,84 @@ fn a_new_request_makes_a_backing_off_successor_due_at_once() {
     let (_, claimed) = env.store.claim_scan_run(TTL).unwrap().expect("due now");
     assert_eq!(claimed.id, run.id);
 }
+
+/// Past any retry backoff of the test policy (base 1 s, cap 60 s).
+const PAST_BACKOFF: i64 = 60_000;
+
+#[test]
+fn a_cancel_that_lands_just_after_reclaim_retired_the_run_cancels_its_successor_too() {
+    let env = env();
+    let lib = env.library("photos");
+    let (run, _) = env.store.request_scan(env.scan_request(lib, "")).unwrap();
+    let (held, _) = env.store.claim_scan_run(TTL).unwrap().unwrap();
+    // The user saw the run live and asked to cancel it; meanwhile its lease expired and the
+    // service's maintenance loop reached the writer first.
+    env.clock.advance(TTL + 1);
+    let service = env.other_process("nas:1:nnnn");
+    let report = service.reclaim_stale().unwrap();
+    assert_eq!((report.runs_retired, report.run_successors), (1, 1));
+    assert!(
+        env.store.cancel(Target::ScanRun, run.id).unwrap(),
+        "the cancel found the run's work in its successor"
+    );
+
+    env.clock.advance(PAST_BACKOFF);
+    assert!(
+        service.claim_scan_run(TTL).unwrap().is_none(),
+        "no successor runs"
+    );
+    let runs = env.store.scan_runs(Some(lib), 10).unwrap();
+    assert_eq!(runs.len(), 2);
+    let successor = &runs[0];
+    assert_eq!(successor.predecessor_id, Some(run.id));
+    assert_eq!(
+        (successor.state, successor.reason.as_deref()),
+        (RunState::Cancelled, Some("cancelled"))
+    );
+    assert_lost(env.store.complete_scan(&held, RunOutcome::Completed, None));
+}
+
+#[test]
+fn cancel_then_reclaim_in_the_same_instant_leaves_nothing_to_run() {
+    let env = env();
+    let lib = env.library("photos");
+    let (run, _) = env.store.request_scan(env.scan_request(lib, "")).unwrap();
+    env.store.claim_scan_run(TTL).unwrap().unwrap();
+    env.clock.advance(TTL + 1);
+    let service = env.other_process("nas:1:nnnn");
+    let cancelled = env.store.cancel_scans(lib).unwrap();
+    assert_eq!(cancelled.iter().map(|r| r.id).collect::<Vec<_>>(), [run.id]);
+    assert_eq!(cancelled[0].state, RunState::Cancelled);
+    assert_eq!(service.reclaim_stale().unwrap().runs_retired, 0);
+    env.clock.advance(PAST_BACKOFF);
+    assert!(service.claim_scan_run(TTL).unwrap().is_none());
+}
+
+#[test]
+fn cancelling_a_library_ends_its_running_and_waiting_runs_in_one_write() {
+    let env = env();
+    let lib = env.library("photos");
+    let other = env.library("videos");
+    let (running, _) = env.store.request_scan(env.scan_request(lib, "")).unwrap();
+    let (held, _) = env.store.claim_scan_run(TTL).unwrap().unwrap();
+    let (waiting, _) = env.store.request_scan(env.scan_request(lib, "a")).unwrap();
+    let (elsewhere, _) = env.store.request_scan(env.scan_request(other, "")).unwrap();
+
+    let cancelled = env.store.cancel_scans(lib).unwrap();
+    let mut ids: Vec<i64> = cancelled.iter().map(|r| r.id).collect();
+    ids.sort();
+    assert_eq!(ids, [running.id, waiting.id]);
+    assert!(cancelled.iter().all(|r| r.state == RunState::Cancelled));
+    assert_lost(env.store.renew(&held, TTL));
+    assert!(
+        env.store.cancel_scans(lib).unwrap().is_empty(),
+        "nothing left"
+    );
+    let (_, claimed) = env
+        .store
+        .claim_scan_run(TTL)
+        .unwrap()
+        .expect("the other library");
+    assert_eq!(claimed.id, elsewhere.id, "other libraries are untouched");
+    assert!(env.store.claim_scan_run(TTL).unwrap().is_none());
+}

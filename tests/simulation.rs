@@ -389,9 +389,41 @@ impl Oracle {
                 _ => false,
             },
             Target::ScanRun => {
-                idx < self.runs.len() && self.end_run(idx, RunState::Cancelled, "cancelled", now)
+                // One write per library: while the run's work is still to do (it, or a
+                // successor reclaim made of it, waits or runs), every waiting and running
+                // run of its library ends.
+                let Some(library_id) = self.runs.get(idx).map(|r| r.library_id) else {
+                    return false;
+                };
+                if !self.chain_live(id) {
+                    return false;
+                }
+                let mut any = false;
+                for i in 0..self.runs.len() {
+                    if self.runs[i].library_id == library_id {
+                        any |= self.end_run(i, RunState::Cancelled, "cancelled", now);
+                    }
+                }
+                any
             }
         }
+    }
+
+    /// Whether run `id` or a successor descended from it waits or runs.
+    fn chain_live(&self, id: i64) -> bool {
+        let mut chain = vec![id];
+        let mut next = 0;
+        while let Some(&c) = chain.get(next) {
+            for r in &self.runs {
+                if r.predecessor_id == Some(c) && !chain.contains(&r.id) {
+                    chain.push(r.id);
+                }
+            }
+            next += 1;
+        }
+        self.runs.iter().any(|r| {
+            chain.contains(&r.id) && matches!(r.state, RunState::Accepted | RunState::Running)
+        })
     }
 
     fn reclaim(&mut self, now: Millis) -> ReclaimReport {

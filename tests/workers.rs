@@ -10,9 +10,11 @@ use mediadex::model::{
     Counter, Job, JobState, Lease, NewJob, RunOutcome, RunState, ScanRun, Target,
 };
 use mediadex::queue::{
-    CancelReason, CancelToken, GuardError, Handlers, Hooks, JobDone, JobHandler, Maintenance,
-    MaintenanceConfig, PoolConfig, ScanDone, ScanHandler, WorkContext, WorkError, WorkerPool,
+    CancelReason, CancelToken, GuardError, Handlers, Hooks, JobDone, JobHandler, LeaseGuard,
+    Maintenance, MaintenanceConfig, NoHooks, PoolConfig, Registry, ScanDone, ScanHandler,
+    WorkContext, WorkError, WorkerPool,
 };
+use mediadex::scan::job::{ScanConfig, ScanJob};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -557,9 +559,14 @@ fn the_maintenance_loop_reclaims_for_the_life_of_the_process() {
     };
     let woken = Arc::new(AtomicUsize::new(0));
     let w = woken.clone();
-    let maintenance = Maintenance::start(&env.store, config, move |_| {
-        w.fetch_add(1, Ordering::SeqCst);
-    })
+    let maintenance = Maintenance::start(
+        &env.store,
+        config,
+        move |_| {
+            w.fetch_add(1, Ordering::SeqCst);
+        },
+        |_| {},
+    )
     .unwrap();
     for round in 1..=3 {
         env.clock.advance(120_000); // past any backoff
@@ -614,4 +621,88 @@ fn work_that_finishes_while_the_process_stops_is_completed_not_redone() {
     pool.shutdown();
     let job = env.store.job(id).unwrap().unwrap();
     assert_eq!((job.state, job.attempts), (JobState::Done, 0));
+}
+
+#[test]
+fn a_scan_stops_its_heartbeat_before_its_completion_commits() {
+    let env = env();
+    let lib = env.library("photos");
+    std::fs::write(env.dir.path().join("photos/notes.txt"), b"not a picture").unwrap();
+    env.store.request_scan(env.scan_request(lib, "")).unwrap();
+    let (lease, run) = env.store.claim_scan_run(TTL).unwrap().unwrap();
+    let registry = Arc::new(Registry::default());
+    let guard = LeaseGuard::register(&env.store, lease, TTL, &registry);
+    guard
+        .begin(Duration::from_millis(1), &NoHooks)
+        .expect("first heartbeat");
+    let job = ScanJob {
+        store: env.store.clone(),
+        config: ScanConfig::default(),
+        extract: mediadex::media::extract_from,
+    };
+    // Another connection holds the write lock while the scan runs to its completion, so
+    // renewals queue up behind it with the scan's own writes. How long it is held does not
+    // decide the outcome: nothing may renew once the completion is sent.
+    let raw = rusqlite::Connection::open(env.dir.path().join("mediadex.db")).unwrap();
+    raw.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let done = std::thread::scope(|s| {
+        let scan = s.spawn(|| job.run(&guard, &run));
+        std::thread::sleep(Duration::from_millis(20));
+        raw.execute_batch("COMMIT").unwrap();
+        scan.join().expect("scan thread")
+    });
+    assert!(matches!(done, Ok(ScanDone::Committed)), "{done:?}");
+    assert!(
+        !guard.stop_heartbeat(),
+        "the heartbeat was still running after the completion committed"
+    );
+    assert_eq!(env.counter(Counter::FenceRejections), 0);
+    assert_eq!(guard.token().reason(), None, "no lease lost");
+    let row = env.store.scan_run(run.id).unwrap().unwrap();
+    assert_eq!(row.state, RunState::Completed);
+}
+
+#[test]
+fn cancelling_a_library_stops_its_scan_running_here_at_once() {
+    let env = env();
+    let lib = env.library("photos");
+    let (started_tx, started) = unbounded();
+    let (stopped_tx, stopped) = unbounded();
+    let (handler, runs) = scripted(move |ctx: &WorkContext, _| {
+        let _ = started_tx.send(());
+        // Only the local token can stop it: the heartbeat is quiet and the clock stands.
+        while !ctx.token().is_cancelled() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let _ = stopped_tx.send(ctx.token().reason());
+        Err(WorkError::Failed("stopped".into()))
+    });
+    let pool = WorkerPool::start(&env.store, Handlers::default().scan(handler), quiet());
+    let (running, _) = env.store.request_scan(env.scan_request(lib, "")).unwrap();
+    pool.wake();
+    started.recv_timeout(PATIENCE).expect("the scan started");
+    let (waiting, _) = env.store.request_scan(env.scan_request(lib, "a")).unwrap();
+
+    let cancelled = pool.cancel_scans(lib).unwrap();
+    assert_eq!(
+        cancelled.iter().map(|r| r.id).collect::<Vec<_>>(),
+        [running.id, waiting.id]
+    );
+    assert_eq!(
+        stopped.recv_timeout(PATIENCE).expect("stopped"),
+        Some(CancelReason::Cancelled)
+    );
+    pool.shutdown();
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "the waiting run never started"
+    );
+    for id in [running.id, waiting.id] {
+        let row = env.store.scan_run(id).unwrap().unwrap();
+        assert_eq!(
+            (row.state, row.reason.as_deref()),
+            (RunState::Cancelled, Some("cancelled"))
+        );
+    }
 }

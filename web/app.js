@@ -32,6 +32,10 @@ async function api(method, path, body, extraHeaders = {}) {
   const text = await res.text();
   let data = null;
   try { data = text ? JSON.parse(text) : null; } catch { data = null; }
+  // The cookie alone only lets the page read: a write refused for want of the token asks
+  // for it too (a cookie left from an earlier visit, the saved token gone).
+  const csrf = res.status === 403 && data && data.error && data.error.code === "csrf";
+  if (csrf && !token && askToken()) return api(method, path, body, extraHeaders);
   if (!res.ok) {
     const msg = data && data.error ? data.error.message : `${res.status} ${res.statusText}`;
     const err = new Error(msg);
@@ -50,8 +54,9 @@ function askToken() {
   return true;
 }
 
-// Thumbnails and the event stream cannot send headers: the server also takes the token as
-// this cookie (SameSite=Strict, so no other site's page gets it sent).
+// Thumbnails and the event stream cannot send headers: for reads (GET, HEAD) only, the
+// server also takes the token as this cookie (SameSite=Strict keeps other sites from it;
+// a page on another port of this host is the same site, so writes need the header).
 function tokenCookie() {
   const token = localStorage.getItem("mediadex-token");
   if (token) document.cookie = `mediadex_token=${encodeURIComponent(token)}; path=/; SameSite=Strict`;

@@ -2,7 +2,7 @@
 //! SIGTERM/SIGINT, then a graceful drain. Also the engine of the desktop mode, which adds
 //! the instance claim and the browser.
 
-use super::{add_library, handlers, maintenance_config, open_store, pool_config};
+use super::{add_library, forget_thumbnails, handlers, maintenance_config, open_store, pool_config};
 use crate::config::Config;
 use crate::queue::{Maintenance, WorkerPool};
 use crate::store::Store;
@@ -59,9 +59,13 @@ pub fn serve(config: Config, mut options: ServeOptions) -> anyhow::Result<()> {
         pool_config(&config),
     ));
     let waker = pool.clone();
-    let maintenance =
-        Maintenance::start(&store, maintenance_config(&config), move |_| waker.wake())
-            .context("starting the maintenance loop")?;
+    let maintenance = Maintenance::start(
+        &store,
+        maintenance_config(&config),
+        move |_| waker.wake(),
+        forget_thumbnails(&config),
+    )
+    .context("starting the maintenance loop")?;
     let wake = weak_waker(&pool);
     let watcher = start_watcher(&store, &config, wake.clone())?;
     let http = crate::http::HttpConfig {

@@ -1,6 +1,7 @@
 //! Scan runs over HTTP: request (through admission, with an optional `Idempotency-Key`:
 //! the same key and request replays the original run, the same key with another request is
-//! 409), cancel, force-release, and the run history with each run's reasons.
+//! 409), cancel (one write for the run's library, so a successor reclaim just made of the
+//! run is cancelled with it), force-release, and the run history with each run's reasons.
 
 use super::error::ApiError;
 use super::{AppState, blocking};
@@ -182,12 +183,32 @@ async fn end(
     Ok(Json(run))
 }
 
+/// Cancels the run's library's waiting and running runs in one write, so a successor that
+/// reclaim made of the run a moment ago is cancelled too. Answers the run itself, or the
+/// successor that carried its work.
 pub async fn cancel(
     State(s): State<AppState>,
     id: Result<Path<i64>, PathRejection>,
 ) -> Result<Json<RunOut>, ApiError> {
     let Path(id) = id?;
-    end(s, id, |st, id| st.cancel(Target::ScanRun, id), "cancel").await
+    let store = s.store.clone();
+    let run = blocking(move || {
+        get_run(&store, id)?;
+        let mut cancelled = store.cancel_scan_run(id)?;
+        if cancelled.is_empty() {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "finished",
+                format!("scan run {id} has already ended; nothing to cancel"),
+            ));
+        }
+        // Not among them: reclaim had retired it, and the first (by id) carried its work.
+        let at = cancelled.iter().position(|r| r.id == id).unwrap_or(0);
+        with_reasons(&store, cancelled.swap_remove(at))
+    })
+    .await?;
+    (s.wake)();
+    Ok(Json(run))
 }
 
 pub async fn release(

@@ -1,7 +1,9 @@
 //! The request guard in front of every route: the Host check against DNS rebinding on a
-//! loopback bind, the access token (`Authorization: Bearer`), and the rule that a
-//! state-changing request carries the token or is same-origin with the `X-Mediadex: 1`
-//! header (a header a cross-site page cannot send without a CORS preflight we never grant).
+//! loopback bind, the access token (`Authorization: Bearer`, or for reads only the page's
+//! `mediadex_token` cookie), and the rule that a state-changing request carries the token
+//! in its header or is same-origin with the `X-Mediadex: 1` header (a header a cross-site
+//! page cannot send without a CORS preflight we never grant). The cookie never authorizes
+//! a state change: a page on another port of the same host is same-site and gets it sent.
 //! Owns these rules only; handlers never see a request the guard refused.
 
 use super::error::ApiError;
@@ -45,44 +47,58 @@ impl Security {
                  open mediadex at http://127.0.0.1 or http://localhost",
             ));
         }
-        let has_token = self.bearer_ok(headers);
-        if self.token_required && !has_token && !public(method, path) {
+        let bearer = self.bearer_ok(headers);
+        let cookie = self.cookie_ok(headers);
+        let csrf = || {
+            ApiError::forbidden(
+                "csrf",
+                "a state-changing request needs the access token (`Authorization: Bearer`) \
+                 or the `X-Mediadex: 1` header from this server's own page; the \
+                 mediadex_token cookie only lets the page read",
+            )
+        };
+        let authorized = bearer || public(method, path) || (cookie && reads(method));
+        if self.token_required && !authorized {
+            if cookie && changes_state(method) {
+                return Err(csrf());
+            }
             return Err(ApiError::unauthorized(
                 "this server needs its access token: send `Authorization: Bearer <token>` \
                  (`mediadex token` prints it)",
             ));
         }
-        if changes_state(method) && !has_token && !same_origin_with_header(headers) {
-            return Err(ApiError::forbidden(
-                "csrf",
-                "a state-changing request needs the access token or the `X-Mediadex: 1` \
-                 header from this server's own page",
-            ));
+        if changes_state(method) && !bearer && !same_origin_with_header(headers) {
+            return Err(csrf());
         }
         Ok(())
     }
 
-    /// The token came as `Authorization: Bearer`, or as the page's `mediadex_token`
-    /// cookie (images and the event stream cannot send headers; the cookie is SameSite=Strict,
-    /// so a cross-site page never gets it sent).
+    /// The token came as `Authorization: Bearer`.
     fn bearer_ok(&self, headers: &HeaderMap) -> bool {
-        let Some(token) = &self.token else {
-            return false;
-        };
-        let matches = |given: &str| same_bytes(given.trim().as_bytes(), token.as_bytes());
-        let bearer = headers
+        headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
-            .is_some_and(matches);
-        bearer
-            || headers
-                .get_all(header::COOKIE)
-                .iter()
-                .filter_map(|v| v.to_str().ok())
-                .flat_map(|v| v.split(';'))
-                .filter_map(|c| c.trim().strip_prefix("mediadex_token="))
-                .any(matches)
+            .is_some_and(|given| self.is_token(given))
+    }
+
+    /// The token came as the page's `mediadex_token` cookie (images and the event stream
+    /// cannot send headers). It authorizes reads only: SameSite=Strict keeps it from other
+    /// sites, but a page on another port of the same host is the same site.
+    fn cookie_ok(&self, headers: &HeaderMap) -> bool {
+        headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|c| c.trim().strip_prefix("mediadex_token="))
+            .any(|given| self.is_token(given))
+    }
+
+    fn is_token(&self, given: &str) -> bool {
+        self.token
+            .as_ref()
+            .is_some_and(|token| same_bytes(given.trim().as_bytes(), token.as_bytes()))
     }
 }
 
@@ -106,6 +122,11 @@ fn public(method: &Method, path: &str) -> bool {
             path,
             "/healthz" | "/" | "/index.html" | "/app.js" | "/app.css" | "/api"
         )
+}
+
+/// What the token cookie may do.
+fn reads(method: &Method) -> bool {
+    matches!(*method, Method::GET | Method::HEAD)
 }
 
 fn changes_state(method: &Method) -> bool {

@@ -180,17 +180,21 @@ impl LeaseGuard {
     }
 
     /// Stops the heartbeat thread and waits for a renew in flight, so the final ack is not
-    /// followed by a heartbeat that would find the row finished.
-    pub fn stop_heartbeat(&self) {
+    /// followed by a heartbeat that would find the row finished. True if a heartbeat was
+    /// still running (a handler that writes its own completion stops it first: after that
+    /// commit, this answers false).
+    pub fn stop_heartbeat(&self) -> bool {
         let taken = self
             .heartbeat
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
+        let running = taken.is_some();
         if let Some((stop, handle)) = taken {
             drop(stop);
             let _ = handle.join();
         }
+        running
     }
 }
 

@@ -1,9 +1,10 @@
 //! The recurring maintenance loop: reclaims expired leases every few seconds for the life of
 //! the process (not only at boot: a worker that dies mid-afternoon is rescued
 //! mid-afternoon), prunes finished jobs and runs past their retention, and sweeps assets
-//! trashed longer than the trash retention. On the service it also keeps the database
-//! file in shape: a passive WAL checkpoint often, a truncating one and the planner's
-//! statistics refresh (SQLite's optimize) rarely.
+//! trashed longer than the trash retention, then has the thumbnails of what the sweep
+//! deleted forgotten (through a callback: the cache is not this module's). On the service
+//! it also keeps the database file in shape: a passive WAL checkpoint often, a truncating
+//! one and the planner's statistics refresh (SQLite's optimize) rarely.
 
 use crate::model::{Millis, ReclaimReport};
 use crate::store::{CheckpointMode, Store};
@@ -18,8 +19,8 @@ pub struct MaintenanceConfig {
     pub prune_every_rounds: u32,
     pub job_retention: Millis,
     pub run_retention: Millis,
-    /// Trashed assets older than this are deleted for good (rows only; files in a
-    /// library's trash folder are the user's).
+    /// Trashed assets older than this are deleted for good (rows, faces and cached
+    /// thumbnails; files in a library's trash folder are the user's).
     pub trash_retention: Millis,
     /// A passive WAL checkpoint once per this many rounds (never waits for anyone).
     pub checkpoint_every_rounds: u32,
@@ -48,11 +49,13 @@ pub struct Maintenance {
 
 impl Maintenance {
     /// Starts the loop; its first round runs at once (the boot rescue). `after_reclaim` is
-    /// called when a round put work back (to wake idle workers).
+    /// called when a round put work back (to wake idle workers); `forget_thumbnails` after
+    /// a sweep committed, with the checksums whose cached thumbnails are no one's any more.
     pub fn start(
         store: &Store,
         config: MaintenanceConfig,
         after_reclaim: impl Fn(&ReclaimReport) + Send + 'static,
+        forget_thumbnails: impl Fn(&[[u8; 32]]) + Send + 'static,
     ) -> std::io::Result<Maintenance> {
         let (stop, stop_rx) = bounded::<()>(0);
         let store = store.clone();
@@ -61,7 +64,7 @@ impl Maintenance {
             .spawn(move || {
                 let mut round: u32 = 0;
                 loop {
-                    run_round(&store, &config, round, &after_reclaim);
+                    run_round(&store, &config, round, &after_reclaim, &forget_thumbnails);
                     round = round.wrapping_add(1);
                     if stop_rx
                         .recv_timeout(config.every)
@@ -101,6 +104,7 @@ pub fn run_round(
     config: &MaintenanceConfig,
     round: u32,
     after_reclaim: &dyn Fn(&ReclaimReport),
+    forget_thumbnails: &dyn Fn(&[[u8; 32]]),
 ) {
     match store.reclaim_stale() {
         Ok(report) if report != ReclaimReport::default() => {
@@ -116,13 +120,28 @@ pub fn run_round(
             Ok(n) => tracing::info!(rows = n, "pruned finished jobs and runs"),
             Err(e) => tracing::warn!(error = %e, "prune failed; retrying later"),
         }
-        match store.sweep_trash(config.trash_retention) {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(assets = n, "swept assets trashed past the retention"),
-            Err(e) => tracing::warn!(error = %e, "trash sweep failed; retrying later"),
-        }
+        sweep(store, config, forget_thumbnails);
     }
     keep_file_in_shape(store, config, round);
+}
+
+/// The sweep, then its thumbnails: only once the deletion committed, so a sweep that rolled
+/// back leaves every thumbnail of its assets in place.
+fn sweep(store: &Store, config: &MaintenanceConfig, forget_thumbnails: &dyn Fn(&[[u8; 32]])) {
+    match store.sweep(config.trash_retention) {
+        Ok(swept) => {
+            if swept.assets > 0 {
+                tracing::info!(
+                    assets = swept.assets,
+                    "swept assets trashed past the retention"
+                );
+            }
+            if !swept.thumbnails.is_empty() {
+                forget_thumbnails(&swept.thumbnails);
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "trash sweep failed; retrying later"),
+    }
 }
 
 /// The WAL grows while readers keep old snapshots alive; checkpoints bound it. The
@@ -176,9 +195,15 @@ mod tests {
         assert!(len() > 0, "a passive checkpoint leaves the file");
         let config = MaintenanceConfig::default();
         store.add_library("one more", "/more").expect("write");
-        run_round(&store, &config, 0, &|_| {});
+        run_round(&store, &config, 0, &|_| {}, &|_| {});
         assert!(len() > 0, "the boot round does not truncate");
-        run_round(&store, &config, config.optimize_every_rounds, &|_| {});
+        run_round(
+            &store,
+            &config,
+            config.optimize_every_rounds,
+            &|_| {},
+            &|_| {},
+        );
         assert_eq!(len(), 0, "the rare round truncated the WAL");
         assert_eq!(store.libraries().expect("read").len(), 51, "nothing lost");
     }

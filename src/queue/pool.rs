@@ -37,7 +37,8 @@ pub enum ScanDone {
         reason: Option<String>,
     },
     /// The handler already committed the completion in the same fenced transaction as its
-    /// last data (a full scan's missing-file marking); nothing is left to write.
+    /// last data (a full scan's missing-file marking), its heartbeat stopped before that
+    /// commit; nothing is left to write.
     Committed,
 }
 
@@ -195,11 +196,33 @@ impl WorkerPool {
     }
 
     /// Cancels a row: in the database (its generation moves on, so nothing of the current
-    /// holder lands) and, if this process is working on it, locally at once.
+    /// holder lands) and, if this process is working on it, locally at once. A scan run is
+    /// cancelled as `Store::cancel_scan_run` does (its library's waiting and running runs,
+    /// the successor reclaim made of it included), and each of them is tripped here.
     pub fn cancel(&self, target: Target, id: i64) -> Result<bool, StoreError> {
+        if target == Target::ScanRun {
+            let cancelled = self.store.cancel_scan_run(id)?;
+            self.trip_runs(&cancelled);
+            return Ok(!cancelled.is_empty());
+        }
         let cancelled = self.store.cancel(target, id)?;
         self.registry.trip(target, id, CancelReason::Cancelled);
         Ok(cancelled)
+    }
+
+    /// Cancels a library's waiting and running runs in one write (`Store::cancel_scans`),
+    /// then stops at once the ones this process is working on.
+    pub fn cancel_scans(&self, library_id: i64) -> Result<Vec<ScanRun>, StoreError> {
+        let cancelled = self.store.cancel_scans(library_id)?;
+        self.trip_runs(&cancelled);
+        Ok(cancelled)
+    }
+
+    fn trip_runs(&self, runs: &[ScanRun]) {
+        for run in runs {
+            self.registry
+                .trip(Target::ScanRun, run.id, CancelReason::Cancelled);
+        }
     }
 
     /// Work this process holds leases on right now.

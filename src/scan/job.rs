@@ -141,6 +141,9 @@ impl ScanJob {
         verdict: &Verdict,
         end: ScanEnd,
     ) -> Result<ScanDone, WorkError> {
+        // The commit completes the run: no heartbeat may follow it (it would match no row
+        // and count as a lost lease after a clean scan).
+        ctx.stop_heartbeat();
         let report = ctx
             .guarded(|s, l| s.finish_full_scan(l, library.id, end))
             .map_err(WorkError::Guard)?;

@@ -1,6 +1,7 @@
 //! The `assets` table: the claim of an asset for a checksum (DESIGN.md section 6: a live
 //! asset is a duplicate, a trashed one is restored by id alone, a swept one is stored afresh,
-//! and a unique-index violation never escapes), trashing orphans, the guarded sweep, and the
+//! and a unique-index violation never escapes), trashing orphans, the guarded sweep (never
+//! an asset a present file shows; it names the thumbnails its deletions free), and the
 //! read APIs (assets with their paths, duplicate groups).
 
 use super::{Store, StoreError};
@@ -41,24 +42,33 @@ const TRASH_IF_ORPHAN: &str = "
        AND NOT EXISTS (SELECT 1 FROM files WHERE asset_id = ?1 AND state = 'present')";
 const TRASH: &str = "
     UPDATE assets SET trashed_at = ?2, trash_reason = ?3 WHERE id = ?1 AND trashed_at IS NULL";
-/// Assets trashed long enough and not being moved by a pending journal intent.
+/// Assets trashed long enough, not being moved by a pending journal intent, and shown by no
+/// present file (an asset with a present file is the index's mistake, healed by the next
+/// scan: deleting it would unlink the photo from the index).
 const SWEEPABLE: &str = "
     SELECT id FROM assets a
      WHERE trashed_at IS NOT NULL AND trashed_at <= ?1
        AND NOT EXISTS (SELECT 1 FROM trash_intents t
                         WHERE t.asset_id = a.id AND t.state = 'pending')
+       AND NOT EXISTS (SELECT 1 FROM files f WHERE f.asset_id = a.id AND f.state = 'present')
      ORDER BY id LIMIT ?2";
-/// The sweep's guard is repeated in each statement: a restore that committed in between
+/// The sweep's guard is repeated in each statement: a restore or a file linked in between
 /// makes them match nothing.
 const SWEEP_FILES: &str = "
     DELETE FROM files WHERE asset_id = ?1 AND state = 'missing'
        AND EXISTS (SELECT 1 FROM assets WHERE id = ?1 AND trashed_at IS NOT NULL
-                                             AND trashed_at <= ?2)";
+                                             AND trashed_at <= ?2)
+       AND NOT EXISTS (SELECT 1 FROM files WHERE asset_id = ?1 AND state = 'present')";
+/// Its faces go with it (ON DELETE CASCADE).
 const SWEEP_ONE: &str = "
     DELETE FROM assets
      WHERE id = ?1 AND trashed_at IS NOT NULL AND trashed_at <= ?2
        AND NOT EXISTS (SELECT 1 FROM trash_intents t
-                        WHERE t.asset_id = ?1 AND t.state = 'pending')";
+                        WHERE t.asset_id = ?1 AND t.state = 'pending')
+       AND NOT EXISTS (SELECT 1 FROM files WHERE asset_id = ?1 AND state = 'present')
+    RETURNING checksum";
+/// Another owner's asset of the same bytes shares their cached thumbnail.
+const CHECKSUM_USED: &str = "SELECT EXISTS (SELECT 1 FROM assets WHERE checksum = ?1)";
 
 macro_rules! asset_cols {
     () => {
@@ -302,15 +312,52 @@ fn run_trash(
         == 1)
 }
 
+/// What one sweep deleted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Swept {
+    /// Assets deleted, with their missing file rows and their faces.
+    pub assets: u64,
+    /// The checksums of the deleted assets that no asset has any more: the thumbnails
+    /// cached under them can go, now that the deletion committed.
+    pub thumbnails: Vec<[u8; 32]>,
+}
+
 /// Deletes one asset (and its missing file rows) if it is still trashed since `cutoff` or
-/// earlier and no journal intent is moving it. Returns whether it did.
-pub(super) fn sweep_one(conn: &Connection, id: i64, cutoff: Millis) -> Result<bool, StoreError> {
+/// earlier, no journal intent is moving it and no present file shows it. Returns its
+/// checksum if it did.
+pub(super) fn sweep_one(
+    conn: &Connection,
+    id: i64,
+    cutoff: Millis,
+) -> Result<Option<[u8; 32]>, StoreError> {
     conn.prepare_cached(SWEEP_FILES)?
         .execute(params![id, cutoff])?;
     Ok(conn
         .prepare_cached(SWEEP_ONE)?
-        .execute(params![id, cutoff])?
-        == 1)
+        .query_row(params![id, cutoff], |r| r.get(0))
+        .optional()?)
+}
+
+/// Sweeps one bounded batch: how many candidates it saw, and what it deleted.
+fn sweep_batch(conn: &Connection, cutoff: Millis, batch: i64) -> Result<(i64, Swept), StoreError> {
+    let ids: Vec<i64> = conn
+        .prepare_cached(SWEEPABLE)?
+        .query_map(params![cutoff, batch], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    let mut swept = Swept::default();
+    for id in &ids {
+        let Some(sum) = sweep_one(conn, *id, cutoff)? else {
+            continue;
+        };
+        swept.assets += 1;
+        let used: bool = conn
+            .prepare_cached(CHECKSUM_USED)?
+            .query_row([sum], |r| r.get(0))?;
+        if !used {
+            swept.thumbnails.push(sum);
+        }
+    }
+    Ok((ids.len() as i64, swept))
 }
 
 /// The content hash at `idx` and its scheme at `idx + 1`, when both are set.
@@ -478,31 +525,28 @@ impl Store {
         })
     }
 
-    /// Deletes the assets trashed for longer than `retention`, each in its own guarded
-    /// `DELETE … WHERE` (still trashed, long enough, no pending journal intent), so that a
-    /// racing restore ends with the row restored or gone, never both and never an error.
-    /// Works in bounded batches. Returns how many assets it deleted.
-    pub fn sweep_trash(&self, retention: Millis) -> Result<u64, StoreError> {
+    /// Deletes the assets trashed for longer than `retention` that no present file shows,
+    /// each in its own guarded `DELETE … WHERE` (still trashed, long enough, no pending
+    /// journal intent, no present file), so that a racing restore ends with the row restored
+    /// or gone, never both and never an error. Works in bounded batches. Says which cached
+    /// thumbnails the caller may now delete (the store keeps no files).
+    pub fn sweep(&self, retention: Millis) -> Result<Swept, StoreError> {
         const BATCH: i64 = 500;
-        let mut deleted = 0;
+        let mut all = Swept::default();
         loop {
-            let (seen, gone) = self.write(move |conn, now| {
-                let cutoff = now - retention;
-                let ids: Vec<i64> = conn
-                    .prepare_cached(SWEEPABLE)?
-                    .query_map(params![cutoff, BATCH], |r| r.get(0))?
-                    .collect::<Result<_, _>>()?;
-                let mut gone = 0u64;
-                for id in &ids {
-                    gone += u64::from(sweep_one(conn, *id, cutoff)?);
-                }
-                Ok((ids.len() as i64, gone))
-            })?;
-            deleted += gone;
+            let (seen, swept) =
+                self.write(move |conn, now| sweep_batch(conn, now - retention, BATCH))?;
+            all.assets += swept.assets;
+            all.thumbnails.extend(swept.thumbnails);
             if seen < BATCH {
-                return Ok(deleted);
+                return Ok(all);
             }
         }
+    }
+
+    /// `sweep`, counting the assets only: for callers that keep no thumbnail cache.
+    pub fn sweep_trash(&self, retention: Millis) -> Result<u64, StoreError> {
+        Ok(self.sweep(retention)?.assets)
     }
 }
 
@@ -520,7 +564,7 @@ mod race_tests {
     use std::sync::atomic::{AtomicBool, Ordering};
 
     const T0: i64 = 1_800_000_000_000;
-    static WAITING: [AtomicBool; 3] = [const { AtomicBool::new(false) }; 3];
+    static WAITING: [AtomicBool; 4] = [const { AtomicBool::new(false) }; 4];
 
     /// Records that a connection found the database locked, then lets it keep waiting.
     fn busy<const I: usize>(_attempt: i32) -> bool {
@@ -667,7 +711,7 @@ mod race_tests {
         let (lib, run, id) = (s.lib, s.lease.id, s.trashed);
         let out = race::<1, _>(
             &s.store,
-            |c| assert!(sweep_one(c, id, T0 + 10).expect("sweep")),
+            |c| assert!(sweep_one(c, id, T0 + 10).expect("sweep").is_some()),
             move |c| ingest_one(c, run, lib, &item("a.jpg", 1), T0 + 1),
         )
         .expect("the claim never errors");
@@ -695,8 +739,39 @@ mod race_tests {
             },
             move |c| sweep_one(c, id, T0 + 10).expect("the sweep never errors"),
         );
-        assert!(!swept);
+        assert_eq!(swept, None);
         let asset = s.store.asset(id).unwrap().expect("restored, not gone");
         assert_eq!(asset.trashed_at, None);
+    }
+
+    #[test]
+    fn a_sweep_that_loses_to_a_held_link_of_a_present_file_deletes_nothing() {
+        let s = setup();
+        let id = s.trashed;
+        // What a half-done trash move of older versions left: the asset trashed, one of
+        // its files still present.
+        let swept = race::<3, _>(
+            &s.store,
+            |c| {
+                let linked = c
+                    .execute(
+                        "UPDATE files SET asset_id = ?1 WHERE rel_path = CAST('b.jpg' AS BLOB)",
+                        [id],
+                    )
+                    .expect("link");
+                assert_eq!(linked, 1);
+            },
+            move |c| sweep_one(c, id, T0 + 10).expect("the sweep never errors"),
+        );
+        assert_eq!(swept, None);
+        assert!(s.store.asset(id).unwrap().is_some(), "not deleted");
+        let missing: i64 = raw(&s.store)
+            .query_row(
+                "SELECT count(*) FROM files WHERE asset_id = ?1 AND state = 'missing'",
+                [id],
+                |r| r.get(0),
+            )
+            .expect("count");
+        assert_eq!(missing, 1, "its missing file row stays too");
     }
 }

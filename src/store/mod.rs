@@ -36,6 +36,7 @@ mod trash;
 mod walks;
 mod writer;
 
+pub use assets::Swept;
 pub use error::StoreError;
 pub use jobs::Enqueued;
 pub use migrate::{MIGRATIONS, Migration};
@@ -211,6 +212,8 @@ impl Store {
     }
 
     /// Cancels a waiting or running row (bumping its generation). False if it had finished.
+    /// A scan run is cancelled as `cancel_scan_run` does: with its library's other waiting
+    /// and running runs, and through the successor reclaim made of it.
     pub fn cancel(&self, target: Target, id: i64) -> Result<bool, StoreError> {
         self.write(move |conn, now| match target {
             Target::Job => jobs::cancel(conn, id, now),

@@ -1,6 +1,8 @@
 //! The `scan_runs` table: admission (coalescing into the waiting run), claim, the fenced
 //! worker writes, and the lease endings that make a new attempt: reclaim retires an expired
 //! run as `failed` / `lease_expired` and creates its successor; release puts it back. A
+//! cancel is one write per library (its waiting and running runs, a fresh successor
+//! included), so it cannot miss what reclaim made of a run. A
 //! completion publishes the assets its library's runs created and, in the same fenced
 //! transaction, queues the `thumbs` job for the pictures and videos among them.
 
@@ -124,12 +126,28 @@ const FINISH: &str = fenced!(
     "UPDATE scan_runs SET state = ?4, reason = ?5, lease_owner = NULL, lease_expires_at = NULL,
                           finished_at = ?3, updated_at = ?3"
 );
-/// Ends a running or waiting row without its lease: retire, interrupt, cancel. The generation
+/// Ends a running or waiting row without its lease: retire, interrupt. The generation
 /// moves on so that any ack still in flight from the old holder matches nothing.
 const END_UNFENCED: &str = "
     UPDATE scan_runs SET state = ?2, reason = ?3, generation = generation + 1,
            lease_owner = NULL, lease_expires_at = NULL, finished_at = ?4, updated_at = ?4
      WHERE id = ?1 AND state IN ('accepted', 'running')";
+/// Cancels every waiting and running run of a library, in the writer like reclaim: a
+/// successor that reclaim made just before is cancelled with the rest.
+const CANCEL_LIBRARY: &str = concat!(
+    "UPDATE scan_runs SET state = 'cancelled', reason = 'cancelled', generation = generation + 1,
+            lease_owner = NULL, lease_expires_at = NULL, finished_at = ?2, updated_at = ?2
+      WHERE library_id = ?1 AND state IN ('accepted', 'running')
+      RETURNING ",
+    run_cols!()
+);
+/// Whether the run, or a retry descended from it (reclaim's successors), still waits or runs.
+const CHAIN_LIVE: &str = "
+    WITH RECURSIVE chain (id) AS (
+        SELECT ?1
+        UNION SELECT r.id FROM scan_runs r JOIN chain c ON r.predecessor_id = c.id)
+    SELECT EXISTS (SELECT 1 FROM scan_runs
+                    WHERE id IN (SELECT id FROM chain) AND state IN ('accepted', 'running'))";
 const BACK_TO_WAITING: &str = "
     UPDATE scan_runs SET state = 'accepted', generation = generation + 1, lease_owner = NULL,
            lease_expires_at = NULL, run_at = ?2, updated_at = ?2
@@ -275,7 +293,37 @@ pub(super) fn release_unowned(conn: &Connection, id: i64, now: Millis) -> Result
 }
 
 pub(super) fn cancel(conn: &Connection, id: i64, now: Millis) -> Result<bool, StoreError> {
-    end_unfenced(conn, id, RunState::Cancelled, "cancelled", now)
+    Ok(!cancel_run(conn, id, now)?.is_empty())
+}
+
+/// Cancels a library's waiting and running runs; returns them, cancelled.
+fn cancel_library(
+    conn: &Connection,
+    library_id: i64,
+    now: Millis,
+) -> Result<Vec<ScanRun>, StoreError> {
+    let mut runs: Vec<ScanRun> = conn
+        .prepare_cached(CANCEL_LIBRARY)?
+        .query_map(params![library_id, now], run_from_row)?
+        .collect::<Result<_, _>>()?;
+    runs.sort_by_key(|r| r.id);
+    Ok(runs)
+}
+
+/// Cancelling a run cancels its library's scans while the run's work is still to do: the
+/// run waits or runs, or reclaim retired it and its successor does. A run that ended any
+/// other way cancels nothing (empty).
+fn cancel_run(conn: &Connection, id: i64, now: Millis) -> Result<Vec<ScanRun>, StoreError> {
+    let Some(run) = get(conn, id)? else {
+        return Ok(Vec::new());
+    };
+    let live: bool = conn
+        .prepare_cached(CHAIN_LIVE)?
+        .query_row([id], |r| r.get(0))?;
+    if !live {
+        return Ok(Vec::new());
+    }
+    cancel_library(conn, run.library_id, now)
 }
 
 pub(super) fn reclaim(
@@ -543,6 +591,20 @@ impl Store {
             let n = finish(conn, &lease, state, reason, now)?;
             expect_one(&lease, n)
         })
+    }
+
+    /// Cancels the library's waiting and running runs in one write, serialised with reclaim
+    /// by the writer: a successor reclaim created just before is cancelled too, and a
+    /// reclaim just after finds nothing running. Returns what it cancelled, by id.
+    pub fn cancel_scans(&self, library_id: i64) -> Result<Vec<ScanRun>, StoreError> {
+        self.write(move |conn, now| cancel_library(conn, library_id, now))
+    }
+
+    /// Cancels run `id` the same way, in one write: its library's waiting and running runs,
+    /// if the run or a successor reclaim made of it still waits or runs. Empty when its work
+    /// had ended (or there is no such run).
+    pub fn cancel_scan_run(&self, id: i64) -> Result<Vec<ScanRun>, StoreError> {
+        self.write(move |conn, now| cancel_run(conn, id, now))
     }
 
     /// How many runs are in each state (states with none are left out).
