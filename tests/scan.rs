@@ -1,5 +1,6 @@
 //! A library scanned end to end through the worker pool: provenance reasons, duplicates,
-//! unchanged rescans, renames and deletes, the circuit breaker and cancellation.
+//! unchanged rescans, renames and deletes, the circuit breaker and cancellation; a walker
+//! that fails.
 
 mod support;
 
@@ -7,8 +8,10 @@ use mediadex::model::{Asset, Provenance, RunState, ScanRun, Target};
 use mediadex::queue::{Handlers, PoolConfig, WorkerPool};
 use mediadex::scan::job::{ScanConfig, ScanJob};
 use mediadex::scan::pipeline::Settings;
+use mediadex::scan::walk::{WalkHook, WalkPoint};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::{Env, TTL, env};
 
@@ -421,4 +424,41 @@ fn an_interrupted_trash_is_finished_at_start_whether_or_not_the_file_moved() {
     assert!(trashed.contains(&d) && trashed.contains(&e));
     assert!(!lib.root.join("d.png").exists() && !lib.root.join("e.png").exists());
     assert!(env.store.pending_intents().expect("pending").is_empty());
+}
+
+#[test]
+fn a_walker_that_panics_fails_the_run_and_marks_nothing_missing() {
+    let env = env();
+    let lib = library(&env);
+    // More entries than one chunk of the walker's channel, so that the reader has folders
+    // open when the walker dies (a walker that dies before its first chunk shows nothing).
+    for i in 0..300u32 {
+        let path = lib.root.join(format!("bulk/{i}.png"));
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        image::RgbImage::from_pixel(2, 2, image::Rgb([(i % 256) as u8, (i / 256) as u8, 7]))
+            .save(&path)
+            .expect("png");
+    }
+    assert_eq!(lib.scan().0.state, RunState::Completed);
+    let before = lib.assets(false);
+    let panicking = ScanConfig {
+        // The breaker is a separate guard: with it open, only the walker decides here.
+        max_missing_share: 1.0,
+        pipeline: Settings {
+            walk_hook: Some(WalkHook(Arc::new(|at| {
+                if at == WalkPoint::Left(Path::new("bulk")) {
+                    panic!("injected walker failure");
+                }
+            }))),
+            ..Settings::default()
+        },
+        ..ScanConfig::default()
+    };
+    let (run, reasons) = lib.scan_with("", panicking);
+    assert_eq!(run.state, RunState::Failed, "{:?}", run.reason);
+    let reason = run.reason.expect("a reason");
+    assert!(reason.contains("injected walker failure"), "{reason}");
+    assert_eq!(reasons.get("missing"), None, "{reasons:?}");
+    assert!(lib.assets(true).is_empty(), "nothing trashed");
+    assert_eq!(lib.assets(false), before, "every file still present");
 }

@@ -5,7 +5,7 @@
 //! write (a batch of changed files, a progress checkpoint at most every second, or the
 //! completion). A full-scope run ends with the missing-file marking (from what the walk
 //! found gone) and the circuit breaker in the same fenced transaction as its completion.
-//! No SQL here: everything goes through `Store`.
+//! A walker that failed ends the run failed. No SQL here: everything goes through `Store`.
 
 use super::identity::{self, Verdict};
 use super::pipeline::{self, Batch, DirKnown, Gone, Known, KnownStamp, Settings, Sink, SinkError};
@@ -112,6 +112,10 @@ impl ScanHandler for ScanJob {
                     .unwrap_or(crate::queue::CancelReason::Cancelled),
             ))),
             Err(SinkError::Store(msg)) => Err(WorkError::Failed(msg)),
+            Err(e @ SinkError::Walker(_)) => {
+                tracing::error!(library = %library.name, error = %e, "scan failed");
+                Err(WorkError::Failed(e.to_string()))
+            }
         }
     }
 }

@@ -8,11 +8,12 @@
 //! The diff also finds what is gone: for every directory the walk listed completely, the
 //! known files it did not see and the known sub-directories that are no longer there
 //! (`Summary::unseen`). A directory that could not be listed completely decides nothing.
-//! A refused batch (lost lease) or a cancellation stops the walk and the reading.
+//! A refused batch (lost lease) or a cancellation stops the walk and the reading. A walker
+//! that panicked listed nothing completely: the run is an error, and nothing is gone.
 
 use super::diff::{Reason, reason};
 use super::hash::{Checksum, Extract, prefetch, read_once};
-use super::walk::{CHUNK, Stamp, Walked, walk};
+use super::walk::{CHUNK, Stamp, WalkHook, Walked, walk};
 use crate::model::MediaFacts;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
 use rayon::prelude::*;
@@ -93,6 +94,9 @@ pub enum SinkError {
     Cancelled,
     #[error("{0}")]
     Store(String),
+    /// The walker failed (panicked): its listing is not complete anywhere.
+    #[error("the walk of the library failed ({0}); nothing was marked missing")]
+    Walker(String),
 }
 
 #[derive(Clone, Debug)]
@@ -105,6 +109,8 @@ pub struct Settings {
     pub batch_bytes: u64,
     /// Capacity of the walker's channel, in entries (rounded up to whole chunks).
     pub channel: usize,
+    /// A test seam: called by the walker as it enters and leaves each directory.
+    pub walk_hook: Option<WalkHook>,
 }
 
 impl Default for Settings {
@@ -118,6 +124,7 @@ impl Default for Settings {
             batch: 4096,
             batch_bytes: 1 << 30,
             channel: 1024,
+            walk_hook: None,
         }
     }
 }
@@ -159,9 +166,10 @@ pub fn run(
     // The walker sends chunks of up to CHUNK entries: `channel` entries is this many chunks.
     let (tx, rx) = bounded(settings.channel.div_ceil(CHUNK).max(1));
     let (walk_root, walk_scope) = (root.to_path_buf(), scope.to_path_buf());
+    let hook = settings.walk_hook.clone();
     let walker = std::thread::Builder::new()
         .name("mediadex-walker".into())
-        .spawn(move || walk(&walk_root, &walk_scope, &tx))
+        .spawn(move || walk(&walk_root, &walk_scope, &tx, hook.as_ref()))
         .map_err(|e| SinkError::Store(format!("cannot start the walker: {e}")))?;
     let stop = AtomicBool::new(false);
     let outcome = std::thread::scope(|s| {
@@ -185,8 +193,20 @@ pub fn run(
     });
     // Dropping the receiver ends a walk still in progress.
     drop(rx);
-    let _ = walker.join();
-    outcome
+    // A panicking walker drops its sender too, which reads as the end of a complete listing:
+    // only its join tells the two apart, and what the diff found gone is then worthless.
+    match (outcome, walker.join()) {
+        (Ok(_), Err(panic)) => Err(SinkError::Walker(panic_text(panic.as_ref()))),
+        (outcome, _) => outcome,
+    }
+}
+
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    let text = panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str));
+    format!("the walker panicked: {}", text.unwrap_or("no message"))
 }
 
 /// The committing side: hands each batch to the sink, watching for a cancellation while
@@ -624,6 +644,38 @@ mod tests {
         assert_eq!(extracted.load(Ordering::SeqCst), 0);
         assert!(sink.changed().is_empty());
         assert_eq!(summary.unseen, Gone::default(), "nothing is gone");
+    }
+
+    #[test]
+    fn a_walker_that_panics_is_an_error_not_a_finished_listing() {
+        let dir = library(40);
+        let mut known = Memory::default();
+        scan(dir.path(), &mut known, &small_batches())
+            .0
+            .remember(&mut known);
+        let hook = WalkHook(std::sync::Arc::new(|at| {
+            if matches!(at, crate::scan::walk::WalkPoint::Left(rel) if rel == Path::new("d1")) {
+                panic!("injected");
+            }
+        }));
+        let settings = Settings {
+            walk_hook: Some(hook),
+            ..small_batches()
+        };
+        let extract = |_: &Path, _: Option<&[u8]>| MediaFacts::default();
+        let mut sink = Recorder::default();
+        let result = run(
+            dir.path(),
+            Path::new(""),
+            &settings,
+            &mut known,
+            &mut sink,
+            &extract,
+        );
+        match result {
+            Err(SinkError::Walker(why)) => assert!(why.contains("injected"), "{why}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
