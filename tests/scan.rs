@@ -1,10 +1,10 @@
 //! A library scanned end to end through the worker pool: provenance reasons, duplicates,
 //! unchanged rescans, renames and deletes, the circuit breaker and cancellation; a walker
-//! that fails.
+//! that fails; restores and moves while the walk runs.
 
 mod support;
 
-use mediadex::model::{Asset, Provenance, RunState, ScanRun, Target};
+use mediadex::model::{Asset, FileState, Provenance, RunState, ScanEnd, ScanRun, Target, Unseen};
 use mediadex::queue::{Handlers, PoolConfig, WorkerPool};
 use mediadex::scan::job::{ScanConfig, ScanJob};
 use mediadex::scan::pipeline::Settings;
@@ -426,6 +426,31 @@ fn an_interrupted_trash_is_finished_at_start_whether_or_not_the_file_moved() {
     assert!(env.store.pending_intents().expect("pending").is_empty());
 }
 
+impl Lib<'_> {
+    /// The asset whose only path is `rel`.
+    fn only(&self, rel: &str) -> Asset {
+        let all = [self.assets(false), self.assets(true)].concat();
+        all.into_iter()
+            .find(|a| self.paths_of(a) == vec![rel])
+            .unwrap_or_else(|| panic!("no asset shown by {rel} alone"))
+    }
+
+    /// A full scan whose walker calls `hook` as it enters and leaves each folder.
+    fn scan_hooked(
+        &self,
+        hook: impl Fn(WalkPoint<'_>) + Send + Sync + 'static,
+    ) -> (ScanRun, BTreeMap<&'static str, i64>) {
+        let config = ScanConfig {
+            pipeline: Settings {
+                walk_hook: Some(WalkHook(Arc::new(hook))),
+                ..Settings::default()
+            },
+            ..ScanConfig::default()
+        };
+        self.scan_with("", config)
+    }
+}
+
 #[test]
 fn a_walker_that_panics_fails_the_run_and_marks_nothing_missing() {
     let env = env();
@@ -461,4 +486,89 @@ fn a_walker_that_panics_fails_the_run_and_marks_nothing_missing() {
     assert_eq!(reasons.get("missing"), None, "{reasons:?}");
     assert!(lib.assets(true).is_empty(), "nothing trashed");
     assert_eq!(lib.assets(false), before, "every file still present");
+}
+
+#[test]
+fn a_restore_while_the_walk_runs_holds_after_the_completion() {
+    let env = env();
+    let lib = library(&env);
+    lib.scan();
+    let c = lib.only("2024/trip/c.png").id;
+    mediadex::trash::trash(&env.store, c).expect("trash");
+    // The trash left 2024/trip empty, and the user removed it: the walk finds the folder gone.
+    std::fs::remove_dir(lib.root.join("2024/trip")).expect("rmdir");
+    let store = env.store.clone();
+    let (run, reasons) = lib.scan_hooked(move |at| {
+        if at == WalkPoint::Left(Path::new("")) {
+            // The walk has passed every folder; the restore puts 2024/trip/c.png back.
+            mediadex::trash::restore(&store, c).expect("restore");
+        }
+    });
+    assert_eq!(run.state, RunState::Completed, "{:?}", run.reason);
+    assert!(lib.root.join("2024/trip/c.png").exists());
+    assert_eq!(reasons.get("missing"), None, "{reasons:?}");
+    let asset = env.store.asset(c).expect("read").expect("row");
+    assert_eq!(asset.trashed_at, None, "the restore holds");
+    assert_eq!(asset.paths[0].state, FileState::Present);
+}
+
+#[test]
+fn a_file_moved_away_and_back_while_the_walk_runs_is_not_marked_missing() {
+    let env = env();
+    let lib = library(&env);
+    lib.scan();
+    let d = lib.only("d.png").id;
+    let (here, aside) = (lib.root.join("d.png"), env.dir.path().join("aside.png"));
+    let (run, reasons) = lib.scan_hooked(move |at| match at {
+        // Away while the walk lists the root, back before the completion.
+        WalkPoint::Entering(rel) if rel == Path::new("") => {
+            std::fs::rename(&here, &aside).expect("away")
+        }
+        WalkPoint::Left(rel) if rel == Path::new("") => {
+            std::fs::rename(&aside, &here).expect("back")
+        }
+        _ => {}
+    });
+    assert_eq!(run.state, RunState::Completed, "{:?}", run.reason);
+    assert_eq!(reasons.get("missing"), None, "{reasons:?}");
+    let asset = env.store.asset(d).expect("read").expect("row");
+    assert_eq!(asset.trashed_at, None);
+    assert_eq!(asset.paths[0].state, FileState::Present);
+}
+
+#[test]
+fn a_row_a_restore_brought_back_during_the_run_is_not_marked_missing_by_its_completion() {
+    let env = env();
+    let lib = library(&env);
+    lib.scan();
+    let (d, c) = (lib.only("d.png"), lib.only("2024/trip/c.png"));
+    mediadex::trash::trash(&env.store, d.id).expect("trash d");
+    mediadex::trash::trash(&env.store, c.id).expect("trash c");
+    env.store
+        .request_scan(env.scan_request(lib.id, ""))
+        .expect("request");
+    let (lease, _) = env
+        .store
+        .claim_scan_run(TTL)
+        .expect("claim")
+        .expect("a run");
+    // Both restores land after the walk looked: it found d.png absent and 2024/trip gone.
+    mediadex::trash::restore(&env.store, d.id).expect("restore d");
+    mediadex::trash::restore(&env.store, c.id).expect("restore c");
+    let unseen = Unseen {
+        files: vec![d.paths[0].file_id],
+        dirs: vec![b"2024/trip".to_vec()],
+    };
+    let end = ScanEnd::breaker(0.5, true).unseen(unseen);
+    let report = env
+        .store
+        .finish_full_scan(&lease, lib.id, end)
+        .expect("finish");
+    assert_eq!(report.state, RunState::Completed);
+    assert_eq!((report.missing_files, report.trashed_assets), (0, 0));
+    for id in [d.id, c.id] {
+        let asset = env.store.asset(id).expect("read").expect("row");
+        assert_eq!(asset.trashed_at, None, "asset {id}: the restore holds");
+        assert_eq!(asset.paths[0].state, FileState::Present);
+    }
 }

@@ -4,8 +4,9 @@
 //! more. Unchanged files cost no write: they are counted, and the count rides on the next
 //! write (a batch of changed files, a progress checkpoint at most every second, or the
 //! completion). A full-scope run ends with the missing-file marking (from what the walk
-//! found gone) and the circuit breaker in the same fenced transaction as its completion.
-//! A walker that failed ends the run failed. No SQL here: everything goes through `Store`.
+//! found gone and is still not there just before the completion) and the circuit breaker
+//! in the same fenced transaction as its completion. A walker that failed ends the run
+//! failed. No SQL here: everything goes through `Store`.
 
 use super::identity::{self, Verdict};
 use super::pipeline::{self, Batch, DirKnown, Gone, Known, KnownStamp, Settings, Sink, SinkError};
@@ -94,7 +95,7 @@ impl ScanHandler for ScanJob {
                 let end = ScanEnd {
                     max_missing_share: self.config.max_missing_share,
                     identity_ok: verdict == Verdict::Same,
-                    unseen: unseen(summary.unseen),
+                    unseen: still_gone(&root, summary.unseen),
                     unchanged: sink.unchanged,
                     progress: Some(sink.progress_text()),
                 };
@@ -197,11 +198,25 @@ impl Known for StoreKnown<'_> {
     }
 }
 
-/// What the walk found gone, in the store's terms.
-fn unseen(gone: Gone) -> Unseen {
+/// What the walk found gone and is still not there now, in the store's terms. The walk saw
+/// each folder at one moment; a file put back since (a restore, a move there and back, an
+/// entry a changing listing skipped) is there at the completion and must not go missing.
+/// Only "not found" is gone: a path that cannot be checked decides nothing. A vanished
+/// folder that is back is left for the next scan to walk.
+fn still_gone(root: &Path, gone: Gone) -> Unseen {
+    let absent = |rel: &Path| {
+        std::fs::symlink_metadata(root.join(rel))
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+    };
     Unseen {
-        files: gone.files,
-        dirs: gone.dirs.iter().map(|d| path_bytes(d)).collect(),
+        files: (gone.files.into_iter())
+            .filter(|(_, rel)| absent(rel))
+            .map(|(id, _)| id)
+            .collect(),
+        dirs: (gone.dirs.iter())
+            .filter(|d| absent(d))
+            .map(|d| path_bytes(d))
+            .collect(),
     }
 }
 

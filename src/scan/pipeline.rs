@@ -132,8 +132,8 @@ impl Default for Settings {
 /// What the walk found gone, from the directories it listed completely.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Gone {
-    /// Ids of known files the walk did not see.
-    pub files: Vec<i64>,
+    /// Known files the walk did not see: file row id and library-relative path.
+    pub files: Vec<(i64, PathBuf)>,
     /// Known sub-directories that were no longer there (library-relative).
     pub dirs: Vec<PathBuf>,
 }
@@ -400,9 +400,10 @@ impl<'a> Diffing<'a> {
         if !frame.listed {
             return;
         }
+        let rel = &frame.rel;
         self.gone
             .files
-            .extend(frame.known.files.values().map(|k| k.id));
+            .extend((frame.known.files.iter()).map(|(name, k)| (k.id, rel.join(name))));
         self.gone
             .dirs
             .extend(frame.known.subdirs.iter().map(|name| frame.rel.join(name)));
@@ -776,20 +777,35 @@ mod tests {
         fs::remove_file(dir.path().join("d1/e1/f1.jpg")).expect("rm");
         fs::remove_dir_all(dir.path().join("d2")).expect("rm -r");
         let (_, summary) = scan(dir.path(), &mut known, &small_batches());
-        assert_eq!(summary.unseen.files, vec![id_of(&known, "d1/e1/f1.jpg")]);
+        let gone = vec![(id_of(&known, "d1/e1/f1.jpg"), PathBuf::from("d1/e1/f1.jpg"))];
+        assert_eq!(
+            summary.unseen.files, gone,
+            "with its path, for the check at completion"
+        );
+
         assert_eq!(summary.unseen.dirs, vec![PathBuf::from("d2")]);
         assert_eq!(summary.unchanged, 12 - 1 - 4);
     }
 
     /// Feeds walk items straight to the diff, as the walker would send them.
-    fn diff_of(known: &mut Memory, items: Vec<Walked>) -> Gone {
+    fn diff_of(known: &mut Memory, items: Vec<Walked>) -> Ids {
         let settings = Settings::default();
         let mut state = Diffing::new(Path::new("/nowhere"), &settings, known);
         for item in items {
             state.take(item).expect("take");
         }
         state.leave_all();
-        state.gone
+        Ids {
+            files: state.gone.files.iter().map(|(id, _)| *id).collect(),
+            dirs: state.gone.dirs,
+        }
+    }
+
+    /// What is gone, files by id.
+    #[derive(Debug, Default, PartialEq)]
+    struct Ids {
+        files: Vec<i64>,
+        dirs: Vec<PathBuf>,
     }
 
     fn known_tree() -> Memory {
@@ -850,7 +866,7 @@ mod tests {
         ];
         assert_eq!(
             diff_of(&mut known, walk),
-            Gone::default(),
+            Ids::default(),
             "x/b.jpg and x/y are not gone"
         );
         // The same walk with x readable but empty: both are gone.

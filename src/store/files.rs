@@ -2,7 +2,8 @@
 //! ingest batches (file rows, asset claims, progress and reason counts in one transaction
 //! under the scan lease), progress with the count of unchanged files (which cost no row of
 //! their own), and the end of a full scan (missing files from what the walk found gone,
-//! orphaned assets, the circuit breaker) committed with the run's completion.
+//! except rows a restore brought back during the run; orphaned assets; the circuit
+//! breaker) committed with the run's completion.
 
 use super::assets::{ClaimFor, claim, trash_if_orphan};
 use super::lease::{expect_one, lost};
@@ -59,18 +60,23 @@ const COUNT_REASON: &str = "
 const REASONS: &str =
     "SELECT reason, count FROM scan_run_reasons WHERE run_id = ?1 ORDER BY reason";
 const PRESENT: &str = "SELECT count(*) FROM files WHERE library_id = ?1 AND state = 'present'";
-const FILE_PRESENT: &str =
-    "SELECT count(*) FROM files WHERE id = ?2 AND library_id = ?1 AND state = 'present'";
+/// What the completion of run ?3 would mark missing (see `MARK_FILE_MISSING`).
+const FILE_PRESENT: &str = "
+    SELECT count(*) FROM files WHERE id = ?2 AND library_id = ?1 AND state = 'present'
+                                 AND revived_in_run IS NOT ?3";
 const PRESENT_UNDER: &str = "
     SELECT count(*) FROM files WHERE library_id = ?1 AND rel_path >= ?2 AND rel_path < ?3
-                                 AND state = 'present'";
+                                 AND state = 'present' AND revived_in_run IS NOT ?4";
+/// A row that came back from `missing` while run ?4 was running (`files_revived`) is not
+/// marked by it: the walk may have passed its folder before the restore put the file back.
 const MARK_FILE_MISSING: &str = "
     UPDATE files SET state = 'missing', missing_since = ?3
-     WHERE id = ?2 AND library_id = ?1 AND state = 'present'
+     WHERE id = ?2 AND library_id = ?1 AND state = 'present' AND revived_in_run IS NOT ?4
      RETURNING asset_id";
 const MARK_MISSING_UNDER: &str = "
     UPDATE files SET state = 'missing', missing_since = ?4
      WHERE library_id = ?1 AND rel_path >= ?2 AND rel_path < ?3 AND state = 'present'
+       AND revived_in_run IS NOT ?5
      RETURNING asset_id";
 
 /// The fence check of a scan data write; answers the run's scope. A run of another library
@@ -300,34 +306,44 @@ pub(super) fn ingest_one(
     })
 }
 
-/// How many of the unseen files and of the files below vanished directories are still
-/// present: what a full scan would mark missing.
-fn count_unseen(conn: &Connection, library_id: i64, unseen: &Unseen) -> Result<i64, StoreError> {
+/// How many of the unseen files and of the files below vanished directories run `run_id`
+/// would mark missing (see `MARK_FILE_MISSING`).
+fn count_unseen(
+    conn: &Connection,
+    library_id: i64,
+    run_id: i64,
+    unseen: &Unseen,
+) -> Result<i64, StoreError> {
     let mut n = 0i64;
+    if unseen.files.is_empty() && unseen.dirs.is_empty() {
+        return Ok(n);
+    }
     let mut one = conn.prepare_cached(FILE_PRESENT)?;
     for id in &unseen.files {
-        n += one.query_row(params![library_id, id], |r| r.get::<_, i64>(0))?;
+        n += one.query_row(params![library_id, id, run_id], |r| r.get::<_, i64>(0))?;
     }
     let mut under = conn.prepare_cached(PRESENT_UNDER)?;
     for dir in &unseen.dirs {
         let (lo, hi) = below(dir);
-        n += under.query_row(params![library_id, lo, hi], |r| r.get::<_, i64>(0))?;
+        n += under.query_row(params![library_id, lo, hi, run_id], |r| r.get::<_, i64>(0))?;
     }
     Ok(n)
 }
 
-/// Marks the unseen files and everything below the vanished directories missing, and
-/// trashes the assets they were the last present file of. Returns (files, assets).
+/// Marks the unseen files and everything below the vanished directories missing (except the
+/// rows a restore brought back while run `run_id` ran), and trashes the assets they were
+/// the last present file of. Returns (files, assets).
 fn mark_missing(
     conn: &Connection,
     library_id: i64,
+    run_id: i64,
     unseen: &Unseen,
     now: Millis,
 ) -> Result<(u64, u64), StoreError> {
     let mut asset_ids: Vec<Option<i64>> = Vec::new();
     let mut one = conn.prepare_cached(MARK_FILE_MISSING)?;
     for id in &unseen.files {
-        let rows = one.query_map(params![library_id, id, now], |r| r.get(0))?;
+        let rows = one.query_map(params![library_id, id, now, run_id], |r| r.get(0))?;
         for asset in rows {
             asset_ids.push(asset?);
         }
@@ -335,7 +351,7 @@ fn mark_missing(
     let mut under = conn.prepare_cached(MARK_MISSING_UNDER)?;
     for dir in &unseen.dirs {
         let (lo, hi) = below(dir);
-        let rows = under.query_map(params![library_id, lo, hi, now], |r| r.get(0))?;
+        let rows = under.query_map(params![library_id, lo, hi, now, run_id], |r| r.get(0))?;
         for asset in rows {
             asset_ids.push(asset?);
         }
@@ -486,7 +502,8 @@ impl Store {
     /// Ends a scan run that walked to its end, in one fenced transaction with the data:
     /// the remaining `unchanged` count and progress; for a full-scope run, the files the
     /// walk found gone (`end.unseen`) are marked `missing` and the assets whose last file
-    /// that was are trashed (reason `missing`); then the run completes.
+    /// that was are trashed (reason `missing`); then the run completes. A row a restore
+    /// brought back while this run ran is not marked: the restore holds.
     /// The circuit breaker: when `identity_ok` is false or the share of present files that
     /// would go missing exceeds `max_missing_share`, nothing is marked and the run ends
     /// `suspect` with the reason. A scoped run completes without marking anything missing.
@@ -508,12 +525,13 @@ impl Store {
                 trashed_assets: 0,
             };
             if scope.is_empty() {
-                let unseen = count_unseen(conn, library_id, &end.unseen)?;
+                let unseen = count_unseen(conn, library_id, lease.id, &end.unseen)?;
                 report.reason = breaker(conn, library_id, &end, unseen)?;
                 if report.reason.is_some() {
                     report.state = RunState::Suspect;
                 } else if unseen > 0 {
-                    let (files, assets) = mark_missing(conn, library_id, &end.unseen, now)?;
+                    let (files, assets) =
+                        mark_missing(conn, library_id, lease.id, &end.unseen, now)?;
                     (report.missing_files, report.trashed_assets) = (files, assets);
                     counts.insert(Provenance::Missing.as_str(), files as i64);
                 }

@@ -44,6 +44,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "check lists",
         sql: include_str!("../../schema/0006_check_lists.sql"),
     },
+    Migration {
+        version: 9,
+        name: "restores hold",
+        sql: include_str!("../../schema/0009_restores_hold.sql"),
+    },
 ];
 
 pub(super) fn migrate(
