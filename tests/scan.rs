@@ -1,10 +1,12 @@
 //! A library scanned end to end through the worker pool: provenance reasons, duplicates,
 //! unchanged rescans, renames and deletes, the circuit breaker and cancellation; a walker
-//! that fails; restores and moves while the walk runs.
+//! that fails; restores and moves while the walk runs; files that stop being media.
 
 mod support;
 
-use mediadex::model::{Asset, FileState, Provenance, RunState, ScanEnd, ScanRun, Target, Unseen};
+use mediadex::model::{
+    Asset, FileState, Provenance, RunState, ScanEnd, ScanRun, Target, TrashReason, Unseen,
+};
 use mediadex::queue::{Handlers, PoolConfig, WorkerPool};
 use mediadex::scan::job::{ScanConfig, ScanJob};
 use mediadex::scan::pipeline::Settings;
@@ -435,6 +437,15 @@ impl Lib<'_> {
             .unwrap_or_else(|| panic!("no asset shown by {rel} alone"))
     }
 
+    /// The live asset a present `rel` shows, if any.
+    fn live_at(&self, rel: &str) -> Option<Asset> {
+        self.assets(false).into_iter().find(|a| {
+            a.paths
+                .iter()
+                .any(|p| p.rel_path_text == rel && p.state == FileState::Present)
+        })
+    }
+
     /// A full scan whose walker calls `hook` as it enters and leaves each folder.
     fn scan_hooked(
         &self,
@@ -571,4 +582,37 @@ fn a_row_a_restore_brought_back_during_the_run_is_not_marked_missing_by_its_comp
         assert_eq!(asset.trashed_at, None, "asset {id}: the restore holds");
         assert_eq!(asset.paths[0].state, FileState::Present);
     }
+}
+
+#[test]
+fn a_file_that_is_no_longer_media_drops_its_asset_and_a_lone_asset_goes_to_the_trash() {
+    let env = env();
+    let lib = library(&env);
+    lib.scan();
+    let d = lib.only("d.png").id;
+    let a = lib.live_at("copy-of-a.png").expect("a").id;
+    std::fs::write(lib.root.join("d.png"), "now a text file").expect("rewrite d");
+    std::fs::write(lib.root.join("copy-of-a.png"), "and this one too").expect("rewrite");
+    let (run, _) = lib.scan();
+    assert_eq!(run.state, RunState::Completed);
+    let old = env.store.asset(d).expect("read").expect("row");
+    assert!(
+        old.paths.is_empty(),
+        "d.png shows no asset: {:?}",
+        old.paths
+    );
+    assert_eq!(
+        old.trash_reason,
+        Some(TrashReason::Replaced),
+        "its last file"
+    );
+    let a = env.store.asset(a).expect("read").expect("row");
+    assert_eq!(a.trashed_at, None, "it still has 2024/a.png");
+    assert_eq!(lib.paths_of(&a), vec!["2024/a.png"]);
+    let (_, reasons) = lib.scan();
+    assert_eq!(
+        reasons,
+        BTreeMap::from([("unchanged", 7)]),
+        "not read again"
+    );
 }

@@ -9,8 +9,9 @@ use super::assets::{ClaimFor, claim, trash_if_orphan};
 use super::lease::{expect_one, lost};
 use super::{Store, StoreError, parse_col, scan_runs};
 use crate::model::{
-    BatchReport, Claim, Counter, FileStamp, FinishReport, IngestItem, ItemOutcome, KnownDir,
-    KnownFile, Lease, MediaFacts, Millis, Provenance, RunState, ScanEnd, TrashReason, Unseen,
+    BatchReport, Claim, Counter, FileReason, FileStamp, FinishReport, IngestItem, ItemOutcome,
+    KnownDir, KnownFile, Lease, MediaFacts, Millis, Provenance, RunState, ScanEnd, TrashReason,
+    Unseen,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 use std::collections::BTreeMap;
@@ -47,11 +48,10 @@ const INSERT_FILE: &str = "
     INSERT INTO files (library_id, rel_path, rel_path_text, size, mtime_ns, dev, inode,
                        asset_id, state, last_reason, error, first_seen_run, last_seen_run)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'present', ?9, ?10, ?11, ?11)";
-/// A processed file the library had a row for. An unreadable file (no asset given) keeps
-/// its old link.
+/// A processed file the library had a row for, with the link `ingest_one` decided.
 const UPDATE_FILE: &str = "
     UPDATE files SET rel_path_text = ?2, size = ?3, mtime_ns = ?4, dev = ?5, inode = ?6,
-                     asset_id = coalesce(?7, asset_id), state = 'present', last_reason = ?8,
+                     asset_id = ?7, state = 'present', last_reason = ?8,
                      error = ?9, last_seen_run = ?10, missing_since = NULL
      WHERE id = ?1";
 const COUNT_REASON: &str = "
@@ -203,7 +203,14 @@ fn stamp_params(s: &FileStamp) -> (i64, i64, i64, i64) {
     (s.size as i64, s.mtime_ns, s.dev as i64, s.inode as i64)
 }
 
-/// Writes the file row of `item`: an update of row `existing`, or an insert. Answers its id.
+/// A file that was read and is no picture or video: the scan hands it over without a
+/// checksum, but not as an unreadable file (`error`).
+fn not_media(item: &IngestItem) -> bool {
+    item.checksum.is_none() && item.reason != FileReason::Error
+}
+
+/// Writes the file row of `item` linked to `asset`: an update of row `existing`, or an
+/// insert. Answers its id.
 fn write_row(
     conn: &Connection,
     existing: Option<i64>,
@@ -270,7 +277,9 @@ fn claim_read(
 }
 
 /// One item of a batch: the claim (when the file was read), the file row, and the trash of
-/// the asset the file showed before if nothing shows it any more (its content was replaced).
+/// the asset the file showed before if nothing shows it any more (its content was replaced,
+/// or it is no picture or video any more and shows no asset). An unreadable file keeps its
+/// link.
 pub(super) fn ingest_one(
     conn: &Connection,
     run_id: i64,
@@ -287,15 +296,19 @@ pub(super) fn ingest_one(
     let previous = row.and_then(|(_, asset)| asset);
     let claimed = claim_read(conn, item, previous, run_id, now)?;
     let claimed_id = claimed.map(|(id, _)| id);
+    let asset_id = if not_media(item) {
+        None
+    } else {
+        claimed_id.or(previous)
+    };
     let file_id = write_row(
         conn,
         row.map(|(id, _)| id),
         library_id,
         item,
-        claimed_id,
+        asset_id,
         run_id,
     )?;
-    let asset_id = claimed_id.or(previous);
     if let Some(old) = previous.filter(|old| Some(*old) != asset_id) {
         trash_if_orphan(conn, old, TrashReason::Replaced, now)?;
     }
