@@ -1,6 +1,7 @@
 //! A library scanned end to end through the worker pool: provenance reasons, duplicates,
 //! unchanged rescans, renames and deletes, the circuit breaker and cancellation; a walker
-//! that fails; restores and moves while the walk runs; files that stop being media.
+//! that fails; restores and moves while the walk runs; the index healing itself; files
+//! that stop being media.
 
 mod support;
 
@@ -582,6 +583,68 @@ fn a_row_a_restore_brought_back_during_the_run_is_not_marked_missing_by_its_comp
         assert_eq!(asset.trashed_at, None, "asset {id}: the restore holds");
         assert_eq!(asset.paths[0].state, FileState::Present);
     }
+}
+
+#[test]
+fn a_present_unchanged_file_whose_asset_is_trashed_is_restored_by_a_plain_scan() {
+    let env = env();
+    let lib = library(&env);
+    lib.scan();
+    let d = lib.only("d.png").id;
+    // What the defective trash left behind: the asset trashed, its file still in place.
+    env.raw()
+        .execute(
+            "UPDATE assets SET trashed_at = 1, trash_reason = 'user' WHERE id = ?1",
+            [d],
+        )
+        .expect("plant");
+    let (run, reasons) = lib.scan();
+    assert_eq!(run.state, RunState::Completed);
+    assert_eq!(reasons, BTreeMap::from([("unchanged", 7)]), "nothing read");
+    let asset = env.store.asset(d).expect("read").expect("row");
+    assert_eq!(asset.trashed_at, None, "restored by id");
+    assert_eq!(lib.live_at("d.png").map(|a| a.id), Some(d));
+}
+
+#[test]
+fn a_present_unchanged_file_whose_asset_is_gone_is_stored_afresh_by_a_plain_scan() {
+    let env = env();
+    let lib = library(&env);
+    lib.scan();
+    let e = lib.only("e.png").id;
+    // What the defective sweep left behind: the asset deleted, its present file unlinked.
+    env.raw()
+        .execute_batch(&format!(
+            "UPDATE files SET asset_id = NULL WHERE asset_id = {e};
+             DELETE FROM assets WHERE id = {e};"
+        ))
+        .expect("plant");
+    let (run, reasons) = lib.scan();
+    assert_eq!(run.state, RunState::Completed);
+    assert_eq!(
+        reasons,
+        BTreeMap::from([("new", 1), ("unchanged", 6)]),
+        "e.png is read again; notes.txt, no picture, is not"
+    );
+    let fresh = lib.live_at("e.png").expect("e.png is indexed again");
+    assert_eq!(lib.paths_of(&fresh), vec!["e.png"]);
+    let (_, again) = lib.scan();
+    assert_eq!(again, BTreeMap::from([("unchanged", 7)]), "healed once");
+}
+
+#[test]
+fn a_scan_scoped_inside_the_trash_folder_reads_and_restores_nothing() {
+    let env = env();
+    let lib = library(&env);
+    lib.scan();
+    let d = lib.only("d.png").id;
+    mediadex::trash::trash(&env.store, d).expect("trash");
+    let (run, reasons) = lib.scan_with(".mediadex-trash", ScanConfig::default());
+    assert_eq!(run.state, RunState::Completed);
+    assert_eq!(reasons, BTreeMap::new(), "nothing walked");
+    let asset = env.store.asset(d).expect("read").expect("row");
+    assert!(asset.trashed_at.is_some(), "still trashed");
+    assert_eq!(asset.paths.len(), 1, "no file of the trash folder indexed");
 }
 
 #[test]

@@ -10,6 +10,10 @@
 //! (`Summary::unseen`). A directory that could not be listed completely decides nothing.
 //! A refused batch (lost lease) or a cancellation stops the walk and the reading. A walker
 //! that panicked listed nothing completely: the run is an error, and nothing is gone.
+//!
+//! An unchanged file is not read, but one whose asset is in the trash or gone is claimed
+//! again (DESIGN.md section 6, "the index heals itself"): the batch names it to be restored
+//! by id, or it is read and stored afresh.
 
 use super::diff::{Reason, reason};
 use super::hash::{Checksum, Extract, prefetch, read_once};
@@ -29,8 +33,34 @@ pub struct KnownStamp {
     /// The file row's id.
     pub id: i64,
     pub stamp: Stamp,
-    /// Its last read failed: read it again even if its stamp is unchanged.
-    pub retry: bool,
+    /// What the file still needs if its stamp is unchanged.
+    pub again: Again,
+}
+
+/// What a file with an unchanged stamp still needs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Again {
+    /// Nothing: it is not opened.
+    #[default]
+    Nothing,
+    /// Its last read failed: read it again (reason `error`).
+    Retry,
+    /// It is a picture or video whose asset is gone: read it, and its claim stores it
+    /// afresh (reason `new`: it is new to the index).
+    Claim,
+    /// Its asset is in the trash: restore the asset by id, without reading the file.
+    Restore,
+}
+
+impl Again {
+    /// Why an unchanged file is read all the same, if it is.
+    fn reason(self) -> Option<Reason> {
+        match self {
+            Again::Retry => Some(Reason::Error),
+            Again::Claim => Some(Reason::New),
+            Again::Nothing | Again::Restore => None,
+        }
+    }
 }
 
 /// What the store knows directly inside one directory.
@@ -67,6 +97,8 @@ pub struct Batch {
     pub changed: Vec<Observed>,
     /// How many files were seen with an unchanged stamp (they need no write of their own).
     pub unchanged: u64,
+    /// File ids among the unchanged whose asset is in the trash: their asset is restored.
+    pub reclaim: Vec<i64>,
     /// Entries that could not be listed or followed.
     pub problems: Vec<(PathBuf, String)>,
 }
@@ -301,10 +333,14 @@ impl<'a> Diffing<'a> {
             Walked::File { rel, stamp } => {
                 let known = self.see_file(&rel)?;
                 let why = reason(&stamp, known.as_ref().map(|k| &k.stamp), self.forced)
-                    .or_else(|| known.filter(|k| k.retry).map(|_| Reason::Error));
-                match why {
-                    None => self.batch.unchanged += 1,
-                    Some(why) => {
+                    .or_else(|| known.and_then(|k| k.again.reason()));
+                match (why, known) {
+                    (None, Some(k)) if k.again == Again::Restore => {
+                        self.batch.unchanged += 1;
+                        self.batch.reclaim.push(k.id);
+                    }
+                    (None, _) => self.batch.unchanged += 1,
+                    (Some(why), _) => {
                         self.to_read_bytes += stamp.size;
                         self.to_read.push((rel, stamp, why));
                     }
@@ -546,7 +582,11 @@ mod tests {
         /// What a store would know after these batches.
         fn remember(&self, known: &mut Memory) {
             for o in self.batches.iter().flat_map(|b| &b.changed) {
-                let retry = o.checksum.is_none();
+                let again = if o.checksum.is_none() {
+                    Again::Retry
+                } else {
+                    Again::Nothing
+                };
                 let id = known
                     .0
                     .get(&o.rel)
@@ -556,7 +596,7 @@ mod tests {
                     KnownStamp {
                         id,
                         stamp: o.stamp,
-                        retry,
+                        again,
                     },
                 );
             }
@@ -645,6 +685,36 @@ mod tests {
         assert_eq!(extracted.load(Ordering::SeqCst), 0);
         assert!(sink.changed().is_empty());
         assert_eq!(summary.unseen, Gone::default(), "nothing is gone");
+    }
+
+    #[test]
+    fn an_unchanged_file_whose_asset_is_trashed_or_gone_is_claimed_again() {
+        let dir = library(6);
+        let mut known = Memory::default();
+        scan(dir.path(), &mut known, &small_batches())
+            .0
+            .remember(&mut known);
+        let mut mark = |rel: &str, again| {
+            let k = known.0.get_mut(Path::new(rel)).expect("known");
+            k.again = again;
+            k.id
+        };
+        let trashed = mark("d0/e0/f0.jpg", Again::Restore);
+        mark("d1/e1/f1.jpg", Again::Claim);
+        let (sink, summary) = scan(dir.path(), &mut known, &small_batches());
+        let reclaimed: Vec<i64> = sink
+            .batches
+            .iter()
+            .flat_map(|b| b.reclaim.clone())
+            .collect();
+        assert_eq!(reclaimed, vec![trashed], "restored by id, not read");
+        let read: Vec<_> = sink
+            .changed()
+            .into_iter()
+            .map(|(rel, o)| (rel, o.reason))
+            .collect();
+        assert_eq!(read, vec![("d1/e1/f1.jpg".to_string(), Reason::New)]);
+        assert_eq!((summary.files_read, summary.unchanged), (1, 5));
     }
 
     #[test]
@@ -782,7 +852,6 @@ mod tests {
             summary.unseen.files, gone,
             "with its path, for the check at completion"
         );
-
         assert_eq!(summary.unseen.dirs, vec![PathBuf::from("d2")]);
         assert_eq!(summary.unchanged, 12 - 1 - 4);
     }
@@ -820,10 +889,10 @@ mod tests {
                 dev: 1,
                 inode: id as u64,
             };
-            let (id, retry) = (id as i64 + 1, false);
+            let (id, again) = (id as i64 + 1, Again::Nothing);
             known
                 .0
-                .insert(PathBuf::from(rel), KnownStamp { id, stamp, retry });
+                .insert(PathBuf::from(rel), KnownStamp { id, stamp, again });
         }
         known
     }

@@ -8,12 +8,13 @@
 //! all. Only symlinks cost more (canonicalize + a followed stat). Junk (hidden entries, NAS
 //! thumbnail and recycle folders, OS droppings) is skipped; symlinks are followed only
 //! while they stay inside the root; loops, dangling links and unreadable entries are
-//! reported as problems, never fatal. Must not touch the database.
+//! reported as problems, never fatal. A scope inside a skipped folder (our own
+//! `.mediadex-trash/` among them) walks nothing. Must not touch the database.
 
 use crossbeam_channel::Sender;
 use std::ffi::OsStr;
 use std::fs::{self, DirEntry, FileType, Metadata, ReadDir};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 pub use crate::model::FileStamp as Stamp;
@@ -146,6 +147,15 @@ pub fn walk(root: &Path, scope: &Path, out: &Sender<Vec<Walked>>, hook: Option<&
 fn walk_from(root: &Path, scope: &Path, out: &mut Out<'_>) -> Result<(), Stopped> {
     let start = root.join(scope);
     let rel = relative(root, &start);
+    if skipped(scope) {
+        // A walk never enters what it skips, whichever way it is asked to: the files in our
+        // trash folder must not become files of the library (their claim would restore
+        // the trashed asset).
+        return out.send(problem(
+            rel,
+            "the scan skips this folder (hidden or NAS metadata)",
+        ));
+    }
     // The start is followed if it is a link, as any link inside the root is.
     let meta = match fs::metadata(&start) {
         Ok(meta) => meta,
@@ -294,6 +304,13 @@ fn child(dir: &Path, name: &OsStr) -> PathBuf {
     path.push(dir);
     path.push(name);
     path
+}
+
+/// True when a component of `scope` is a name the walk skips.
+fn skipped(scope: &Path) -> bool {
+    scope
+        .components()
+        .any(|c| matches!(c, Component::Normal(name) if is_junk_os(name)))
 }
 
 fn relative(root: &Path, path: &Path) -> PathBuf {
@@ -525,6 +542,21 @@ mod tests {
             &items(&root, "2023")[..],
             [Walked::Problem { rel, .. }] if rel == Path::new("2023")
         ));
+    }
+
+    #[test]
+    fn a_scope_inside_a_skipped_folder_walks_nothing() {
+        let dir = tree();
+        let root = fs::canonicalize(dir.path()).expect("canon");
+        fs::create_dir_all(root.join(".mediadex-trash/7/2024")).expect("mkdir");
+        fs::write(root.join(".mediadex-trash/7/2024/a.jpg"), "aaaa").expect("write");
+        for scope in [".mediadex-trash", ".mediadex-trash/7/2024", "@eaDir/a.jpg"] {
+            assert!(
+                matches!(&items(&root, scope)[..], [Walked::Problem { rel, .. }] if rel == Path::new(scope)),
+                "{scope}: {:?}",
+                items(&root, scope)
+            );
+        }
     }
 
     #[test]

@@ -1,11 +1,12 @@
-//! The `files` table and the scan run's fenced writes of data: the known files for the diff,
-//! ingest batches (file rows, asset claims, progress and reason counts in one transaction
-//! under the scan lease), progress with the count of unchanged files (which cost no row of
-//! their own), and the end of a full scan (missing files from what the walk found gone,
-//! except rows a restore brought back during the run; orphaned assets; the circuit
-//! breaker) committed with the run's completion.
+//! The `files` table and the scan run's fenced writes of data: the known files for the diff
+//! (with what a present file's asset needs: restored from the trash, or claimed afresh),
+//! ingest batches (file rows, asset claims, the restore of unchanged files' trashed assets,
+//! progress and reason counts in one transaction under the scan lease), progress with the
+//! count of unchanged files (which cost no row of their own), and the end of a full scan
+//! (missing files from what the walk found gone, except rows a restore brought back during
+//! the run; orphaned assets; the circuit breaker) committed with the run's completion.
 
-use super::assets::{ClaimFor, claim, trash_if_orphan};
+use super::assets::{ClaimFor, claim, restore, trash_if_orphan};
 use super::lease::{expect_one, lost};
 use super::{Store, StoreError, parse_col, scan_runs};
 use crate::model::{
@@ -14,7 +15,7 @@ use crate::model::{
     Unseen,
 };
 use rusqlite::{Connection, OptionalExtension, params};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 /// The fence that opens every scan data write: the run is ours, running and unexpired. It
 /// records the progress (when given) and answers the run's library and scope.
@@ -22,24 +23,42 @@ const FENCE: &str = fenced!(
     "UPDATE scan_runs SET progress = coalesce(?4, progress), updated_at = ?3",
     "RETURNING library_id, scope"
 );
+/// The columns `known_from_row` reads: the stamp, the link, and whether the last read found
+/// a picture or video (a file that is none keeps `model::NOT_MEDIA` as its error, whichever
+/// version wrote it).
+macro_rules! known_cols {
+    () => {
+        "id, rel_path, size, mtime_ns, dev, inode, asset_id, last_reason = 'error',
+         error IS NOT 'not a photo or video'"
+    };
+}
 /// Present files under a scope: `?2 = ''` is the whole library; otherwise the path itself
 /// or anything below `scope/` (the byte range `scope/` ..< `scope0`, `0` following `/`).
-const KNOWN: &str = "
-    SELECT id, rel_path, size, mtime_ns, dev, inode, asset_id, last_reason = 'error' FROM files
-     WHERE library_id = ?1 AND state = 'present'
-       AND (?2 = '' OR rel_path = ?3 OR (rel_path >= ?4 AND rel_path < ?5))";
+const KNOWN: &str = concat!(
+    "SELECT ",
+    known_cols!(),
+    " FROM files WHERE library_id = ?1 AND state = 'present'
+       AND (?2 = '' OR rel_path = ?3 OR (rel_path >= ?4 AND rel_path < ?5))"
+);
 /// The file rows from `?2` on, in path order (the root: no upper bound). `known_dir` reads
 /// a directory's direct files from it and jumps over each sub-directory after its first
 /// row, so listing a directory costs its own files plus one seek per sub-directory, not
 /// its whole subtree.
-const DIR_ROWS_FROM: &str = "
-    SELECT id, rel_path, size, mtime_ns, dev, inode, asset_id, last_reason = 'error',
-           state = 'present'
-      FROM files WHERE library_id = ?1 AND rel_path >= ?2 ORDER BY rel_path";
-const DIR_ROWS_BETWEEN: &str = "
-    SELECT id, rel_path, size, mtime_ns, dev, inode, asset_id, last_reason = 'error',
-           state = 'present'
-      FROM files WHERE library_id = ?1 AND rel_path >= ?2 AND rel_path < ?3 ORDER BY rel_path";
+const DIR_ROWS_FROM: &str = concat!(
+    "SELECT ",
+    known_cols!(),
+    ", state = 'present' FROM files WHERE library_id = ?1 AND rel_path >= ?2 ORDER BY rel_path"
+);
+/// The trash, for the diff to tell a present file whose asset is trashed. Read once per scan
+/// through the partial index, instead of a lookup of every known file's asset (a random
+/// probe per file, a third slower listing of an unchanged library).
+const TRASHED: &str = "SELECT id FROM assets WHERE trashed_at IS NOT NULL";
+const DIR_ROWS_BETWEEN: &str = concat!(
+    "SELECT ",
+    known_cols!(),
+    ", state = 'present' FROM files WHERE library_id = ?1 AND rel_path >= ?2 AND rel_path < ?3
+     ORDER BY rel_path"
+);
 const PREVIOUS: &str = "SELECT id, asset_id FROM files WHERE library_id = ?1 AND rel_path = ?2";
 /// A processed file new to the library. Not an upsert: `PREVIOUS` (in the same write
 /// transaction) already told whether the row exists, and an `ON CONFLICT DO UPDATE` on a
@@ -54,6 +73,9 @@ const UPDATE_FILE: &str = "
                      asset_id = ?7, state = 'present', last_reason = ?8,
                      error = ?9, last_seen_run = ?10, missing_since = NULL
      WHERE id = ?1";
+/// The asset a present file of the library shows, for restoring it by id.
+const PRESENT_ASSET: &str =
+    "SELECT asset_id FROM files WHERE id = ?1 AND library_id = ?2 AND state = 'present'";
 const COUNT_REASON: &str = "
     INSERT INTO scan_run_reasons (run_id, reason, count) VALUES (?1, ?2, ?3)
     ON CONFLICT (run_id, reason) DO UPDATE SET count = count + excluded.count";
@@ -147,6 +169,7 @@ fn known_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<KnownFile> {
         },
         asset_id: r.get(6)?,
         has_error: r.get(7)?,
+        media: r.get(8)?,
     })
 }
 
@@ -187,7 +210,7 @@ fn list_dir(conn: &Connection, library_id: i64, dir: &[u8]) -> Result<KnownDir, 
                 jump = Some(next);
                 break;
             }
-            if row.get::<_, bool>(8)? {
+            if row.get::<_, bool>(9)? {
                 listing.files.push(known_from_row(row)?);
             }
         }
@@ -319,6 +342,30 @@ pub(super) fn ingest_one(
     })
 }
 
+/// Restores the trashed asset of file `file_id`, seen present and unchanged by the scan
+/// (DESIGN.md section 6: the index heals itself). By id alone, and only while the row is
+/// still present: a trash that moved the file since keeps its asset trashed. `None` when
+/// there was nothing to restore (restored or swept meanwhile: a swept asset leaves the row
+/// without a link, and the next scan stores the file afresh).
+fn reclaim(
+    conn: &Connection,
+    library_id: i64,
+    file_id: i64,
+) -> Result<Option<ItemOutcome>, StoreError> {
+    let asset: Option<Option<i64>> = conn
+        .prepare_cached(PRESENT_ASSET)?
+        .query_row(params![file_id, library_id], |r| r.get(0))
+        .optional()?;
+    let Some(id) = asset.flatten() else {
+        return Ok(None);
+    };
+    Ok(restore(conn, id)?.then_some(ItemOutcome {
+        file_id,
+        asset_id: Some(id),
+        claim: Claim::Restored,
+    }))
+}
+
 /// How many of the unseen files and of the files below vanished directories run `run_id`
 /// would mark missing (see `MARK_FILE_MISSING`).
 fn count_unseen(
@@ -448,6 +495,15 @@ impl Store {
         self.read(|conn| list_dir(conn, library_id, dir))
     }
 
+    /// The ids of the trashed assets (as many as the trash holds).
+    pub fn trashed_asset_ids(&self) -> Result<HashSet<i64>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(TRASHED)?;
+            let rows = stmt.query_map([], |r| r.get(0))?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        })
+    }
+
     /// Commits one batch of processed files in ONE fenced transaction: the fence check on
     /// the scan run first (with `progress`), then per item the asset claim (DESIGN.md
     /// section 6) and the file row, then the run's reason counts (each item's reason, plus
@@ -459,16 +515,18 @@ impl Store {
         batch: Vec<IngestItem>,
         progress: &str,
     ) -> Result<BatchReport, StoreError> {
-        self.ingest_batch_counting(lease, library_id, batch, progress, 0)
+        self.ingest_batch_counting(lease, library_id, batch, Vec::new(), progress, 0)
     }
 
-    /// `ingest_batch`, also counting `unchanged` files the run saw since its last write
-    /// (they cost no row of their own).
+    /// `ingest_batch`, also restoring the trashed assets of the present files `reclaim`
+    /// (ids of files the run saw unchanged, see `reclaim`) and counting `unchanged` files
+    /// the run saw since its last write (they cost no row of their own).
     pub fn ingest_batch_counting(
         &self,
         lease: &Lease,
         library_id: i64,
         batch: Vec<IngestItem>,
+        reclaim: Vec<i64>,
         progress: &str,
         unchanged: u64,
     ) -> Result<BatchReport, StoreError> {
@@ -487,6 +545,11 @@ impl Store {
                     *counts.entry(Provenance::Duplicate.as_str()).or_insert(0) += 1;
                 }
                 report.items.push(outcome);
+            }
+            for file_id in reclaim {
+                report
+                    .items
+                    .extend(self::reclaim(conn, library_id, file_id)?);
             }
             count_reasons(conn, lease.id, &counts)?;
             count_hashed(conn, &batch)?;
@@ -589,6 +652,14 @@ mod plan_tests {
             }
         }
         at
+    }
+
+    #[test]
+    fn the_known_files_tell_a_file_that_is_no_media_by_the_error_the_scan_keeps() {
+        let quoted = format!("'{}'", crate::model::NOT_MEDIA);
+        for sql in [super::KNOWN, super::DIR_ROWS_FROM, super::DIR_ROWS_BETWEEN] {
+            assert!(sql.contains(&quoted), "{sql}");
+        }
     }
 
     #[test]
