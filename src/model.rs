@@ -482,6 +482,8 @@ pub struct KnownFile {
     /// The last read of this file failed (its stamp may match, but it was never hashed):
     /// the scan may want to try again.
     pub has_error: bool,
+    /// Its last read found a picture or video (false: a file kept without an asset).
+    pub media: bool,
 }
 
 /// What the store knows directly inside one directory of a library: its present files, and
@@ -536,6 +538,11 @@ impl ScanEnd {
         ScanEnd { unseen, ..self }
     }
 }
+
+/// The error kept on a file that was read and is no picture or video. It tells such a file
+/// (no asset, not read again until it changes) from a picture whose asset is gone, which
+/// the next scan claims again; older versions wrote the same text.
+pub const NOT_MEDIA: &str = "not a photo or video";
 
 /// One processed file, as the scan pipeline hands it to the store.
 #[derive(Clone, Debug, PartialEq)]

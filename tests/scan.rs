@@ -1,14 +1,20 @@
 //! A library scanned end to end through the worker pool: provenance reasons, duplicates,
-//! unchanged rescans, renames and deletes, the circuit breaker and cancellation.
+//! unchanged rescans, renames and deletes, the circuit breaker and cancellation; a walker
+//! that fails; restores and moves while the walk runs; the index healing itself; files
+//! that stop being media.
 
 mod support;
 
-use mediadex::model::{Asset, Begun, Provenance, RunState, ScanRun, Target};
+use mediadex::model::{
+    Asset, Begun, FileState, Provenance, RunState, ScanEnd, ScanRun, Target, TrashReason, Unseen,
+};
 use mediadex::queue::{Handlers, PoolConfig, WorkerPool};
 use mediadex::scan::job::{ScanConfig, ScanJob};
 use mediadex::scan::pipeline::Settings;
+use mediadex::scan::walk::{WalkHook, WalkPoint};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::{Env, TTL, env};
 
@@ -434,4 +440,255 @@ fn an_interrupted_trash_is_carried_on_by_the_reclaimer_whether_or_not_the_file_m
     assert!(trashed.contains(&d) && trashed.contains(&e));
     assert!(!lib.root.join("d.png").exists() && !lib.root.join("e.png").exists());
     assert!(env.store.pending_intents().expect("pending").is_empty());
+}
+
+impl Lib<'_> {
+    /// The asset whose only path is `rel`.
+    fn only(&self, rel: &str) -> Asset {
+        let all = [self.assets(false), self.assets(true)].concat();
+        all.into_iter()
+            .find(|a| self.paths_of(a) == vec![rel])
+            .unwrap_or_else(|| panic!("no asset shown by {rel} alone"))
+    }
+
+    /// The live asset a present `rel` shows, if any.
+    fn live_at(&self, rel: &str) -> Option<Asset> {
+        self.assets(false).into_iter().find(|a| {
+            a.paths
+                .iter()
+                .any(|p| p.rel_path_text == rel && p.state == FileState::Present)
+        })
+    }
+
+    /// A full scan whose walker calls `hook` as it enters and leaves each folder.
+    fn scan_hooked(
+        &self,
+        hook: impl Fn(WalkPoint<'_>) + Send + Sync + 'static,
+    ) -> (ScanRun, BTreeMap<&'static str, i64>) {
+        let config = ScanConfig {
+            pipeline: Settings {
+                walk_hook: Some(WalkHook(Arc::new(hook))),
+                ..Settings::default()
+            },
+            ..ScanConfig::default()
+        };
+        self.scan_with("", config)
+    }
+}
+
+#[test]
+fn a_walker_that_panics_fails_the_run_and_marks_nothing_missing() {
+    let env = env();
+    let lib = library(&env);
+    // More entries than one chunk of the walker's channel, so that the reader has folders
+    // open when the walker dies (a walker that dies before its first chunk shows nothing).
+    for i in 0..300u32 {
+        let path = lib.root.join(format!("bulk/{i}.png"));
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        image::RgbImage::from_pixel(2, 2, image::Rgb([(i % 256) as u8, (i / 256) as u8, 7]))
+            .save(&path)
+            .expect("png");
+    }
+    assert_eq!(lib.scan().0.state, RunState::Completed);
+    let before = lib.assets(false);
+    let panicking = ScanConfig {
+        // The breaker is a separate guard: with it open, only the walker decides here.
+        max_missing_share: 1.0,
+        pipeline: Settings {
+            walk_hook: Some(WalkHook(Arc::new(|at| {
+                if at == WalkPoint::Left(Path::new("bulk")) {
+                    panic!("injected walker failure");
+                }
+            }))),
+            ..Settings::default()
+        },
+        ..ScanConfig::default()
+    };
+    let (run, reasons) = lib.scan_with("", panicking);
+    assert_eq!(run.state, RunState::Failed, "{:?}", run.reason);
+    let reason = run.reason.expect("a reason");
+    assert!(reason.contains("injected walker failure"), "{reason}");
+    assert_eq!(reasons.get("missing"), None, "{reasons:?}");
+    assert!(lib.assets(true).is_empty(), "nothing trashed");
+    assert_eq!(lib.assets(false), before, "every file still present");
+}
+
+#[test]
+fn a_restore_while_the_walk_runs_holds_after_the_completion() {
+    let env = env();
+    let lib = library(&env);
+    lib.scan();
+    let c = lib.only("2024/trip/c.png").id;
+    mediadex::trash::trash(&env.store, c).expect("trash");
+    // The trash left 2024/trip empty, and the user removed it: the walk finds the folder gone.
+    std::fs::remove_dir(lib.root.join("2024/trip")).expect("rmdir");
+    let store = env.store.clone();
+    let (run, reasons) = lib.scan_hooked(move |at| {
+        if at == WalkPoint::Left(Path::new("")) {
+            // The walk has passed every folder; the restore puts 2024/trip/c.png back.
+            mediadex::trash::restore(&store, c).expect("restore");
+        }
+    });
+    assert_eq!(run.state, RunState::Completed, "{:?}", run.reason);
+    assert!(lib.root.join("2024/trip/c.png").exists());
+    assert_eq!(reasons.get("missing"), None, "{reasons:?}");
+    let asset = env.store.asset(c).expect("read").expect("row");
+    assert_eq!(asset.trashed_at, None, "the restore holds");
+    assert_eq!(asset.paths[0].state, FileState::Present);
+}
+
+#[test]
+fn a_file_moved_away_and_back_while_the_walk_runs_is_not_marked_missing() {
+    let env = env();
+    let lib = library(&env);
+    lib.scan();
+    let d = lib.only("d.png").id;
+    let (here, aside) = (lib.root.join("d.png"), env.dir.path().join("aside.png"));
+    let (run, reasons) = lib.scan_hooked(move |at| match at {
+        // Away while the walk lists the root, back before the completion.
+        WalkPoint::Entering(rel) if rel == Path::new("") => {
+            std::fs::rename(&here, &aside).expect("away")
+        }
+        WalkPoint::Left(rel) if rel == Path::new("") => {
+            std::fs::rename(&aside, &here).expect("back")
+        }
+        _ => {}
+    });
+    assert_eq!(run.state, RunState::Completed, "{:?}", run.reason);
+    assert_eq!(reasons.get("missing"), None, "{reasons:?}");
+    let asset = env.store.asset(d).expect("read").expect("row");
+    assert_eq!(asset.trashed_at, None);
+    assert_eq!(asset.paths[0].state, FileState::Present);
+}
+
+#[test]
+fn a_row_a_restore_brought_back_during_the_run_is_not_marked_missing_by_its_completion() {
+    let env = env();
+    let lib = library(&env);
+    lib.scan();
+    let (d, c) = (lib.only("d.png"), lib.only("2024/trip/c.png"));
+    mediadex::trash::trash(&env.store, d.id).expect("trash d");
+    mediadex::trash::trash(&env.store, c.id).expect("trash c");
+    env.store
+        .request_scan(env.scan_request(lib.id, ""))
+        .expect("request");
+    let (lease, _) = env
+        .store
+        .claim_scan_run(TTL)
+        .expect("claim")
+        .expect("a run");
+    // Both restores land after the walk looked: it found d.png absent and 2024/trip gone.
+    mediadex::trash::restore(&env.store, d.id).expect("restore d");
+    mediadex::trash::restore(&env.store, c.id).expect("restore c");
+    let unseen = Unseen {
+        files: vec![d.paths[0].file_id],
+        dirs: vec![b"2024/trip".to_vec()],
+    };
+    let end = ScanEnd::breaker(0.5, true).unseen(unseen);
+    let report = env
+        .store
+        .finish_full_scan(&lease, lib.id, end)
+        .expect("finish");
+    assert_eq!(report.state, RunState::Completed);
+    assert_eq!((report.missing_files, report.trashed_assets), (0, 0));
+    for id in [d.id, c.id] {
+        let asset = env.store.asset(id).expect("read").expect("row");
+        assert_eq!(asset.trashed_at, None, "asset {id}: the restore holds");
+        assert_eq!(asset.paths[0].state, FileState::Present);
+    }
+}
+
+#[test]
+fn a_present_unchanged_file_whose_asset_is_trashed_is_restored_by_a_plain_scan() {
+    let env = env();
+    let lib = library(&env);
+    lib.scan();
+    let d = lib.only("d.png").id;
+    // What the defective trash left behind: the asset trashed, its file still in place.
+    env.raw()
+        .execute(
+            "UPDATE assets SET trashed_at = 1, trash_reason = 'user' WHERE id = ?1",
+            [d],
+        )
+        .expect("plant");
+    let (run, reasons) = lib.scan();
+    assert_eq!(run.state, RunState::Completed);
+    assert_eq!(reasons, BTreeMap::from([("unchanged", 7)]), "nothing read");
+    let asset = env.store.asset(d).expect("read").expect("row");
+    assert_eq!(asset.trashed_at, None, "restored by id");
+    assert_eq!(lib.live_at("d.png").map(|a| a.id), Some(d));
+}
+
+#[test]
+fn a_present_unchanged_file_whose_asset_is_gone_is_stored_afresh_by_a_plain_scan() {
+    let env = env();
+    let lib = library(&env);
+    lib.scan();
+    let e = lib.only("e.png").id;
+    // What the defective sweep left behind: the asset deleted, its present file unlinked.
+    env.raw()
+        .execute_batch(&format!(
+            "UPDATE files SET asset_id = NULL WHERE asset_id = {e};
+             DELETE FROM assets WHERE id = {e};"
+        ))
+        .expect("plant");
+    let (run, reasons) = lib.scan();
+    assert_eq!(run.state, RunState::Completed);
+    assert_eq!(
+        reasons,
+        BTreeMap::from([("new", 1), ("unchanged", 6)]),
+        "e.png is read again; notes.txt, no picture, is not"
+    );
+    let fresh = lib.live_at("e.png").expect("e.png is indexed again");
+    assert_eq!(lib.paths_of(&fresh), vec!["e.png"]);
+    let (_, again) = lib.scan();
+    assert_eq!(again, BTreeMap::from([("unchanged", 7)]), "healed once");
+}
+
+#[test]
+fn a_scan_scoped_inside_the_trash_folder_reads_and_restores_nothing() {
+    let env = env();
+    let lib = library(&env);
+    lib.scan();
+    let d = lib.only("d.png").id;
+    mediadex::trash::trash(&env.store, d).expect("trash");
+    let (run, reasons) = lib.scan_with(".mediadex-trash", ScanConfig::default());
+    assert_eq!(run.state, RunState::Completed);
+    assert_eq!(reasons, BTreeMap::new(), "nothing walked");
+    let asset = env.store.asset(d).expect("read").expect("row");
+    assert!(asset.trashed_at.is_some(), "still trashed");
+    assert_eq!(asset.paths.len(), 1, "no file of the trash folder indexed");
+}
+
+#[test]
+fn a_file_that_is_no_longer_media_drops_its_asset_and_a_lone_asset_goes_to_the_trash() {
+    let env = env();
+    let lib = library(&env);
+    lib.scan();
+    let d = lib.only("d.png").id;
+    let a = lib.live_at("copy-of-a.png").expect("a").id;
+    std::fs::write(lib.root.join("d.png"), "now a text file").expect("rewrite d");
+    std::fs::write(lib.root.join("copy-of-a.png"), "and this one too").expect("rewrite");
+    let (run, _) = lib.scan();
+    assert_eq!(run.state, RunState::Completed);
+    let old = env.store.asset(d).expect("read").expect("row");
+    assert!(
+        old.paths.is_empty(),
+        "d.png shows no asset: {:?}",
+        old.paths
+    );
+    assert_eq!(
+        old.trash_reason,
+        Some(TrashReason::Replaced),
+        "its last file"
+    );
+    let a = env.store.asset(a).expect("read").expect("row");
+    assert_eq!(a.trashed_at, None, "it still has 2024/a.png");
+    assert_eq!(lib.paths_of(&a), vec!["2024/a.png"]);
+    let (_, reasons) = lib.scan();
+    assert_eq!(
+        reasons,
+        BTreeMap::from([("unchanged", 7)]),
+        "not read again"
+    );
 }

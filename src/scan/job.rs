@@ -4,18 +4,23 @@
 //! more. Unchanged files cost no write: they are counted, and the count rides on the next
 //! write (a batch of changed files, a progress checkpoint at most every second, or the
 //! completion). A full-scope run ends with the missing-file marking (from what the walk
-//! found gone) and the circuit breaker in the same fenced transaction as its completion.
-//! No SQL here: everything goes through `Store`.
+//! found gone and is still not there just before the completion) and the circuit breaker
+//! in the same fenced transaction as its completion. An unchanged file whose asset is in
+//! the trash or gone is claimed again (DESIGN.md section 6). A walker that failed ends the
+//! run failed. No SQL here: everything goes through `Store`.
 
 use super::identity::{self, Verdict};
-use super::pipeline::{self, Batch, DirKnown, Gone, Known, KnownStamp, Settings, Sink, SinkError};
+use super::pipeline::{
+    self, Again, Batch, DirKnown, Gone, Known, KnownStamp, Settings, Sink, SinkError,
+};
 use crate::model::{
-    ContentHash, FileReason, IngestItem, Library, MediaFacts, MediaKind, RunOutcome, ScanEnd,
-    ScanRun, Unseen,
+    ContentHash, FileReason, IngestItem, KnownFile, Library, MediaFacts, MediaKind, NOT_MEDIA,
+    RunOutcome, ScanEnd, ScanRun, Unseen,
 };
 use crate::queue::{GuardError, ScanDone, ScanHandler, WorkContext, WorkError};
 use crate::store::{Store, StoreError};
 use std::cell::Cell;
+use std::collections::HashSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -77,6 +82,7 @@ impl ScanHandler for ScanJob {
         let mut known = StoreKnown {
             store: &self.store,
             library_id: library.id,
+            trashed: None,
         };
         let mut sink = LeaseSink::new(ctx, &self.store, &library);
         sink.content_hash_scheme = self.config.content_hash_scheme;
@@ -94,7 +100,7 @@ impl ScanHandler for ScanJob {
                 let end = ScanEnd {
                     max_missing_share: self.config.max_missing_share,
                     identity_ok: verdict == Verdict::Same,
-                    unseen: unseen(summary.unseen),
+                    unseen: still_gone(&root, summary.unseen),
                     unchanged: sink.unchanged,
                     progress: Some(sink.progress_text()),
                 };
@@ -112,6 +118,10 @@ impl ScanHandler for ScanJob {
                     .unwrap_or(crate::queue::CancelReason::Cancelled),
             ))),
             Err(SinkError::Store(msg)) => Err(WorkError::Failed(msg)),
+            Err(e @ SinkError::Walker(_)) => {
+                tracing::error!(library = %library.name, error = %e, "scan failed");
+                Err(WorkError::Failed(e.to_string()))
+            }
         }
     }
 }
@@ -170,14 +180,24 @@ fn failed(e: StoreError) -> WorkError {
 struct StoreKnown<'a> {
     store: &'a Store,
     library_id: i64,
+    /// The trashed assets (one id per asset in the trash), read once, at the first directory.
+    /// One trashed since is left for the next scan; one restored since is left alone by the
+    /// batch's restore by id, which checks again in its own transaction.
+    trashed: Option<HashSet<i64>>,
 }
 
 impl Known for StoreKnown<'_> {
     fn dir(&mut self, rel_dir: &Path) -> Result<DirKnown, SinkError> {
+        let store_error = |e: StoreError| SinkError::Store(e.to_string());
+        if self.trashed.is_none() {
+            self.trashed = Some(self.store.trashed_asset_ids().map_err(store_error)?);
+        }
+        let none = HashSet::new();
+        let trashed = self.trashed.as_ref().unwrap_or(&none);
         let listing = self
             .store
             .known_dir(self.library_id, &path_bytes(rel_dir))
-            .map_err(|e| SinkError::Store(e.to_string()))?;
+            .map_err(store_error)?;
         let files = listing
             .files
             .into_iter()
@@ -186,7 +206,7 @@ impl Known for StoreKnown<'_> {
                 let known = KnownStamp {
                     id: k.id,
                     stamp: k.stamp,
-                    retry: k.has_error,
+                    again: again(&k, trashed),
                 };
                 (os_string(name), known)
             })
@@ -196,11 +216,39 @@ impl Known for StoreKnown<'_> {
     }
 }
 
-/// What the walk found gone, in the store's terms.
-fn unseen(gone: Gone) -> Unseen {
+/// What a known file still needs when its stamp is unchanged (DESIGN.md section 6: a
+/// present file whose asset is trashed or gone is claimed again by the next plain scan).
+fn again(k: &KnownFile, trashed: &HashSet<i64>) -> Again {
+    if k.has_error {
+        Again::Retry
+    } else if k.asset_id.is_none() && k.media {
+        Again::Claim
+    } else if k.asset_id.is_some_and(|id| trashed.contains(&id)) {
+        Again::Restore
+    } else {
+        Again::Nothing
+    }
+}
+
+/// What the walk found gone and is still not there now, in the store's terms. The walk saw
+/// each folder at one moment; a file put back since (a restore, a move there and back, an
+/// entry a changing listing skipped) is there at the completion and must not go missing.
+/// Only "not found" is gone: a path that cannot be checked decides nothing. A vanished
+/// folder that is back is left for the next scan to walk.
+fn still_gone(root: &Path, gone: Gone) -> Unseen {
+    let absent = |rel: &Path| {
+        std::fs::symlink_metadata(root.join(rel))
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+    };
     Unseen {
-        files: gone.files,
-        dirs: gone.dirs.iter().map(|d| path_bytes(d)).collect(),
+        files: (gone.files.into_iter())
+            .filter(|(_, rel)| absent(rel))
+            .map(|(id, _)| id)
+            .collect(),
+        dirs: (gone.dirs.iter())
+            .filter(|d| absent(d))
+            .map(|d| path_bytes(d))
+            .collect(),
     }
 }
 
@@ -279,15 +327,17 @@ impl Sink for LeaseSink<'_> {
         let progress = self.progress_json(&batch);
         let library_id = self.library_id;
         self.unchanged += batch.unchanged;
-        if !batch.changed.is_empty() {
+        if !batch.changed.is_empty() || !batch.reclaim.is_empty() {
             let scheme = self.content_hash_scheme;
             let items: Vec<IngestItem> = batch
                 .changed
                 .into_iter()
                 .map(|o| ingest_item(o, scheme))
                 .collect();
-            let unchanged = std::mem::take(&mut self.unchanged);
-            self.write(|s, l| s.ingest_batch_counting(l, library_id, items, &progress, unchanged))?;
+            let (reclaim, unchanged) = (batch.reclaim, std::mem::take(&mut self.unchanged));
+            self.write(|s, l| {
+                s.ingest_batch_counting(l, library_id, items, reclaim, &progress, unchanged)
+            })?;
         } else if self.last_write.elapsed() >= CHECKPOINT_EVERY {
             let unchanged = std::mem::take(&mut self.unchanged);
             self.write(|s, l| s.scan_progress(l, library_id, &progress, unchanged))?;
@@ -331,7 +381,7 @@ fn ingest_item(o: pipeline::Observed, content_hash_scheme: i64) -> IngestItem {
         .is_some_and(|f| f.kind.is_none_or(|k| k == MediaKind::Other));
     let (reason, checksum, error) = match (o.checksum, not_media) {
         (None, _) => (FileReason::Error, None, o.error),
-        (Some(_), true) => (o.reason, None, Some("not a photo or video".to_string())),
+        (Some(_), true) => (o.reason, None, Some(NOT_MEDIA.to_string())),
         (Some(sum), false) => (o.reason, Some(sum), o.error),
     };
     IngestItem {

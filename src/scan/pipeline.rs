@@ -8,11 +8,16 @@
 //! The diff also finds what is gone: for every directory the walk listed completely, the
 //! known files it did not see and the known sub-directories that are no longer there
 //! (`Summary::unseen`). A directory that could not be listed completely decides nothing.
-//! A refused batch (lost lease) or a cancellation stops the walk and the reading.
+//! A refused batch (lost lease) or a cancellation stops the walk and the reading. A walker
+//! that panicked listed nothing completely: the run is an error, and nothing is gone.
+//!
+//! An unchanged file is not read, but one whose asset is in the trash or gone is claimed
+//! again (DESIGN.md section 6, "the index heals itself"): the batch names it to be restored
+//! by id, or it is read and stored afresh.
 
 use super::diff::{Reason, reason};
 use super::hash::{Checksum, Extract, prefetch, read_once};
-use super::walk::{CHUNK, Stamp, Walked, walk};
+use super::walk::{CHUNK, Stamp, WalkHook, Walked, walk};
 use crate::model::MediaFacts;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
 use rayon::prelude::*;
@@ -28,8 +33,34 @@ pub struct KnownStamp {
     /// The file row's id.
     pub id: i64,
     pub stamp: Stamp,
-    /// Its last read failed: read it again even if its stamp is unchanged.
-    pub retry: bool,
+    /// What the file still needs if its stamp is unchanged.
+    pub again: Again,
+}
+
+/// What a file with an unchanged stamp still needs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Again {
+    /// Nothing: it is not opened.
+    #[default]
+    Nothing,
+    /// Its last read failed: read it again (reason `error`).
+    Retry,
+    /// It is a picture or video whose asset is gone: read it, and its claim stores it
+    /// afresh (reason `new`: it is new to the index).
+    Claim,
+    /// Its asset is in the trash: restore the asset by id, without reading the file.
+    Restore,
+}
+
+impl Again {
+    /// Why an unchanged file is read all the same, if it is.
+    fn reason(self) -> Option<Reason> {
+        match self {
+            Again::Retry => Some(Reason::Error),
+            Again::Claim => Some(Reason::New),
+            Again::Nothing | Again::Restore => None,
+        }
+    }
 }
 
 /// What the store knows directly inside one directory.
@@ -66,6 +97,8 @@ pub struct Batch {
     pub changed: Vec<Observed>,
     /// How many files were seen with an unchanged stamp (they need no write of their own).
     pub unchanged: u64,
+    /// File ids among the unchanged whose asset is in the trash: their asset is restored.
+    pub reclaim: Vec<i64>,
     /// Entries that could not be listed or followed.
     pub problems: Vec<(PathBuf, String)>,
 }
@@ -93,6 +126,9 @@ pub enum SinkError {
     Cancelled,
     #[error("{0}")]
     Store(String),
+    /// The walker failed (panicked): its listing is not complete anywhere.
+    #[error("the walk of the library failed ({0}); nothing was marked missing")]
+    Walker(String),
 }
 
 #[derive(Clone, Debug)]
@@ -105,6 +141,8 @@ pub struct Settings {
     pub batch_bytes: u64,
     /// Capacity of the walker's channel, in entries (rounded up to whole chunks).
     pub channel: usize,
+    /// A test seam: called by the walker as it enters and leaves each directory.
+    pub walk_hook: Option<WalkHook>,
 }
 
 impl Default for Settings {
@@ -118,6 +156,7 @@ impl Default for Settings {
             batch: 4096,
             batch_bytes: 1 << 30,
             channel: 1024,
+            walk_hook: None,
         }
     }
 }
@@ -125,8 +164,8 @@ impl Default for Settings {
 /// What the walk found gone, from the directories it listed completely.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Gone {
-    /// Ids of known files the walk did not see.
-    pub files: Vec<i64>,
+    /// Known files the walk did not see: file row id and library-relative path.
+    pub files: Vec<(i64, PathBuf)>,
     /// Known sub-directories that were no longer there (library-relative).
     pub dirs: Vec<PathBuf>,
 }
@@ -159,9 +198,10 @@ pub fn run(
     // The walker sends chunks of up to CHUNK entries: `channel` entries is this many chunks.
     let (tx, rx) = bounded(settings.channel.div_ceil(CHUNK).max(1));
     let (walk_root, walk_scope) = (root.to_path_buf(), scope.to_path_buf());
+    let hook = settings.walk_hook.clone();
     let walker = std::thread::Builder::new()
         .name("mediadex-walker".into())
-        .spawn(move || walk(&walk_root, &walk_scope, &tx))
+        .spawn(move || walk(&walk_root, &walk_scope, &tx, hook.as_ref()))
         .map_err(|e| SinkError::Store(format!("cannot start the walker: {e}")))?;
     let stop = AtomicBool::new(false);
     let outcome = std::thread::scope(|s| {
@@ -185,8 +225,20 @@ pub fn run(
     });
     // Dropping the receiver ends a walk still in progress.
     drop(rx);
-    let _ = walker.join();
-    outcome
+    // A panicking walker drops its sender too, which reads as the end of a complete listing:
+    // only its join tells the two apart, and what the diff found gone is then worthless.
+    match (outcome, walker.join()) {
+        (Ok(_), Err(panic)) => Err(SinkError::Walker(panic_text(panic.as_ref()))),
+        (outcome, _) => outcome,
+    }
+}
+
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    let text = panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str));
+    format!("the walker panicked: {}", text.unwrap_or("no message"))
 }
 
 /// The committing side: hands each batch to the sink, watching for a cancellation while
@@ -281,10 +333,14 @@ impl<'a> Diffing<'a> {
             Walked::File { rel, stamp } => {
                 let known = self.see_file(&rel)?;
                 let why = reason(&stamp, known.as_ref().map(|k| &k.stamp), self.forced)
-                    .or_else(|| known.filter(|k| k.retry).map(|_| Reason::Error));
-                match why {
-                    None => self.batch.unchanged += 1,
-                    Some(why) => {
+                    .or_else(|| known.and_then(|k| k.again.reason()));
+                match (why, known) {
+                    (None, Some(k)) if k.again == Again::Restore => {
+                        self.batch.unchanged += 1;
+                        self.batch.reclaim.push(k.id);
+                    }
+                    (None, _) => self.batch.unchanged += 1,
+                    (Some(why), _) => {
                         self.to_read_bytes += stamp.size;
                         self.to_read.push((rel, stamp, why));
                     }
@@ -380,9 +436,10 @@ impl<'a> Diffing<'a> {
         if !frame.listed {
             return;
         }
+        let rel = &frame.rel;
         self.gone
             .files
-            .extend(frame.known.files.values().map(|k| k.id));
+            .extend((frame.known.files.iter()).map(|(name, k)| (k.id, rel.join(name))));
         self.gone
             .dirs
             .extend(frame.known.subdirs.iter().map(|name| frame.rel.join(name)));
@@ -525,7 +582,11 @@ mod tests {
         /// What a store would know after these batches.
         fn remember(&self, known: &mut Memory) {
             for o in self.batches.iter().flat_map(|b| &b.changed) {
-                let retry = o.checksum.is_none();
+                let again = if o.checksum.is_none() {
+                    Again::Retry
+                } else {
+                    Again::Nothing
+                };
                 let id = known
                     .0
                     .get(&o.rel)
@@ -535,7 +596,7 @@ mod tests {
                     KnownStamp {
                         id,
                         stamp: o.stamp,
-                        retry,
+                        again,
                     },
                 );
             }
@@ -624,6 +685,68 @@ mod tests {
         assert_eq!(extracted.load(Ordering::SeqCst), 0);
         assert!(sink.changed().is_empty());
         assert_eq!(summary.unseen, Gone::default(), "nothing is gone");
+    }
+
+    #[test]
+    fn an_unchanged_file_whose_asset_is_trashed_or_gone_is_claimed_again() {
+        let dir = library(6);
+        let mut known = Memory::default();
+        scan(dir.path(), &mut known, &small_batches())
+            .0
+            .remember(&mut known);
+        let mut mark = |rel: &str, again| {
+            let k = known.0.get_mut(Path::new(rel)).expect("known");
+            k.again = again;
+            k.id
+        };
+        let trashed = mark("d0/e0/f0.jpg", Again::Restore);
+        mark("d1/e1/f1.jpg", Again::Claim);
+        let (sink, summary) = scan(dir.path(), &mut known, &small_batches());
+        let reclaimed: Vec<i64> = sink
+            .batches
+            .iter()
+            .flat_map(|b| b.reclaim.clone())
+            .collect();
+        assert_eq!(reclaimed, vec![trashed], "restored by id, not read");
+        let read: Vec<_> = sink
+            .changed()
+            .into_iter()
+            .map(|(rel, o)| (rel, o.reason))
+            .collect();
+        assert_eq!(read, vec![("d1/e1/f1.jpg".to_string(), Reason::New)]);
+        assert_eq!((summary.files_read, summary.unchanged), (1, 5));
+    }
+
+    #[test]
+    fn a_walker_that_panics_is_an_error_not_a_finished_listing() {
+        let dir = library(40);
+        let mut known = Memory::default();
+        scan(dir.path(), &mut known, &small_batches())
+            .0
+            .remember(&mut known);
+        let hook = WalkHook(std::sync::Arc::new(|at| {
+            if matches!(at, crate::scan::walk::WalkPoint::Left(rel) if rel == Path::new("d1")) {
+                panic!("injected");
+            }
+        }));
+        let settings = Settings {
+            walk_hook: Some(hook),
+            ..small_batches()
+        };
+        let extract = |_: &Path, _: Option<&[u8]>| MediaFacts::default();
+        let mut sink = Recorder::default();
+        let result = run(
+            dir.path(),
+            Path::new(""),
+            &settings,
+            &mut known,
+            &mut sink,
+            &extract,
+        );
+        match result {
+            Err(SinkError::Walker(why)) => assert!(why.contains("injected"), "{why}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
@@ -724,20 +847,34 @@ mod tests {
         fs::remove_file(dir.path().join("d1/e1/f1.jpg")).expect("rm");
         fs::remove_dir_all(dir.path().join("d2")).expect("rm -r");
         let (_, summary) = scan(dir.path(), &mut known, &small_batches());
-        assert_eq!(summary.unseen.files, vec![id_of(&known, "d1/e1/f1.jpg")]);
+        let gone = vec![(id_of(&known, "d1/e1/f1.jpg"), PathBuf::from("d1/e1/f1.jpg"))];
+        assert_eq!(
+            summary.unseen.files, gone,
+            "with its path, for the check at completion"
+        );
         assert_eq!(summary.unseen.dirs, vec![PathBuf::from("d2")]);
         assert_eq!(summary.unchanged, 12 - 1 - 4);
     }
 
     /// Feeds walk items straight to the diff, as the walker would send them.
-    fn diff_of(known: &mut Memory, items: Vec<Walked>) -> Gone {
+    fn diff_of(known: &mut Memory, items: Vec<Walked>) -> Ids {
         let settings = Settings::default();
         let mut state = Diffing::new(Path::new("/nowhere"), &settings, known);
         for item in items {
             state.take(item).expect("take");
         }
         state.leave_all();
-        state.gone
+        Ids {
+            files: state.gone.files.iter().map(|(id, _)| *id).collect(),
+            dirs: state.gone.dirs,
+        }
+    }
+
+    /// What is gone, files by id.
+    #[derive(Debug, Default, PartialEq)]
+    struct Ids {
+        files: Vec<i64>,
+        dirs: Vec<PathBuf>,
     }
 
     fn known_tree() -> Memory {
@@ -752,10 +889,10 @@ mod tests {
                 dev: 1,
                 inode: id as u64,
             };
-            let (id, retry) = (id as i64 + 1, false);
+            let (id, again) = (id as i64 + 1, Again::Nothing);
             known
                 .0
-                .insert(PathBuf::from(rel), KnownStamp { id, stamp, retry });
+                .insert(PathBuf::from(rel), KnownStamp { id, stamp, again });
         }
         known
     }
@@ -798,7 +935,7 @@ mod tests {
         ];
         assert_eq!(
             diff_of(&mut known, walk),
-            Gone::default(),
+            Ids::default(),
             "x/b.jpg and x/y are not gone"
         );
         // The same walk with x readable but empty: both are gone.

@@ -8,12 +8,14 @@
 //! all. Only symlinks cost more (canonicalize + a followed stat). Junk (hidden entries, NAS
 //! thumbnail and recycle folders, OS droppings) is skipped; symlinks are followed only
 //! while they stay inside the root; loops, dangling links and unreadable entries are
-//! reported as problems, never fatal. Must not touch the database.
+//! reported as problems, never fatal. A scope inside a skipped folder (our own
+//! `.mediadex-trash/` among them) walks nothing. Must not touch the database.
 
 use crossbeam_channel::Sender;
 use std::ffi::OsStr;
 use std::fs::{self, DirEntry, FileType, Metadata, ReadDir};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 pub use crate::model::FileStamp as Stamp;
 
@@ -73,6 +75,26 @@ struct Open {
 /// The receiver is gone: the run was cancelled, stop walking.
 struct Stopped;
 
+/// Where the walker is, as a `WalkHook` sees it (library-relative directory paths).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WalkPoint<'a> {
+    /// About to list this directory.
+    Entering(&'a Path),
+    /// Listed this directory to its end, sub-directories included.
+    Left(&'a Path),
+}
+
+/// A test seam: called on the walker's own thread at each `WalkPoint`, so a test can change
+/// the library at a known point of the walk, or make the walker panic there.
+#[derive(Clone)]
+pub struct WalkHook(pub Arc<dyn Fn(WalkPoint<'_>) + Send + Sync>);
+
+impl std::fmt::Debug for WalkHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WalkHook")
+    }
+}
+
 /// Entries per message: the walk hands its findings over in chunks, so the channel (and a
 /// wake-up of the thread reading it) is paid once per chunk, not once per file.
 pub const CHUNK: usize = 256;
@@ -81,9 +103,16 @@ pub const CHUNK: usize = 256;
 struct Out<'a> {
     tx: &'a Sender<Vec<Walked>>,
     buf: Vec<Walked>,
+    hook: Option<&'a WalkHook>,
 }
 
 impl Out<'_> {
+    fn at(&self, point: WalkPoint<'_>) {
+        if let Some(hook) = self.hook {
+            (hook.0)(point);
+        }
+    }
+
     fn send(&mut self, item: Walked) -> Result<(), Stopped> {
         self.buf.push(item);
         if self.buf.len() >= CHUNK {
@@ -103,11 +132,12 @@ impl Out<'_> {
 
 /// Walks `root/scope` and sends every file and problem to `out`, in chunks of up to `CHUNK`
 /// entries in walk order. Returns when done or when the receiver is gone (the run was
-/// cancelled). `root` must be canonical.
-pub fn walk(root: &Path, scope: &Path, out: &Sender<Vec<Walked>>) {
+/// cancelled). `root` must be canonical. `hook` is a test seam (`WalkHook`).
+pub fn walk(root: &Path, scope: &Path, out: &Sender<Vec<Walked>>, hook: Option<&WalkHook>) {
     let mut out = Out {
         tx: out,
         buf: Vec::with_capacity(CHUNK),
+        hook,
     };
     if walk_from(root, scope, &mut out).is_ok() {
         let _ = out.flush();
@@ -117,6 +147,15 @@ pub fn walk(root: &Path, scope: &Path, out: &Sender<Vec<Walked>>) {
 fn walk_from(root: &Path, scope: &Path, out: &mut Out<'_>) -> Result<(), Stopped> {
     let start = root.join(scope);
     let rel = relative(root, &start);
+    if skipped(scope) {
+        // A walk never enters what it skips, whichever way it is asked to: the files in our
+        // trash folder must not become files of the library (their claim would restore
+        // the trashed asset).
+        return out.send(problem(
+            rel,
+            "the scan skips this folder (hidden or NAS metadata)",
+        ));
+    }
     // The start is followed if it is a link, as any link inside the root is.
     let meta = match fs::metadata(&start) {
         Ok(meta) => meta,
@@ -135,7 +174,9 @@ fn walk_from(root: &Path, scope: &Path, out: &mut Out<'_>) -> Result<(), Stopped
     while let Some(top) = stack.last_mut() {
         let step = match top.entries.next() {
             None => {
-                stack.pop();
+                if let Some(done) = stack.pop() {
+                    out.at(WalkPoint::Left(&done.rel));
+                }
                 continue;
             }
             Some(Ok(entry)) => decide(root, top, &entry),
@@ -176,6 +217,7 @@ fn descend(
     out: &mut Out<'_>,
 ) -> Result<(), Stopped> {
     out.send(Walked::Dir { rel: rel.clone() })?;
+    out.at(WalkPoint::Entering(&rel));
     match fs::read_dir(path) {
         Ok(entries) => {
             stack.push(Open { entries, rel, real });
@@ -264,6 +306,13 @@ fn child(dir: &Path, name: &OsStr) -> PathBuf {
     path
 }
 
+/// True when a component of `scope` is a name the walk skips.
+fn skipped(scope: &Path) -> bool {
+    scope
+        .components()
+        .any(|c| matches!(c, Component::Normal(name) if is_junk_os(name)))
+}
+
 fn relative(root: &Path, path: &Path) -> PathBuf {
     path.strip_prefix(root).unwrap_or(path).to_path_buf()
 }
@@ -311,7 +360,7 @@ mod tests {
         let (tx, rx) = crossbeam_channel::bounded(4);
         let root = root.to_path_buf();
         let scope = PathBuf::from(scope);
-        let walker = std::thread::spawn(move || walk(&root, &scope, &tx));
+        let walker = std::thread::spawn(move || walk(&root, &scope, &tx, None));
         let mut seen = BTreeMap::new();
         for item in rx.into_iter().flatten() {
             match item {
@@ -407,7 +456,7 @@ mod tests {
         let name = std::ffi::OsStr::from_bytes(b"caf\xe9.jpg");
         fs::write(root.join(name), "x").expect("write");
         let (tx, rx) = crossbeam_channel::unbounded();
-        walk(&root, Path::new(""), &tx);
+        walk(&root, Path::new(""), &tx, None);
         drop(tx);
         let items: Vec<_> = rx.into_iter().flatten().collect();
         assert!(
@@ -420,7 +469,7 @@ mod tests {
         let dir = tree();
         let root = fs::canonicalize(dir.path()).expect("canon");
         let (tx, rx) = crossbeam_channel::unbounded();
-        walk(&root, Path::new(""), &tx);
+        walk(&root, Path::new(""), &tx, None);
         drop(tx);
         let order: Vec<String> = rx
             .into_iter()
@@ -441,7 +490,7 @@ mod tests {
     /// Every item of a walk of `root/scope`, in order.
     fn items(root: &Path, scope: &str) -> Vec<Walked> {
         let (tx, rx) = crossbeam_channel::unbounded();
-        walk(root, Path::new(scope), &tx);
+        walk(root, Path::new(scope), &tx, None);
         drop(tx);
         rx.into_iter().flatten().collect()
     }
@@ -496,6 +545,21 @@ mod tests {
     }
 
     #[test]
+    fn a_scope_inside_a_skipped_folder_walks_nothing() {
+        let dir = tree();
+        let root = fs::canonicalize(dir.path()).expect("canon");
+        fs::create_dir_all(root.join(".mediadex-trash/7/2024")).expect("mkdir");
+        fs::write(root.join(".mediadex-trash/7/2024/a.jpg"), "aaaa").expect("write");
+        for scope in [".mediadex-trash", ".mediadex-trash/7/2024", "@eaDir/a.jpg"] {
+            assert!(
+                matches!(&items(&root, scope)[..], [Walked::Problem { rel, .. }] if rel == Path::new(scope)),
+                "{scope}: {:?}",
+                items(&root, scope)
+            );
+        }
+    }
+
+    #[test]
     fn a_large_folder_arrives_complete_and_in_chunks() {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = fs::canonicalize(dir.path()).expect("canon");
@@ -504,7 +568,7 @@ mod tests {
             fs::write(root.join(format!("{i}.jpg")), "x").expect("write");
         }
         let (tx, rx) = crossbeam_channel::unbounded();
-        walk(&root, Path::new(""), &tx);
+        walk(&root, Path::new(""), &tx, None);
         drop(tx);
         let chunks: Vec<Vec<Walked>> = rx.into_iter().collect();
         assert_eq!(
@@ -524,6 +588,6 @@ mod tests {
         let dir = tree();
         let (tx, rx) = crossbeam_channel::bounded(0);
         drop(rx);
-        walk(dir.path(), Path::new(""), &tx); // returns instead of blocking
+        walk(dir.path(), Path::new(""), &tx, None); // returns instead of blocking
     }
 }

@@ -1,18 +1,21 @@
-//! The `files` table and the scan run's fenced writes of data: the known files for the diff,
-//! ingest batches (file rows, asset claims, progress and reason counts in one transaction
-//! under the scan lease), progress with the count of unchanged files (which cost no row of
-//! their own), and the end of a full scan (missing files from what the walk found gone,
-//! orphaned assets, the circuit breaker) committed with the run's completion.
+//! The `files` table and the scan run's fenced writes of data: the known files for the diff
+//! (with what a present file's asset needs: restored from the trash, or claimed afresh),
+//! ingest batches (file rows, asset claims, the restore of unchanged files' trashed assets,
+//! progress and reason counts in one transaction under the scan lease), progress with the
+//! count of unchanged files (which cost no row of their own), and the end of a full scan
+//! (missing files from what the walk found gone, except rows a restore brought back during
+//! the run; orphaned assets; the circuit breaker) committed with the run's completion.
 
-use super::assets::{ClaimFor, claim, trash_if_orphan};
+use super::assets::{ClaimFor, claim, restore, trash_if_orphan};
 use super::lease::{expect_one, lost};
 use super::{Store, StoreError, parse_col, scan_runs};
 use crate::model::{
-    BatchReport, Claim, Counter, FileStamp, FinishReport, IngestItem, ItemOutcome, KnownDir,
-    KnownFile, Lease, MediaFacts, Millis, Provenance, RunState, ScanEnd, TrashReason, Unseen,
+    BatchReport, Claim, Counter, FileReason, FileStamp, FinishReport, IngestItem, ItemOutcome,
+    KnownDir, KnownFile, Lease, MediaFacts, Millis, Provenance, RunState, ScanEnd, TrashReason,
+    Unseen,
 };
 use rusqlite::{Connection, OptionalExtension, params};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 /// The fence that opens every scan data write: the run is ours, running and unexpired. It
 /// records the progress (when given) and answers the run's library and scope.
@@ -20,24 +23,42 @@ const FENCE: &str = fenced!(
     "UPDATE scan_runs SET progress = coalesce(?4, progress), updated_at = ?3",
     "RETURNING library_id, scope"
 );
+/// The columns `known_from_row` reads: the stamp, the link, and whether the last read found
+/// a picture or video (a file that is none keeps `model::NOT_MEDIA` as its error, whichever
+/// version wrote it).
+macro_rules! known_cols {
+    () => {
+        "id, rel_path, size, mtime_ns, dev, inode, asset_id, last_reason = 'error',
+         error IS NOT 'not a photo or video'"
+    };
+}
 /// Present files under a scope: `?2 = ''` is the whole library; otherwise the path itself
 /// or anything below `scope/` (the byte range `scope/` ..< `scope0`, `0` following `/`).
-const KNOWN: &str = "
-    SELECT id, rel_path, size, mtime_ns, dev, inode, asset_id, last_reason = 'error' FROM files
-     WHERE library_id = ?1 AND state = 'present'
-       AND (?2 = '' OR rel_path = ?3 OR (rel_path >= ?4 AND rel_path < ?5))";
+const KNOWN: &str = concat!(
+    "SELECT ",
+    known_cols!(),
+    " FROM files WHERE library_id = ?1 AND state = 'present'
+       AND (?2 = '' OR rel_path = ?3 OR (rel_path >= ?4 AND rel_path < ?5))"
+);
 /// The file rows from `?2` on, in path order (the root: no upper bound). `known_dir` reads
 /// a directory's direct files from it and jumps over each sub-directory after its first
 /// row, so listing a directory costs its own files plus one seek per sub-directory, not
 /// its whole subtree.
-const DIR_ROWS_FROM: &str = "
-    SELECT id, rel_path, size, mtime_ns, dev, inode, asset_id, last_reason = 'error',
-           state = 'present'
-      FROM files WHERE library_id = ?1 AND rel_path >= ?2 ORDER BY rel_path";
-const DIR_ROWS_BETWEEN: &str = "
-    SELECT id, rel_path, size, mtime_ns, dev, inode, asset_id, last_reason = 'error',
-           state = 'present'
-      FROM files WHERE library_id = ?1 AND rel_path >= ?2 AND rel_path < ?3 ORDER BY rel_path";
+const DIR_ROWS_FROM: &str = concat!(
+    "SELECT ",
+    known_cols!(),
+    ", state = 'present' FROM files WHERE library_id = ?1 AND rel_path >= ?2 ORDER BY rel_path"
+);
+/// The trash, for the diff to tell a present file whose asset is trashed. Read once per scan
+/// through the partial index, instead of a lookup of every known file's asset (a random
+/// probe per file, a third slower listing of an unchanged library).
+const TRASHED: &str = "SELECT id FROM assets WHERE trashed_at IS NOT NULL";
+const DIR_ROWS_BETWEEN: &str = concat!(
+    "SELECT ",
+    known_cols!(),
+    ", state = 'present' FROM files WHERE library_id = ?1 AND rel_path >= ?2 AND rel_path < ?3
+     ORDER BY rel_path"
+);
 const PREVIOUS: &str = "SELECT id, asset_id FROM files WHERE library_id = ?1 AND rel_path = ?2";
 /// A processed file new to the library. Not an upsert: `PREVIOUS` (in the same write
 /// transaction) already told whether the row exists, and an `ON CONFLICT DO UPDATE` on a
@@ -46,31 +67,38 @@ const INSERT_FILE: &str = "
     INSERT INTO files (library_id, rel_path, rel_path_text, size, mtime_ns, dev, inode,
                        asset_id, state, last_reason, error, first_seen_run, last_seen_run)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'present', ?9, ?10, ?11, ?11)";
-/// A processed file the library had a row for. An unreadable file (no asset given) keeps
-/// its old link.
+/// A processed file the library had a row for, with the link `ingest_one` decided.
 const UPDATE_FILE: &str = "
     UPDATE files SET rel_path_text = ?2, size = ?3, mtime_ns = ?4, dev = ?5, inode = ?6,
-                     asset_id = coalesce(?7, asset_id), state = 'present', last_reason = ?8,
+                     asset_id = ?7, state = 'present', last_reason = ?8,
                      error = ?9, last_seen_run = ?10, missing_since = NULL
      WHERE id = ?1";
+/// The asset a present file of the library shows, for restoring it by id.
+const PRESENT_ASSET: &str =
+    "SELECT asset_id FROM files WHERE id = ?1 AND library_id = ?2 AND state = 'present'";
 const COUNT_REASON: &str = "
     INSERT INTO scan_run_reasons (run_id, reason, count) VALUES (?1, ?2, ?3)
     ON CONFLICT (run_id, reason) DO UPDATE SET count = count + excluded.count";
 const REASONS: &str =
     "SELECT reason, count FROM scan_run_reasons WHERE run_id = ?1 ORDER BY reason";
 const PRESENT: &str = "SELECT count(*) FROM files WHERE library_id = ?1 AND state = 'present'";
-const FILE_PRESENT: &str =
-    "SELECT count(*) FROM files WHERE id = ?2 AND library_id = ?1 AND state = 'present'";
+/// What the completion of run ?3 would mark missing (see `MARK_FILE_MISSING`).
+const FILE_PRESENT: &str = "
+    SELECT count(*) FROM files WHERE id = ?2 AND library_id = ?1 AND state = 'present'
+                                 AND revived_in_run IS NOT ?3";
 const PRESENT_UNDER: &str = "
     SELECT count(*) FROM files WHERE library_id = ?1 AND rel_path >= ?2 AND rel_path < ?3
-                                 AND state = 'present'";
+                                 AND state = 'present' AND revived_in_run IS NOT ?4";
+/// A row that came back from `missing` while run ?4 was running (`files_revived`) is not
+/// marked by it: the walk may have passed its folder before the restore put the file back.
 const MARK_FILE_MISSING: &str = "
     UPDATE files SET state = 'missing', missing_since = ?3
-     WHERE id = ?2 AND library_id = ?1 AND state = 'present'
+     WHERE id = ?2 AND library_id = ?1 AND state = 'present' AND revived_in_run IS NOT ?4
      RETURNING asset_id";
 const MARK_MISSING_UNDER: &str = "
     UPDATE files SET state = 'missing', missing_since = ?4
      WHERE library_id = ?1 AND rel_path >= ?2 AND rel_path < ?3 AND state = 'present'
+       AND revived_in_run IS NOT ?5
      RETURNING asset_id";
 
 /// The fence check of a scan data write; answers the run's scope. A run of another library
@@ -141,6 +169,7 @@ fn known_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<KnownFile> {
         },
         asset_id: r.get(6)?,
         has_error: r.get(7)?,
+        media: r.get(8)?,
     })
 }
 
@@ -181,7 +210,7 @@ fn list_dir(conn: &Connection, library_id: i64, dir: &[u8]) -> Result<KnownDir, 
                 jump = Some(next);
                 break;
             }
-            if row.get::<_, bool>(8)? {
+            if row.get::<_, bool>(9)? {
                 listing.files.push(known_from_row(row)?);
             }
         }
@@ -197,7 +226,14 @@ fn stamp_params(s: &FileStamp) -> (i64, i64, i64, i64) {
     (s.size as i64, s.mtime_ns, s.dev as i64, s.inode as i64)
 }
 
-/// Writes the file row of `item`: an update of row `existing`, or an insert. Answers its id.
+/// A file that was read and is no picture or video: the scan hands it over without a
+/// checksum, but not as an unreadable file (`error`).
+fn not_media(item: &IngestItem) -> bool {
+    item.checksum.is_none() && item.reason != FileReason::Error
+}
+
+/// Writes the file row of `item` linked to `asset`: an update of row `existing`, or an
+/// insert. Answers its id.
 fn write_row(
     conn: &Connection,
     existing: Option<i64>,
@@ -264,7 +300,9 @@ fn claim_read(
 }
 
 /// One item of a batch: the claim (when the file was read), the file row, and the trash of
-/// the asset the file showed before if nothing shows it any more (its content was replaced).
+/// the asset the file showed before if nothing shows it any more (its content was replaced,
+/// or it is no picture or video any more and shows no asset). An unreadable file keeps its
+/// link.
 pub(super) fn ingest_one(
     conn: &Connection,
     run_id: i64,
@@ -281,15 +319,19 @@ pub(super) fn ingest_one(
     let previous = row.and_then(|(_, asset)| asset);
     let claimed = claim_read(conn, item, previous, run_id, now)?;
     let claimed_id = claimed.map(|(id, _)| id);
+    let asset_id = if not_media(item) {
+        None
+    } else {
+        claimed_id.or(previous)
+    };
     let file_id = write_row(
         conn,
         row.map(|(id, _)| id),
         library_id,
         item,
-        claimed_id,
+        asset_id,
         run_id,
     )?;
-    let asset_id = claimed_id.or(previous);
     if let Some(old) = previous.filter(|old| Some(*old) != asset_id) {
         trash_if_orphan(conn, old, TrashReason::Replaced, now)?;
     }
@@ -300,34 +342,68 @@ pub(super) fn ingest_one(
     })
 }
 
-/// How many of the unseen files and of the files below vanished directories are still
-/// present: what a full scan would mark missing.
-fn count_unseen(conn: &Connection, library_id: i64, unseen: &Unseen) -> Result<i64, StoreError> {
+/// Restores the trashed asset of file `file_id`, seen present and unchanged by the scan
+/// (DESIGN.md section 6: the index heals itself). By id alone, and only while the row is
+/// still present: a trash that moved the file since keeps its asset trashed. `None` when
+/// there was nothing to restore (restored or swept meanwhile: a swept asset leaves the row
+/// without a link, and the next scan stores the file afresh).
+fn reclaim(
+    conn: &Connection,
+    library_id: i64,
+    file_id: i64,
+) -> Result<Option<ItemOutcome>, StoreError> {
+    let asset: Option<Option<i64>> = conn
+        .prepare_cached(PRESENT_ASSET)?
+        .query_row(params![file_id, library_id], |r| r.get(0))
+        .optional()?;
+    let Some(id) = asset.flatten() else {
+        return Ok(None);
+    };
+    Ok(restore(conn, id)?.then_some(ItemOutcome {
+        file_id,
+        asset_id: Some(id),
+        claim: Claim::Restored,
+    }))
+}
+
+/// How many of the unseen files and of the files below vanished directories run `run_id`
+/// would mark missing (see `MARK_FILE_MISSING`).
+fn count_unseen(
+    conn: &Connection,
+    library_id: i64,
+    run_id: i64,
+    unseen: &Unseen,
+) -> Result<i64, StoreError> {
     let mut n = 0i64;
+    if unseen.files.is_empty() && unseen.dirs.is_empty() {
+        return Ok(n);
+    }
     let mut one = conn.prepare_cached(FILE_PRESENT)?;
     for id in &unseen.files {
-        n += one.query_row(params![library_id, id], |r| r.get::<_, i64>(0))?;
+        n += one.query_row(params![library_id, id, run_id], |r| r.get::<_, i64>(0))?;
     }
     let mut under = conn.prepare_cached(PRESENT_UNDER)?;
     for dir in &unseen.dirs {
         let (lo, hi) = below(dir);
-        n += under.query_row(params![library_id, lo, hi], |r| r.get::<_, i64>(0))?;
+        n += under.query_row(params![library_id, lo, hi, run_id], |r| r.get::<_, i64>(0))?;
     }
     Ok(n)
 }
 
-/// Marks the unseen files and everything below the vanished directories missing, and
-/// trashes the assets they were the last present file of. Returns (files, assets).
+/// Marks the unseen files and everything below the vanished directories missing (except the
+/// rows a restore brought back while run `run_id` ran), and trashes the assets they were
+/// the last present file of. Returns (files, assets).
 fn mark_missing(
     conn: &Connection,
     library_id: i64,
+    run_id: i64,
     unseen: &Unseen,
     now: Millis,
 ) -> Result<(u64, u64), StoreError> {
     let mut asset_ids: Vec<Option<i64>> = Vec::new();
     let mut one = conn.prepare_cached(MARK_FILE_MISSING)?;
     for id in &unseen.files {
-        let rows = one.query_map(params![library_id, id, now], |r| r.get(0))?;
+        let rows = one.query_map(params![library_id, id, now, run_id], |r| r.get(0))?;
         for asset in rows {
             asset_ids.push(asset?);
         }
@@ -335,7 +411,7 @@ fn mark_missing(
     let mut under = conn.prepare_cached(MARK_MISSING_UNDER)?;
     for dir in &unseen.dirs {
         let (lo, hi) = below(dir);
-        let rows = under.query_map(params![library_id, lo, hi, now], |r| r.get(0))?;
+        let rows = under.query_map(params![library_id, lo, hi, now, run_id], |r| r.get(0))?;
         for asset in rows {
             asset_ids.push(asset?);
         }
@@ -419,6 +495,15 @@ impl Store {
         self.read(|conn| list_dir(conn, library_id, dir))
     }
 
+    /// The ids of the trashed assets (as many as the trash holds).
+    pub fn trashed_asset_ids(&self) -> Result<HashSet<i64>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(TRASHED)?;
+            let rows = stmt.query_map([], |r| r.get(0))?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        })
+    }
+
     /// Commits one batch of processed files in ONE fenced transaction: the fence check on
     /// the scan run first (with `progress`), then per item the asset claim (DESIGN.md
     /// section 6) and the file row, then the run's reason counts (each item's reason, plus
@@ -430,16 +515,18 @@ impl Store {
         batch: Vec<IngestItem>,
         progress: &str,
     ) -> Result<BatchReport, StoreError> {
-        self.ingest_batch_counting(lease, library_id, batch, progress, 0)
+        self.ingest_batch_counting(lease, library_id, batch, Vec::new(), progress, 0)
     }
 
-    /// `ingest_batch`, also counting `unchanged` files the run saw since its last write
-    /// (they cost no row of their own).
+    /// `ingest_batch`, also restoring the trashed assets of the present files `reclaim`
+    /// (ids of files the run saw unchanged, see `reclaim`) and counting `unchanged` files
+    /// the run saw since its last write (they cost no row of their own).
     pub fn ingest_batch_counting(
         &self,
         lease: &Lease,
         library_id: i64,
         batch: Vec<IngestItem>,
+        reclaim: Vec<i64>,
         progress: &str,
         unchanged: u64,
     ) -> Result<BatchReport, StoreError> {
@@ -458,6 +545,11 @@ impl Store {
                     *counts.entry(Provenance::Duplicate.as_str()).or_insert(0) += 1;
                 }
                 report.items.push(outcome);
+            }
+            for file_id in reclaim {
+                report
+                    .items
+                    .extend(self::reclaim(conn, library_id, file_id)?);
             }
             count_reasons(conn, lease.id, &counts)?;
             count_hashed(conn, &batch)?;
@@ -486,7 +578,8 @@ impl Store {
     /// Ends a scan run that walked to its end, in one fenced transaction with the data:
     /// the remaining `unchanged` count and progress; for a full-scope run, the files the
     /// walk found gone (`end.unseen`) are marked `missing` and the assets whose last file
-    /// that was are trashed (reason `missing`); then the run completes.
+    /// that was are trashed (reason `missing`); then the run completes. A row a restore
+    /// brought back while this run ran is not marked: the restore holds.
     /// The circuit breaker: when `identity_ok` is false or the share of present files that
     /// would go missing exceeds `max_missing_share`, nothing is marked and the run ends
     /// `suspect` with the reason. A scoped run completes without marking anything missing.
@@ -508,12 +601,13 @@ impl Store {
                 trashed_assets: 0,
             };
             if scope.is_empty() {
-                let unseen = count_unseen(conn, library_id, &end.unseen)?;
+                let unseen = count_unseen(conn, library_id, lease.id, &end.unseen)?;
                 report.reason = breaker(conn, library_id, &end, unseen)?;
                 if report.reason.is_some() {
                     report.state = RunState::Suspect;
                 } else if unseen > 0 {
-                    let (files, assets) = mark_missing(conn, library_id, &end.unseen, now)?;
+                    let (files, assets) =
+                        mark_missing(conn, library_id, lease.id, &end.unseen, now)?;
                     (report.missing_files, report.trashed_assets) = (files, assets);
                     counts.insert(Provenance::Missing.as_str(), files as i64);
                 }
@@ -558,6 +652,14 @@ mod plan_tests {
             }
         }
         at
+    }
+
+    #[test]
+    fn the_known_files_tell_a_file_that_is_no_media_by_the_error_the_scan_keeps() {
+        let quoted = format!("'{}'", crate::model::NOT_MEDIA);
+        for sql in [super::KNOWN, super::DIR_ROWS_FROM, super::DIR_ROWS_BETWEEN] {
+            assert!(sql.contains(&quoted), "{sql}");
+        }
     }
 
     #[test]

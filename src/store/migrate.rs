@@ -49,6 +49,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "move jobs",
         sql: include_str!("../../schema/0007_move_jobs.sql"),
     },
+    Migration {
+        version: 8,
+        name: "restores hold",
+        sql: include_str!("../../schema/0008_restores_hold.sql"),
+    },
 ];
 
 pub(super) fn migrate(

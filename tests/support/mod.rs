@@ -64,6 +64,12 @@ impl Env {
             .map_or(0, |(_, v)| v)
     }
 
+    /// A raw connection on the database file, for planting what an older or defective
+    /// binary left behind (no code of ours writes through it).
+    pub fn raw(&self) -> rusqlite::Connection {
+        rusqlite::Connection::open(self.dir.path().join("mediadex.db")).expect("raw connection")
+    }
+
     pub fn library(&self, name: &str) -> i64 {
         let root = self.dir.path().join(name);
         std::fs::create_dir_all(&root).expect("library dir");
