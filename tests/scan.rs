@@ -53,34 +53,7 @@ fn library(env: &Env) -> Lib<'_> {
 
 impl Lib<'_> {
     fn scan_with(&self, scope: &str, config: ScanConfig) -> (ScanRun, BTreeMap<&'static str, i64>) {
-        let (run, _) = self
-            .env
-            .store
-            .request_scan(self.env.scan_request(self.id, scope))
-            .expect("request");
-        let job = ScanJob {
-            store: self.env.store.clone(),
-            config,
-            extract: mediadex::media::extract_from,
-        };
-        let pool = WorkerPool::start(
-            &self.env.store,
-            Handlers::default().scan(job),
-            PoolConfig::with_ttl(1, TTL),
-        );
-        let start = Instant::now();
-        let done = loop {
-            let r = self.env.store.scan_run(run.id).expect("run").expect("row");
-            if r.state.is_terminal() {
-                break r;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "scan did not end"
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        };
-        pool.shutdown();
+        let done = support::scan_now_with(self.env, self.id, scope, config);
         let reasons = self
             .env
             .store

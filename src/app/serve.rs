@@ -2,7 +2,9 @@
 //! SIGTERM/SIGINT, then a graceful drain. Also the engine of the desktop mode, which adds
 //! the instance claim and the browser.
 
-use super::{add_library, forget_thumbnails, handlers, maintenance_config, open_store, pool_config};
+use super::{
+    add_library, forget_thumbnails, handlers, maintenance_config, open_store, pool_config,
+};
 use crate::config::Config;
 use crate::queue::{Maintenance, WorkerPool};
 use crate::store::Store;

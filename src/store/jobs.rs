@@ -56,28 +56,18 @@ const INSERT: &str = "
 const LIVE_BY_KEY: &str =
     "SELECT id FROM jobs WHERE unique_key = ?1 AND state IN ('queued', 'running')";
 
-/// The scheme a walk chain row's payload names; NULL when it names none or is unreadable.
-macro_rules! payload_scheme {
-    ($row:literal) => {
+/// A field of a walk chain row's payload (`scheme`: the scheme it walks; `by`: the process
+/// that enqueued it); NULL when the payload names none or is unreadable.
+macro_rules! payload_field {
+    ($row:literal, $field:literal) => {
         concat!(
             "(CASE WHEN json_valid(",
             $row,
             ".payload) THEN json_extract(",
             $row,
-            ".payload, '$.scheme') END)"
-        )
-    };
-}
-
-/// The process that enqueued a walk chain row (its payload's `by`).
-macro_rules! payload_by {
-    ($row:literal) => {
-        concat!(
-            "(CASE WHEN json_valid(",
-            $row,
-            ".payload) THEN json_extract(",
-            $row,
-            ".payload, '$.by') END)"
+            ".payload, '$.",
+            $field,
+            "') END)"
         )
     };
 }
@@ -113,10 +103,10 @@ const CLAIM: &str = concat!(
                    WHERE j.state = 'queued' AND j.run_at <= ?2
                      AND (json_extract(f.value, '$.max_scheme') IS NULL
                           OR coalesce(",
-    payload_scheme!("j"),
+    payload_field!("j", "scheme"),
     ", 0) <= json_extract(f.value, '$.max_scheme')
                           OR (j.run_at + ?3 <= ?2 AND NOT ",
-    holds_live_lease!(payload_by!("j"), "?2"),
+    holds_live_lease!(payload_field!("j", "by"), "?2"),
     "))
                    ORDER BY j.run_at, j.id LIMIT 1)
       RETURNING ",
@@ -129,17 +119,17 @@ const CLAIM: &str = concat!(
 const WALK_PEER: &str = concat!(
     "SELECT scheme, walker FROM (
         SELECT ",
-    payload_scheme!("j"),
+    payload_field!("j", "scheme"),
     " AS scheme,
                CASE WHEN j.state = 'running' THEN j.lease_owner ELSE ",
-    payload_by!("j"),
+    payload_field!("j", "by"),
     " END AS walker,
                j.state, j.lease_expires_at, j.run_at
           FROM jobs j
          WHERE j.kind = ?1 AND ",
-    payload_scheme!("j"),
+    payload_field!("j", "scheme"),
     " <> ?2 AND (NOT ?3 OR ",
-    payload_scheme!("j"),
+    payload_field!("j", "scheme"),
     " > ?2)
          ORDER BY j.id DESC LIMIT 1)
       WHERE walker IS NOT ?6

@@ -140,15 +140,29 @@ pub fn photo(path: &std::path::Path, shade: u8) {
 /// One scan of `scope` in `library`, run to its end by a one-worker pool of the real
 /// pipeline. Returns the finished run.
 pub fn scan_now(env: &Env, library: i64, scope: &str) -> mediadex::model::ScanRun {
+    scan_now_with(
+        env,
+        library,
+        scope,
+        mediadex::scan::job::ScanConfig::default(),
+    )
+}
+
+/// `scan_now` with the scan's settings.
+pub fn scan_now_with(
+    env: &Env,
+    library: i64,
+    scope: &str,
+    config: mediadex::scan::job::ScanConfig,
+) -> mediadex::model::ScanRun {
     use mediadex::queue::{Handlers, PoolConfig, WorkerPool};
-    use mediadex::scan::job::{ScanConfig, ScanJob};
     let (run, _) = env
         .store
         .request_scan(env.scan_request(library, scope))
         .expect("request");
-    let job = ScanJob {
+    let job = mediadex::scan::job::ScanJob {
         store: env.store.clone(),
-        config: ScanConfig::default(),
+        config,
         extract: mediadex::media::extract_from,
     };
     let pool = WorkerPool::start(
