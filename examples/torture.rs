@@ -14,6 +14,7 @@
 use mediadex::model::{Asset, FileState, JobState, RunState, TRASH_DIR, WalkKindId};
 use mediadex::store::{Store, StoreOptions};
 use std::collections::BTreeMap;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -329,7 +330,7 @@ fn observe(store: &Store, violations: &Violations) -> anyhow::Result<()> {
 
 /// The library's media files outside the trash folder and the folders a scan skips, by
 /// library-relative path.
-fn files_on_disk(root: &Path) -> Vec<(String, PathBuf)> {
+fn files_on_disk(root: &Path) -> Vec<(Vec<u8>, PathBuf)> {
     walkdir::WalkDir::new(root)
         .into_iter()
         .filter_entry(|e| e.depth() == 0 || !skipped(&e.file_name().to_string_lossy()))
@@ -340,8 +341,9 @@ fn files_on_disk(root: &Path) -> Vec<(String, PathBuf)> {
                 .path()
                 .strip_prefix(root)
                 .ok()?
-                .to_string_lossy()
-                .into_owned();
+                .as_os_str()
+                .as_bytes()
+                .to_vec();
             Some((rel, e.path().to_path_buf()))
         })
         .collect()
@@ -405,26 +407,43 @@ fn check(t: &Torture, violations: &Violations) -> anyhow::Result<()> {
     t.run(&reference, &["library", "add", &library])?;
     t.run(&reference, &["scan", "--wait"])?;
     let reference = open(&reference)?;
-    let index = |s: &Store| -> anyhow::Result<BTreeMap<String, Asset>> {
-        let mut by_path = BTreeMap::new();
-        for asset in s.assets(false)? {
-            for p in asset.paths.iter().filter(|p| p.state == FileState::Present) {
-                by_path.insert(p.rel_path_text.clone(), asset.clone());
-            }
+    let (got, want) = (by_path(&store)?, by_path(&reference)?);
+    compare(&got, &want, &t.args.library, &v)?;
+    check_live_files(&store, &t.args.library, &v)?;
+    check_trash(&store, &t.args.library, &v)?;
+    check_settled(&store, &v)?;
+    Ok(())
+}
+
+/// The live assets by the library-relative path bytes of their present files.
+fn by_path(store: &Store) -> anyhow::Result<BTreeMap<Vec<u8>, Asset>> {
+    let mut by_path = BTreeMap::new();
+    for asset in store.assets(false)? {
+        for p in asset.paths.iter().filter(|p| p.state == FileState::Present) {
+            by_path.insert(p.rel_path.clone(), asset.clone());
         }
-        Ok(by_path)
-    };
-    let (got, want) = (index(&store)?, index(&reference)?);
-    let on_disk: BTreeMap<String, PathBuf> = files_on_disk(&t.args.library).into_iter().collect();
-    for (path, asset) in &want {
-        let Some(file) = on_disk.get(path) else {
+    }
+    Ok(by_path)
+}
+
+/// Every picture on disk is indexed once, live, with b3sum's checksum and the reference's
+/// content hash; nothing is indexed that the reference does not index.
+fn compare(
+    got: &BTreeMap<Vec<u8>, Asset>,
+    want: &BTreeMap<Vec<u8>, Asset>,
+    root: &Path,
+    v: &dyn Fn(String),
+) -> anyhow::Result<()> {
+    let on_disk: BTreeMap<Vec<u8>, PathBuf> = files_on_disk(root).into_iter().collect();
+    for (rel, asset) in want {
+        let Some(file) = on_disk.get(rel) else {
             continue;
         };
-        let sum = blake3::hash(&std::fs::read(file)?);
-        if asset.checksum != *sum.as_bytes() {
+        let path = String::from_utf8_lossy(rel);
+        if asset.checksum != *blake3::hash(&std::fs::read(file)?).as_bytes() {
             v(format!("{path}: the reference's checksum is not b3sum's"));
         }
-        match got.get(path) {
+        match got.get(rel) {
             None => v(format!(
                 "{path}: on disk, a picture, not indexed as a live asset"
             )),
@@ -436,17 +455,13 @@ fn check(t: &Torture, violations: &Violations) -> anyhow::Result<()> {
             Some(_) => {}
         }
     }
-    for (path, asset) in &got {
-        if !want.contains_key(path) {
-            v(format!(
-                "{path}: indexed (asset {}) but not by the reference",
-                asset.id
-            ));
-        }
+    for (rel, asset) in got.iter().filter(|(rel, _)| !want.contains_key(*rel)) {
+        let path = String::from_utf8_lossy(rel);
+        v(format!(
+            "{path}: indexed (asset {}) but not by the reference",
+            asset.id
+        ));
     }
-    check_live_files(&store, &t.args.library, &v)?;
-    check_trash(&store, &t.args.library, &v)?;
-    check_settled(&store, &v)?;
     Ok(())
 }
 
@@ -454,8 +469,8 @@ fn check(t: &Torture, violations: &Violations) -> anyhow::Result<()> {
 fn check_live_files(store: &Store, root: &Path, v: &dyn Fn(String)) -> anyhow::Result<()> {
     for asset in store.assets(false)? {
         let readable = asset.paths.iter().any(|p| {
-            p.state == FileState::Present
-                && std::fs::File::open(root.join(&p.rel_path_text)).is_ok()
+            let path = root.join(std::ffi::OsStr::from_bytes(&p.rel_path));
+            p.state == FileState::Present && std::fs::File::open(path).is_ok()
         });
         if !readable {
             v(format!("live asset {} has no readable file", asset.id));

@@ -5,31 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SCALE="${1:-${CORPUS_SCALE:-40}}"
-PKGS=(ffmpeg libimage-exiftool-perl imagemagick libheif-examples webp python3-pip)
 
 # The extended tier needs ../shared (the workplace's corpus builder) and a few Debian tools.
 # Where either is unavailable it is skipped loudly, never silently passed: `cargo test` does
 # not depend on it.
 skip() { echo "corpus-tier: SKIPPED: $*" >&2; exit 0; }
 
-SCRIPT=""
-for candidate in "${MEDIA_CORPUS_SCRIPT:-}" shared/corpus/make-corpus ../shared/corpus/make-corpus \
-    /work/shared/corpus/make-corpus; do
-    [ -n "$candidate" ] && [ -f "$candidate" ] && SCRIPT="$candidate" && break
-done
-[ -n "$SCRIPT" ] || skip "make-corpus not found (set MEDIA_CORPUS_SCRIPT)"
-
-missing=()
-for tool in exiftool ffprobe /usr/bin/convert heif-enc cwebp pip3; do
-    command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
-done
-if ((${#missing[@]})); then
-    echo "corpus-tier: installing tools (missing: ${missing[*]})"
-    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-    { $SUDO apt-get update -qq &&
-      DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${PKGS[@]}"; } ||
-        skip "could not install ${PKGS[*]}"
-fi
+. scripts/corpus-tools.sh
+corpus_tools || skip "the corpus tools are unavailable (see above)"
 
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT

@@ -16,11 +16,8 @@ rm -rf "$LIB" "$WORK/data" "$WORK/reference"
 
 cargo build --release --bin mediadex --example torture --example sample-library
 
-SCRIPT=""
-for candidate in "${MEDIA_CORPUS_SCRIPT:-}" ../shared/corpus/make-corpus /work/shared/corpus/make-corpus; do
-    [ -n "$candidate" ] && [ -f "$candidate" ] && SCRIPT="$candidate" && break
-done
-if [ -n "$SCRIPT" ] && bash "$SCRIPT" "$LIB" "${TORTURE_CORPUS_SCALE:-100}" >/dev/null; then
+. scripts/corpus-tools.sh
+if corpus_tools && bash "$SCRIPT" "$LIB" "${TORTURE_CORPUS_SCALE:-100}" >/dev/null; then
     echo "torture: make-corpus library built"
 else
     echo "torture: WARNING: no make-corpus output (script missing or failed); bulk files only" >&2
