@@ -110,8 +110,12 @@ fn main() -> anyhow::Result<()> {
     for v in &found {
         eprintln!("violation: {v}");
     }
+    eprintln!(
+        "torture: {lives} lives over a library of {} files",
+        files_on_disk(&args.library).len()
+    );
     println!(
-        "torture: {kills} kills, {} violations, seed {} ({lives} lives)",
+        "torture: {kills} kills, {} violations, seed {}",
         found.len(),
         args.seed
     );

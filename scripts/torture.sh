@@ -9,7 +9,12 @@ cd "$(dirname "$0")/.."
 FILES="${TORTURE_FILES:-20000}"
 KILLS="${TORTURE_KILLS:-100}"
 SEED="${TORTURE_SEED:-$(date +%s)}"
-WORK="${1:-$(mktemp -d)}"
+WORK="${1:-}"
+if [ -z "$WORK" ]; then
+    # A work dir of its own is removed after a clean run, kept (and named) after a failure.
+    WORK="$(mktemp -d)"
+    trap 'if [ $? -eq 0 ]; then rm -rf "$WORK"; else echo "torture: kept $WORK" >&2; fi' EXIT
+fi
 mkdir -p "$WORK"
 LIB="$WORK/library"
 rm -rf "$LIB" "$WORK/data" "$WORK/reference"
