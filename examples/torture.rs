@@ -1,13 +1,18 @@
-//! Crash torture of the real binary (issue 13, part 1): `mediadex serve` lives are SIGKILLed
+//! Crash torture of the real binary (issue 13, parts 1 and 2): `mediadex serve` lives are SIGKILLed
 //! at seeded random moments while forced rescans, walks and racing `trash`/`restore`
 //! processes run (some of them killed too), and the library changes between lives as a
 //! real one does. A quiet final life lets the work settle; the index is then checked against
 //! the disk and against a reference: a fresh index of the same files built without faults.
 //! While the lives run, a watcher checks at every observation that each walk kind has at
-//! most one chain and each library at most one running scan.
+//! most one chain and each library at most one running scan, that no row's generation goes
+//! down or changes owner without a new generation, and (in the two-engines phase: the
+//! desktop mode and `serve` on one data dir, one of them SIGSTOPped past the lease ttl in
+//! turn) that nothing of a stopped engine lands; the woken engine's stale writes must then
+//! show as fence rejections.
 //!
 //! `cargo run --release --example torture -- --bin PATH --library DIR --work DIR
-//!  [--seed S] [--kills N]`; `scripts/torture.sh` builds the library and runs it.
+//!  [--seed S] [--kills N] [--two-engines SECS]`; `scripts/torture.sh` builds the library
+//! and runs it.
 //! Prints `torture: N kills, M violations, seed S` and exits 1 when M > 0. The same seed
 //! replays the same schedule (what the processes do in that time is up to the machine).
 
@@ -51,6 +56,8 @@ struct Args {
     work: PathBuf,
     seed: u64,
     kills: u32,
+    /// Seconds of the two-engines phase (0: none).
+    two_engines: u64,
 }
 
 fn args() -> anyhow::Result<Args> {
@@ -70,6 +77,7 @@ fn args() -> anyhow::Result<Args> {
         work: get("--work")?.into(),
         seed: map.get("--seed").map_or(Ok(1), |s| s.parse())?,
         kills: map.get("--kills").map_or(Ok(100), |s| s.parse())?,
+        two_engines: map.get("--two-engines").map_or(Ok(0), |s| s.parse())?,
     })
 }
 
@@ -102,6 +110,9 @@ fn main() -> anyhow::Result<()> {
         }
         kills += t.life()?;
         lives += 1;
+    }
+    if args.two_engines > 0 {
+        t.two_engines(&watch, &violations)?;
     }
     t.quiet_life(&violations)?;
     watch.stop();
@@ -146,6 +157,15 @@ struct Torture<'a> {
 
 impl Torture<'_> {
     fn spawn(&self, data: &Path, args: &[&str]) -> anyhow::Result<Child> {
+        self.spawn_with(data, args, &[])
+    }
+
+    fn spawn_with(
+        &self,
+        data: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Child> {
         let log = std::fs::File::options()
             .create(true)
             .append(true)
@@ -156,6 +176,7 @@ impl Torture<'_> {
             .args(args)
             .env("MEDIADEX_LEASE_TTL_MS", TTL_MS)
             .env("MEDIADEX_WATCH", "off")
+            .envs(env.iter().copied())
             .env_remove("RUST_LOG")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -226,6 +247,64 @@ impl Torture<'_> {
         })
     }
 
+    /// Two engines on one data dir, the desktop mode and `serve`, under a stream of
+    /// requests; one of them at a time is SIGSTOPped past the lease ttl and SIGCONTed, in
+    /// turn. The watcher checks that nothing of the stopped one lands; afterwards fence
+    /// rejections must have been counted (the woken engine's stale writes were refused).
+    fn two_engines(&mut self, watch: &Watch, violations: &Violations) -> anyhow::Result<()> {
+        let before = fence_rejections(&open(&self.data)?)?;
+        let mut engines = [
+            self.spawn_with(&self.data, &[], &[("MEDIADEX_BROWSER", "true")])?,
+            self.spawn(&self.data, &["serve", "--bind", "127.0.0.1:0"])?,
+        ];
+        let end = Instant::now() + Duration::from_secs(self.args.two_engines);
+        let ttl = Duration::from_millis(TTL_MS.parse()?);
+        let (mut pauses, mut next) = (0usize, Instant::now() + Duration::from_secs(1));
+        while Instant::now() < end {
+            if Instant::now() >= next {
+                let pid = engines[pauses % 2].id();
+                signal(pid, "STOP")?;
+                watch.pause(Some(pid));
+                let until = Instant::now() + ttl + Duration::from_millis(300 + self.rng.below(700));
+                while Instant::now() < until {
+                    self.one_request()?;
+                }
+                watch.pause(None);
+                signal(pid, "CONT")?;
+                pauses += 1;
+                next = Instant::now() + Duration::from_millis(500 + self.rng.below(1_500));
+            }
+            self.one_request()?;
+        }
+        for engine in &mut engines {
+            signal(engine.id(), "TERM")?;
+            engine.wait()?;
+        }
+        let rejected = fence_rejections(&open(&self.data)?)? - before;
+        let compared = watch.compared.load(Ordering::SeqCst);
+        eprintln!(
+            "torture: two engines, {pauses} pauses, {rejected} fence rejections, \
+             {compared} observations of rows held by a stopped engine"
+        );
+        if rejected == 0 {
+            violation(
+                violations,
+                format!("{pauses} pauses past the ttl and no fence rejection"),
+            );
+        }
+        Ok(())
+    }
+
+    /// A request of the stream, waited for (never killed).
+    fn one_request(&mut self) -> anyhow::Result<()> {
+        let (mut child, trashing) = self.request()?;
+        if let (true, Some(id)) = (child.wait()?.success(), trashing) {
+            self.trashed.push(id);
+        }
+        std::thread::sleep(Duration::from_millis(self.rng.below(120)));
+        Ok(())
+    }
+
     /// The final life: no kill; a plain scan, then the service until nothing is left
     /// running or pending, then a graceful stop.
     fn quiet_life(&self, violations: &Violations) -> anyhow::Result<()> {
@@ -243,12 +322,26 @@ impl Torture<'_> {
             }
             std::thread::sleep(Duration::from_millis(200));
         }
-        Command::new("kill")
-            .args(["-TERM", &service.id().to_string()])
-            .status()?;
+        signal(service.id(), "TERM")?;
         service.wait()?;
         Ok(())
     }
+}
+
+fn signal(pid: u32, which: &str) -> anyhow::Result<()> {
+    let status = Command::new("kill")
+        .args([&format!("-{which}"), &pid.to_string()])
+        .status()?;
+    anyhow::ensure!(status.success(), "kill -{which} {pid} failed");
+    Ok(())
+}
+
+fn fence_rejections(store: &Store) -> anyhow::Result<i64> {
+    Ok(store
+        .counters()?
+        .into_iter()
+        .find(|(c, _)| *c == mediadex::model::Counter::FenceRejections)
+        .map_or(0, |(_, n)| n))
 }
 
 /// What is still in flight: scans, moves, the content-hash chain. The face walk may go
@@ -277,22 +370,43 @@ fn busy(store: &Store) -> anyhow::Result<Option<String>> {
 /// library, at every observation.
 struct Watch {
     stop: Arc<AtomicBool>,
+    /// The pid of the engine SIGSTOPped right now, if any.
+    paused: Arc<Mutex<Option<u32>>>,
+    compared: Arc<std::sync::atomic::AtomicUsize>,
     thread: std::thread::JoinHandle<()>,
 }
 
 impl Watch {
     fn start(store: Store, violations: Violations) -> Watch {
         let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
+        let paused = Arc::new(Mutex::new(None));
+        let (flag, pause) = (stop.clone(), paused.clone());
+        let compared = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let mut seen = Leases {
+            compared: compared.clone(),
+            ..Leases::default()
+        };
         let thread = std::thread::spawn(move || {
             while !flag.load(Ordering::SeqCst) {
-                if let Err(e) = observe(&store, &violations) {
+                let stopped = pause.lock().map(|p| *p).unwrap_or(None);
+                if let Err(e) = observe(&store, &violations, &mut seen, stopped) {
                     eprintln!("torture: observation failed (retrying): {e}");
                 }
                 std::thread::sleep(Duration::from_millis(50));
             }
         });
-        Watch { stop, thread }
+        Watch {
+            stop,
+            paused,
+            compared,
+            thread,
+        }
+    }
+
+    fn pause(&self, pid: Option<u32>) {
+        if let Ok(mut p) = self.paused.lock() {
+            *p = pid;
+        }
     }
 
     fn stop(self) {
@@ -301,22 +415,85 @@ impl Watch {
     }
 }
 
-fn observe(store: &Store, violations: &Violations) -> anyhow::Result<()> {
+/// Each leased row as last observed: (table, id) -> (generation, owner, updated_at), and the
+/// pid that was stopped then.
+#[derive(Default)]
+struct Leases {
+    rows: BTreeMap<(&'static str, i64), (i64, Option<String>, i64)>,
+    stopped: Option<u32>,
+    /// How many row observations were compared while their holder was stopped.
+    compared: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Leases {
+    /// A row's generation never goes down; its owner never changes without a new
+    /// generation (a completion only clears it); and a row leased by the stopped process
+    /// does not change while it stays stopped: nothing of a paused process lands.
+    fn see(&mut self, key: (&'static str, i64), now: (i64, Option<String>, i64), v: &Violations) {
+        let (table, id) = key;
+        if let Some((generation, owner, updated)) = self.rows.get(&key) {
+            if now.0 < *generation {
+                violation(
+                    v,
+                    format!("{table} {id}: generation {} after {generation}", now.0),
+                );
+            }
+            if now.0 == *generation && now.1.is_some() && now.1 != *owner {
+                violation(
+                    v,
+                    format!("{table} {id}: owner changed within generation {generation}"),
+                );
+            }
+            let held_by_stopped = self.stopped.is_some_and(|pid| {
+                let mark = format!(":{pid}:");
+                [owner, &now.1]
+                    .iter()
+                    .all(|o| o.as_deref().is_some_and(|o| o.contains(&mark)))
+            });
+            if held_by_stopped {
+                self.compared.fetch_add(1, Ordering::SeqCst);
+            }
+            if held_by_stopped && now.2 != *updated {
+                violation(
+                    v,
+                    format!("{table} {id}: written while its holder was stopped"),
+                );
+            }
+        }
+        self.rows.insert(key, now);
+    }
+}
+
+fn observe(
+    store: &Store,
+    violations: &Violations,
+    seen: &mut Leases,
+    stopped: Option<u32>,
+) -> anyhow::Result<()> {
     let mut chains: BTreeMap<String, usize> = BTreeMap::new();
-    for job in store.jobs(100_000)? {
+    let jobs = store.jobs(100_000)?;
+    let runs = store.scan_runs(None, 100_000)?;
+    // Compare only across two observations made with the same process stopped.
+    seen.stopped = stopped.filter(|pid| seen.stopped == Some(*pid));
+    for job in &jobs {
         let walk = [WalkKindId::ContentHash, WalkKindId::Faces]
             .iter()
             .any(|k| k.job_kind() == job.kind);
         if walk && matches!(job.state, JobState::Queued | JobState::Running) {
-            *chains.entry(job.kind).or_default() += 1;
+            *chains.entry(job.kind.clone()).or_default() += 1;
         }
+        let now = (job.generation, job.lease_owner.clone(), job.updated_at);
+        seen.see(("job", job.id), now, violations);
     }
     let mut running: BTreeMap<i64, usize> = BTreeMap::new();
-    for run in store.scan_runs(None, 100_000)? {
+    for run in &runs {
         if run.state == RunState::Running {
             *running.entry(run.library_id).or_default() += 1;
         }
+        let now = (run.generation, run.lease_owner.clone(), run.updated_at);
+        seen.see(("scan run", run.id), now, violations);
     }
+    seen.stopped = stopped;
     for (kind, n) in chains.into_iter().filter(|(_, n)| *n > 1) {
         violation(
             violations,

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Crash torture of the real binary (examples/torture.rs): a library of make-corpus output
 # plus bulk small JPEGs made unique (TORTURE_FILES in all, default 20000), then
-# TORTURE_KILLS (default 100) SIGKILLed service lives with seed TORTURE_SEED, then the checks.
+# TORTURE_KILLS (default 100) SIGKILLed service lives with seed TORTURE_SEED, then
+# TORTURE_TWO_ENGINES_SECS (default 60) of the desktop mode and `serve` on one data dir with
+# one of them SIGSTOPped past the lease ttl in turn, then the checks.
 # Usage: scripts/torture.sh [WORKDIR]. Needs the corpus tools (scripts/corpus-tier.sh
 # installs them); without make-corpus the library is the bulk files alone, said loudly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FILES="${TORTURE_FILES:-20000}"
 KILLS="${TORTURE_KILLS:-100}"
+TWO_ENGINES="${TORTURE_TWO_ENGINES_SECS:-60}"
 SEED="${TORTURE_SEED:-$(date +%s)}"
 WORK="${1:-}"
 if [ -z "$WORK" ]; then
@@ -46,4 +49,4 @@ PY
 echo "torture: library of $(find "$LIB" -type f | wc -l) files, seed $SEED, $KILLS kills"
 
 target/release/examples/torture --bin target/release/mediadex --library "$LIB" \
-    --work "$WORK" --seed "$SEED" --kills "$KILLS"
+    --work "$WORK" --seed "$SEED" --kills "$KILLS" --two-engines "$TWO_ENGINES"
