@@ -235,20 +235,10 @@ pub fn join_bytes(root: &std::path::Path, rel: &[u8]) -> std::path::PathBuf {
 
 /// Standard base64 (RFC 4648, padded), as the JSON outputs carry exact path bytes.
 pub fn base64_decode(text: &str) -> Vec<u8> {
-    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let text = text.trim_end_matches('=');
-    let mut out = Vec::new();
-    let (mut acc, mut bits) = (0u32, 0);
-    for c in text.bytes() {
-        let v = ALPHABET.iter().position(|&a| a == c).expect("base64 digit");
-        acc = (acc << 6) | u32::try_from(v).expect("6 bits");
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push(u8::try_from((acc >> bits) & 0xff).expect("a byte"));
-        }
-    }
-    out
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .expect("base64")
 }
 
 /// The exact bytes of one path as the JSON outputs give it: the base64 `bytes` when there,
