@@ -621,6 +621,20 @@ pub struct AssetPath {
     pub state: FileState,
 }
 
+impl AssetPath {
+    /// The exact path bytes in base64, only where `rel_path_text` is not them (a name that
+    /// is not UTF-8 shows U+FFFD; a backslash shows as `/`): the JSON outputs carry these
+    /// beside the text so that a script can open every file. Base64 rather than an array of
+    /// numbers: a 4,000-byte path stays one short string, and `base64 -d` or one standard
+    /// library call gives the bytes back.
+    pub fn bytes_if_lossy(&self) -> Option<String> {
+        let exact = std::str::from_utf8(&self.rel_path) == Ok(self.rel_path_text.as_str());
+        (!exact).then(|| {
+            base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &self.rel_path)
+        })
+    }
+}
+
 /// An asset with the paths that show it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Asset {
@@ -993,5 +1007,22 @@ mod tests {
         assert_eq!(widen_scope("a/b", "a/c"), "a");
         assert_eq!(widen_scope("ab", "a"), "");
         assert_eq!(widen_scope("x", "y"), "");
+    }
+
+    #[test]
+    fn path_bytes_are_given_only_where_the_text_is_lossy() {
+        let path = |bytes: &[u8], text: &str| AssetPath {
+            file_id: 1,
+            library_id: 1,
+            rel_path: bytes.to_vec(),
+            rel_path_text: text.into(),
+            state: FileState::Present,
+        };
+        assert_eq!(path(b"a/b\n.png", "a/b\n.png").bytes_if_lossy(), None);
+        assert_eq!(
+            path(b"\xff", "\u{fffd}").bytes_if_lossy(),
+            Some("/w==".into())
+        );
+        assert_eq!(path(b"a\\b", "a/b").bytes_if_lossy(), Some("YVxi".into()));
     }
 }

@@ -2,6 +2,8 @@
 //! data dirs. Each test names what it proves; failures must leave one stderr line, a
 //! non-zero exit code and nothing half-written.
 
+mod support;
+
 use assert_cmd::Command;
 use assert_cmd::cargo::cargo_bin_cmd;
 use serde_json::Value;
@@ -569,4 +571,64 @@ fn a_trash_that_cannot_move_every_copy_fails_and_leaves_the_asset_live_with_both
     );
     let trashed = env.ok_json(&["assets", "--trashed", "--json"]);
     assert!(trashed.as_array().expect("array").is_empty(), "{trashed}");
+}
+
+/// Issue 13 item 6: every hostile name is scanned, and `assets --json` gives back for each file
+/// a path a script can open (the text, or the base64 `paths_bytes` where the text is lossy).
+/// The human list keeps one line per asset, whatever the names hold.
+#[cfg(unix)]
+#[test]
+fn assets_json_gives_every_hostile_path_back_exactly() {
+    let env = Env::new();
+    let photos = env.folder("photos");
+    let mut made = support::hostile_library(&photos);
+    let copy = b"copy\n\xe9.png".to_vec();
+    std::fs::copy(
+        support::join_bytes(&photos, &made[0]),
+        support::join_bytes(&photos, &copy),
+    )
+    .expect("copy");
+    made.push(copy.clone());
+    env.ok_json(&["library", "add", s(&photos), "--json"]);
+    let runs = env.ok_json(&["scan", "photos", "--wait", "--json"]);
+    assert_eq!(runs[0]["state"], "completed", "{runs}");
+    assert!(runs[0]["reasons"]["error"].is_null(), "{runs}");
+    let assets = env.ok_json(&["assets", "--json"]);
+    let mut seen = Vec::new();
+    for a in assets.as_array().expect("array") {
+        let texts = a["paths"].as_array().expect("paths");
+        for (i, text) in texts.iter().enumerate() {
+            let rel = support::json_path_bytes(text, &a["paths_bytes"][i]);
+            let bytes = std::fs::read(support::join_bytes(&photos, &rel))
+                .unwrap_or_else(|e| panic!("{text} (asset {}) does not open: {e}", a["id"]));
+            assert_eq!(
+                a["checksum"].as_str(),
+                Some(blake3::hash(&bytes).to_hex().as_str()),
+                "{text}"
+            );
+            seen.push(rel);
+        }
+    }
+    seen.sort();
+    let duplicates = env.ok_json(&["duplicates", "--json"]);
+    let group = &duplicates[0];
+    let twins: Vec<Vec<u8>> = (0..2)
+        .map(|i| support::json_path_bytes(&group["paths"][i], &group["paths_bytes"][i]))
+        .collect();
+    assert_eq!(twins, [made[0].clone(), copy], "{duplicates}");
+    made.sort();
+    assert_eq!(seen, made, "every file, each once");
+
+    let human = text(&env.run(&["assets"]).stdout);
+    let rows = assets.as_array().expect("array").len();
+    assert_eq!(human.lines().count(), rows + 1, "forged lines: {human}");
+    let dups = text(&env.run(&["duplicates"]).stdout);
+    assert_eq!(dups.lines().count(), 2, "forged lines: {dups}");
+    assert!(dups.contains("caf\\xe9.png  copy\\n\\xe9.png"), "{dups}");
+    assert!(
+        !human.chars().any(|c| c.is_control() && c != '\n'),
+        "raw control characters: {human:?}"
+    );
+    assert!(human.contains("caf\\xe9.png"), "{human}");
+    assert!(human.contains("line\\nbreak.png"), "{human}");
 }

@@ -2367,3 +2367,53 @@ async fn the_faces_list_pages_through_every_asset_with_faces() {
     with_faces.sort_unstable();
     assert_eq!(seen, with_faces);
 }
+
+/// Issue 13 item 6: after a real scan of hostile names, one asset and the duplicates give
+/// back, for every file, a path a script can open: `path`, or the base64 `path_bytes` where
+/// the text is lossy.
+#[cfg(unix)]
+#[tokio::test]
+async fn every_hostile_path_comes_back_exactly_from_the_api() {
+    let api = api();
+    let root = api.env.dir.path().join("p");
+    let made = support::hostile_library(&root);
+    std::fs::copy(
+        support::join_bytes(&root, &made[0]),
+        support::join_bytes(&root, b"tab\tcopy\xe9.png"),
+    )
+    .expect("copy");
+    let root = std::fs::canonicalize(&root).expect("canonical");
+    let lib = mediadex::app::add_library(&api.env.store, "p", &root.to_string_lossy())
+        .expect("add library");
+    api.scan(lib.id);
+    let list = api.get("/api/assets?limit=500").await.json();
+    let items = list["items"].as_array().expect("items");
+    assert_eq!(items.len(), made.len(), "{list}");
+    let mut seen = Vec::new();
+    for item in items {
+        let one = api.get(&format!("/api/assets/{}", item["id"])).await.json();
+        for p in one["paths"].as_array().expect("paths") {
+            let rel = support::json_path_bytes(&p["path"], &p["path_bytes"]);
+            let bytes = std::fs::read(support::join_bytes(&root, &rel))
+                .unwrap_or_else(|e| panic!("{p} does not open: {e}"));
+            let sum = blake3::hash(&bytes).to_hex();
+            assert_eq!(one["checksum"].as_str(), Some(sum.as_str()), "{p}");
+            seen.push(rel);
+        }
+    }
+    let mut made = [made, vec![b"tab\tcopy\xe9.png".to_vec()]].concat();
+    made.sort();
+    seen.sort();
+    assert_eq!(seen, made, "every file, each once");
+    let dups = api.get("/api/duplicates").await.json();
+    let dup: Vec<Vec<u8>> = dups[0]["paths"]
+        .as_array()
+        .expect("paths")
+        .iter()
+        .map(|p| support::json_path_bytes(&p["path"], &p["path_bytes"]))
+        .collect();
+    assert_eq!(
+        dup,
+        [b"caf\xe9.png".to_vec(), b"tab\tcopy\xe9.png".to_vec()]
+    );
+}

@@ -1,7 +1,9 @@
 //! Rendering of assets and duplicate groups, for people and as JSON. Owns the JSON shapes of
-//! `mediadex assets --json` and `mediadex duplicates --json` (documented in the README).
+//! `mediadex assets --json` and `mediadex duplicates --json` (documented in the README). A
+//! path is its text in `paths`; where that text is lossy the exact bytes ride beside it in
+//! `paths_bytes` (`model::AssetPath::bytes_if_lossy`, the HTTP API's `path_bytes` rule).
 
-use super::render::{table, to_json};
+use super::render::{human_path, table, to_json};
 use mediadex::model::{
     Asset, AssetPath, ContentTwins, DetectedFace, DuplicateGroup, FileState, hex,
 };
@@ -12,6 +14,10 @@ struct AssetOut<'a> {
     id: i64,
     /// Library-relative paths of the files showing it, present ones first.
     paths: Vec<&'a str>,
+    /// Only when some path's text is lossy: per path, its base64 bytes, or null where the
+    /// text is exact.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    paths_bytes: Option<Vec<Option<String>>>,
     size: u64,
     checksum: String,
     kind: Option<&'static str>,
@@ -42,11 +48,19 @@ fn paths(paths: &[AssetPath]) -> Vec<&str> {
     paths.iter().map(|p| p.rel_path_text.as_str()).collect()
 }
 
+/// The `paths_bytes` beside `paths`: absent when every text is exact, so that the common
+/// case reads as before.
+fn paths_bytes<'a>(paths: impl Iterator<Item = &'a AssetPath>) -> Option<Vec<Option<String>>> {
+    let bytes: Vec<Option<String>> = paths.map(AssetPath::bytes_if_lossy).collect();
+    bytes.iter().any(Option::is_some).then_some(bytes)
+}
+
 fn asset_out(a: &Asset) -> AssetOut<'_> {
     let f = &a.facts;
     AssetOut {
         id: a.id,
         paths: paths(&a.paths),
+        paths_bytes: paths_bytes(a.paths.iter()),
         size: a.size,
         checksum: hex(&a.checksum),
         kind: f.kind.map(|k| k.as_str()),
@@ -91,7 +105,10 @@ pub fn assets(assets: &[Asset], json: bool) -> serde_json::Result<String> {
                 o.mime.unwrap_or("").to_string(),
                 dims,
                 camera.join(" "),
-                o.paths.first().copied().unwrap_or("").to_string(),
+                a.paths
+                    .first()
+                    .map(|p| human_path(&p.rel_path))
+                    .unwrap_or_default(),
             ]
         })
         .collect();
@@ -133,6 +150,11 @@ struct GroupOut<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     assets: Option<Vec<TwinOut<'a>>>,
     paths: Vec<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    paths_bytes: Option<Vec<Option<String>>>,
+    /// The same paths for people (`human_path`), not serialized.
+    #[serde(skip)]
+    shown: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -142,14 +164,20 @@ struct TwinOut<'a> {
     size: u64,
     trashed: bool,
     paths: Vec<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    paths_bytes: Option<Vec<Option<String>>>,
 }
 
-fn present(files: &[AssetPath]) -> Vec<&str> {
-    files
-        .iter()
-        .filter(|f| f.state == FileState::Present)
-        .map(|f| f.rel_path_text.as_str())
-        .collect()
+fn present(files: &[AssetPath]) -> impl Iterator<Item = &AssetPath> {
+    files.iter().filter(|f| f.state == FileState::Present)
+}
+
+fn present_text(files: &[AssetPath]) -> Vec<&str> {
+    present(files).map(|f| f.rel_path_text.as_str()).collect()
+}
+
+fn present_shown(files: &[AssetPath]) -> Vec<String> {
+    present(files).map(|f| human_path(&f.rel_path)).collect()
 }
 
 fn identical(g: &DuplicateGroup) -> GroupOut<'_> {
@@ -161,7 +189,9 @@ fn identical(g: &DuplicateGroup) -> GroupOut<'_> {
         content_hash: None,
         content_hash_scheme: None,
         assets: None,
-        paths: present(&g.files),
+        paths: present_text(&g.files),
+        paths_bytes: paths_bytes(present(&g.files)),
+        shown: present_shown(&g.files),
     }
 }
 
@@ -174,9 +204,11 @@ fn same_content(t: &ContentTwins) -> GroupOut<'_> {
             checksum: hex(&a.checksum),
             size: a.size,
             trashed: a.trashed_at.is_some(),
-            paths: present(&a.paths),
+            paths: present_text(&a.paths),
+            paths_bytes: paths_bytes(present(&a.paths)),
         })
         .collect();
+    let files = || t.assets.iter().flat_map(|a| present(&a.paths));
     GroupOut {
         kind: "same_content",
         asset_id: None,
@@ -188,6 +220,8 @@ fn same_content(t: &ContentTwins) -> GroupOut<'_> {
             .iter()
             .flat_map(|a| a.paths.iter().copied())
             .collect(),
+        paths_bytes: paths_bytes(files()),
+        shown: files().map(|f| human_path(&f.rel_path)).collect(),
         assets: Some(assets),
     }
 }
@@ -218,7 +252,7 @@ pub fn duplicates(
                 }
                 None => format!("identical bytes: asset {}", g.asset_id.unwrap_or_default()),
             };
-            vec![what, g.paths.join("  ")]
+            vec![what, g.shown.join("  ")]
         })
         .collect();
     Ok(table(&["KIND", "PATHS"], rows))

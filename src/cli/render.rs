@@ -1,7 +1,8 @@
 //! Output of the command line: the `--json` shapes (a stable contract, documented in
 //! README.md, deliberately separate from `model` so that a model change cannot silently
 //! change it) and the human tables. Pure functions from rows to text; must not touch the
-//! store or the disk.
+//! store or the disk. Human output never lets a name forge a line: control characters are
+//! escaped, and paths show their non-UTF-8 bytes as `\xNN` (`human_path`).
 
 use mediadex::model::{Counter, Job, JobState, Library, Millis, Provenance, RunState, ScanRun};
 use serde::Serialize;
@@ -107,7 +108,9 @@ pub fn added(library: &Library, json: bool) -> serde_json::Result<String> {
     }
     Ok(format!(
         "added library '{}' (id {}) at {}\n",
-        library.name, library.id, library.root
+        escape_controls(&library.name),
+        library.id,
+        escape_controls(&library.root)
     ))
 }
 
@@ -364,9 +367,44 @@ pub(super) fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
     table_body(&all)
 }
 
+/// A path for people: its bytes where they are UTF-8, `\xNN` where they are not, and
+/// control characters escaped so that a name holding a newline cannot forge a line.
+pub(super) fn human_path(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(&escape_controls(chunk.valid()));
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
+/// `\n`, `\t`, `\u{1b}`, … for the control characters of `text`; everything else as is.
+fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return text.into();
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect::<String>()
+        .into()
+}
+
 /// Left-aligned columns two spaces apart; the last column is not padded, so lines carry no
-/// trailing blanks.
+/// trailing blanks. A cell is one line whatever it holds: its control characters are
+/// escaped (names, roots and errors come from the disk).
 fn table_body(rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| escape_controls(c).into_owned()).collect())
+        .collect();
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..columns)
         .map(|c| {
@@ -378,7 +416,7 @@ fn table_body(rows: &[Vec<String>]) -> String {
         })
         .collect();
     let mut out = String::new();
-    for row in rows {
+    for row in &rows {
         let mut line = String::new();
         for (c, cell) in row.iter().enumerate() {
             if c + 1 < row.len() {
@@ -404,6 +442,26 @@ mod tests {
             vec![vec!["1".into(), "a".into()], vec!["10".into(), "bb".into()]],
         );
         assert_eq!(t, "ID  NAME\n1   a\n10  bb\n");
+    }
+
+    #[test]
+    fn a_cell_or_path_never_forges_a_line() {
+        let t = table(&["PATH"], vec![vec!["a\nb\tc\r\u{1b}[31m".into()]]);
+        assert_eq!(t, "PATH\na\\nb\\tc\\r\\u{1b}[31m\n");
+        assert_eq!(human_path(b"caf\xe9/\n.png"), "caf\\xe9/\\n.png");
+        assert_eq!(human_path("été.png".as_bytes()), "été.png");
+    }
+
+    #[test]
+    fn an_added_library_is_one_line_whatever_its_folder_is_called() {
+        let library = Library {
+            id: 1,
+            name: "a\nb".into(),
+            root: "/x/a\nb".into(),
+            created_at: 0,
+        };
+        let text = added(&library, false).expect("text");
+        assert_eq!(text, "added library 'a\\nb' (id 1) at /x/a\\nb\n");
     }
 
     #[test]

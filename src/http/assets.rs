@@ -1,6 +1,7 @@
 //! `/api/assets` and `/api/duplicates`: the paged asset list with its filters (keyset
 //! pagination; the cursor is opaque to clients), one asset with its paths, trash and
-//! restore through `crate::trash` (journaled file moves), and byte-identical duplicates.
+//! restore through `crate::trash` (journaled file moves), and byte-identical duplicates. A
+//! path is its text, with its exact bytes in base64 beside it where the text is lossy.
 
 use super::error::ApiError;
 use super::{AppState, blocking};
@@ -46,6 +47,10 @@ pub struct AssetOut {
 pub struct PathOut {
     library_id: i64,
     path: String,
+    /// Only where `path` is lossy (not UTF-8, or a backslash shown as `/`): the exact bytes
+    /// in base64, the rule of `mediadex assets --json`'s `paths_bytes`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path_bytes: Option<String>,
     state: &'static str,
 }
 
@@ -53,6 +58,7 @@ fn path_out(p: &AssetPath) -> PathOut {
     PathOut {
         library_id: p.library_id,
         path: p.rel_path_text.clone(),
+        path_bytes: p.bytes_if_lossy(),
         state: p.state.as_str(),
     }
 }

@@ -185,3 +185,67 @@ pub fn scan_now_with(
     pool.shutdown();
     done
 }
+
+/// Writes a library of hostile names under `root`, one unique PNG each, and returns their
+/// library-relative path bytes: names that are not UTF-8, a backslash (the stored text turns
+/// it into `/`), a 255-byte name, newlines, tabs, carriage returns and other control
+/// characters, a 4,000-byte path and a file 1,000 folders deep. `root` must be short enough
+/// that root + 4,000 bytes stays under PATH_MAX (4,096).
+#[cfg(unix)]
+pub fn hostile_library(root: &std::path::Path) -> Vec<Vec<u8>> {
+    use std::os::unix::ffi::OsStrExt;
+    assert!(
+        root.as_os_str().len() < 80,
+        "root too long: {}",
+        root.display()
+    );
+    let long_dirs: Vec<u8> = std::iter::repeat_n([b'd'; 199].as_slice(), 19)
+        .flat_map(|d| d.iter().copied().chain([b'/']))
+        .collect();
+    let long_path = [long_dirs, [b'f'; 196].to_vec(), b".png".to_vec()].concat();
+    assert_eq!(long_path.len(), 4000);
+    let deep = [b"d/".repeat(1000), b"deep.png".to_vec()].concat();
+    let names: Vec<Vec<u8>> = vec![
+        b"caf\xe9.png".to_vec(),
+        b"\xff\xfe\x80.png".to_vec(),
+        b"dir\xc3/inner.png".to_vec(),
+        b"back\\slash.png".to_vec(),
+        [vec![b'n'; 251], b".png".to_vec()].concat(),
+        b"line\nbreak.png".to_vec(),
+        b"tab\there.png".to_vec(),
+        b"cr\rreturn.png".to_vec(),
+        b"ctl\x01\x1b[31mred\x7f.png".to_vec(),
+        b"plain.png".to_vec(),
+        long_path,
+        deep,
+    ];
+    for (shade, rel) in names.iter().enumerate() {
+        let path = root.join(std::ffi::OsStr::from_bytes(rel));
+        photo(&path, u8::try_from(shade).expect("few names") * 10);
+    }
+    names
+}
+
+/// The absolute path of library-relative path bytes.
+#[cfg(unix)]
+pub fn join_bytes(root: &std::path::Path, rel: &[u8]) -> std::path::PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    root.join(std::ffi::OsStr::from_bytes(rel))
+}
+
+/// Standard base64 (RFC 4648, padded), as the JSON outputs carry exact path bytes.
+pub fn base64_decode(text: &str) -> Vec<u8> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .expect("base64")
+}
+
+/// The exact bytes of one path as the JSON outputs give it: the base64 `bytes` when there,
+/// else the `text` (then exact by the contract).
+pub fn json_path_bytes(text: &serde_json::Value, bytes: &serde_json::Value) -> Vec<u8> {
+    match bytes.as_str() {
+        Some(b) => base64_decode(b),
+        None => text.as_str().expect("path text").as_bytes().to_vec(),
+    }
+}
