@@ -6,11 +6,12 @@
 -- still pending becomes a queued move job here (due at once), so the next worker that claims
 -- it carries it out under a lease like any other. One live move per asset (the unique key):
 -- had an old journal two pending moves of one asset (its begin refused that), only the older
--- is queued and the other stays in the journal, untouched.
+-- is queued and the other stays in the journal, untouched. A move is never given up (its
+-- files would stay half moved): it gets attempts without end, as new moves do.
 INSERT OR IGNORE INTO jobs (kind, unique_key, payload, max_attempts, run_at, created_at,
                             updated_at)
 SELECT 'move', 'move:' || asset_id,
        json_object('asset', asset_id, 'action', action, 'move', move_id),
-       5, min(created_at), min(created_at), min(created_at)
+       1000000, min(created_at), min(created_at), min(created_at)
   FROM trash_intents WHERE state = 'pending'
  GROUP BY move_id ORDER BY move_id;

@@ -771,3 +771,30 @@ fn a_move_carried_on_after_a_crash_leaves_other_bytes_written_at_the_path_since(
     assert_ne!(now, a, "the new picture is its own asset");
     assert!(!trashed(&env.store, now));
 }
+
+#[test]
+fn a_move_reclaimed_again_and_again_is_never_given_up() {
+    let env = env();
+    let lib = library(&env, &[("a.png", 1)]);
+    let a = lib.asset(&env.store, "a.png");
+    held(env.store.begin_trash(a, TTL).expect("begin"));
+    // Each holder dies: the lease expires, reclaim requeues, the next one claims it.
+    for _ in 0..8 {
+        env.clock.advance(TTL);
+        env.store.reclaim_stale().expect("reclaim");
+        env.clock.advance(10 * 60_000);
+        let claimed = env.store.claim_job(&[MOVE_JOB_KIND], TTL).expect("claim");
+        assert!(claimed.is_some(), "the move is still there to carry on");
+    }
+    let job = move_job(&env.store, a).expect("a live move");
+    assert_eq!(job.state, JobState::Running);
+    env.clock.advance(TTL);
+    env.store.reclaim_stale().expect("reclaim");
+    env.clock.advance(10 * 60_000);
+    let cfg = MoveConfig::default();
+    assert_eq!(
+        mediadex::trash::finish_abandoned(&env.store, &cfg).expect("carry on"),
+        1
+    );
+    assert!(trashed(&env.store, a) && lib.in_trash(a, "a.png").exists());
+}

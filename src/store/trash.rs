@@ -48,14 +48,18 @@ const NEXT_MOVE: &str = "SELECT coalesce(max(move_id), 0) + 1 FROM trash_intents
 const HAS_PENDING: &str =
     "SELECT 1 FROM trash_intents WHERE asset_id = ?1 AND state = 'pending' LIMIT 1";
 /// The move's job, already running under the lease of the process that begins it. The
-/// partial unique index on the key makes it one live move per asset, across processes.
+/// partial unique index on the key makes it one live move per asset, across processes. A
+/// move is never given up (its files would stay half moved): its attempts are not counted
+/// down to `failed` like other jobs' (`MOVE_ATTEMPTS`; each reclaim still backs off).
 const INSERT_JOB: &str = "
-    INSERT INTO jobs (kind, unique_key, payload, state, generation, run_at, lease_owner,
-                      lease_expires_at, heartbeat_at, created_at, updated_at)
-    VALUES (?1, ?2, ?3, 'running', 1, ?4, ?5, ?4 + ?6, ?4, ?4, ?4)
+    INSERT INTO jobs (kind, unique_key, payload, state, generation, max_attempts, run_at,
+                      lease_owner, lease_expires_at, heartbeat_at, created_at, updated_at)
+    VALUES (?1, ?2, ?3, 'running', 1, ?7, ?4, ?5, ?4 + ?6, ?4, ?4, ?4)
     ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')
     DO NOTHING
     RETURNING id, generation";
+/// As good as never: a move reclaimed this many times has met a bug, not bad luck.
+const MOVE_ATTEMPTS: i64 = 1_000_000;
 const LIVE_MOVE: &str =
     "SELECT id FROM jobs WHERE unique_key = ?1 AND state IN ('queued', 'running')";
 /// The fence of every write of a held move; answers what the job moves.
@@ -171,9 +175,10 @@ fn hold(
             .to_string();
     let job: Option<(i64, i64)> = conn
         .prepare_cached(INSERT_JOB)?
-        .query_row(params![MOVE_JOB_KIND, key, payload, now, owner, ttl], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
+        .query_row(
+            params![MOVE_JOB_KIND, key, payload, now, owner, ttl, MOVE_ATTEMPTS],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
         .optional()?;
     let Some((job_id, generation)) = job else {
         let live: i64 = conn
