@@ -197,19 +197,7 @@ impl Torture<'_> {
         let end = Instant::now() + Duration::from_millis(300 + self.rng.below(3_000));
         let mut kills = 1;
         while Instant::now() < end {
-            let (mut child, trashing) = self.request()?;
-            if self.rng.chance(30) {
-                std::thread::sleep(Duration::from_millis(self.rng.below(60)));
-                if child.try_wait()?.is_none() {
-                    child.kill()?;
-                    kills += 1;
-                }
-            }
-            let ok = child.wait()?.success();
-            if let (true, Some(id)) = (ok, trashing) {
-                self.trashed.push(id);
-            }
-            std::thread::sleep(Duration::from_millis(self.rng.below(120)));
+            kills += self.one_request(30)?;
         }
         service.kill()?;
         service.wait()?;
@@ -267,14 +255,14 @@ impl Torture<'_> {
                 watch.pause(Some(pid));
                 let until = Instant::now() + ttl + Duration::from_millis(300 + self.rng.below(700));
                 while Instant::now() < until {
-                    self.one_request()?;
+                    self.one_request(0)?;
                 }
                 watch.pause(None);
                 signal(pid, "CONT")?;
                 pauses += 1;
                 next = Instant::now() + Duration::from_millis(500 + self.rng.below(1_500));
             }
-            self.one_request()?;
+            self.one_request(0)?;
         }
         for engine in &mut engines {
             signal(engine.id(), "TERM")?;
@@ -295,14 +283,23 @@ impl Torture<'_> {
         Ok(())
     }
 
-    /// A request of the stream, waited for (never killed).
-    fn one_request(&mut self) -> anyhow::Result<()> {
+    /// A request of the stream, SIGKILLed 0-60 ms in with a chance of `kill_percent`, else
+    /// waited for. Returns the kills it made.
+    fn one_request(&mut self, kill_percent: u64) -> anyhow::Result<u32> {
         let (mut child, trashing) = self.request()?;
+        let mut kills = 0;
+        if kill_percent > 0 && self.rng.chance(kill_percent) {
+            std::thread::sleep(Duration::from_millis(self.rng.below(60)));
+            if child.try_wait()?.is_none() {
+                child.kill()?;
+                kills += 1;
+            }
+        }
         if let (true, Some(id)) = (child.wait()?.success(), trashing) {
             self.trashed.push(id);
         }
         std::thread::sleep(Duration::from_millis(self.rng.below(120)));
-        Ok(())
+        Ok(kills)
     }
 
     /// The final life: no kill; a plain scan, then the service until nothing is left
