@@ -43,7 +43,9 @@ pub struct Events {
     shutdown: watch::Receiver<bool>,
 }
 
-type Seen = HashMap<i64, (RunState, Option<String>)>;
+/// A run as the poller last saw it: state, progress, and when it last started.
+type RunMark = (RunState, Option<String>, Option<crate::model::Millis>);
+type Seen = HashMap<i64, RunMark>;
 
 /// What a walk's event depends on, read cheaply (no counting) each poll: the live chain
 /// row's id, state, generation and payload, and the record. Heartbeats change none of it.
@@ -90,25 +92,54 @@ impl Events {
 
 fn snapshot(runs: &[ScanRun]) -> Seen {
     runs.iter()
-        .map(|r| (r.id, (r.state, r.progress.clone())))
+        .map(|r| (r.id, (r.state, r.progress.clone(), r.started_at)))
         .collect()
 }
 
 /// What became of `run` since it was last `seen`.
-fn change(run: &ScanRun, seen: Option<&(RunState, Option<String>)>) -> Option<&'static str> {
+fn change(run: &ScanRun, seen: Option<&RunMark>) -> Option<&'static str> {
     let terminal = run.state.is_terminal();
     match seen {
         None if terminal => Some("scan_finished"),
         None if run.state == RunState::Running => Some("scan_started"),
         None => Some("scan_queued"),
-        Some((state, _)) if *state != run.state && terminal => Some("scan_finished"),
-        Some((state, _)) if *state != run.state && run.state == RunState::Running => {
+        Some((state, ..)) if *state != run.state && terminal => Some("scan_finished"),
+        Some((state, ..)) if *state != run.state && run.state == RunState::Running => {
             Some("scan_started")
         }
-        Some((state, _)) if *state != run.state => Some("scan_queued"),
-        Some((_, progress)) if *progress != run.progress && !terminal => Some("scan_progress"),
+        Some((state, ..)) if *state != run.state => Some("scan_queued"),
+        Some((_, progress, _)) if *progress != run.progress && !terminal => Some("scan_progress"),
         Some(_) => None,
     }
+}
+
+/// The events that announce what became of `run` since it was last `seen`. A run that
+/// started and ended between two polls is announced as started, then finished, so that every
+/// run that ran reads the same to a client (queued, started, finished) whatever the timing:
+/// the page's live view never misses a scan that was quicker than a poll.
+fn run_events(run: &ScanRun, seen: Option<&RunMark>) -> Vec<BusEvent> {
+    let Some(kind) = change(run, seen) else {
+        return Vec::new();
+    };
+    let event = |kind, run: ScanRun| BusEvent {
+        kind,
+        data: Data::Run(run),
+    };
+    // Started unseen: a claim the poller did not see as running (a fresh `started_at`).
+    let started_unseen = run.started_at.is_some()
+        && seen.is_none_or(|(state, _, at)| *state != RunState::Running && *at != run.started_at);
+    let mut out = Vec::with_capacity(2);
+    if kind == "scan_finished" && started_unseen {
+        let started = ScanRun {
+            state: RunState::Running,
+            reason: None,
+            finished_at: None,
+            ..run.clone()
+        };
+        out.push(event("scan_started", started));
+    }
+    out.push(event(kind, run.clone()));
+    out
 }
 
 /// What the poller saw last.
@@ -128,12 +159,7 @@ fn poll_once(
     let mut out: Vec<BusEvent> = runs
         .iter()
         .rev()
-        .filter_map(|run| {
-            change(run, seen.runs.get(&run.id)).map(|kind| BusEvent {
-                kind,
-                data: Data::Run(run.clone()),
-            })
-        })
+        .flat_map(|run| run_events(run, seen.runs.get(&run.id)))
         .collect();
     let marks = walk_marks(store, walks)?;
     for &(kind, scheme) in walks.iter() {
@@ -206,4 +232,72 @@ pub async fn stream(
             Some((Ok(event), (rx, shutdown)))
         });
     Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Trigger;
+
+    fn run(state: RunState, started_at: Option<i64>) -> ScanRun {
+        ScanRun {
+            id: 1,
+            library_id: 1,
+            scope: String::new(),
+            trigger: Trigger::Api,
+            watch_event: None,
+            state,
+            reason: None,
+            generation: 1,
+            attempt: 1,
+            run_at: 0,
+            lease_owner: None,
+            lease_expires_at: None,
+            progress: None,
+            requested_at: 0,
+            accepted_at: 0,
+            started_at,
+            finished_at: None,
+            updated_at: 0,
+            predecessor_id: None,
+            forced: false,
+        }
+    }
+
+    fn kinds(run: &ScanRun, seen: Option<&RunMark>) -> Vec<(&'static str, RunState)> {
+        run_events(run, seen)
+            .into_iter()
+            .map(|e| match e.data {
+                Data::Run(r) => (e.kind, r.state),
+                Data::Walk(_) => panic!("a run gives run events"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_run_that_started_and_ended_between_two_polls_is_announced_started_then_finished() {
+        let done = run(RunState::Completed, Some(5));
+        let started = ("scan_started", RunState::Running);
+        let finished = ("scan_finished", RunState::Completed);
+        // Never seen, or seen waiting: it ran unseen.
+        assert_eq!(kinds(&done, None), [started, finished]);
+        let waiting = (RunState::Accepted, None, None);
+        assert_eq!(kinds(&done, Some(&waiting)), [started, finished]);
+        // Seen running: its start was announced already.
+        let running = (RunState::Running, None, Some(5));
+        assert_eq!(kinds(&done, Some(&running)), [finished]);
+        // Handed back after it ran (same start), then cancelled: no second start.
+        let handed_back = (RunState::Accepted, None, Some(5));
+        let cancelled = run(RunState::Cancelled, Some(5));
+        assert_eq!(
+            kinds(&cancelled, Some(&handed_back)),
+            [("scan_finished", RunState::Cancelled)]
+        );
+        // Cancelled before it ever started: no start.
+        let never = run(RunState::Cancelled, None);
+        assert_eq!(
+            kinds(&never, Some(&waiting)),
+            [("scan_finished", RunState::Cancelled)]
+        );
+    }
 }
