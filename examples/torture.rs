@@ -18,6 +18,8 @@
 
 use mediadex::model::{Asset, FileState, JobState, RunState, TRASH_DIR, WalkKindId};
 use mediadex::store::{Store, StoreOptions};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -30,25 +32,6 @@ use std::time::{Duration, Instant};
 const TTL_MS: &str = "1500";
 /// How long the quiet final life may take to settle.
 const QUIET_LIMIT: Duration = Duration::from_secs(600);
-
-/// splitmix64: tiny and seedable; the schedule only needs to be replayable.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
 
 struct Args {
     bin: PathBuf,
@@ -96,7 +79,7 @@ fn main() -> anyhow::Result<()> {
     let mut t = Torture {
         args: &args,
         data: args.work.join("data"),
-        rng: Rng(args.seed),
+        rng: ChaCha8Rng::seed_from_u64(args.seed),
         trashed: Vec::new(),
         assets: 1,
     };
@@ -148,7 +131,7 @@ fn open(data: &Path) -> anyhow::Result<Store> {
 struct Torture<'a> {
     args: &'a Args,
     data: PathBuf,
-    rng: Rng,
+    rng: ChaCha8Rng,
     /// Assets a `trash` of this run left trashed (exit 0): what `restore` picks from.
     trashed: Vec<i64>,
     /// The highest asset id seen: what `trash` picks below.
@@ -194,7 +177,7 @@ impl Torture<'_> {
     /// moment. Returns the kills it made (the service's, and those of CLI processes).
     fn life(&mut self) -> anyhow::Result<u32> {
         let mut service = self.spawn(&self.data, &["serve", "--bind", "127.0.0.1:0"])?;
-        let end = Instant::now() + Duration::from_millis(300 + self.rng.below(3_000));
+        let end = Instant::now() + Duration::from_millis(300 + self.rng.random_range(0..3_000));
         let mut kills = 1;
         while Instant::now() < end {
             kills += self.one_request(30)?;
@@ -207,7 +190,7 @@ impl Torture<'_> {
     /// One request of a life; answers the asset a `trash` names.
     fn request(&mut self) -> anyhow::Result<(Child, Option<i64>)> {
         let data = self.data.clone();
-        Ok(match self.rng.below(7) {
+        Ok(match self.rng.random_range(0..7) {
             0 => (self.spawn(&data, &["scan", "--force"])?, None),
             1 => (self.spawn(&data, &["scan"])?, None),
             2 => (
@@ -216,7 +199,7 @@ impl Torture<'_> {
             ),
             3 => (self.spawn(&data, &["walk", "faces"])?, None),
             4 | 5 if !self.trashed.is_empty() => {
-                let at = self.rng.below(self.trashed.len() as u64) as usize;
+                let at = self.rng.random_range(0..self.trashed.len());
                 let id = self.trashed.swap_remove(at).to_string();
                 (self.spawn(&data, &["restore", &id])?, None)
             }
@@ -229,7 +212,7 @@ impl Torture<'_> {
                         .max()
                         .unwrap_or(1);
                 }
-                let id = 1 + self.rng.below(self.assets as u64) as i64;
+                let id = 1 + self.rng.random_range(0..self.assets as u64) as i64;
                 (self.spawn(&data, &["trash", &id.to_string()])?, Some(id))
             }
         })
@@ -253,14 +236,17 @@ impl Torture<'_> {
                 let pid = engines[pauses % 2].id();
                 signal(pid, "STOP")?;
                 watch.pause(Some(pid));
-                let until = Instant::now() + ttl + Duration::from_millis(300 + self.rng.below(700));
+                let until = Instant::now()
+                    + ttl
+                    + Duration::from_millis(300 + self.rng.random_range(0..700));
                 while Instant::now() < until {
                     self.one_request(0)?;
                 }
                 watch.pause(None);
                 signal(pid, "CONT")?;
                 pauses += 1;
-                next = Instant::now() + Duration::from_millis(500 + self.rng.below(1_500));
+                next =
+                    Instant::now() + Duration::from_millis(500 + self.rng.random_range(0..1_500));
             }
             self.one_request(0)?;
         }
@@ -285,11 +271,11 @@ impl Torture<'_> {
 
     /// A request of the stream, SIGKILLed 0-60 ms in with a chance of `kill_percent`, else
     /// waited for. Returns the kills it made.
-    fn one_request(&mut self, kill_percent: u64) -> anyhow::Result<u32> {
+    fn one_request(&mut self, kill_percent: u32) -> anyhow::Result<u32> {
         let (mut child, trashing) = self.request()?;
         let mut kills = 0;
-        if kill_percent > 0 && self.rng.chance(kill_percent) {
-            std::thread::sleep(Duration::from_millis(self.rng.below(60)));
+        if kill_percent > 0 && self.rng.random_ratio(kill_percent, 100) {
+            std::thread::sleep(Duration::from_millis(self.rng.random_range(0..60)));
             if child.try_wait()?.is_none() {
                 child.kill()?;
                 kills += 1;
@@ -298,7 +284,7 @@ impl Torture<'_> {
         if let (true, Some(id)) = (child.wait()?.success(), trashing) {
             self.trashed.push(id);
         }
-        std::thread::sleep(Duration::from_millis(self.rng.below(120)));
+        std::thread::sleep(Duration::from_millis(self.rng.random_range(0..120)));
         Ok(kills)
     }
 
@@ -533,38 +519,38 @@ fn skipped(name: &str) -> bool {
 
 /// Between lives, what happens to a real library: a touch, a new file, a delete, a move,
 /// a copy onto a new name, a file replaced with other bytes.
-fn mutate(root: &Path, rng: &mut Rng) -> anyhow::Result<()> {
+fn mutate(root: &Path, rng: &mut ChaCha8Rng) -> anyhow::Result<()> {
     let files = files_on_disk(root);
     if files.is_empty() {
         return Ok(());
     }
-    for _ in 0..1 + rng.below(12) {
-        let (_, path) = &files[rng.below(files.len() as u64) as usize];
+    for _ in 0..1 + rng.random_range(0..12) {
+        let (_, path) = &files[rng.random_range(0..files.len())];
         if !path.exists() {
             continue;
         }
-        let fresh = root.join(format!("torture/{:016x}.jpg", rng.next()));
+        let fresh = root.join(format!("torture/{:016x}.jpg", rng.random::<u64>()));
         if let Some(dir) = fresh.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        match rng.below(6) {
+        match rng.random_range(0..6) {
             0 => std::fs::File::options()
                 .write(true)
                 .open(path)?
                 .set_modified(std::time::SystemTime::now())?,
             1 => {
                 let mut bytes = std::fs::read(path)?;
-                bytes.extend_from_slice(&rng.next().to_le_bytes());
+                bytes.extend_from_slice(&rng.random::<u64>().to_le_bytes());
                 std::fs::write(&fresh, bytes)?;
             }
             2 => std::fs::remove_file(path)?,
             3 => std::fs::rename(path, &fresh)?,
             4 => drop(std::fs::copy(path, &fresh)?),
             _ => {
-                let (_, other) = &files[rng.below(files.len() as u64) as usize];
+                let (_, other) = &files[rng.random_range(0..files.len())];
                 if other.exists() {
                     let mut bytes = std::fs::read(other)?;
-                    bytes.extend_from_slice(&rng.next().to_le_bytes());
+                    bytes.extend_from_slice(&rng.random::<u64>().to_le_bytes());
                     std::fs::write(path, bytes)?;
                 }
             }

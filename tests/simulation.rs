@@ -10,7 +10,8 @@
 //!
 //! `MEDIADEX_SIM_SEEDS`, `MEDIADEX_SIM_STEPS`, `MEDIADEX_SIM_SEED_BASE` and
 //! `MEDIADEX_SIM_THREADS` override the defaults; the ignored `soak` test runs a longer
-//! schedule (`cargo test --release --test simulation -- --ignored`).
+//! schedule (`cargo test --release --test simulation -- --ignored`). The schedules come from
+//! `rand_chacha`'s ChaCha8, which gives the same stream for a seed on every platform and version.
 
 use mediadex::clock::{Clock, FakeClock};
 use mediadex::model::{
@@ -18,6 +19,8 @@ use mediadex::model::{
     ScanRequest, ScanRun, Target, Trigger, widen_scope,
 };
 use mediadex::store::{Admission, Enqueued, LeasePolicy, Store, StoreError, StoreOptions};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -54,38 +57,6 @@ fn policy() -> LeasePolicy {
 fn backoff(p: &LeasePolicy, attempts: i64) -> Millis {
     let factor = 1i64 << attempts.clamp(0, 30);
     p.backoff_base.saturating_mul(factor).min(p.backoff_cap)
-}
-
-// ---------------------------------------------------------------------------------------
-// PRNG
-
-/// splitmix64: tiny, seedable, good enough to pick schedules.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    fn range(&mut self, lo: i64, hi: i64) -> i64 {
-        lo + self.below((hi - lo + 1) as u64) as i64
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-
-    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
-        xs[self.below(xs.len() as u64) as usize]
-    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -694,7 +665,7 @@ impl Stats {
 type Key = (Target, i64);
 
 struct Sim {
-    rng: Rng,
+    rng: ChaCha8Rng,
     clock: Arc<FakeClock>,
     stores: Vec<Store>,
     oracle: Oracle,
@@ -772,7 +743,7 @@ impl Sim {
             })
             .collect();
         Ok(Sim {
-            rng: Rng(seed),
+            rng: ChaCha8Rng::seed_from_u64(seed),
             clock,
             stores,
             oracle,
@@ -887,14 +858,14 @@ impl Sim {
 
     fn enqueue(&mut self) -> Result<(), String> {
         self.dirty[0] = true;
-        let kind = self.rng.pick(&KINDS);
+        let kind = KINDS[self.rng.random_range(0..KINDS.len())];
         let mut job =
-            NewJob::new(kind, format!("p{}", self.step)).max_attempts(self.rng.range(1, 5));
-        if self.rng.chance(60) {
-            job = job.unique(self.rng.pick(&KEYS));
+            NewJob::new(kind, format!("p{}", self.step)).max_attempts(self.rng.random_range(1..=5));
+        if self.rng.random_ratio(60, 100) {
+            job = job.unique(KEYS[self.rng.random_range(0..KEYS.len())]);
         }
         let now = self.now();
-        let store = self.stores[self.rng.below(2) as usize].clone();
+        let store = self.stores[self.rng.random_range(0..2)].clone();
         let got = if job.unique_key.is_some() && job.max_attempts == 5 {
             store.enqueue_unique(
                 &job.kind,
@@ -920,10 +891,13 @@ impl Sim {
     fn request_scan(&mut self) -> Result<(), String> {
         self.dirty[1] = true;
         let req = ScanRequest {
-            library_id: self.rng.range(1, LIBRARIES as i64),
-            scope: self.rng.pick(&SCOPES).to_string(),
-            trigger: self.rng.pick(&TRIGGERS),
-            watch_event: self.rng.chance(30).then(|| format!("ev{}", self.step)),
+            library_id: self.rng.random_range(1..=LIBRARIES as i64),
+            scope: SCOPES[self.rng.random_range(0..SCOPES.len())].to_string(),
+            trigger: TRIGGERS[self.rng.random_range(0..TRIGGERS.len())],
+            watch_event: self
+                .rng
+                .random_ratio(30, 100)
+                .then(|| format!("ev{}", self.step)),
         };
         let now = self.now();
         let got = self.stores[0].request_scan(req.clone());
@@ -940,8 +914,8 @@ impl Sim {
         let store = self.store_of(w);
         let owner = store.owner().to_string();
         let now = self.now();
-        if self.rng.chance(60) {
-            let kinds: &[&str] = match self.rng.below(3) {
+        if self.rng.random_ratio(60, 100) {
+            let kinds: &[&str] = match self.rng.random_range(0..3) {
                 0 => &KINDS,
                 1 => &KINDS[..1],
                 _ => &KINDS[1..],
@@ -979,7 +953,7 @@ impl Sim {
         let now = self.now();
         let tag = format!("w{w}:g{}:s{}", lease.generation, self.step);
         let name = format!("w{w} {:?}#{}g{}", lease.target, lease.id, lease.generation);
-        let roll = self.rng.below(100);
+        let roll = self.rng.random_range(0..100);
         let is_job = lease.target == Target::Job;
         let keep;
         if roll < 22 {
@@ -1021,7 +995,7 @@ impl Sim {
                     self.oracle.complete_job(&lease, now),
                 )
             } else {
-                let outcome = if self.rng.chance(80) {
+                let outcome = if self.rng.random_ratio(80, 100) {
                     RunOutcome::Completed
                 } else {
                     RunOutcome::Suspect
@@ -1095,7 +1069,7 @@ impl Sim {
             self.stats.crashes += 1;
             keep = false;
         } else {
-            let steps = self.rng.range(3, 60) as usize;
+            let steps = self.rng.random_range(3..=60) as usize;
             self.workers[w].paused_until = self.step + steps;
             self.note(format!("{name} pauses for {steps} steps"));
             self.stats.pauses += 1;
@@ -1109,13 +1083,13 @@ impl Sim {
     }
 
     fn random_target(&mut self) -> (Target, i64) {
-        let (target, n) = if self.rng.chance(60) {
+        let (target, n) = if self.rng.random_ratio(60, 100) {
             (Target::Job, self.oracle.jobs.len())
         } else {
             (Target::ScanRun, self.oracle.runs.len())
         };
         // Now and then a row that does not exist.
-        (target, self.rng.range(1, n as i64 + 1))
+        (target, self.rng.random_range(1..=n as i64 + 1))
     }
 
     /// Prefer rows a worker holds, so that forced releases and cancels race live leases.
@@ -1125,8 +1099,8 @@ impl Sim {
             .iter()
             .filter_map(|w| w.lease.as_ref().map(|l| (l.target, l.id)))
             .collect();
-        if !held.is_empty() && self.rng.chance(50) {
-            held[self.rng.below(held.len() as u64) as usize]
+        if !held.is_empty() && self.rng.random_ratio(50, 100) {
+            held[self.rng.random_range(0..held.len())]
         } else {
             self.random_target()
         }
@@ -1136,7 +1110,7 @@ impl Sim {
         let (target, id) = self.operator_target();
         self.touch(target, id);
         let now = self.now();
-        let got = self.stores[self.rng.below(2) as usize].cancel(target, id);
+        let got = self.stores[self.rng.random_range(0..2)].cancel(target, id);
         let want = self.oracle.cancel(target, id, now);
         self.agree(&format!("operator cancel {target:?}#{id}"), got, Ok(want))?;
         Ok(())
@@ -1146,7 +1120,7 @@ impl Sim {
         let (target, id) = self.operator_target();
         self.touch(target, id);
         let now = self.now();
-        let got = self.stores[self.rng.below(2) as usize].release_unowned(target, id);
+        let got = self.stores[self.rng.random_range(0..2)].release_unowned(target, id);
         let want = self.oracle.release_unowned(target, id, now);
         self.agree(
             &format!("operator release_unowned {target:?}#{id}"),
@@ -1160,7 +1134,7 @@ impl Sim {
         self.dirty = [true; 2];
         self.counters_dirty = true;
         let now = self.now();
-        let got = self.stores[self.rng.below(2) as usize].reclaim_stale();
+        let got = self.stores[self.rng.random_range(0..2)].reclaim_stale();
         let want = self.oracle.reclaim(now);
         if let Some(r) = self.agree("reclaim_stale", got, Ok(want))? {
             self.stats.reclaimed += r.jobs_requeued + r.jobs_failed + r.runs_retired;
@@ -1183,7 +1157,7 @@ impl Sim {
         if expiries.is_empty() {
             return self.advance(1);
         }
-        let at = expiries[self.rng.below(expiries.len() as u64) as usize] + self.rng.range(-1, 1);
+        let at = expiries[self.rng.random_range(0..expiries.len())] + self.rng.random_range(-1..=1);
         if at > self.now() {
             self.clock.set(at);
             self.note(format!("clock set to a lease boundary {}", at - START));
@@ -1194,7 +1168,7 @@ impl Sim {
 
     fn step_once(&mut self) -> Result<(), String> {
         self.rejected_this_step = false;
-        let roll = self.rng.below(100);
+        let roll = self.rng.random_range(0..100);
         match roll {
             0..=11 => self.enqueue()?,
             12..=16 => self.request_scan()?,
@@ -1205,7 +1179,7 @@ impl Sim {
                 if ready.is_empty() {
                     self.advance(500);
                 } else {
-                    let w = ready[self.rng.below(ready.len() as u64) as usize];
+                    let w = ready[self.rng.random_range(0..ready.len())];
                     match self.workers[w].lease.clone() {
                         Some(lease) => self.work(w, lease)?,
                         None => self.claim(w)?,
@@ -1213,11 +1187,11 @@ impl Sim {
                 }
             }
             67..=78 => {
-                let by = self.rng.range(0, 2_500);
+                let by = self.rng.random_range(0..=2_500);
                 self.advance(by)
             }
             79..=80 => {
-                let by = self.rng.range(TTL, 3 * TTL);
+                let by = self.rng.random_range(TTL..=3 * TTL);
                 self.advance(by)
             }
             81..=83 => self.jump_to_a_lease_boundary(),
