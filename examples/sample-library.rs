@@ -1,7 +1,9 @@
-//! `cargo run --example sample-library -- DIR [COUNT]`: writes a small photo library for
-//! the browser test and for trying the page: COUNT (default 36) JPEGs across a year and a
-//! half, with EXIF capture times, two cameras, GPS on every third, and one byte-identical
-//! copy, so the grid has months, the filters have something to filter and duplicates show.
+//! `cargo run --example sample-library -- DIR [COUNT] [--sparse]`: writes a small photo
+//! library for the browser test and for trying the page: COUNT (default 36) JPEGs across a
+//! year and a half, with EXIF capture times, two cameras, GPS on every third, and one
+//! byte-identical copy, so the grid has months, the filters have something to filter and
+//! duplicates show. `--sparse` spreads them thinly instead, one to three a month from 2015 on
+//! (no copy), for the grid's months that hold a single short row.
 
 use exif::experimental::Writer;
 use exif::{Field, In, Rational, Tag, Value};
@@ -10,14 +12,25 @@ use std::path::Path;
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
-    let dir = args
-        .next()
-        .ok_or_else(|| anyhow::anyhow!("usage: sample-library DIR [COUNT]"))?;
+    let usage = || anyhow::anyhow!("usage: sample-library DIR [COUNT] [--sparse]");
+    let dir = args.next().ok_or_else(usage)?;
     let count: u32 = args.next().map(|c| c.parse()).transpose()?.unwrap_or(36);
+    let sparse = match args.next().as_deref() {
+        None => false,
+        Some("--sparse") => true,
+        Some(_) => return Err(usage()),
+    };
     let dir = Path::new(&dir);
-    for i in 0..count {
-        let month = i % 18;
-        let (year, month) = (2023 + month / 12, month % 12 + 1);
+    let months = if sparse {
+        sparse_months(count)
+    } else {
+        (0..count)
+            .map(|i| (2023 + i % 18 / 12, i % 18 % 12 + 1))
+            .collect()
+    };
+    // Sparse photos get other numbers (and so other pictures and names) than dense ones.
+    let first = if sparse { 5000 } else { 0 };
+    for (i, (year, month)) in (first..).zip(months) {
         let folder = dir.join(format!("{year}/{month:02}"));
         std::fs::create_dir_all(&folder)?;
         let bytes = photo(i, year, month)?;
@@ -27,11 +40,17 @@ fn main() -> anyhow::Result<()> {
             std::fs::write(dir.join("Backup/IMG_1000 copy.JPG"), &bytes)?;
         }
     }
-    println!(
-        "wrote {count} photos (and one copy) under {}",
-        dir.display()
-    );
+    let copy = if sparse { "" } else { " (and one copy)" };
+    println!("wrote {count} photos{copy} under {}", dir.display());
     Ok(())
+}
+
+/// The (year, month) of each of `count` photos: 1, 2, 3, 1, 2, 3, ... a month from 2015-01.
+fn sparse_months(count: u32) -> Vec<(u32, u32)> {
+    (0u32..)
+        .flat_map(|m| std::iter::repeat_n((2015 + m / 12, m % 12 + 1), 1 + m as usize % 3))
+        .take(count as usize)
+        .collect()
 }
 
 /// A landscape-ish picture: a sky gradient, a sun and hills, tinted per index. Integer

@@ -28,15 +28,17 @@ cleanup() {
 }
 trap cleanup EXIT
 target/debug/examples/sample-library "$WORK/library" "$COUNT"
+target/debug/examples/sample-library "$WORK/sparse" 60 --sparse
 PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 URL="http://127.0.0.1:$PORT/"
 MEDIADEX_DATA="$WORK/data" MEDIADEX_WATCH=off target/debug/mediadex serve \
-    --bind "127.0.0.1:$PORT" --library "$WORK/library" --no-browser >"$WORK/server.log" 2>&1 &
+    --bind "127.0.0.1:$PORT" --library "$WORK/library" --library "$WORK/sparse" --no-browser \
+    >"$WORK/server.log" 2>&1 &
 SERVER=$!
 
-# Up, and the library indexed (serve requests a scan of every library at start).
+# Up, and both libraries indexed (serve requests a scan of every library at start).
 for _ in $(seq 600); do
-    if curl -fsS "${URL}api/scans?limit=1" 2>/dev/null | grep -q '"state":"completed"'; then
+    if [ "$(curl -fsS "${URL}api/scans?limit=2" 2>/dev/null | grep -o '"state":"completed"' | wc -l)" -eq 2 ]; then
         break
     fi
     kill -0 "$SERVER" 2>/dev/null || { cat "$WORK/server.log"; echo "browser-test: the server died"; exit 1; }

@@ -238,9 +238,25 @@ async fn health_page_unknown_routes_and_methods() {
     assert_eq!(page.status, StatusCode::OK);
     let html = String::from_utf8_lossy(&page.body);
     assert!(
-        html.contains("<script src=\"/app.js\">") && html.contains("mediadex"),
+        html.contains("<script type=\"module\" src=\"/js/main.js\">") && html.contains("mediadex"),
         "{html}"
     );
+    // Every module the page imports is served, without the token, as JavaScript.
+    let mut pending = vec!["main.js".to_string()];
+    let mut served = std::collections::BTreeSet::new();
+    while let Some(module) = pending.pop() {
+        if !served.insert(module.clone()) {
+            continue;
+        }
+        let r = api.get(&format!("/js/{module}")).await;
+        assert_eq!(r.status, StatusCode::OK, "{module}");
+        assert!(r.header("content-type").starts_with("text/javascript"));
+        let text = String::from_utf8_lossy(&r.body).to_string();
+        for import in text.split("from \"./").skip(1) {
+            pending.extend(import.split('"').next().map(str::to_string));
+        }
+    }
+    assert!(served.len() >= 10, "{served:?}");
     let r = api.get("/api/nope").await;
     assert_eq!(
         (r.status, r.code()),

@@ -19,8 +19,7 @@ pub const MAX_PAGE: i64 = 500;
 #[derive(serde::Serialize)]
 pub struct AssetOut {
     id: i64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    paths: Option<Vec<PathOut>>,
+    paths: Vec<PathOut>,
     size: u64,
     checksum: String,
     kind: Option<&'static str>,
@@ -63,8 +62,8 @@ fn path_out(p: &AssetPath) -> PathOut {
     }
 }
 
-pub fn asset_out(a: Asset, with_paths: bool) -> AssetOut {
-    let paths = with_paths.then(|| a.paths.iter().map(path_out).collect());
+pub fn asset_out(a: Asset) -> AssetOut {
+    let paths = a.paths.iter().map(path_out).collect();
     let f = a.facts;
     AssetOut {
         id: a.id,
@@ -189,11 +188,7 @@ pub async fn list(
     let page = blocking(move || Ok(store.asset_page(&filter, cursor.as_ref(), limit)?)).await?;
     Ok(Json(Page {
         next_cursor: page.next.as_ref().map(cursor_text),
-        items: page
-            .items
-            .into_iter()
-            .map(|a| asset_out(a, false))
-            .collect(),
+        items: page.items.into_iter().map(asset_out).collect(),
     }))
 }
 
@@ -210,7 +205,7 @@ pub async fn one(
     let Path(id) = id?;
     let store = s.store.clone();
     let asset = blocking(move || get_asset(&store, id)).await?;
-    Ok(Json(asset_out(asset, true)))
+    Ok(Json(asset_out(asset)))
 }
 
 pub async fn trash(
@@ -247,7 +242,7 @@ async fn move_asset(s: AppState, id: i64, mover: Mover) -> Result<Json<AssetOut>
         get_asset(&store, id)
     })
     .await?;
-    Ok(Json(asset_out(asset, true)))
+    Ok(Json(asset_out(asset)))
 }
 
 #[derive(serde::Serialize)]

@@ -162,7 +162,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api", get(api_listing))
         .route("/", get(page::file))
         .route("/index.html", get(page::file))
-        .route("/app.js", get(page::file))
+        .route("/js/{module}", get(page::file))
         .route("/app.css", get(page::file))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed);

@@ -1,5 +1,5 @@
-//! The web page, embedded in the binary from `web/` (plain HTML, CSS and JavaScript: no
-//! build step). Served with `Cache-Control: no-cache` and an ETag of the binary's bytes, so a
+//! The web page, embedded in the binary from `web/` (plain HTML, CSS and JavaScript modules
+//! under `web/js/`: no build step). Served with `Cache-Control: no-cache` and an ETag of the binary's bytes, so a
 //! browser revalidates after an upgrade and otherwise gets 304s. Holds no data: the page
 //! reads everything through the API.
 
@@ -32,7 +32,7 @@ fn etag() -> &'static str {
     })
 }
 
-/// `GET /`, `/index.html`, `/app.js`, `/app.css`.
+/// `GET /`, `/index.html`, `/app.css` and the page's modules, `/js/NAME.js`.
 pub async fn file(uri: Uri, headers: HeaderMap) -> Response {
     let name = match uri.path() {
         "/" => "index.html",

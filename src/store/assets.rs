@@ -437,11 +437,17 @@ fn path_from_row(r: &Row<'_>, at: usize) -> rusqlite::Result<AssetPath> {
     })
 }
 
-fn with_paths(conn: &Connection, mut asset: Asset) -> Result<Asset, StoreError> {
+/// The asset's paths, present first (as `PATHS` orders them).
+pub(super) fn load_paths(conn: &Connection, asset: &mut Asset) -> Result<(), StoreError> {
     asset.paths = conn
         .prepare_cached(PATHS)?
         .query_map([asset.id], |r| path_from_row(r, 0))?
         .collect::<Result<_, _>>()?;
+    Ok(())
+}
+
+fn with_paths(conn: &Connection, mut asset: Asset) -> Result<Asset, StoreError> {
+    load_paths(conn, &mut asset)?;
     if let Some(version) = asset.faces_scheme {
         asset.faces = super::faces::of_asset(conn, asset.id, version)?;
     }

@@ -2,7 +2,7 @@
 //! pagination on the `assets_timeline` index of migration 0004) and the metrics snapshot.
 //! Reads only, on the pool; must not write.
 
-use super::assets::{ASSET_COLS, asset_from_row};
+use super::assets::{ASSET_COLS, asset_from_row, load_paths};
 use super::{Store, StoreError};
 use crate::model::{
     AssetCursor, AssetFilter, AssetPage, Counter, MediaKind, MetricsSnapshot, Millis, QueueStats,
@@ -176,14 +176,21 @@ fn snapshot(conn: &Connection, now: Millis) -> Result<MetricsSnapshot, StoreErro
 
 impl Store {
     /// One page of the asset list: the filter's assets, newest taken first (undated last),
-    /// starting strictly after `after`. At most `limit` items, without paths.
+    /// starting strictly after `after`. At most `limit` items, each with its paths (the
+    /// page names each tile by its file).
     pub fn asset_page(
         &self,
         filter: &AssetFilter,
         after: Option<&AssetCursor>,
         limit: i64,
     ) -> Result<AssetPage, StoreError> {
-        self.read(|conn| page(conn, filter, after, limit.max(1)))
+        self.read(|conn| {
+            let mut page = page(conn, filter, after, limit.max(1))?;
+            for asset in &mut page.items {
+                load_paths(conn, asset)?;
+            }
+            Ok(page)
+        })
     }
 
     /// One page of the live assets with at least one face under their detector version,

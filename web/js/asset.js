@@ -1,0 +1,105 @@
+// The asset view: the picture or video with its faces drawn, its facts, trash and restore.
+import { $, el, banner, guard } from "./dom.js";
+import { api } from "./api.js";
+import { fmtBytes, fmtDuration } from "./format.js";
+import { markGridDirty } from "./grid.js";
+
+export const dialog = () => $("#asset");
+
+export function closeAssetDialog() {
+  if (dialog().open) dialog().close();
+}
+
+// Stored (un-rotated) pixel coordinates → displayed coordinates, per EXIF orientation.
+function orient(x, y, w, h, W, H, o) {
+  switch (o) {
+    case 2: return [W - x - w, y, w, h];
+    case 3: return [W - x - w, H - y - h, w, h];
+    case 4: return [x, H - y - h, w, h];
+    case 5: return [y, x, h, w];
+    case 6: return [H - y - h, x, h, w];
+    case 7: return [H - y - h, W - x - w, h, w];
+    case 8: return [y, W - x - w, h, w];
+    default: return [x, y, w, h];
+  }
+}
+
+const browserShows = (mime) => /^image\/(jpeg|png|webp|gif)$/.test(mime || "");
+
+export async function openAsset(id) {
+  let asset;
+  try { asset = await api("GET", `/api/assets/${id}`); } catch (e) { banner(e.message); return; }
+  const media = $("#asset-media");
+  media.replaceChildren();
+  const frame = el("div", { class: "frame" });
+  let faces = null;
+  if (asset.kind === "video") {
+    // Range requests let the browser seek without fetching the whole file.
+    frame.append(el("video", { src: `/api/assets/${id}/original`, controls: true, playsinline: true,
+                               poster: `/api/assets/${id}/thumbnail`, preload: "metadata" }));
+  } else {
+    const src = browserShows(asset.mime) ? `/api/assets/${id}/original` : `/api/assets/${id}/thumbnail`;
+    const img = el("img", { src, alt: "" });
+    frame.append(img);
+    faces = api("GET", `/api/assets/${id}/faces`).catch(() => null);
+    const draw = async () => { const f = await faces; if (f) drawFaces(frame, img, f); };
+    if (img.complete) draw(); else img.addEventListener("load", draw);
+  }
+  media.append(frame);
+  renderFacts(asset, faces);
+  if (!dialog().open) dialog().showModal();
+}
+
+// Boxes come in the file's stored pixels; the browser shows the picture upright.
+function drawFaces(frame, img, f) {
+  const W = f.stored_width, H = f.stored_height;
+  if (!f.faces.length || !W || !H) return;
+  const o = f.orientation || 1;
+  const [dw, dh] = o >= 5 ? [H, W] : [W, H];
+  const sx = img.clientWidth / dw, sy = img.clientHeight / dh;
+  for (const face of f.faces) {
+    const [x, y, w, h] = orient(face.x, face.y, face.w, face.h, W, H, o);
+    frame.append(el("div", { class: "face", title: `face ${(face.score * 100).toFixed(0)}%`,
+      style: `left:${x * sx}px;top:${y * sy}px;width:${w * sx}px;height:${h * sy}px` }));
+  }
+}
+
+function renderFacts(a, faces) {
+  const rows = [
+    ["Taken", a.taken_at || "unknown"],
+    ["Camera", [a.make, a.model].filter(Boolean).join(" ")],
+    ["Size", a.width && a.height ? `${a.width} × ${a.height}` : ""],
+    ["Duration", a.kind === "video" ? fmtDuration(a.duration_ms) : ""],
+    ["Codec", a.video_codec],
+    ["File", `${fmtBytes(a.size)} · ${a.mime || "unknown type"}`],
+    ["Checksum", a.checksum ? a.checksum.slice(0, 16) + "…" : ""],
+  ];
+  const dl = $("#asset-facts");
+  dl.replaceChildren();
+  for (const [k, v] of rows) if (v) dl.append(el("dt", {}, k), el("dd", {}, v));
+  if (a.lat != null && a.lon != null) {
+    const href = `https://www.openstreetmap.org/?mlat=${a.lat}&mlon=${a.lon}#map=15/${a.lat}/${a.lon}`;
+    dl.append(el("dt", {}, "Place"), el("dd", {},
+      el("a", { href, target: "_blank", rel: "noopener" }, `${a.lat.toFixed(5)}, ${a.lon.toFixed(5)} (map)`)));
+  }
+  if (faces) {
+    const dd = el("dd", {}, "…");
+    dl.append(el("dt", {}, "Faces"), dd);
+    faces.then((f) => { dd.textContent = !f ? "" : f.detector_version == null ? "not looked for yet" : String(f.faces.length); });
+  }
+  for (const p of a.paths || []) {
+    dl.append(el("dt", {}, "Path"), el("dd", { class: "path" }, p.path + (p.state !== "present" ? ` (${p.state})` : "")));
+  }
+  const move = (to) => guard(async () => { await api("POST", `/api/assets/${a.id}/${to}`); afterTrashChange(a.id); });
+  $("#asset-actions").replaceChildren(
+    el("a", { class: "button", href: `/api/assets/${a.id}/original`, download: "" }, "Download"),
+    a.trashed
+      ? el("button", { onclick: move("restore") }, "Restore")
+      : el("button", { class: "danger", onclick: move("trash") }, "Move to trash"));
+}
+
+function afterTrashChange(id) {
+  markGridDirty();
+  for (const t of document.querySelectorAll(`a.tile[href="#/asset/${id}"]`)) t.remove();
+  history.back();
+}
