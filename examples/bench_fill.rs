@@ -21,7 +21,10 @@ fn main() -> anyhow::Result<()> {
     }
     let n: u64 = n.parse()?;
     let config = Config::load(Some(data.into()))?;
-    let store = mediadex::app::open_store(&config)?;
+    let store = mediadex::app::open_store(
+        &config,
+        mediadex::store::StartCheck::FullUpTo(mediadex::store::COMMAND_CHECK_BYTES),
+    )?;
     let (root, name) =
         mediadex::config::library_root(std::path::Path::new(root), Some("bench".into()))?;
     let library = mediadex::app::add_library(&store, &name, &root)?;

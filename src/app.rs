@@ -1,5 +1,6 @@
-//! The composition root: what the binary's modes share (opening the store, the handlers,
-//! the pool and maintenance settings, adding a library) and the modes themselves: `serve`
+//! The composition root: what the binary's modes share (opening the store, and replacing a
+//! damaged index found there by a fresh one; the handlers, the pool and maintenance
+//! settings, adding a library) and the modes themselves: `serve`
 //! (the engine: workers, maintenance, watcher and HTTP server, until a stop signal; then
 //! leases handed back and the writer drained) and `desktop` (one instance per data dir, the
 //! browser opened on it). Holds no SQL and no protocol logic.
@@ -10,13 +11,13 @@ mod serve;
 pub use desktop::desktop;
 pub use serve::{DEFAULT_BIND, ServeOptions, serve};
 
-use crate::clock::{SharedClock, SystemClock};
+use crate::clock::SystemClock;
 use crate::config::Config;
 use crate::model::Millis;
 use crate::model::{MOVE_JOB_KIND, THUMBS_JOB_KIND, WalkKindId};
 use crate::queue::{Handlers, Maintenance, MaintenanceConfig, PoolConfig, WorkerPool};
 use crate::scan::job::{ScanConfig, ScanJob};
-use crate::store::{Store, StoreError, StoreOptions};
+use crate::store::{StartCheck, Store, StoreError, StoreOptions};
 use crate::thumbs::job::ThumbsJob;
 use crate::trash::MoveJob;
 use crate::walks::content_hash::ContentHashWalk;
@@ -25,10 +26,83 @@ use crate::walks::{WalkJob, WalkKind};
 use anyhow::Context;
 use std::sync::Arc;
 
-/// Opens the store for `config` with this process's identity and the system clock.
-pub fn open_store(config: &Config) -> Result<Store, crate::store::StoreError> {
-    let clock: SharedClock = Arc::new(SystemClock);
-    Store::open(&config.db_path, clock, StoreOptions::default())
+/// Opens the store for `config` with this process's identity and the system clock, after
+/// reading as much of the file as `check` says (`store/vet.rs` has the measured costs).
+///
+/// A damaged index is moved aside, never deleted, and a fresh one is made at once with the
+/// libraries the damaged file still shows (their `.mediadex-library` markers are kept, so the
+/// circuit breaker still knows their roots); this start then ends with `IndexReplaced`, so
+/// that no command answers from an index that was emptied under it. The next start indexes
+/// the libraries anew: the service's and the app's boot scans do it, or `scan --wait`.
+pub fn open_store(config: &Config, check: StartCheck) -> Result<Store, OpenError> {
+    let options = StoreOptions {
+        check,
+        ..StoreOptions::default()
+    };
+    match Store::open(&config.db_path, Arc::new(SystemClock), options) {
+        Err(StoreError::Damaged { damage, .. }) => Err(replace_damaged(config, damage)),
+        other => Ok(other?),
+    }
+}
+
+/// Why `open_store` gave no store.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Replaced(#[from] IndexReplaced),
+}
+
+/// A damaged index was found at start, moved aside and replaced by a fresh one.
+#[derive(Debug, thiserror::Error)]
+#[error("the index {} was damaged ({damage}) and moved to {}", path.display(), moved_to.display())]
+pub struct IndexReplaced {
+    pub path: std::path::PathBuf,
+    pub damage: crate::store::Damage,
+    pub moved_to: std::path::PathBuf,
+    /// The roots of the libraries the fresh index has again.
+    pub libraries: Vec<String>,
+}
+
+fn replace_damaged(config: &Config, damage: crate::store::Damage) -> OpenError {
+    let path = config.db_path.clone();
+    let moved_to = match crate::store::move_aside(&path, chrono::Utc::now()) {
+        Ok(moved) => moved,
+        Err(e) => return e.into(),
+    };
+    let libraries = readd_libraries(config, &crate::store::salvage_libraries(&moved_to));
+    IndexReplaced {
+        path,
+        damage,
+        moved_to,
+        libraries,
+    }
+    .into()
+}
+
+/// The fresh index, with the libraries of the damaged one added again; returns the roots
+/// added. A failure is logged: the user is told which libraries came back.
+fn readd_libraries(config: &Config, libraries: &[(String, String)]) -> Vec<String> {
+    let store = match Store::open(
+        &config.db_path,
+        Arc::new(SystemClock),
+        StoreOptions::default(),
+    ) {
+        Ok(store) => store,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot make the fresh index");
+            return vec![];
+        }
+    };
+    let mut added = vec![];
+    for (name, root) in libraries {
+        match add_library(&store, name, root) {
+            Ok(_) => added.push(root.clone()),
+            Err(e) => tracing::warn!(%root, error = %e, "cannot add the library again"),
+        }
+    }
+    added
 }
 
 /// The handlers this binary carries: the scan pipeline, the thumbnails of what scans add,

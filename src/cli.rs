@@ -235,6 +235,9 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
 /// The error and its causes on one line. Our error types already print their source in
 /// their own message, so a cause already contained in the line is not repeated.
 pub fn one_line(err: &anyhow::Error) -> String {
+    if let Some(mediadex::app::OpenError::Replaced(replaced)) = err.downcast_ref() {
+        return replaced_line(replaced).replace(['\r', '\n'], " ");
+    }
     let mut line = String::new();
     for cause in err.chain() {
         let text = cause.to_string();
@@ -247,6 +250,27 @@ pub fn one_line(err: &anyhow::Error) -> String {
         line.push_str(&text);
     }
     line.replace(['\r', '\n'], " ")
+}
+
+/// What happened to a damaged index and what the user does now: the least there is (the
+/// libraries the damaged file still showed are in the fresh index already).
+fn replaced_line(r: &mediadex::app::IndexReplaced) -> String {
+    let next = if r.libraries.is_empty() {
+        ": add your folders again with `mediadex library add PATH`".to_string()
+    } else {
+        format!(
+            " with your libraries ({}): start mediadex again, or run `mediadex scan --wait`, \
+             and it indexes them anew",
+            r.libraries.join(", ")
+        )
+    };
+    format!(
+        "the index {} is damaged ({}); it was moved to {}; your photos are untouched; \
+         a fresh index was started{next}",
+        r.path.display(),
+        r.damage,
+        r.moved_to.display()
+    )
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -500,7 +524,10 @@ fn run_reasons(
 /// its connections close and SQLite checkpoints and removes the WAL file.
 fn open(data: Option<PathBuf>) -> anyhow::Result<(Config, Store)> {
     let config = Config::load(data)?;
-    let store = mediadex::app::open_store(&config)?;
+    let store = mediadex::app::open_store(
+        &config,
+        mediadex::store::StartCheck::FullUpTo(mediadex::store::COMMAND_CHECK_BYTES),
+    )?;
     Ok((config, store))
 }
 

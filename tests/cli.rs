@@ -632,3 +632,211 @@ fn assets_json_gives_every_hostile_path_back_exactly() {
     assert!(human.contains("caf\\xe9.png"), "{human}");
     assert!(human.contains("line\\nbreak.png"), "{human}");
 }
+
+// ---- A damaged index (issue 13, part 4): whichever command starts on it, the damage is
+// found before anything is written, the file (with its WAL and shared memory) is moved
+// aside intact, the user gets one line saying what happened and what to do, and the fresh
+// index at the old path has the libraries back and can be built by a scan.
+
+/// A data dir whose index knows a library with one photo, closed cleanly (no WAL).
+fn indexed_env() -> (Env, PathBuf) {
+    let env = Env::new();
+    let photos = env.folder("photos");
+    support::photo(&photos.join("a.png"), 1);
+    env.ok_json(&["library", "add", s(&photos), "--json"]);
+    env.ok_json(&["scan", "--wait", "--json"]);
+    assert!(
+        !support::sibling(&env.db(), "-wal").exists(),
+        "a clean exit leaves no WAL"
+    );
+    (env, std::fs::canonicalize(&photos).expect("canonical"))
+}
+
+/// The one `mediadex.db.damaged-*` database in the data dir.
+fn moved_aside(env: &Env) -> PathBuf {
+    let moved: Vec<PathBuf> = std::fs::read_dir(env.data())
+        .expect("data dir")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            name.starts_with("mediadex.db.damaged-")
+                && !name.ends_with("-wal")
+                && !name.ends_with("-shm")
+        })
+        .collect();
+    assert_eq!(moved.len(), 1, "one damaged index moved aside: {moved:?}");
+    moved.into_iter().next().expect("one")
+}
+
+/// What a damaged start must do (see the section comment). `root` is the library the fresh
+/// index has again, None when the damaged file showed none.
+fn assert_replaced(
+    env: &Env,
+    out: &Output,
+    was: (support::Digest, support::Digest),
+    what: &str,
+    root: Option<&Path>,
+) {
+    assert_fails(out, 1, "is damaged");
+    let line = text(&out.stderr);
+    let moved = moved_aside(env);
+    for needle in [
+        what,
+        "your photos are untouched",
+        &format!("moved to {}", s(&moved)),
+    ] {
+        assert!(line.contains(needle), "{line:?} lacks {needle:?}");
+    }
+    assert!(
+        support::digest(&moved) == was.0,
+        "the damaged file was not moved aside intact"
+    );
+    // SQLite's read of a WAL-mode file creates an empty WAL where there was none.
+    let wal = support::digest(&support::sibling(&moved, "-wal"));
+    let created_empty = was.1.is_none() && wal.is_none_or(|(len, _)| len == 0);
+    assert!(
+        wal == was.1 || created_empty,
+        "its WAL was not moved with it"
+    );
+    let libraries = env.ok_json(&["library", "list", "--json"]);
+    match root {
+        Some(root) => {
+            assert!(line.contains(s(root)), "{line:?} does not name {root:?}");
+            assert_eq!(libraries[0]["root"], s(root), "{libraries}");
+            env.ok_json(&["scan", "--wait", "--json"]);
+            let assets = env.ok_json(&["assets", "--json"]);
+            assert_eq!(
+                assets.as_array().map(Vec::len),
+                Some(1),
+                "rebuilt: {assets}"
+            );
+        }
+        None => {
+            assert!(line.contains("mediadex library add"), "{line:?}");
+            assert_eq!(libraries, serde_json::json!([]));
+        }
+    }
+}
+
+fn damaged_digests(env: &Env) -> (support::Digest, support::Digest) {
+    (
+        support::digest(&env.db()),
+        support::digest(&support::sibling(&env.db(), "-wal")),
+    )
+}
+
+#[test]
+fn a_truncated_index_is_moved_aside_and_replaced_at_any_command() {
+    let (env, root) = indexed_env();
+    let len = std::fs::metadata(env.db()).expect("db").len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(env.db())
+        .and_then(|f| f.set_len(len / support::PAGE / 2 * support::PAGE))
+        .expect("truncate");
+    let was = damaged_digests(&env);
+    let out = env.run(&["status", "--json"]);
+    assert_replaced(&env, &out, was, "malformed", Some(&root));
+}
+
+#[test]
+fn a_zeroed_first_page_is_moved_aside_and_replaced() {
+    let (env, _root) = indexed_env();
+    support::zero_page(&env.db(), 1);
+    let was = damaged_digests(&env);
+    let out = env.run(&["library", "list"]);
+    assert_replaced(&env, &out, was, "not an SQLite database", None);
+}
+
+#[test]
+fn a_garbage_header_is_moved_aside_and_replaced() {
+    let (env, _root) = indexed_env();
+    let mut bytes = std::fs::read(env.db()).expect("db");
+    bytes[..100].copy_from_slice(&[0x5a; 100]);
+    std::fs::write(env.db(), &bytes).expect("garbage");
+    let was = damaged_digests(&env);
+    let out = env.run(&["assets", "--json"]);
+    assert_replaced(&env, &out, was, "not an SQLite database", None);
+}
+
+#[test]
+fn a_wal_from_another_sqlite_database_is_moved_aside_with_the_index() {
+    let (env, root) = indexed_env();
+    let other = env.tmp.path().join("other.db");
+    let conn = rusqlite::Connection::open(&other).expect("other db");
+    conn.execute_batch(
+        "PRAGMA page_size = 16384; PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;
+         CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('not an index');",
+    )
+    .expect("another database");
+    std::fs::copy(
+        support::sibling(&other, "-wal"),
+        support::sibling(&env.db(), "-wal"),
+    )
+    .expect("plant WAL");
+    drop(conn);
+    let was = damaged_digests(&env);
+    let out = env.run(&["runs", "--json"]);
+    assert_replaced(&env, &out, was, "another database", Some(&root));
+}
+
+#[test]
+fn a_wal_from_another_mediadex_index_is_moved_aside_with_the_index() {
+    let (env, root) = indexed_env();
+    // Another data dir's index, in use, whose service died mid-scan: its WAL holds what a
+    // growing index writes.
+    let (theirs, _) = indexed_env();
+    let clock = mediadex::clock::FakeClock::new(1_800_000_000_000);
+    let store =
+        mediadex::store::Store::open(&theirs.db(), clock, Default::default()).expect("their index");
+    store.add_library("theirs", "/theirs").expect("library");
+    for _ in 0..50 {
+        let payload = format!("{{\"pad\":\"{}\"}}", "y".repeat(3000));
+        store
+            .enqueue(mediadex::model::NewJob::new("walk", &payload))
+            .expect("job");
+    }
+    std::fs::copy(
+        support::sibling(&theirs.db(), "-wal"),
+        support::sibling(&env.db(), "-wal"),
+    )
+    .expect("plant WAL");
+    drop(store);
+    let was = damaged_digests(&env);
+    let out = env.run(&["scan", "--wait"]);
+    assert_replaced(&env, &out, was, "another database", Some(&root));
+}
+
+/// A zeroed page in the middle is found only by reading every page: a command does while
+/// that costs about a tenth of a second (store/vet.rs has the figures).
+#[test]
+fn a_zeroed_page_in_the_middle_is_found_by_a_command() {
+    let (env, root) = indexed_env();
+    let pages = std::fs::metadata(env.db()).expect("db").len() / support::PAGE;
+    support::zero_page(&env.db(), pages / 2);
+    let was = damaged_digests(&env);
+    let out = env.run(&["jobs", "--json"]);
+    assert_replaced(&env, &out, was, "malformed", Some(&root));
+}
+
+/// The service (and the desktop app) reads every page at its start, whatever the size.
+#[test]
+fn a_zeroed_page_in_the_middle_is_found_when_the_service_starts() {
+    let (env, root) = indexed_env();
+    let pages = std::fs::metadata(env.db()).expect("db").len() / support::PAGE;
+    support::zero_page(&env.db(), pages / 2);
+    let was = damaged_digests(&env);
+    let out = env
+        .cmd()
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .expect("run serve");
+    // The service logs its start on stderr before it opens the index: the last line counts.
+    let last = text(&out.stderr).lines().last().unwrap_or("").to_string();
+    let out = Output {
+        stderr: format!("{last}\n").into_bytes(),
+        ..out
+    };
+    assert_replaced(&env, &out, was, "malformed", Some(&root));
+}

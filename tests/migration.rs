@@ -11,7 +11,7 @@ mod support;
 
 use mediadex::clock::{FakeClock, SharedClock};
 use mediadex::model::{JobState, NewJob, RunOutcome, RunState, ScanRequest, Trigger};
-use mediadex::store::{MIGRATIONS, Migration, Store, StoreError, StoreOptions};
+use mediadex::store::{MIGRATIONS, Migration, StartCheck, Store, StoreError, StoreOptions};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -331,4 +331,270 @@ fn a_new_database_has_16_kib_pages_and_an_old_one_keeps_its_own() {
     store.add_library("l", "/l").expect("writes");
     drop(store);
     assert_eq!(page_size(&old), 4096);
+}
+
+// ---- A damaged index (issue 13, part 4): each kind is found when the store opens, as a
+// typed error, and the refused open leaves the file as it found it (moving it aside is the
+// caller's decision, see `a_damaged_index_is_moved_aside_under_one_name`).
+
+/// An index in use: a library and enough jobs that it spans a few dozen pages, closed
+/// cleanly (no WAL left).
+fn used_index(path: &Path, clock: &Arc<FakeClock>) {
+    let store = open(path, clock, "maker:1:0001", MIGRATIONS).expect("a sound index");
+    store.add_library("photos", "/photos").expect("library");
+    for i in 0..200 {
+        store
+            .enqueue(NewJob::new(
+                "walk",
+                format!("{{\"pad\":\"{}\"}}", "x".repeat(i * 10)),
+            ))
+            .expect("job");
+    }
+    drop(store);
+    assert!(!wal(path).exists(), "a clean close leaves no WAL");
+}
+
+fn wal(path: &Path) -> std::path::PathBuf {
+    support::sibling(path, "-wal")
+}
+
+fn pages(path: &Path) -> u64 {
+    std::fs::metadata(path).expect("size").len() / support::PAGE
+}
+
+/// Opens the damaged file, expects `Damaged` naming it, and checks the refusal changed no
+/// byte of the file (and of its WAL, if one was planted).
+fn assert_refused_as_damaged(path: &Path, clock: &Arc<FakeClock>, needle: &str) {
+    let before = support::digest(path);
+    let wal_before = support::digest(&wal(path));
+    let err = open(path, clock, "victim:1:0002", MIGRATIONS)
+        .err()
+        .expect("a damaged index must be refused");
+    match &err {
+        StoreError::Damaged { path: named, .. } => {
+            assert_eq!(named, &path.display().to_string())
+        }
+        other => panic!("expected Damaged, got {other:?}"),
+    }
+    assert!(err.to_string().contains(needle), "{err} lacks {needle:?}");
+    assert!(
+        support::digest(path) == before,
+        "the refusal wrote to the file"
+    );
+    // SQLite's read of a WAL-mode file creates an empty WAL where there was none.
+    let created_empty =
+        wal_before.is_none() && support::digest(&wal(path)).is_none_or(|(len, _)| len == 0);
+    assert!(
+        support::digest(&wal(path)) == wal_before || created_empty,
+        "the refusal touched the WAL"
+    );
+}
+
+#[test]
+fn a_truncated_index_is_refused_as_damaged() {
+    let (_dir, path, clock) = setup();
+    used_index(&path, &clock);
+    let half = pages(&path) / 2 * support::PAGE;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .and_then(|f| f.set_len(half))
+        .expect("truncate");
+    assert_refused_as_damaged(&path, &clock, "malformed");
+}
+
+#[test]
+fn an_index_cut_inside_a_page_is_refused_as_damaged() {
+    let (_dir, path, clock) = setup();
+    used_index(&path, &clock);
+    let cut = (pages(&path) - 1) * support::PAGE + 100;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .and_then(|f| f.set_len(cut))
+        .expect("truncate");
+    assert_refused_as_damaged(&path, &clock, "malformed");
+}
+
+#[test]
+fn a_zeroed_page_in_the_middle_is_found_at_open() {
+    let (_dir, path, clock) = setup();
+    used_index(&path, &clock);
+    support::zero_page(&path, pages(&path) / 2);
+    assert_refused_as_damaged(&path, &clock, "malformed");
+}
+
+#[test]
+fn a_zeroed_first_page_is_refused_as_damaged() {
+    let (_dir, path, clock) = setup();
+    used_index(&path, &clock);
+    support::zero_page(&path, 1);
+    assert_refused_as_damaged(&path, &clock, "not an SQLite database");
+}
+
+#[test]
+fn a_garbage_header_is_refused_as_damaged() {
+    let (_dir, path, clock) = setup();
+    used_index(&path, &clock);
+    let mut bytes = std::fs::read(&path).expect("db");
+    for (i, b) in bytes[..100].iter_mut().enumerate() {
+        *b = (i as u8).wrapping_mul(37).wrapping_add(11);
+    }
+    std::fs::write(&path, &bytes).expect("garbage header");
+    assert_refused_as_damaged(&path, &clock, "not an SQLite database");
+}
+
+/// Puts the WAL of `from` beside `victim`, as a crash would leave one. Called while a
+/// connection on `from` is open: a clean close would checkpoint and delete it.
+fn plant_wal(from: &Path, victim: &Path) {
+    std::fs::copy(wal(from), wal(victim)).expect("copy the foreign WAL");
+}
+
+#[test]
+fn a_wal_from_another_sqlite_database_is_refused_as_foreign() {
+    let (dir, path, clock) = setup();
+    used_index(&path, &clock);
+    let other_path = dir.path().join("other.db");
+    let other = raw(&other_path);
+    other
+        .execute_batch(
+            "PRAGMA page_size = 16384; PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;
+             CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);
+             INSERT INTO notes (body) VALUES ('not an index');",
+        )
+        .expect("another database");
+    plant_wal(&other_path, &path);
+    assert_refused_as_damaged(&path, &clock, "another database");
+}
+
+#[test]
+fn a_wal_from_another_mediadex_index_is_refused_as_foreign() {
+    let (dir, path, clock) = setup();
+    used_index(&path, &clock);
+    // Another index in use (created and closed earlier), whose service crashed mid-scan:
+    // its WAL holds the pages a growing index writes, not its creation.
+    let other_path = dir.path().join("other.db");
+    used_index(&other_path, &clock);
+    let other = open(&other_path, &clock, "other:1:0003", MIGRATIONS).expect("other index");
+    other.add_library("theirs", "/theirs").expect("library");
+    for _ in 0..50 {
+        other
+            .enqueue(NewJob::new(
+                "walk",
+                format!("{{\"pad\":\"{}\"}}", "y".repeat(3000)),
+            ))
+            .expect("job");
+    }
+    plant_wal(&other_path, &path);
+    assert_refused_as_damaged(&path, &clock, "another database");
+    drop(other);
+}
+
+/// Issue 13: a newer database is left untouched, byte for byte, WAL included. A refused
+/// open must not checkpoint the WAL into the file or delete it, as closing the last
+/// read-write connection does.
+#[test]
+fn a_newer_database_with_a_wal_is_refused_and_keeps_every_byte() {
+    let (dir, newer_path, clock) = setup();
+    let newer = open(&newer_path, &clock, "newer:1:0001", next()).expect("a newer index");
+    newer.add_library("photos", "/photos").expect("library");
+    // The newer binary's state as its crash leaves it: the file and its WAL.
+    let path = dir.path().join("crashed.db");
+    std::fs::copy(&newer_path, &path).expect("copy db");
+    plant_wal(&newer_path, &path);
+    drop(newer);
+    let db_before = support::digest(&path);
+    let wal_before = support::digest(&wal(&path));
+    assert!(
+        wal_before.is_some_and(|(len, _)| len > 0),
+        "the WAL holds the newer writes"
+    );
+
+    let err = open(&path, &clock, "older:1:0002", MIGRATIONS)
+        .err()
+        .expect("an older binary must refuse a newer database");
+    assert!(matches!(err, StoreError::NewerSchema { .. }), "{err:?}");
+    assert!(support::digest(&path) == db_before, "the file changed");
+    assert!(
+        support::digest(&wal(&path)) == wal_before,
+        "the WAL changed or was deleted"
+    );
+}
+
+/// The file, its WAL and its shared memory go under one timestamped name, never deleted,
+/// never over an earlier one.
+#[test]
+fn a_damaged_index_is_moved_aside_under_one_name() {
+    let (_dir, path, _clock) = setup();
+    let at = chrono::DateTime::parse_from_rfc3339("2026-12-01T11:22:33Z")
+        .expect("time")
+        .with_timezone(&chrono::Utc);
+    for round in 0..2u8 {
+        for (suffix, byte) in [("", 1u8), ("-wal", 2), ("-shm", 3)] {
+            std::fs::write(support::sibling(&path, suffix), [byte, round]).expect("plant");
+        }
+        let moved = mediadex::store::move_aside(&path, at).expect("moved aside");
+        let expected = if round == 0 {
+            "mediadex.db.damaged-20261201T112233"
+        } else {
+            "mediadex.db.damaged-20261201T112233-2"
+        };
+        assert_eq!(moved, support::sibling(&path, &expected[11..]));
+        for (suffix, byte) in [("", 1u8), ("-wal", 2), ("-shm", 3)] {
+            assert!(
+                !support::sibling(&path, suffix).exists(),
+                "{suffix} left in place"
+            );
+            assert_eq!(
+                std::fs::read(support::sibling(&moved, suffix)).expect("moved file"),
+                [byte, round]
+            );
+        }
+    }
+}
+
+/// What a fresh index needs from a damaged one: its libraries, read straight from the file
+/// (its WAL ignored) wherever their page is sound; nothing when it is not a database.
+#[test]
+fn the_libraries_of_a_damaged_index_are_read_back_where_their_page_is_sound() {
+    let (_dir, path, clock) = setup();
+    used_index(&path, &clock);
+    support::zero_page(&path, pages(&path) / 2);
+    assert_eq!(
+        mediadex::store::salvage_libraries(&path),
+        vec![("photos".to_string(), "/photos".to_string())]
+    );
+    support::zero_page(&path, 1);
+    assert_eq!(mediadex::store::salvage_libraries(&path), vec![]);
+}
+
+/// A command reads every page only while that is cheap (store/vet.rs has the figures): the
+/// zeroed page is found within the budget and not above it, where the service's start
+/// finds it.
+#[test]
+fn a_command_start_reads_every_page_only_within_its_budget() {
+    let (_dir, path, clock) = setup();
+    used_index(&path, &clock);
+    support::zero_page(&path, pages(&path) / 2);
+    let len = std::fs::metadata(&path).expect("db").len();
+    let with = |check| {
+        let clock: SharedClock = clock.clone();
+        Store::open(
+            &path,
+            clock,
+            StoreOptions {
+                check,
+                ..Default::default()
+            },
+        )
+    };
+    assert!(matches!(
+        with(StartCheck::FullUpTo(len)),
+        Err(StoreError::Damaged { .. })
+    ));
+    assert!(with(StartCheck::FullUpTo(len - 1)).is_ok());
+    assert!(matches!(
+        with(StartCheck::Full),
+        Err(StoreError::Damaged { .. })
+    ));
 }

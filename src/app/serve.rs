@@ -45,7 +45,7 @@ const PORT_TRIES: u16 = 20;
 pub fn serve(config: Config, mut options: ServeOptions) -> anyhow::Result<()> {
     open_log_file(&config);
     let claim = options.claim.take().or_else(|| claim_instance(&config));
-    let store = open_store(&config)?;
+    let store = open_store(&config, crate::store::StartCheck::Full)?;
     if options.adopt_pictures {
         super::desktop::add_pictures_library_if_none(&store)?;
     }

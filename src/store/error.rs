@@ -45,6 +45,16 @@ pub enum StoreError {
     },
     #[error("{0}")]
     NotFound(String),
+    /// The file is not a sound index of ours: SQLite cannot read it, finds it malformed, or
+    /// it (or the WAL replayed over it) belongs to another database.
+    #[error("the index {path} is damaged ({damage})")]
+    Damaged { path: String, damage: Damage },
+    #[error("cannot move the damaged index {path} aside: {source}")]
+    MoveAside {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("cannot open the database {path}: {source}")]
     Open {
         path: String,
@@ -85,4 +95,18 @@ impl From<rusqlite::Error> for StoreError {
             _ => StoreError::Sqlite(e),
         }
     }
+}
+
+/// What is wrong with a damaged index, in words a user can repeat to someone who helps.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Damage {
+    /// The header is not SQLite's (garbage, or the first page zeroed).
+    #[error("it is not an SQLite database: its header is garbage or zeroed")]
+    NotADatabase,
+    /// SQLite reads it but its pages do not hold together (truncated, a zeroed page).
+    #[error("SQLite finds it malformed, {0}")]
+    Malformed(String),
+    /// It is a database, or a WAL was replayed over it, that is not this index.
+    #[error("it holds pages of another database: {0}")]
+    Foreign(String),
 }

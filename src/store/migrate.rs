@@ -1,5 +1,7 @@
 //! Schema migrations, applied by `PRAGMA user_version` in one IMMEDIATE transaction, with
 //! the migration guard: no upgrade while another process holds a live lease on this file.
+//! The transaction that reaches the identity migration also stamps the file header with it
+//! (`vet.rs`).
 
 use super::StoreError;
 use crate::model::Millis;
@@ -54,6 +56,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "restores hold",
         sql: include_str!("../../schema/0008_restores_hold.sql"),
     },
+    Migration {
+        version: 10,
+        name: "index identity",
+        sql: include_str!("../../schema/0010_index_identity.sql"),
+    },
 ];
 
 pub(super) fn migrate(
@@ -78,11 +85,17 @@ pub(super) fn migrate(
         refuse_if_leased(&tx, now, own_owner)?;
     }
     for m in migrations.iter().filter(|m| m.version > found) {
-        tracing::info!(version = m.version, name = m.name, "applying migration");
+        // A new file's schema is no news; an upgrade of an index is.
+        if found >= 1 {
+            tracing::info!(version = m.version, name = m.name, "applying migration");
+        } else {
+            tracing::debug!(version = m.version, name = m.name, "applying migration");
+        }
         tx.execute_batch(m.sql)?;
         finish_schema_edit(&tx)?;
         tx.pragma_update(None, "user_version", m.version)?;
     }
+    super::vet::stamp_identity(&tx)?;
     tx.commit()?;
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! The store: the only module that imports rusqlite/r2d2 or holds SQL. It owns the database
-//! file, its pragmas, the migrations, the one writer thread, the read pool, and one file of
-//! named statements per table family. It must not know about HTTP, the scanner or workers:
+//! file, its pragmas, the migrations, the vetting of the file at every start (and moving a
+//! damaged one aside), the one writer thread, the read pool, and one file of named
+//! statements per table family. It must not know about HTTP, the scanner or workers:
 //! callers hand it plain `model` types and get plain types back.
 
 /// The fence of DESIGN.md section 4, written once: every worker write ends in it, so a write
@@ -33,14 +34,16 @@ mod queries;
 mod scan_runs;
 mod thumbs;
 mod trash;
+mod vet;
 mod walks;
 mod writer;
 
 pub use assets::Swept;
-pub use error::StoreError;
+pub use error::{Damage, StoreError};
 pub use jobs::Enqueued;
 pub use migrate::{MIGRATIONS, Migration};
 pub use scan_runs::{Admission, AdmissionOptions};
+pub use vet::{COMMAND_CHECK_BYTES, StartCheck, move_aside, salvage_libraries};
 pub use writer::WriteStats;
 
 use crate::clock::SharedClock;
@@ -88,6 +91,8 @@ pub struct StoreOptions {
     pub migrations: &'static [Migration],
     /// `host:pid:boot-nonce` written into every lease this process takes.
     pub owner: String,
+    /// How much of an existing file the start reads before trusting it (see `vet.rs`).
+    pub check: StartCheck,
 }
 
 impl Default for StoreOptions {
@@ -99,6 +104,7 @@ impl Default for StoreOptions {
             policy: LeasePolicy::default(),
             migrations: MIGRATIONS,
             owner: process_owner().to_string(),
+            check: StartCheck::Full,
         }
     }
 }
@@ -121,12 +127,16 @@ struct Inner {
 
 impl Store {
     /// Opens (creating if needed) the database at `path`, applies pending migrations under
-    /// the migration guard, and starts the writer thread.
+    /// the migration guard, and starts the writer thread. A damaged file (`Damaged`) or one
+    /// from a newer binary (`NewerSchema`) is refused before anything writes to it, and left
+    /// as it was.
     pub fn open(
         path: &Path,
         clock: SharedClock,
         options: StoreOptions,
     ) -> Result<Store, StoreError> {
+        let latest = options.migrations.last().map_or(0, |m| m.version);
+        vet::vet(path, latest, options.check)?;
         let mut conn = conn::open_writer(path, &options)?;
         migrate::migrate(&mut conn, options.migrations, clock.now(), &options.owner)?;
         let reads = conn::read_pool(path, &options)?;

@@ -249,3 +249,33 @@ pub fn json_path_bytes(text: &serde_json::Value, bytes: &serde_json::Value) -> V
         None => text.as_str().expect("path text").as_bytes().to_vec(),
     }
 }
+
+/// The page size of a new index (`store/conn.rs`).
+pub const PAGE: u64 = 16384;
+
+/// A file's length and blake3, None when it is not there: compared, never printed whole.
+pub type Digest = Option<(usize, blake3::Hash)>;
+
+pub fn digest(path: &std::path::Path) -> Digest {
+    std::fs::read(path)
+        .ok()
+        .map(|b| (b.len(), blake3::hash(&b)))
+}
+
+/// `path` with `suffix` added to its name: the `-wal` and `-shm` beside a database.
+pub fn sibling(path: &std::path::Path, suffix: &str) -> std::path::PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    name.into()
+}
+
+/// Overwrites page `page` (from 1) of a database file with zeros.
+pub fn zero_page(path: &std::path::Path, page: u64) {
+    use std::io::{Seek, SeekFrom, Write};
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .expect("open");
+    f.seek(SeekFrom::Start((page - 1) * PAGE)).expect("seek");
+    f.write_all(&[0u8; PAGE as usize]).expect("zero");
+}
