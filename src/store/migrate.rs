@@ -57,9 +57,9 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../schema/0008_restores_hold.sql"),
     },
     Migration {
-        version: 10,
+        version: super::vet::IDENTITY_VERSION,
         name: "index identity",
-        sql: include_str!("../../schema/0010_index_identity.sql"),
+        sql: include_str!("../../schema/0009_index_identity.sql"),
     },
 ];
 

@@ -17,7 +17,7 @@
 //!
 //! The cheap reads (SQLite's own checks of page 1: a header that is not SQLite's, a page
 //! count beyond the end of the file; a length that is not a whole number of pages; the
-//! identity of `schema/0010_index_identity.sql`) cost under a millisecond and find every
+//! identity of `schema/0009_index_identity.sql`) cost under a millisecond and find every
 //! damage but one: a zeroed page in the middle, which only `quick_check` (every page, about
 //! 2.4 ms per MB) finds. So the service and the desktop app, which start once and run for
 //! hours, always pay it (`StartCheck::Full`), and a command pays it while it costs about a
@@ -33,7 +33,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 use std::path::{Path, PathBuf};
 
 /// The first schema version whose files carry the identity.
-const IDENTITY_VERSION: i64 = 10;
+pub(super) const IDENTITY_VERSION: i64 = 9;
 
 /// The largest file a command reads whole at its start (see the module header).
 pub const COMMAND_CHECK_BYTES: u64 = 64 << 20;

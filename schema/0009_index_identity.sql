@@ -1,4 +1,4 @@
--- 0010: the index's identity, to tell it from another database's pages (issue 13, part 4).
+-- 0009: the index's identity, to tell it from another database's pages (issue 13, part 4).
 --
 -- A random number kept twice: in this row, and in the file header's application_id (set by
 -- `migrate` in the same transaction; a pragma cannot take a value from a query). The header
