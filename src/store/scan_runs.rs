@@ -580,6 +580,21 @@ impl Store {
         self.finish_scan(lease, RunState::Failed, Some(error.to_string()))
     }
 
+    /// Ends the run failed for a cause that passes by itself (a full disk), with a
+    /// successor that waits `PAUSED_RETRY` and keeps the run's scope, trigger and request
+    /// time (fenced, one transaction): the scan carries on by itself once space is freed,
+    /// and what the failed attempt indexed stays.
+    pub fn pause_scan(&self, lease: &Lease, error: &str) -> Result<(), StoreError> {
+        let (lease, error) = (lease.clone(), error.to_string());
+        self.write(move |conn, now| {
+            let n = finish(conn, &lease, RunState::Failed, Some(error), now)?;
+            expect_one(&lease, n)?;
+            let run = get(conn, lease.id)?.ok_or_else(|| super::lease::lost(&lease))?;
+            successor(conn, &run, now + super::PAUSED_RETRY, now)?;
+            Ok(())
+        })
+    }
+
     fn finish_scan(
         &self,
         lease: &Lease,
