@@ -295,6 +295,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 jobs: store.job_counts()?,
                 counters: store.counters()?,
                 walks: walk_states(&store, &config)?,
+                disk: disk_status(&config),
             };
             emit(&render::status(&status, json)?)
         }
@@ -411,6 +412,20 @@ fn walk_scheme(config: &Config, kind: WalkKindId) -> Option<i64> {
 }
 
 /// The walks this binary can run, with their records and live chains.
+/// The data dir's disk: its free space, and whether the thumbnail cache is paused at its
+/// reserve (the message names the disk).
+fn disk_status(config: &Config) -> render::DiskStatus {
+    use mediadex::disk::FreeSpace;
+    render::DiskStatus {
+        free_bytes: mediadex::disk::SystemFreeSpace.free_bytes(&config.data_dir),
+        reserve_bytes: config.disk_reserve,
+        full: mediadex::app::thumbs(config)
+            .room()
+            .err()
+            .map(|e| e.to_string()),
+    }
+}
+
 fn walk_states(store: &Store, config: &Config) -> anyhow::Result<Vec<mediadex::walks::WalkState>> {
     mediadex::app::walk_schemes(config)
         .into_iter()
