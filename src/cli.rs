@@ -419,10 +419,12 @@ fn disk_status(config: &Config) -> render::DiskStatus {
     render::DiskStatus {
         free_bytes: mediadex::disk::SystemFreeSpace.free_bytes(&config.data_dir),
         reserve_bytes: config.disk_reserve,
-        full: mediadex::app::thumbs(config)
-            .room()
-            .err()
-            .map(|e| e.to_string()),
+        full: mediadex::app::thumbs(config).room().err().map(|mut e| {
+            if e.free.is_some_and(|f| f < mediadex::disk::DB_ROOM) {
+                e.paused = Some("its scans, jobs and thumbnails".into());
+            }
+            e.to_string()
+        }),
     }
 }
 

@@ -218,16 +218,21 @@ impl Config {
     }
 
     /// Creates the data dir if needed and proves it is writable, by creating and removing
-    /// a probe file. On failure nothing else has been written (no database file).
+    /// a probe file. On failure nothing else has been written (no database file). A dir
+    /// that is writable but on a full disk passes, with a warning: reading the index (status,
+    /// assets, runs) must still work, and a write says the disk is full when it fails.
     pub fn prepare(&self) -> Result<(), ConfigError> {
         let path = || self.data_dir.display().to_string();
         std::fs::create_dir_all(&self.data_dir).map_err(|source| ConfigError::CreateDataDir {
             path: path(),
             source,
         })?;
-        probe_writable(&self.data_dir).map_err(|source| ConfigError::NotWritable {
-            path: path(),
-            source,
+        let probed = probe_writable(&self.data_dir);
+        writable_unless_only_full(&self.data_dir, probed).map_err(|source| {
+            ConfigError::NotWritable {
+                path: path(),
+                source,
+            }
         })
     }
 }
@@ -269,6 +274,18 @@ pub fn default_data_dir() -> Option<PathBuf> {
 
 /// Permission bits alone do not answer "can I write here" (root, ACLs, read-only mounts),
 /// so the probe really writes.
+/// A probe that failed only because the disk is full: the dir is writable.
+fn writable_unless_only_full(dir: &Path, probed: std::io::Result<()>) -> std::io::Result<()> {
+    match probed {
+        Err(e) if crate::disk::is_full(&e) => {
+            let full = crate::disk::DiskFull::at(&crate::disk::SystemFreeSpace, dir, None);
+            tracing::warn!("{full}: what reads the index works, what writes waits for space");
+            Ok(())
+        }
+        other => other,
+    }
+}
+
 fn probe_writable(dir: &Path) -> std::io::Result<()> {
     let probe = dir.join(format!(".mediadex-write-probe-{}", std::process::id()));
     let written = std::fs::OpenOptions::new()
@@ -390,6 +407,15 @@ mod tests {
         assert_eq!(c.maintenance_interval, DEFAULT_MAINTENANCE_INTERVAL);
         let c = with_ttl_knob("5000").expect("valid");
         assert_eq!(c.maintenance_interval, DEFAULT_MAINTENANCE_INTERVAL);
+    }
+
+    #[test]
+    fn a_data_dir_on_a_full_disk_is_still_usable_and_an_unwritable_one_is_not() {
+        let dir = Path::new("/data");
+        let full = std::io::Error::from(std::io::ErrorKind::StorageFull);
+        assert!(writable_unless_only_full(dir, Err(full)).is_ok());
+        let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        assert!(writable_unless_only_full(dir, Err(denied)).is_err());
     }
 
     #[test]

@@ -12,6 +12,10 @@ use std::sync::Arc;
 /// a large scan (about 1 KiB per file) after the thumbnail cache stopped writing.
 pub const DEFAULT_RESERVE: u64 = 256 * 1024 * 1024;
 
+/// Below this much free space the database itself may not be able to grow: everything that
+/// writes to the index waits, not only the thumbnails.
+pub const DB_ROOM: u64 = 1024 * 1024;
+
 /// Tells how many bytes an unprivileged process may still write on the disk holding a path.
 pub trait FreeSpace: Send + Sync + 'static {
     /// `None` when it cannot be told (the path is gone, or the platform has no probe): the
