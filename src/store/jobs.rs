@@ -1,5 +1,5 @@
 //! The `jobs` table: enqueue (unique by a partial index), claim, and the fenced worker
-//! writes, plus the operator paths (release, cancel) and reclaim of expired leases. A claim
+//! writes (a deferral for a full disk spends no attempt), plus the operator paths (release, cancel) and reclaim of expired leases. A claim
 //! leaves a walk chain of a higher scheme to the newer binary walking it while that binary
 //! holds a lease (DESIGN.md section 7, mixed versions).
 

@@ -1,6 +1,7 @@
 //! The `scan_runs` table: admission (coalescing into the waiting run), claim, the fenced
 //! worker writes, and the lease endings that make a new attempt: reclaim retires an expired
-//! run as `failed` / `lease_expired` and creates its successor; release puts it back. A
+//! run as `failed` / `lease_expired` and creates its successor; a pause (a full disk) ends
+//! it `failed` with a successor in the same fenced write; release puts it back. A
 //! cancel is one write per library (its waiting and running runs, a fresh successor
 //! included), so it cannot miss what reclaim made of a run. A
 //! completion publishes the assets its library's runs created and, in the same fenced
