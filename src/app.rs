@@ -108,7 +108,7 @@ fn readd_libraries(config: &Config, libraries: &[(String, String)]) -> Vec<Strin
 /// The handlers this binary carries: the scan pipeline, the thumbnails of what scans add,
 /// and the walks.
 fn handlers(store: &Store, config: &Config) -> Handlers {
-    let thumbs = Arc::new(crate::thumbs::Thumbs::new(&config.data_dir));
+    let thumbs = Arc::new(thumbs(config));
     let mut handlers = scan_handler(store, config)
         .job(THUMBS_JOB_KIND, ThumbsJob::new(store, thumbs))
         .job(MOVE_JOB_KIND, MoveJob::new(store))
@@ -123,6 +123,12 @@ fn handlers(store: &Store, config: &Config) -> Handlers {
         );
     }
     handlers
+}
+
+/// The thumbnail cache, keeping the configured reserve free on the data dir's disk.
+pub fn thumbs(config: &Config) -> crate::thumbs::Thumbs {
+    crate::thumbs::Thumbs::new(&config.data_dir)
+        .with_space(crate::disk::system(), config.disk_reserve)
 }
 
 fn scan_handler(store: &Store, config: &Config) -> Handlers {

@@ -319,6 +319,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 jobs: store.job_counts()?,
                 counters: store.counters()?,
                 walks: walk_states(&store, &config)?,
+                disk: disk_status(&config),
             };
             emit(&render::status(&status, json)?)
         }
@@ -435,6 +436,22 @@ fn walk_scheme(config: &Config, kind: WalkKindId) -> Option<i64> {
 }
 
 /// The walks this binary can run, with their records and live chains.
+/// The data dir's disk: its free space, and whether the thumbnail cache is paused at its
+/// reserve (the message names the disk).
+fn disk_status(config: &Config) -> render::DiskStatus {
+    use mediadex::disk::FreeSpace;
+    render::DiskStatus {
+        free_bytes: mediadex::disk::SystemFreeSpace.free_bytes(&config.data_dir),
+        reserve_bytes: config.disk_reserve,
+        full: mediadex::app::thumbs(config).room().err().map(|mut e| {
+            if e.free.is_some_and(|f| f < mediadex::disk::DB_ROOM) {
+                e.paused = Some("its scans, jobs and thumbnails".into());
+            }
+            e.to_string()
+        }),
+    }
+}
+
 fn walk_states(store: &Store, config: &Config) -> anyhow::Result<Vec<mediadex::walks::WalkState>> {
     mediadex::app::walk_schemes(config)
         .into_iter()

@@ -19,6 +19,10 @@ pub const LEASE_TTL_ENV: &str = "MEDIADEX_LEASE_TTL_MS";
 /// it are refused with a clear message; a request coalesced into a waiting run always passes.
 pub const SCAN_HOURLY_LIMIT_ENV: &str = "MEDIADEX_SCAN_HOURLY_LIMIT";
 
+/// Bytes the thumbnail cache keeps free on the disk holding the data dir, so that the
+/// database can still grow (default `disk::DEFAULT_RESERVE`, 256 MiB).
+pub const DISK_RESERVE_ENV: &str = "MEDIADEX_DISK_RESERVE";
+
 /// How library roots are watched: `events` (default: kernel events, polling on network and
 /// FUSE filesystems), `poll` (poll every root) or `off` (no watching; scans only on request).
 pub const WATCH_ENV: &str = "MEDIADEX_WATCH";
@@ -59,6 +63,8 @@ pub struct Config {
     pub content_hash_scheme: Option<i64>,
     /// `MEDIADEX_FACE_SCHEME`: the face scheme instead of the detector's version (testing).
     pub face_scheme: Option<i64>,
+    /// `MEDIADEX_DISK_RESERVE`: bytes the thumbnail cache leaves free for the database.
+    pub disk_reserve: u64,
 }
 
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
@@ -139,6 +145,7 @@ impl Config {
             watch: crate::watch::WatchOptions::default(),
             content_hash_scheme: None,
             face_scheme: None,
+            disk_reserve: crate::disk::DEFAULT_RESERVE,
         };
         let scheme = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
         config.content_hash_scheme = env_number(&env, CONTENT_HASH_SCHEME_ENV)?.map(scheme);
@@ -146,6 +153,9 @@ impl Config {
         config.scan_hourly_limit =
             env_number(&env, SCAN_HOURLY_LIMIT_ENV)?.map(|n| u32::try_from(n).unwrap_or(u32::MAX));
         config.watch.hourly_limit = config.scan_hourly_limit;
+        if let Some(reserve) = env_number(&env, DISK_RESERVE_ENV)? {
+            config.disk_reserve = reserve;
+        }
         watch_from_env(&mut config, &env)?;
         match env_number(&env, LEASE_TTL_ENV)? {
             None => config.validate()?,
@@ -208,16 +218,21 @@ impl Config {
     }
 
     /// Creates the data dir if needed and proves it is writable, by creating and removing
-    /// a probe file. On failure nothing else has been written (no database file).
+    /// a probe file. On failure nothing else has been written (no database file). A dir
+    /// that is writable but on a full disk passes, with a warning: reading the index (status,
+    /// assets, runs) must still work, and a write says the disk is full when it fails.
     pub fn prepare(&self) -> Result<(), ConfigError> {
         let path = || self.data_dir.display().to_string();
         std::fs::create_dir_all(&self.data_dir).map_err(|source| ConfigError::CreateDataDir {
             path: path(),
             source,
         })?;
-        probe_writable(&self.data_dir).map_err(|source| ConfigError::NotWritable {
-            path: path(),
-            source,
+        let probed = probe_writable(&self.data_dir);
+        writable_unless_only_full(&self.data_dir, probed).map_err(|source| {
+            ConfigError::NotWritable {
+                path: path(),
+                source,
+            }
         })
     }
 }
@@ -259,6 +274,18 @@ pub fn default_data_dir() -> Option<PathBuf> {
 
 /// Permission bits alone do not answer "can I write here" (root, ACLs, read-only mounts),
 /// so the probe really writes.
+/// A probe that failed only because the disk is full: the dir is writable.
+fn writable_unless_only_full(dir: &Path, probed: std::io::Result<()>) -> std::io::Result<()> {
+    match probed {
+        Err(e) if crate::disk::is_full(&e) => {
+            let full = crate::disk::DiskFull::at(&crate::disk::SystemFreeSpace, dir, None);
+            tracing::warn!("{full}: what reads the index works, what writes waits for space");
+            Ok(())
+        }
+        other => other,
+    }
+}
+
 fn probe_writable(dir: &Path) -> std::io::Result<()> {
     let probe = dir.join(format!(".mediadex-write-probe-{}", std::process::id()));
     let written = std::fs::OpenOptions::new()
@@ -380,6 +407,28 @@ mod tests {
         assert_eq!(c.maintenance_interval, DEFAULT_MAINTENANCE_INTERVAL);
         let c = with_ttl_knob("5000").expect("valid");
         assert_eq!(c.maintenance_interval, DEFAULT_MAINTENANCE_INTERVAL);
+    }
+
+    #[test]
+    fn a_data_dir_on_a_full_disk_is_still_usable_and_an_unwritable_one_is_not() {
+        let dir = Path::new("/data");
+        let full = std::io::Error::from(std::io::ErrorKind::StorageFull);
+        assert!(writable_unless_only_full(dir, Err(full)).is_ok());
+        let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        assert!(writable_unless_only_full(dir, Err(denied)).is_err());
+    }
+
+    #[test]
+    fn the_disk_reserve_comes_from_the_environment() {
+        let with = |v: &'static str| {
+            Config::resolve_with(Some(PathBuf::from("/tmp/x")), move |name| {
+                (name == DISK_RESERVE_ENV).then(|| v.into())
+            })
+        };
+        let unset = Config::resolve_with(Some(PathBuf::from("/tmp/x")), |_| None);
+        assert_eq!(unset.expect("unset").disk_reserve, 256 * 1024 * 1024);
+        assert_eq!(with("1048576").expect("set").disk_reserve, 1_048_576);
+        assert!(with("lots").is_err());
     }
 
     #[test]

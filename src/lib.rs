@@ -4,6 +4,7 @@
 pub mod app;
 pub mod clock;
 pub mod config;
+pub mod disk;
 pub mod faces;
 pub mod http;
 pub mod instance;

@@ -5,11 +5,14 @@
 //! through the same function and cache it under the same key; neither waits for the other.
 //! Videos get a poster frame when `ffmpeg` is on PATH; what cannot be decoded here (HEIC, a
 //! video without ffmpeg, a broken file) gets a placeholder that is not cached. The thumbnails
-//! of an asset the sweep deleted are forgotten, every size. Touches no database and serves
+//! of an asset the sweep deleted are forgotten, every size. The cache never fills the disk
+//! holding the database: below a reserve of free space (`disk::DEFAULT_RESERVE` unless
+//! configured) it writes nothing and the job waits for space. Touches no database and serves
 //! nothing itself: the HTTP layer decides which file may be read.
 
 pub mod job;
 
+use crate::disk::{DiskFull, SharedFreeSpace};
 use crate::model::MediaKind;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -35,6 +38,9 @@ pub enum ThumbError {
         #[source]
         source: std::io::Error,
     },
+    /// The disk holding the data dir is down to its reserve: caching is paused.
+    #[error(transparent)]
+    NoRoom(#[from] DiskFull),
 }
 
 /// What to send: the bytes, their type, and whether they may be cached forever.
@@ -59,7 +65,11 @@ pub struct Source<'a> {
 
 pub struct Thumbs {
     dir: PathBuf,
+    data_dir: PathBuf,
     ffmpeg: Option<PathBuf>,
+    space: SharedFreeSpace,
+    /// Bytes kept free on the disk holding the data dir, for the database.
+    reserve: u64,
 }
 
 impl Thumbs {
@@ -71,8 +81,38 @@ impl Thumbs {
     pub fn with_ffmpeg(data_dir: &Path, ffmpeg: Option<PathBuf>) -> Thumbs {
         Thumbs {
             dir: data_dir.join("thumbs"),
+            data_dir: data_dir.to_path_buf(),
             ffmpeg,
+            space: crate::disk::system(),
+            reserve: crate::disk::DEFAULT_RESERVE,
         }
+    }
+
+    /// Keeps `reserve` bytes free on the disk holding the data dir, as `space` tells them.
+    pub fn with_space(self, space: SharedFreeSpace, reserve: u64) -> Thumbs {
+        Thumbs {
+            space,
+            reserve,
+            ..self
+        }
+    }
+
+    /// Whether the cache may write: the database must stay writable, so the cache stops at
+    /// the reserve (a disk whose free space cannot be told is written to).
+    pub fn room(&self) -> Result<(), DiskFull> {
+        let free = self.space.free_bytes(&self.data_dir);
+        if free.is_some_and(|f| f < self.reserve) {
+            let paused = format!(
+                "the thumbnails (it keeps {} bytes free for the database)",
+                self.reserve
+            );
+            return Err(DiskFull {
+                path: self.data_dir.clone(),
+                free,
+                paused: Some(paused),
+            });
+        }
+        Ok(())
     }
 
     /// Where the thumbnail of these bytes is cached.
@@ -144,10 +184,12 @@ impl Thumbs {
 
     /// Makes and caches the thumbnail of `file` unless one is cached already (which is not
     /// read): the scan's background job, idempotent, so a re-run costs a `stat` per asset.
+    /// Below the reserve it makes nothing (`NoRoom`): the job waits for space.
     pub fn ensure(&self, src: &Source<'_>, file: &Path) -> Result<Ensured, ThumbError> {
         if self.cache_path(src.checksum_hex).is_file() {
             return Ok(Ensured::Cached);
         }
+        self.room()?;
         Ok(match self.make(src, file)? {
             Some(_) => Ensured::Made,
             None => Ensured::Placeholder,
@@ -185,9 +227,14 @@ impl Thumbs {
     /// Writes the cache file atomically (a temp file renamed into place), so that a reader
     /// never sees half a thumbnail. The temp name is unique per write: a first request and
     /// the scan's job may make the same thumbnail at once in one process, and each renames
-    /// only its own complete file. A failure only costs the cache.
+    /// only its own complete file. A failure only costs the cache; below the reserve
+    /// nothing is written (a request is still answered with the bytes).
     fn store(&self, checksum_hex: &str, bytes: &[u8]) {
         static WRITES: AtomicU64 = AtomicU64::new(0);
+        if let Err(full) = self.room() {
+            tracing::debug!(%full, "thumbnail not cached");
+            return;
+        }
         let path = self.cache_path(checksum_hex);
         let n = WRITES.fetch_add(1, Ordering::Relaxed);
         let tmp = path.with_extension(format!("tmp{}-{n}", std::process::id()));

@@ -1,7 +1,8 @@
 //! User trash and restore with the file moves (DESIGN.md sections 4 and 6). A move is one
 //! asset's trash or restore, held by the lease on its `move` job; only the holder moves
 //! files, and every step is settled with a fenced store write:
-//! 1. refuse before anything moves when a folder cannot be written (a read-only library);
+//! 1. refuse before anything moves when a folder cannot be written (a read-only library)
+//!    or a trash folder cannot be created (the library's disk is full);
 //! 2. move each file (never over an existing one) and settle its intent;
 //! 3. flip the asset, unless a copy of it appeared meanwhile;
 //! 4. on any failure, record the rollback, put every moved file back, and end the move
@@ -12,6 +13,7 @@
 //! carried on from where the files are, forward or, once a rollback was recorded, back.
 //! No SQL here; rows go through `Store`.
 
+use crate::disk::{DiskFull, FreeSpace};
 use crate::model::{
     Begun, Finish, IntentState, Job, MOVE_JOB_KIND, Millis, Move, MoveOutcome, Settle, TrashIntent,
 };
@@ -40,6 +42,10 @@ pub enum TrashError {
     },
     #[error("{path} cannot be written ({why}): nothing was moved")]
     ReadOnly { path: String, why: String },
+    /// The library's disk has no room for the trash folder a move creates (a rename itself
+    /// needs none).
+    #[error("{0}: every file stays where it was; trash or restore it again once space is freed")]
+    NoRoom(DiskFull),
     #[error(
         "a copy of asset {asset} appeared while it was being trashed ({paths}): the asset stays \
          in the library and every file is back where it was"
@@ -66,11 +72,20 @@ impl Default for MoveConfig {
     }
 }
 
-/// Test seams around each rename: a test pauses or kills the mover there.
+/// Test seams around each rename: a test pauses or kills the mover there, or fills the
+/// library's disk.
 pub trait MoveHooks: Send + Sync {
     fn before_rename(&self, _from: &Path, _to: &Path) {}
     fn after_rename(&self, _intent: &TrashIntent) {}
+    /// The free space on the disk holding `dir`, as the preflight sees it.
+    fn free_bytes(&self, dir: &Path) -> Option<u64> {
+        crate::disk::SystemFreeSpace.free_bytes(dir)
+    }
 }
+
+/// A move that must create a folder is refused, before anything moves, below this much
+/// free space: a folder takes a block or two, and a disk this full is full for the user.
+const FOLDER_ROOM: u64 = 64 * 1024;
 
 pub struct NoMoveHooks;
 impl MoveHooks for NoMoveHooks {}
@@ -247,7 +262,7 @@ fn forward(
         .iter()
         .map(|i| paths(store, i))
         .collect::<Result<Vec<_>, _>>()?;
-    preflight(&places).map_err(Stop::Undo)?;
+    preflight(&places, hooks).map_err(Stop::Undo)?;
     for (intent, (from, to)) in pending.into_iter().zip(places) {
         guard.ensure_live()?;
         let how = match locate(&from, &to).map_err(|e| Stop::Undo(fail(&from, &to, &e)))? {
@@ -397,8 +412,9 @@ fn unlink_twin(from: &Path, to: &Path) -> Result<(), TrashError> {
 }
 
 /// Refuses, before anything moves, a move whose folders cannot be written: the folder a
-/// file leaves and the nearest existing folder of its destination.
-fn preflight(places: &[(PathBuf, PathBuf)]) -> Result<(), TrashError> {
+/// file leaves and the nearest existing folder of its destination; and a move that must
+/// create a folder on a disk without room for it.
+fn preflight(places: &[(PathBuf, PathBuf)], hooks: &dyn MoveHooks) -> Result<(), TrashError> {
     for (from, to) in places {
         for dir in [from.parent(), to.parent()].into_iter().flatten() {
             let dir = nearest_existing(dir);
@@ -407,8 +423,35 @@ fn preflight(places: &[(PathBuf, PathBuf)]) -> Result<(), TrashError> {
                 why: e.to_string(),
             })?;
         }
+        if let Some(parent) = to.parent().filter(|p| !p.exists()) {
+            let dir = nearest_existing(parent);
+            let free = hooks.free_bytes(dir);
+            if free.is_some_and(|f| f < FOLDER_ROOM) {
+                return Err(no_room(dir, free));
+            }
+        }
     }
     Ok(())
+}
+
+fn no_room(dir: &Path, free: Option<u64>) -> TrashError {
+    TrashError::NoRoom(DiskFull {
+        path: dir.to_path_buf(),
+        free,
+        paused: None,
+    })
+}
+
+/// A failed folder creation or rename; a full disk says so in the full-disk words.
+fn move_error(from: &Path, to: &Path, e: &io::Error) -> TrashError {
+    if crate::disk::is_full(e) {
+        let dir = to.parent().map_or(to, nearest_existing);
+        return no_room(dir, crate::disk::SystemFreeSpace.free_bytes(dir));
+    }
+    match e.kind() {
+        io::ErrorKind::AlreadyExists => taken(from, to),
+        _ => fail(from, to, e),
+    }
 }
 
 fn nearest_existing(dir: &Path) -> &Path {
@@ -448,12 +491,15 @@ fn c_path(p: &Path) -> io::Result<std::ffi::CString> {
 /// the move itself or the move fails, with no window between a check and the rename.
 fn move_file(from: &Path, to: &Path) -> Result<(), TrashError> {
     if let Some(parent) = to.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| fail(from, to, &e))?;
+        std::fs::create_dir_all(parent).map_err(|e| {
+            if crate::disk::is_full(&e) {
+                move_error(from, to, &e)
+            } else {
+                fail(from, to, &e)
+            }
+        })?;
     }
-    rename_noreplace(from, to).map_err(|e| match e.kind() {
-        io::ErrorKind::AlreadyExists => taken(from, to),
-        _ => fail(from, to, &e),
-    })
+    rename_noreplace(from, to).map_err(|e| move_error(from, to, &e))
 }
 
 /// `renameat2(RENAME_NOREPLACE)`; a file system that does not offer it (EINVAL) gets the
@@ -509,6 +555,28 @@ fn link_then_unlink(from: &Path, to: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_full_disk_while_moving_says_so_in_the_full_disk_words() {
+        let dir = tempfile_dir();
+        let (from, to) = (dir.join("a.png"), dir.join(".mediadex-trash/1/a.png"));
+        let full = io::Error::from(io::ErrorKind::StorageFull);
+        let e = move_error(&from, &to, &full);
+        assert!(matches!(e, TrashError::NoRoom(_)), "{e:?}");
+        let text = e.to_string();
+        let want = format!("the disk holding {} is full (", dir.display());
+        assert!(text.starts_with(&want), "{text}");
+        assert!(
+            text.ends_with("trash or restore it again once space is freed"),
+            "{text}"
+        );
+        let other = move_error(
+            &from,
+            &to,
+            &io::Error::from(io::ErrorKind::PermissionDenied),
+        );
+        assert!(matches!(other, TrashError::Move { .. }), "{other:?}");
+    }
 
     #[test]
     fn the_link_fallback_never_replaces_either() {

@@ -840,3 +840,31 @@ fn a_zeroed_page_in_the_middle_is_found_when_the_service_starts() {
     };
     assert_replaced(&env, &out, was, "malformed", Some(&root));
 }
+
+#[test]
+fn status_says_the_thumbnails_are_paused_when_the_data_disk_is_down_to_its_reserve() {
+    let env = Env::new();
+    let free = |v: &Value| v["disk"]["free_bytes"].as_u64().expect("free bytes");
+    let roomy = env.ok_json(&["status", "--json"]);
+    assert_eq!(roomy["disk"]["full"], Value::Null, "{roomy}");
+    // A reserve larger than any disk: the disk is down to it.
+    let out = env
+        .cmd()
+        .env("MEDIADEX_DISK_RESERVE", u64::MAX.to_string())
+        .args(["status"])
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let human = text(&out.stdout);
+    let line = human
+        .lines()
+        .find(|l| l.starts_with("disk "))
+        .unwrap_or_else(|| panic!("no disk line: {human}"));
+    let want = format!("the disk holding {} is full (", s(&env.data()));
+    assert!(line.contains(&want), "{line}");
+    assert!(
+        line.contains("mediadex paused the thumbnails") && line.contains("bytes free"),
+        "{line}"
+    );
+    assert!(free(&roomy) > 0);
+}

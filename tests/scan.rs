@@ -665,3 +665,86 @@ fn a_file_that_is_no_longer_media_drops_its_asset_and_a_lone_asset_goes_to_the_t
         "not read again"
     );
 }
+
+/// Waits until run `id` has ended.
+fn ended(env: &Env, id: i64) -> ScanRun {
+    let start = Instant::now();
+    loop {
+        let run = env.store.scan_run(id).expect("run").expect("row");
+        if run.state.is_terminal() {
+            return run;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "run {id} did not end"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn a_scan_that_meets_a_full_disk_keeps_what_it_indexed_and_carries_on_once_space_is_freed() {
+    let env = env();
+    let lib = library(&env);
+    assert_eq!(lib.scan().0.state, RunState::Completed);
+    let before = lib.assets(false);
+    for i in 0..300u32 {
+        photo(&lib.root.join(format!("new/{i}.png")), (i % 250) as u8 + 1);
+        let bytes = std::fs::read(lib.root.join(format!("new/{i}.png"))).expect("read");
+        // Unique bytes per file: each one is a new asset, so the ingest must grow the file.
+        std::fs::write(
+            lib.root.join(format!("new/{i}.png")),
+            [&bytes[..], &i.to_le_bytes()].concat(),
+        )
+        .expect("unique");
+    }
+    env.store.cap_size(true).expect("cap");
+    let (run, _) = env
+        .store
+        .request_scan(env.scan_request(lib.id, ""))
+        .expect("request");
+    let job = ScanJob {
+        store: env.store.clone(),
+        config: ScanConfig::default(),
+        extract: mediadex::media::extract_from,
+    };
+    let pool = WorkerPool::start(&env.store, Handlers::default().scan(job), {
+        let mut c = PoolConfig::with_ttl(1, TTL);
+        c.poll_every = Duration::from_millis(20);
+        c
+    });
+    let failed = ended(&env, run.id);
+    assert_eq!(failed.state, RunState::Failed);
+    let reason = failed.reason.clone().unwrap_or_default();
+    let dir = env.store.dir().display().to_string();
+    assert!(
+        reason.starts_with(&format!("the disk holding {dir} is full (")),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("will carry on when space is freed"),
+        "{reason}"
+    );
+    assert_eq!(lib.assets(false), before, "nothing indexed before is lost");
+    assert!(env.store.integrity_check().expect("check").is_empty());
+    let next = env
+        .store
+        .scan_runs(Some(lib.id), 10)
+        .expect("runs")
+        .into_iter()
+        .find(|r| r.predecessor_id == Some(run.id))
+        .expect("the paused scan has a successor");
+    assert_eq!(next.state, RunState::Accepted);
+    assert_eq!(
+        next.run_at,
+        failed.finished_at.expect("ended") + mediadex::store::PAUSED_RETRY
+    );
+    // Space is freed; once the wait is over the scan carries on by itself.
+    env.store.cap_size(false).expect("uncap");
+    env.clock.advance(mediadex::store::PAUSED_RETRY);
+    pool.wake();
+    let done = ended(&env, next.id);
+    pool.shutdown();
+    assert_eq!(done.state, RunState::Completed, "{:?}", done.reason);
+    assert_eq!(lib.assets(false).len(), before.len() + 300);
+}

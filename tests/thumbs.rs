@@ -454,3 +454,79 @@ fn a_completion_queues_the_thumbnails_of_what_it_published_and_a_stale_one_queue
     let kinds: Vec<MediaKind> = batch.iter().map(|t| t.kind).collect();
     assert_eq!(kinds, vec![MediaKind::Image, MediaKind::Video]);
 }
+
+/// A disk whose free space the test sets.
+struct FakeDisk(std::sync::atomic::AtomicU64);
+
+impl mediadex::disk::FreeSpace for FakeDisk {
+    fn free_bytes(&self, _path: &Path) -> Option<u64> {
+        Some(self.0.load(std::sync::atomic::Ordering::SeqCst))
+    }
+}
+
+#[test]
+fn the_cache_stops_at_its_reserve_and_carries_on_once_space_is_back() {
+    use std::sync::atomic::Ordering;
+    let env = env();
+    let (lib, _) = library(&env);
+    let disk = Arc::new(FakeDisk(1_000.into()));
+    let data = env.dir.path().join("data");
+    let thumbs = Arc::new(Thumbs::with_ffmpeg(&data, None).with_space(disk.clone(), 64 * 1024));
+    let scan = ScanJob {
+        store: env.store.clone(),
+        config: ScanConfig::default(),
+        extract: mediadex::media::extract_from,
+    };
+    let handlers = Handlers::default()
+        .scan(scan)
+        .job(THUMBS_JOB_KIND, ThumbsJob::new(&env.store, thumbs.clone()));
+    let mut config = PoolConfig::with_ttl(1, TTL);
+    config.poll_every = Duration::from_millis(20);
+    let pool = WorkerPool::start(&env.store, handlers, config);
+    env.store
+        .request_scan(env.scan_request(lib, ""))
+        .expect("request");
+    wait_until("the thumbnails to pause", || {
+        thumb_rows(&env.store)
+            .first()
+            .is_some_and(|j| j.last_error.is_some())
+    });
+    let paused = thumb_rows(&env.store).remove(0);
+    assert_eq!(paused.state, JobState::Queued, "{paused:?}");
+    assert_eq!(paused.attempts, 0, "a pause spends no attempt");
+    let why = paused.last_error.clone().unwrap_or_default();
+    assert_eq!(
+        why,
+        format!(
+            "the disk holding {} is full (1000 bytes free); mediadex paused the thumbnails \
+             (it keeps 65536 bytes free for the database) and will carry on when space is freed",
+            data.display()
+        )
+    );
+    let live = live_by_path(&env);
+    let a = thumbs.cache_path(&hex(&live["a.png"]));
+    assert!(!a.exists(), "nothing is cached below the reserve");
+    // A request is still answered, but caches nothing either.
+    let src = mediadex::thumbs::Source {
+        checksum_hex: &hex(&live["a.png"]),
+        kind: Some(MediaKind::Image),
+        mime: Some("image/png"),
+        orientation: None,
+        pixels: None,
+    };
+    let root = env.dir.path().join("photos");
+    let served = thumbs.get(&src, &root.join("a.png")).expect("served");
+    assert!(served.immutable, "a real thumbnail, not the placeholder");
+    assert!(!a.exists(), "a request caches nothing below the reserve");
+
+    disk.0.store(1 << 30, Ordering::SeqCst);
+    env.clock.advance(mediadex::store::PAUSED_RETRY);
+    pool.wake();
+    wait_until("the thumbnails once space is back", || {
+        thumb_rows(&env.store)
+            .iter()
+            .all(|j| j.state == JobState::Done)
+    });
+    pool.shutdown();
+    assert!(a.is_file(), "made once space is back");
+}

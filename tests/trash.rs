@@ -798,3 +798,44 @@ fn a_move_reclaimed_again_and_again_is_never_given_up() {
     );
     assert!(trashed(&env.store, a) && lib.in_trash(a, "a.png").exists());
 }
+
+/// The library's disk as the mover sees it: `free` bytes free.
+struct FullDisk {
+    free: std::sync::atomic::AtomicU64,
+}
+
+impl MoveHooks for FullDisk {
+    fn free_bytes(&self, _dir: &Path) -> Option<u64> {
+        Some(self.free.load(Ordering::SeqCst))
+    }
+}
+
+#[test]
+fn a_trash_on_a_full_library_disk_moves_nothing_and_works_once_space_is_freed() {
+    let env = env();
+    let lib = library(&env, &[("a.png", 1), ("b/a.png", 1)]);
+    let a = lib.asset(&env.store, "a.png");
+    let disk = FullDisk { free: 0.into() };
+    let config = mediadex::trash::MoveConfig::default();
+    let err = mediadex::trash::trash_with(&env.store, a, &config, &disk)
+        .expect_err("no room for the trash folder");
+    assert!(matches!(err, TrashError::NoRoom(_)), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "the disk holding {} is full (0 bytes free): every file stays where it was; \
+             trash or restore it again once space is freed",
+            lib.root.display()
+        )
+    );
+    assert!(lib.root.join("a.png").exists() && lib.root.join("b/a.png").exists());
+    assert!(!lib.root.join(".mediadex-trash").exists(), "nothing moved");
+    assert!(!trashed(&env.store, a));
+    assert!(env.store.pending_intents().expect("pending").is_empty());
+    assert!(move_job(&env.store, a).is_none(), "the move ended");
+
+    disk.free.store(1 << 30, Ordering::SeqCst);
+    mediadex::trash::trash_with(&env.store, a, &config, &disk).expect("trash once freed");
+    assert!(trashed(&env.store, a));
+    assert!(lib.in_trash(a, "a.png").exists() && lib.in_trash(a, "b/a.png").exists());
+}

@@ -502,6 +502,49 @@ fn a_failing_or_panicking_handler_is_retried_with_backoff_then_failed() {
 }
 
 #[test]
+fn a_job_that_meets_a_full_disk_waits_without_spending_an_attempt_then_runs() {
+    let env = env();
+    let id = env
+        .store
+        .enqueue(NewJob::new("walk", "{}").max_attempts(1))
+        .unwrap()
+        .id;
+    // The handler names no full disk itself: its store write failed with SQLITE_FULL.
+    let (handler, runs) = scripted(|_, n| match n {
+        0 => Err(WorkError::Guard(GuardError::Store(
+            mediadex::store::StoreError::DiskFull,
+        ))),
+        _ => Ok(JobDone::Done),
+    });
+    let pool = WorkerPool::start(
+        &env.store,
+        Handlers::default().job("walk", handler),
+        quiet(),
+    );
+    wait_until("the pause", || runs.load(Ordering::SeqCst) == 1);
+    wait_until("the row back in the queue", || {
+        env.store.job(id).unwrap().unwrap().last_error.is_some()
+    });
+    let paused = env.store.job(id).unwrap().unwrap();
+    assert_eq!(
+        paused.state,
+        JobState::Queued,
+        "one attempt would have failed it"
+    );
+    assert_eq!(paused.attempts, 0);
+    let why = paused.last_error.unwrap_or_default();
+    let disk = format!("the disk holding {} is full (", env.store.dir().display());
+    assert!(why.starts_with(&disk), "{why}");
+    assert!(why.contains("paused this job and will carry on"), "{why}");
+    env.clock.advance(mediadex::store::PAUSED_RETRY);
+    pool.wake();
+    wait_until("the job once space is back", || {
+        env.store.job(id).unwrap().unwrap().state == JobState::Done
+    });
+    pool.shutdown();
+}
+
+#[test]
 fn a_chain_advances_itself_one_live_step_at_a_time() {
     let env = env();
     env.store

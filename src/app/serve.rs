@@ -72,7 +72,7 @@ pub fn serve(config: Config, mut options: ServeOptions) -> anyhow::Result<()> {
     let watcher = start_watcher(&store, &config, wake.clone())?;
     let http = crate::http::HttpConfig {
         security,
-        thumbs: crate::thumbs::Thumbs::new(&config.data_dir),
+        thumbs: super::thumbs(&config),
         event_poll: std::time::Duration::from_millis(250),
         hourly_limit: config.scan_hourly_limit,
         wake,

@@ -87,6 +87,18 @@ pub struct Status {
     pub jobs: Vec<(JobState, i64)>,
     pub counters: Vec<(Counter, i64)>,
     pub walks: Vec<mediadex::walks::WalkState>,
+    pub disk: DiskStatus,
+}
+
+/// The disk holding the data dir, as `status` sees it.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct DiskStatus {
+    /// `None` when the platform cannot tell.
+    pub free_bytes: Option<u64>,
+    /// What the thumbnail cache leaves free for the database.
+    pub reserve_bytes: u64,
+    /// The full-disk message when the free space is below the reserve (thumbnails paused).
+    pub full: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -100,6 +112,7 @@ struct StatusOut<'a> {
     counters: BTreeMap<&'static str, i64>,
     /// Per walk kind this binary runs: schemes, record and live chain.
     walks: BTreeMap<&'static str, super::walks::WalkOut>,
+    disk: &'a DiskStatus,
 }
 
 pub fn added(library: &Library, json: bool) -> serde_json::Result<String> {
@@ -296,6 +309,7 @@ pub fn status(s: &Status, json: bool) -> serde_json::Result<String> {
                 .iter()
                 .map(|w| (w.kind.as_str(), super::walks::walk_out(w)))
                 .collect(),
+            disk: &s.disk,
         });
     }
     let joined = |m: &BTreeMap<&str, i64>| {
@@ -322,7 +336,16 @@ pub fn status(s: &Status, json: bool) -> serde_json::Result<String> {
             .iter()
             .map(|w| vec![format!("walk {}", w.kind), super::walks::summary(w)]),
     );
+    rows.push(vec!["disk".into(), disk_summary(&s.disk)]);
     Ok(table_body(&rows))
+}
+
+fn disk_summary(d: &DiskStatus) -> String {
+    match (&d.full, d.free_bytes) {
+        (Some(full), _) => full.clone(),
+        (None, Some(free)) => format!("{free} bytes free (reserve {})", d.reserve_bytes),
+        (None, None) => format!("free space unknown (reserve {})", d.reserve_bytes),
+    }
 }
 
 /// Every state appears, zero or not, so the shape does not depend on the data.
@@ -475,6 +498,7 @@ mod tests {
             jobs: vec![],
             counters: vec![(Counter::FenceRejections, 3)],
             walks: vec![],
+            disk: DiskStatus::default(),
         };
         let v: serde_json::Value =
             serde_json::from_str(&status(&s, true).expect("json")).expect("parse");

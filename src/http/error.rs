@@ -142,6 +142,9 @@ impl From<TrashError> for ApiError {
                 "move_interrupted",
                 e.to_string(),
             ),
+            e @ TrashError::NoRoom(_) => {
+                ApiError::new(StatusCode::INSUFFICIENT_STORAGE, "disk_full", e.to_string())
+            }
             e @ (TrashError::Move { .. }
             | TrashError::Linked { .. }
             | TrashError::RolledBack { .. }) => {

@@ -1,7 +1,8 @@
 //! The worker pool: threads that claim a due row (scan runs first, then jobs of the kinds
 //! that have handlers), run its handler under a `LeaseGuard`, and ack with a fenced write.
-//! Graceful shutdown trips every token and hands the leases back. Holds no domain logic:
-//! that is in the handlers.
+//! Graceful shutdown trips every token and hands the leases back. Work stopped by a full disk
+//! is paused, not failed: it waits and carries on by itself once space is freed. Holds no
+//! domain logic: that is in the handlers.
 
 use super::cancel::{CancelReason, Registry};
 use super::guard::{GuardError, Hooks, LeaseGuard, NoHooks};
@@ -51,6 +52,28 @@ pub enum WorkError {
     /// The attempt failed: the job is retried with backoff; a scan run ends `failed`.
     #[error("{0}")]
     Failed(String),
+    /// The work cannot go on for now for a cause that passes by itself (a full disk; the
+    /// message says which and what waits): a job waits without spending an attempt, a scan
+    /// run ends `failed` with a successor that waits (`Store::defer_job`, `pause_scan`).
+    #[error("{0}")]
+    Paused(String),
+}
+
+impl WorkError {
+    /// A store failure: a full disk pauses the work (`what`, e.g. "the thumbnails"); any
+    /// other failure fails the attempt.
+    pub fn from_store(store: &Store, what: &str, e: StoreError) -> WorkError {
+        match e {
+            StoreError::DiskFull => WorkError::Paused(disk_full(store, what)),
+            e => WorkError::Failed(e.to_string()),
+        }
+    }
+}
+
+/// The full-disk message for `what`, naming the disk holding the data dir.
+fn disk_full(store: &Store, what: &str) -> String {
+    let probe = crate::disk::SystemFreeSpace;
+    crate::disk::DiskFull::at(&probe, store.dir(), Some(what.to_string())).to_string()
 }
 
 pub trait JobHandler: Send + Sync + 'static {
@@ -333,13 +356,17 @@ impl Worker {
     fn ack_job(&self, guard: &LeaseGuard, result: Result<JobDone, WorkError>) {
         guard.stop_heartbeat();
         self.hooks.before_ack(guard.lease());
-        let acked = match decide(guard.token().reason(), result) {
+        let acked = match decide(guard.token().reason(), self.paused(result, "this job")) {
             Ack::Finish(JobDone::Done) => guard.ack(|s, l| s.complete_job(l)),
             Ack::Finish(JobDone::Then(next)) => guard
                 .ack(|s, l| s.complete_job_and_enqueue(l, next))
                 .map(drop),
             Ack::Finish(JobDone::Committed) => Ok(()),
             Ack::Fail(msg) => guard.ack(|s, l| s.fail_job(l, &msg)).map(drop),
+            Ack::Pause(msg) => {
+                tracing::warn!(job = guard.lease().id, "{msg}");
+                guard.ack(|s, l| s.defer_job(l, &msg))
+            }
             Ack::HandBack => guard.ack(|s, l| s.release(l)),
             Ack::Abandon => return,
         };
@@ -349,16 +376,30 @@ impl Worker {
     fn ack_scan(&self, guard: &LeaseGuard, result: Result<ScanDone, WorkError>) {
         guard.stop_heartbeat();
         self.hooks.before_ack(guard.lease());
-        let acked = match decide(guard.token().reason(), result) {
+        let acked = match decide(guard.token().reason(), self.paused(result, "this scan")) {
             Ack::Finish(ScanDone::Complete { outcome, reason }) => {
                 guard.ack(|s, l| s.complete_scan(l, outcome, reason.as_deref()))
             }
             Ack::Finish(ScanDone::Committed) => Ok(()),
             Ack::Fail(msg) => guard.ack(|s, l| s.fail_scan(l, &msg)),
+            Ack::Pause(msg) => {
+                tracing::warn!(run = guard.lease().id, "{msg}");
+                guard.ack(|s, l| s.pause_scan(l, &msg))
+            }
             Ack::HandBack => guard.ack(|s, l| s.release(l)),
             Ack::Abandon => return,
         };
         self.done(guard, acked);
+    }
+
+    /// A full disk the handler did not name itself still pauses the work.
+    fn paused<T>(&self, result: Result<T, WorkError>, what: &str) -> Result<T, WorkError> {
+        match result {
+            Err(WorkError::Guard(GuardError::Store(StoreError::DiskFull))) => {
+                Err(WorkError::Paused(disk_full(&self.store, what)))
+            }
+            other => other,
+        }
     }
 
     fn done(&self, guard: &LeaseGuard, acked: Result<(), GuardError>) {
@@ -381,6 +422,8 @@ enum Ack<T> {
     Finish(T),
     /// A failed attempt: a job retries with backoff, a scan run ends failed.
     Fail(String),
+    /// A full disk: the work waits and carries on by itself (`WorkError::Paused`).
+    Pause(String),
     /// Shutdown interrupted the work: the lease goes back without using an attempt.
     HandBack,
     /// The lease is not ours any more (lost, or the row was cancelled): write nothing.
@@ -394,6 +437,7 @@ fn decide<T>(stopped: Option<CancelReason>, result: Result<T, WorkError>) -> Ack
         (_, Ok(done)) => Ack::Finish(done),
         (Some(CancelReason::Shutdown), Err(_)) => Ack::HandBack,
         (None, Err(WorkError::Failed(msg))) => Ack::Fail(msg),
+        (None, Err(WorkError::Paused(msg))) => Ack::Pause(msg),
         (None, Err(WorkError::Guard(e))) => Ack::Fail(e.to_string()),
     }
 }

@@ -7,7 +7,7 @@
 //! found gone and is still not there just before the completion) and the circuit breaker
 //! in the same fenced transaction as its completion. An unchanged file whose asset is in
 //! the trash or gone is claimed again (DESIGN.md section 6). A walker that failed ends the
-//! run failed. No SQL here: everything goes through `Store`.
+//! run failed; a full disk pauses it (its successor carries on once space is freed). No SQL here: everything goes through `Store`.
 
 use super::identity::{self, Verdict};
 use super::pipeline::{
@@ -118,6 +118,7 @@ impl ScanHandler for ScanJob {
                     .unwrap_or(crate::queue::CancelReason::Cancelled),
             ))),
             Err(SinkError::Store(msg)) => Err(WorkError::Failed(msg)),
+            Err(SinkError::DiskFull) => Err(self.disk_full(&library)),
             Err(e @ SinkError::Walker(_)) => {
                 tracing::error!(library = %library.name, error = %e, "scan failed");
                 Err(WorkError::Failed(e.to_string()))
@@ -156,7 +157,10 @@ impl ScanJob {
         ctx.stop_heartbeat();
         let report = ctx
             .guarded(|s, l| s.finish_full_scan(l, library.id, end))
-            .map_err(WorkError::Guard)?;
+            .map_err(|e| match e {
+                GuardError::Store(StoreError::DiskFull) => self.disk_full(library),
+                e => WorkError::Guard(e),
+            })?;
         if let (Verdict::Changed(why), Some(_)) = (verdict, &report.reason) {
             tracing::warn!(library = %library.name, %why, "full scan ended suspect");
         }
@@ -169,6 +173,14 @@ impl ScanJob {
         );
         self.queue_faces();
         Ok(ScanDone::Committed)
+    }
+}
+
+impl ScanJob {
+    /// The scan met a full disk: it pauses (a successor carries on once space is freed).
+    fn disk_full(&self, library: &Library) -> WorkError {
+        let what = format!("the scan of library {}", library.name);
+        WorkError::from_store(&self.store, &what, StoreError::DiskFull)
     }
 }
 
@@ -188,7 +200,10 @@ struct StoreKnown<'a> {
 
 impl Known for StoreKnown<'_> {
     fn dir(&mut self, rel_dir: &Path) -> Result<DirKnown, SinkError> {
-        let store_error = |e: StoreError| SinkError::Store(e.to_string());
+        let store_error = |e: StoreError| match e {
+            StoreError::DiskFull => SinkError::DiskFull,
+            e => SinkError::Store(e.to_string()),
+        };
         if self.trashed.is_none() {
             self.trashed = Some(self.store.trashed_asset_ids().map_err(store_error)?);
         }
@@ -317,6 +332,7 @@ impl<'a> LeaseSink<'a> {
         self.ctx.guarded(op).map_err(|e| match e {
             GuardError::LeaseLost(..) => SinkError::LeaseLost,
             GuardError::Cancelled(..) => SinkError::Cancelled,
+            GuardError::Store(StoreError::DiskFull) => SinkError::DiskFull,
             GuardError::Store(e) => SinkError::Store(e.to_string()),
         })
     }

@@ -126,6 +126,10 @@ pub enum SinkError {
     Cancelled,
     #[error("{0}")]
     Store(String),
+    /// The disk holding the database is full: the batch was rolled back, nothing of it
+    /// landed, and the scan waits for space.
+    #[error("the disk holding the database is full")]
+    DiskFull,
     /// The walker failed (panicked): its listing is not complete anywhere.
     #[error("the walk of the library failed ({0}); nothing was marked missing")]
     Walker(String),

@@ -30,7 +30,9 @@ pub enum StoreError {
     },
     #[error("the database is locked by another process and stayed locked; try again later")]
     Locked,
-    #[error("the disk is full: nothing was written")]
+    #[error(
+        "the disk holding the database is full: nothing was written; try again once space is freed"
+    )]
     DiskFull,
     #[error("{0}")]
     Conflict(String),

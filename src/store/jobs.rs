@@ -1,5 +1,5 @@
 //! The `jobs` table: enqueue (unique by a partial index), claim, and the fenced worker
-//! writes, plus the operator paths (release, cancel) and reclaim of expired leases. A claim
+//! writes (a deferral for a full disk spends no attempt), plus the operator paths (release, cancel) and reclaim of expired leases. A claim
 //! leaves a walk chain of a higher scheme to the newer binary walking it while that binary
 //! holds a lease (DESIGN.md section 7, mixed versions).
 
@@ -152,6 +152,12 @@ const FAIL: &str = fenced!(
         run_at = ?3 + ?5, last_error = ?4, lease_owner = NULL, lease_expires_at = NULL,
         updated_at = ?3",
     "RETURNING state, attempts"
+);
+/// Back to the queue after `?5` ms, with its error, without spending an attempt.
+const DEFER: &str = fenced!(
+    "UPDATE jobs SET state = 'queued', generation = generation + 1, run_at = ?3 + ?5,
+                     last_error = ?4, lease_owner = NULL, lease_expires_at = NULL,
+                     updated_at = ?3"
 );
 const RELEASE: &str = fenced!(
     "UPDATE jobs SET state = 'queued', generation = generation + 1, lease_owner = NULL,
@@ -403,6 +409,23 @@ impl Store {
                 counters::bump(conn, Counter::JobRetries, 1)?;
             }
             Ok(state)
+        })
+    }
+
+    /// Puts the job back to wait `PAUSED_RETRY` for a cause that passes by itself (a full
+    /// disk), its error kept for the status (fenced). No attempt is spent: a job paused for
+    /// days is still made once space is back.
+    pub fn defer_job(&self, lease: &Lease, error: &str) -> Result<(), StoreError> {
+        let (lease, error) = (lease.clone(), error.to_string());
+        self.write(move |conn, now| {
+            let n = conn.prepare_cached(DEFER)?.execute(params![
+                lease.id,
+                lease.generation,
+                now,
+                error,
+                super::PAUSED_RETRY
+            ])?;
+            expect_one(&lease, n)
         })
     }
 

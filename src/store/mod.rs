@@ -53,6 +53,11 @@ use std::sync::Arc;
 use std::time::Duration;
 use writer::Writer;
 
+/// A cap below the current size is raised to it by SQLite: the file may not grow.
+const CAP_SIZE: &str = "PRAGMA max_page_count = 1";
+/// SQLite's own upper bound.
+const UNCAP_SIZE: &str = "PRAGMA max_page_count = 4294967294";
+
 type ReadPool = r2d2::Pool<r2d2_sqlite::SqliteConnectionManager>;
 
 /// The rules the store applies on behalf of the lease protocol.
@@ -155,6 +160,19 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.inner.path
+    }
+
+    /// The folder holding the database (the data dir): the disk a full-disk message names.
+    pub fn dir(&self) -> &Path {
+        self.inner.path.parent().unwrap_or(Path::new("."))
+    }
+
+    /// Test seam for a full disk: caps the database at its current size, so that a write
+    /// that needs one more page fails with SQLITE_FULL as on a full disk (`StoreError::
+    /// DiskFull`); `false` lifts the cap (the space was freed).
+    pub fn cap_size(&self, capped: bool) -> Result<(), StoreError> {
+        let sql = if capped { CAP_SIZE } else { UNCAP_SIZE };
+        self.write(move |conn, _| Ok(conn.query_row(sql, [], |_| Ok(()))?))
     }
 
     pub fn owner(&self) -> &str {
@@ -369,6 +387,11 @@ fn parse_col<T>(
 }
 
 /// Retry delay after `attempts` earlier failures: base, 2x base, 4x base, ... up to the cap.
+/// How long work that met a full disk waits before it tries again (`Store::pause_scan`,
+/// `Store::defer_job`): short, because a freed disk should be put to use at once, and each
+/// try costs only a claim and a stat of what is already indexed.
+pub const PAUSED_RETRY: Millis = 15_000;
+
 fn backoff(policy: &LeasePolicy, attempts: i64) -> Millis {
     let factor = 1i64 << attempts.clamp(0, 30);
     policy

@@ -1,6 +1,7 @@
 //! The `scan_runs` table: admission (coalescing into the waiting run), claim, the fenced
 //! worker writes, and the lease endings that make a new attempt: reclaim retires an expired
-//! run as `failed` / `lease_expired` and creates its successor; release puts it back. A
+//! run as `failed` / `lease_expired` and creates its successor; a pause (a full disk) ends
+//! it `failed` with a successor in the same fenced write; release puts it back. A
 //! cancel is one write per library (its waiting and running runs, a fresh successor
 //! included), so it cannot miss what reclaim made of a run. A
 //! completion publishes the assets its library's runs created and, in the same fenced
@@ -578,6 +579,21 @@ impl Store {
     /// makes a new run.
     pub fn fail_scan(&self, lease: &Lease, error: &str) -> Result<(), StoreError> {
         self.finish_scan(lease, RunState::Failed, Some(error.to_string()))
+    }
+
+    /// Ends the run failed for a cause that passes by itself (a full disk), with a
+    /// successor that waits `PAUSED_RETRY` and keeps the run's scope, trigger and request
+    /// time (fenced, one transaction): the scan carries on by itself once space is freed,
+    /// and what the failed attempt indexed stays.
+    pub fn pause_scan(&self, lease: &Lease, error: &str) -> Result<(), StoreError> {
+        let (lease, error) = (lease.clone(), error.to_string());
+        self.write(move |conn, now| {
+            let n = finish(conn, &lease, RunState::Failed, Some(error), now)?;
+            expect_one(&lease, n)?;
+            let run = get(conn, lease.id)?.ok_or_else(|| super::lease::lost(&lease))?;
+            successor(conn, &run, now + super::PAUSED_RETRY, now)?;
+            Ok(())
+        })
     }
 
     fn finish_scan(

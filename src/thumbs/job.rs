@@ -6,7 +6,9 @@
 //! its lease advances nothing. It writes only cache files, through `Thumbs` (the function
 //! and cache key the first request uses), and skips what is cached, so a re-run costs a
 //! `stat` per asset. A file that is gone, changed, unreadable or undecodable is counted and
-//! skipped (it gets the placeholder, as on request); it never fails the job. No SQL here.
+//! skipped (it gets the placeholder, as on request); it never fails the job. Below the
+//! cache's reserve of free space the row waits (paused, no attempt spent) and is made once
+//! space is back. No SQL here.
 
 use super::{Ensured, Source, Thumbs};
 use crate::model::{Job, ThumbAsset, ThumbsPayload, hex};
@@ -35,6 +37,9 @@ pub enum Outcome {
     Failed(String),
     /// The work stopped (shutdown, lease lost, cancel) before this asset.
     Stopped,
+    /// The disk holding the data dir is down to its reserve (the message says so): the
+    /// batch waits for space.
+    Paused(String),
 }
 
 /// Makes one asset's thumbnail. `Thumbs` is the real one; tests wrap it to stage a race in
@@ -76,6 +81,7 @@ impl MakeThumb for Thumbs {
             Ok(Ensured::Cached) => Outcome::Cached,
             Ok(Ensured::Made) => Outcome::Made,
             Ok(Ensured::Placeholder) => Outcome::Placeholder,
+            Err(super::ThumbError::NoRoom(full)) => Outcome::Paused(full.to_string()),
             Err(e) => Outcome::Failed(e.to_string()),
         }
     }
@@ -135,7 +141,7 @@ fn tally(batch: &[ThumbAsset], outcomes: &[Outcome]) -> Tally {
                 t.failed += 1;
                 tracing::debug!(asset = a.asset.id, %why, "no thumbnail made");
             }
-            Outcome::Stopped => {}
+            Outcome::Stopped | Outcome::Paused(_) => {}
         }
     }
     t
@@ -161,6 +167,14 @@ impl JobHandler for ThumbsJob {
             // cached and is skipped by the next attempt).
             ctx.ensure_live()?;
             return Err(WorkError::Failed("the batch was interrupted".to_string()));
+        }
+        if let Some(why) = outcomes.iter().find_map(|o| match o {
+            Outcome::Paused(why) => Some(why.clone()),
+            _ => None,
+        }) {
+            // What was made stays cached; the row waits for space without spending an
+            // attempt, and the next try skips what is cached.
+            return Err(WorkError::Paused(why));
         }
         let t = tally(&batch, &outcomes);
         tracing::debug!(
