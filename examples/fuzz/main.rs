@@ -12,6 +12,8 @@
 //! Prints per target its inputs, exec/s and findings, then
 //! `fuzz: N targets, M inputs, K findings, seed S`, and exits 1 when K > 0.
 
+#[cfg(target_os = "linux")]
+mod abort;
 mod mutate;
 mod targets;
 
@@ -58,6 +60,8 @@ fn config() -> anyhow::Result<Config> {
 
 fn main() -> anyhow::Result<()> {
     let config = config()?;
+    #[cfg(target_os = "linux")]
+    abort::install();
     std::panic::set_hook(Box::new(|info| {
         if let Ok(mut last) = PANIC.lock() {
             *last = Some(info.to_string());
@@ -250,6 +254,8 @@ fn work(
     out: &Path,
 ) {
     let mut seen = BTreeSet::new();
+    #[cfg(target_os = "linux")]
+    let places = abort::Places::new(out, seeds.iter().map(|s| file_kind(&s.mime)));
     while epoch.elapsed() < budget && !shared.stop.load(Ordering::SeqCst) {
         let pick = rng.below(seeds.len());
         let input = Arc::new(mutate(&mut rng, seeds, pick));
@@ -263,9 +269,13 @@ fn work(
         shared
             .started_ms
             .store(elapsed_ms(epoch).max(1), Ordering::SeqCst);
+        #[cfg(target_os = "linux")]
+        abort::running(&places, pick, &input);
         limit_memory(MEMORY_LIMIT);
         let outcome = catch_unwind(AssertUnwindSafe(|| (target.run)(&input, mime)));
         limit_memory(0);
+        #[cfg(target_os = "linux")]
+        abort::idle();
         shared.started_ms.store(0, Ordering::SeqCst);
         shared.inputs.fetch_add(1, Ordering::SeqCst);
         let panicked = PANIC.lock().ok().and_then(|mut p| p.take());
@@ -288,22 +298,26 @@ fn work(
 /// from the name).
 fn save(dir: &Path, target: &str, mime: &str, input: &[u8], what: &str) {
     let hash = blake3::hash(input).to_hex();
-    let kind = if mime.is_empty() {
-        "none".to_string()
-    } else {
-        mime.replace('/', "_")
-    };
-    let path = dir.join(format!("{kind}-{}.bin", &hash[..16]));
+    let path = dir.join(format!("{}-{}.bin", file_kind(mime), &hash[..16]));
     let saved = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, input));
     let place = match saved {
         Ok(()) => path.display().to_string(),
         Err(e) => format!("NOT SAVED ({e})"),
     };
-    let first_line = what.lines().next().unwrap_or_default();
+    let what = what.replace('\n', " ");
     println!(
-        "fuzz: {target}: FINDING: {first_line}: {} bytes -> {place}",
+        "fuzz: {target}: FINDING: {what}: {} bytes -> {place}",
         input.len()
     );
+}
+
+/// A MIME type as the start of a saved input's name.
+fn file_kind(mime: &str) -> String {
+    if mime.is_empty() {
+        "none".into()
+    } else {
+        mime.replace('/', "_")
+    }
 }
 
 fn elapsed_ms(epoch: Instant) -> u64 {

@@ -6,6 +6,7 @@
 
 use mediadex::http::range::{self, Plan};
 use mediadex::media::{self, content_hash, fuzz};
+use mediadex::model::MediaFacts;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::path::Path;
@@ -152,22 +153,16 @@ fn jpeg_end_check(bytes: &[u8], _: &str) -> Result<(), String> {
 }
 
 fn read_exif(bytes: &[u8], mime: &str) -> Result<(), String> {
-    let (facts, _) = fuzz::read_exif(bytes, mime);
-    check(
-        facts.orientation.is_none_or(|o| (1..=8).contains(&o)),
-        || format!("orientation {:?}", facts.orientation),
-    )
+    facts_hold(&fuzz::read_exif(bytes, mime).0)
 }
 
 fn xmp(bytes: &[u8], mime: &str) -> Result<(), String> {
-    fuzz::xmp_packet(bytes, mime);
-    Ok(())
+    facts_hold(&fuzz::xmp_packet(bytes, mime))
 }
 
 /// The packet's text reader on its own (the packets of the files are its seeds).
 fn xmp_text(bytes: &[u8], _: &str) -> Result<(), String> {
-    fuzz::xmp_text(bytes);
-    Ok(())
+    facts_hold(&fuzz::xmp_text(bytes))
 }
 
 fn video_track(bytes: &[u8], _: &str) -> Result<(), String> {
@@ -178,8 +173,7 @@ fn video_track(bytes: &[u8], _: &str) -> Result<(), String> {
 }
 
 fn read_track(bytes: &[u8], _: &str) -> Result<(), String> {
-    let _ = fuzz::read_track(bytes);
-    Ok(())
+    facts_hold(&fuzz::read_track(bytes).0)
 }
 
 /// `extract_from` catches a parser's panic (its last line of defence): here that is a
@@ -187,8 +181,55 @@ fn read_track(bytes: &[u8], _: &str) -> Result<(), String> {
 fn extract(bytes: &[u8], mime: &str) -> Result<(), String> {
     let name = format!("fuzz.{}", mime.rsplit('/').next().unwrap_or("bin"));
     let facts = media::extract_from(Path::new(&name), Some(bytes));
-    let error = facts.error.unwrap_or_default();
-    check(!error.contains("parser panicked"), || error.clone())
+    let error = facts.error.clone().unwrap_or_default();
+    check(!error.contains("parser panicked"), || error.clone())?;
+    facts_hold(&facts)
+}
+
+/// What the model promises of any facts, whatever the file: sizes above zero, the
+/// displayed size a transposition at most, an orientation of the eight, coordinates on
+/// the globe, a positive duration, and a capture time of the documented shape.
+fn facts_hold(f: &MediaFacts) -> Result<(), String> {
+    let size = (f.width, f.height);
+    let shown = (f.display_width, f.display_height);
+    let swapped = (f.height, f.width);
+    let time_ok = |t: &str| {
+        let b = t.as_bytes();
+        b.len() >= 19
+            && b.iter().enumerate().take(19).all(|(i, c)| match i {
+                4 | 7 => *c == b'-',
+                10 => *c == b'T',
+                13 | 16 => *c == b':',
+                _ => c.is_ascii_digit(),
+            })
+            && (b.len() == 19 || (b[19] == b'.' && b[20..].iter().all(u8::is_ascii_digit)))
+    };
+    let checks = [
+        (f.width != Some(0) && f.height != Some(0), "a zero size"),
+        (
+            shown.0.is_none() || shown == size || shown == swapped,
+            "a display size",
+        ),
+        (
+            f.orientation.is_none_or(|o| (1..=8).contains(&o)),
+            "an orientation",
+        ),
+        (f.lat.is_none_or(|l| l.abs() <= 90.0), "a latitude"),
+        (f.lon.is_none_or(|l| l.abs() <= 180.0), "a longitude"),
+        (f.duration_ms.is_none_or(|d| d > 0), "a duration"),
+        (
+            f.taken_local.as_deref().is_none_or(time_ok),
+            "a capture time",
+        ),
+        (
+            f.taken_offset_minutes.is_none_or(|m| m.abs() < 24 * 60),
+            "an offset",
+        ),
+    ];
+    match checks.iter().find(|(ok, _)| !ok) {
+        Some((_, what)) => Err(format!("{what} out of its domain: {f:?}")),
+        None => Ok(()),
+    }
 }
 
 /// The input is the file length (8 bytes, little-endian) and then the header's value.
