@@ -244,3 +244,75 @@ fn facts_from_the_bytes_read_once_equal_facts_from_the_file() {
         assert_eq!(extract_from(&path, None), from_file, "{name}");
     }
 }
+
+// The fuzz targets and their bounds, exactly as examples/fuzz runs them; their counting
+// allocator is this binary's, so a saved blow-up is caught here too.
+#[path = "../examples/fuzz/targets.rs"]
+#[allow(dead_code)] // which seeds feed a target is the driver's business
+mod fuzz_targets;
+
+#[global_allocator]
+static ALLOC: fuzz_targets::Counting = fuzz_targets::Counting;
+
+/// What one saved input did in its parser, on a thread of its own within the time limit:
+/// `None` when it returned in bounds with its invariants kept.
+fn replay(target: &'static fuzz_targets::Target, bytes: Vec<u8>, mime: String) -> Option<String> {
+    use std::sync::atomic::Ordering;
+    let (done, outcome) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        fuzz_targets::limit_memory(fuzz_targets::MEMORY_LIMIT);
+        let result = std::panic::catch_unwind(|| (target.run)(&bytes, &mime));
+        fuzz_targets::limit_memory(0);
+        let _ = done.send(result);
+    });
+    match outcome.recv_timeout(fuzz_targets::TIME_LIMIT) {
+        Ok(Ok(Ok(()))) => None,
+        Ok(Ok(Err(broken))) => Some(broken),
+        Ok(Err(_)) => Some("panicked".into()),
+        Err(_) if fuzz_targets::BLOWN.load(Ordering::SeqCst) > 0 => Some(format!(
+            "allocated over {} MiB",
+            fuzz_targets::MEMORY_LIMIT >> 20
+        )),
+        Err(_) => Some(format!("ran over {:?}", fuzz_targets::TIME_LIMIT)),
+    }
+}
+
+/// Every finding of the fuzzer (issue 13, part 5), saved as
+/// tests/fixtures/fuzz/<target>/<mime>-<hash>.bin, goes through the parser that found it
+/// again: it must return within the fuzzer's time and memory bounds, without a panic and
+/// with the target's invariants kept.
+#[test]
+fn every_saved_fuzz_finding_returns_in_bounds() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fuzz");
+    let mut failures = Vec::new();
+    let mut replayed = 0;
+    for dir in std::fs::read_dir(&root).unwrap() {
+        let dir = dir.unwrap().path();
+        if !dir.is_dir() {
+            continue;
+        }
+        let name = dir.file_name().unwrap().to_str().unwrap().to_string();
+        let target = fuzz_targets::target(&name).unwrap_or_else(|| panic!("no target {name}"));
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|f| f.unwrap().path())
+            .collect();
+        files.sort();
+        for file in files {
+            let stem = file.file_stem().unwrap().to_str().unwrap();
+            let (kind, _hash) = stem.rsplit_once('-').unwrap();
+            let mime = if kind == "none" {
+                String::new()
+            } else {
+                kind.replacen('_', "/", 1)
+            };
+            let bytes = std::fs::read(&file).unwrap();
+            if let Some(what) = replay(target, bytes, mime) {
+                failures.push(format!("{}: {what}", file.display()));
+            }
+            replayed += 1;
+        }
+    }
+    assert!(replayed > 0, "no saved findings under {}", root.display());
+    assert!(failures.is_empty(), "{failures:#?}");
+}

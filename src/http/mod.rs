@@ -12,7 +12,7 @@ mod jobs;
 mod libraries;
 mod media;
 mod page;
-mod range;
+pub mod range;
 mod scans;
 pub mod security;
 pub mod sse;

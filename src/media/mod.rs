@@ -2,9 +2,12 @@
 //! out. Owns type sniffing, dimensions,
 //! EXIF (with an XMP fallback) and video container facts; must not touch the database, the
 //! queue or SQL (no database access of any kind), and must never panic on what it reads.
+//! `fuzz` (hidden) hands each private parser to the fuzz driver, examples/fuzz.
 
 mod container;
 pub mod content_hash;
+#[doc(hidden)]
+pub mod fuzz;
 mod photo;
 mod sniff;
 pub mod values;

@@ -75,6 +75,11 @@ pub fn iso_date(text: &str) -> Option<(String, Option<i32>)> {
 /// also inside `rdf:Alt`/`rdf:Seq` items).
 pub fn value(xml: &str, key: &str) -> Option<String> {
     let mut from = 0;
+    // Where the last opening tag of `key` that had no text closed: a later one that starts
+    // before it closes at that same `>` and has no text either. Without this a packet of
+    // `<key ` repeated (no `>` after them) rescanned the rest of it at each one, quadratic
+    // in the packet (found by the fuzzer, tests/fixtures/fuzz/).
+    let mut textless_until = 0;
     while let Some(found) = xml.get(from..)?.find(key) {
         let at = from + found;
         from = at + key.len();
@@ -82,8 +87,12 @@ pub fn value(xml: &str, key: &str) -> Option<String> {
         let after = &xml[from..];
         let next = after.chars().next();
         if before == Some('<') && matches!(next, Some('>' | ' ' | '\t' | '\r' | '\n')) {
-            if let Some(v) = element_text(after) {
-                return Some(v);
+            if from < textless_until {
+                continue;
+            }
+            match element_text(after) {
+                Ok(v) => return Some(v),
+                Err(close) => textless_until = from + close,
             }
         } else if before.is_some_and(char::is_whitespace)
             && let Some(v) = attribute_value(after)
@@ -103,24 +112,29 @@ fn attribute_value(after_name: &str) -> Option<String> {
     Some(unescape(&body[..end]))
 }
 
-/// Text content after an opening tag's name, skipping nested opening tags.
-fn element_text(after_name: &str) -> Option<String> {
-    let close = after_name.find('>')?;
+/// Text content after an opening tag's name, skipping nested opening tags; without any,
+/// where the tag closes (its `>`, or the end: what follows the name decides the answer).
+fn element_text(after_name: &str) -> Result<String, usize> {
+    let close = after_name.find('>').ok_or(after_name.len())?;
     if after_name[..close].ends_with('/') {
-        return None;
+        return Err(close);
     }
     let mut rest = &after_name[close + 1..];
     for _ in 0..8 {
         let trimmed = rest.trim_start();
         if trimmed.starts_with('<') && !trimmed.starts_with("</") {
-            rest = &trimmed[trimmed.find('>')? + 1..];
+            rest = &trimmed[trimmed.find('>').ok_or(close)? + 1..];
             continue;
         }
-        let end = rest.find('<')?;
+        let end = rest.find('<').ok_or(close)?;
         let text = rest[..end].trim();
-        return (!text.is_empty()).then(|| unescape(text));
+        return if text.is_empty() {
+            Err(close)
+        } else {
+            Ok(unescape(text))
+        };
     }
-    None
+    Err(close)
 }
 
 fn unescape(s: &str) -> String {
@@ -275,6 +289,10 @@ mod tests {
         assert_eq!(value("<tiff:Make/>", "tiff:Make"), None);
         assert_eq!(value("x tiff:Make=", "tiff:Make"), None);
         assert_eq!(value("<tiff:Make>unterminated", "tiff:Make"), None);
+        // A textless tag of the key does not hide a later one with text.
+        let later = "<tiff:Make/> <tiff:Make >\n</tiff:Make><tiff:Make>Canon</tiff:Make>";
+        assert_eq!(value(later, "tiff:Make").as_deref(), Some("Canon"));
+        assert_eq!(value("<tiff:Make <tiff:Make <tiff:Make", "tiff:Make"), None);
     }
 
     fn jpeg_with_xmp(xml: &str) -> Vec<u8> {
