@@ -145,13 +145,19 @@ runs = json.load(sys.stdin)
 sys.exit(0 if runs and runs[0]["state"] == "completed" else 1)'
 }
 
+# indexed DATA LIB N: a library of N sample photos at LIB, added to the index at DATA and
+# scanned to the end.
+indexed() {
+    "$GEN" "$2" "$3" >/dev/null
+    "$BIN" --data "$1" library add "$2" >/dev/null 2>&1
+    "$BIN" --data "$1" scan --wait >/dev/null 2>&1
+}
+
 # ---- a. the data dir fills during a scan ----------------------------------------------
 scenario_a() {
     local data="$WORK/a/data" lib="$WORK/a/lib" v=()
     mount_tmpfs "$data" 8m
-    "$GEN" "$lib" 100 >/dev/null
-    "$BIN" --data "$data" library add "$lib" >/dev/null 2>&1
-    "$BIN" --data "$data" scan --wait >/dev/null 2>&1
+    indexed "$data" "$lib" 100
     local before; before=$(assets "$data")
     bulk "$lib/bulk" 1200
     # Room for the service to start (about 300 KiB) and its boot scan to begin, not for the
@@ -222,9 +228,7 @@ live() { assets "$1" | grep -q "^$2 "; }
 scenario_c() {
     local data="$WORK/c/data" lib="$WORK/c/lib" v=()
     mount_tmpfs "$lib" 4m
-    "$GEN" "$lib" 20 >/dev/null
-    "$BIN" --data "$data" library add "$lib" >/dev/null 2>&1
-    "$BIN" --data "$data" scan --wait >/dev/null 2>&1
+    indexed "$data" "$lib" 20
     local ids; ids=$(assets "$data" | awk '{print $1}' | head -2)
     local one two; one=$(echo "$ids" | sed -n 1p); two=$(echo "$ids" | sed -n 2p)
     fill "$lib" 0

@@ -41,18 +41,8 @@ pub fn system() -> SharedFreeSpace {
 
 #[cfg(target_os = "linux")]
 fn free_bytes(path: &Path) -> Option<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    let mut s = std::mem::MaybeUninit::<libc::statvfs>::uninit();
-    // SAFETY: `c` is a NUL-terminated path and `s` is a buffer statvfs fills on success.
-    let rc = unsafe { libc::statvfs(c.as_ptr(), s.as_mut_ptr()) };
-    if rc != 0 {
-        return None;
-    }
-    // SAFETY: statvfs returned 0, so it filled `s`.
-    let s = unsafe { s.assume_init() };
-    #[allow(clippy::unnecessary_cast)]
-    Some((s.f_bavail as u64).saturating_mul(s.f_frsize as u64))
+    let s = rustix::fs::statvfs(path).ok()?;
+    Some(s.f_bavail.saturating_mul(s.f_frsize))
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -462,13 +462,7 @@ fn nearest_existing(dir: &Path) -> &Path {
 /// not count.
 #[cfg(target_os = "linux")]
 fn writable(dir: &Path) -> io::Result<()> {
-    let c = c_path(dir)?;
-    // SAFETY: `c` is a NUL-terminated path that outlives the call.
-    if unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    Ok(rustix::fs::access(dir, rustix::fs::Access::WRITE_OK)?)
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -478,13 +472,6 @@ fn writable(dir: &Path) -> io::Result<()> {
     } else {
         Ok(())
     }
-}
-
-#[cfg(target_os = "linux")]
-fn c_path(p: &Path) -> io::Result<std::ffi::CString> {
-    use std::os::unix::ffi::OsStrExt;
-    std::ffi::CString::new(p.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path with a NUL byte"))
 }
 
 /// A move inside one library that never replaces a file: the destination is created by
@@ -506,27 +493,12 @@ fn move_file(from: &Path, to: &Path) -> Result<(), TrashError> {
 /// link-then-unlink move.
 #[cfg(target_os = "linux")]
 fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
-    let (f, t) = (c_path(from)?, c_path(to)?);
-    // SAFETY: both are NUL-terminated paths that outlive the call; AT_FDCWD resolves them
-    // as given.
-    let r = unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            f.as_ptr(),
-            libc::AT_FDCWD,
-            t.as_ptr(),
-            libc::RENAME_NOREPLACE,
-        )
-    };
-    if r == 0 {
-        return Ok(());
-    }
-    let e = io::Error::last_os_error();
-    match e.raw_os_error() {
-        Some(libc::EINVAL) | Some(libc::ENOSYS) | Some(libc::EOPNOTSUPP) => {
-            link_then_unlink(from, to)
-        }
-        _ => Err(e),
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    use rustix::io::Errno;
+    match renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE) {
+        Ok(()) => Ok(()),
+        Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => link_then_unlink(from, to),
+        Err(e) => Err(e.into()),
     }
 }
 
