@@ -23,3 +23,7 @@ echo "corpus-tier: corpus (SCALE=$SCALE) built in $(( $(date +%s) - start )) s"
 MEDIADEX_CORPUS="$WORK/lib" cargo test --release --test corpus_metadata -- --ignored --nocapture
 MEDIADEX_CORPUS="$WORK/lib" cargo test --release --test corpus_scan -- --ignored --nocapture
 MEDIADEX_CORPUS="$WORK/lib" cargo test --release --test corpus_walks -- --ignored --nocapture
+# The tests that need one of the tools installed above (ignored in a plain `cargo test`).
+cargo test --test http --test content_hash -- --ignored --exact \
+    a_video_gets_a_poster_frame_when_ffmpeg_is_on_path \
+    an_exiftool_metadata_edit_keeps_the_content_hash_and_a_pixel_change_does_not

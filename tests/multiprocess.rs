@@ -4,8 +4,8 @@
 //! same key. The partial unique index decides, never a check-then-insert.
 //!
 //! The two-process test re-executes this test binary: the child test
-//! `child_process_hammering_enqueue_unique` does its work only when `MEDIADEX_MP_DB` is set
-//! and returns at once otherwise.
+//! `child_process_hammering_enqueue_unique` is ignored, and runs only as that child (the
+//! parent passes `--ignored --exact` and the `MEDIADEX_MP_*` variables).
 
 use mediadex::clock::{FakeClock, SharedClock, SystemClock};
 use mediadex::model::{Job, JobState, NewJob};
@@ -140,15 +140,14 @@ fn wait_for(path: &Path) {
     }
 }
 
-/// The child side of `enqueue_unique_from_two_processes_creates_one_row`. Without
-/// `MEDIADEX_MP_DB` (a plain `cargo test`) it does nothing.
+/// The child side of `enqueue_unique_from_two_processes_creates_one_row`.
 #[test]
+#[ignore = "the child process of enqueue_unique_from_two_processes_creates_one_row"]
 fn child_process_hammering_enqueue_unique() {
-    let Ok(db) = std::env::var("MEDIADEX_MP_DB") else {
-        return;
-    };
-    let start = PathBuf::from(std::env::var("MEDIADEX_MP_START").unwrap());
-    let out = PathBuf::from(std::env::var("MEDIADEX_MP_OUT").unwrap());
+    let var = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} is not set"));
+    let db = var("MEDIADEX_MP_DB");
+    let start = PathBuf::from(var("MEDIADEX_MP_START"));
+    let out = PathBuf::from(var("MEDIADEX_MP_OUT"));
     let owner = format!("child:{}:mp", std::process::id());
     let store = open(Path::new(&db), &owner);
     std::fs::write(out.with_extension("ready"), "").unwrap();
@@ -173,6 +172,7 @@ fn enqueue_unique_from_two_processes_creates_one_row() {
         .map(|out| {
             Command::new(&exe)
                 .args([
+                    "--ignored",
                     "--exact",
                     "child_process_hammering_enqueue_unique",
                     "--nocapture",
