@@ -4,6 +4,7 @@
 //! JPEG, so decoding and downscaling a real photo is part of the figure.
 //!
 //! `cargo bench --bench faces` (add `-- --quick` for a fast look).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use image::ImageFormat;

@@ -3,6 +3,7 @@
 //! threads, and enqueue with 1 and 8 threads. Figures are operations (jobs) per second.
 //!
 //! `cargo bench --bench queue` (add `-- --quick` for a fast look).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use mediadex::clock::{SharedClock, SystemClock};

@@ -3,6 +3,7 @@
 //! (no files are read; only the first asset has a real picture behind it, for the
 //! thumbnail hit). With SCAN_DIR, also writes 200 noisy 600x600 PNGs (about 1 MiB each)
 //! there for the concurrent scan to hash. Usage: bench_fill DATA_DIR ROOT N [SCAN_DIR]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
 #[path = "../tests/support/synthetic.rs"]
 mod synthetic;

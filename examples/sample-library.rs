@@ -4,6 +4,7 @@
 //! byte-identical copy, so the grid has months, the filters have something to filter and
 //! duplicates show. `--sparse` spreads them thinly instead, one to three a month from 2015 on
 //! (no copy), for the grid's months that hold a single short row.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
 use exif::experimental::Writer;
 use exif::{Field, In, Rational, Tag, Value};

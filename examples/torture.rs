@@ -15,6 +15,7 @@
 //! and runs it.
 //! Prints `torture: N kills, M violations, seed S` and exits 1 when M > 0. The same seed
 //! replays the same schedule (what the processes do in that time is up to the machine).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
 use mediadex::model::{Asset, FileState, JobState, RunState, TRASH_DIR, WalkKindId};
 use mediadex::store::{Store, StoreOptions};

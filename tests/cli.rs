@@ -1,6 +1,7 @@
 //! The command line as a user meets it: real processes of the built binary on temporary
 //! data dirs. Each test names what it proves; failures must leave one stderr line, a
 //! non-zero exit code and nothing half-written.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
 mod support;
 

@@ -6,6 +6,7 @@
 //! table is printed. The test fails when a field agrees on fewer than `THRESHOLD` of the
 //! files where the oracle has that field, or when any file exiftool calls media is missing a
 //! kind.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
 use mediadex::media::extract;
 use mediadex::model::{MediaFacts, MediaKind};

@@ -4,6 +4,7 @@
 //! read outside a library, thumbnails and their caching headers, originals and their byte
 //! ranges, walks (state, start, force-release against a stale walker), faces, events
 //! (scans and walks) and metrics.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
 mod support;
 

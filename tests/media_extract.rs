@@ -1,6 +1,7 @@
 //! `media::extract` on small files made here: JPEG/PNG generated with the `image` crate, EXIF
 //! written by kamadak-exif's own writer, and broken inputs (truncated, random, empty,
 //! mislabelled). Every case must return without panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
 use exif::experimental::Writer;
 use exif::{Field, In, Rational, Tag, Value};

@@ -6,6 +6,7 @@
 //! The two-process test re-executes this test binary: the child test
 //! `child_process_hammering_enqueue_unique` is ignored, and runs only as that child (the
 //! parent passes `--ignored --exact` and the `MEDIADEX_MP_*` variables).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
 use mediadex::clock::{FakeClock, SharedClock, SystemClock};
 use mediadex::model::{Job, JobState, NewJob};

@@ -2,6 +2,7 @@
 //! unchanged rescans, renames and deletes, the circuit breaker and cancellation; a walker
 //! that fails; restores and moves while the walk runs; the index healing itself; files
 //! that stop being media.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
 mod support;
 

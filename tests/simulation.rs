@@ -12,6 +12,7 @@
 //! `MEDIADEX_SIM_THREADS` override the defaults; the ignored `soak` test runs a longer
 //! schedule (`cargo test --release --test simulation -- --ignored`). The schedules come from
 //! `rand_chacha`'s ChaCha8, which gives the same stream for a seed on every platform and version.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
 use mediadex::clock::{Clock, FakeClock};
 use mediadex::model::{

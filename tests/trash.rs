@@ -4,6 +4,7 @@
 //! a move, and a move whose holder died (SIGKILL, in a child process) is carried on by
 //! whoever reclaims its expired lease. Moves are told apart by their move id, never by the
 //! time they began, and a journal written before moves were leased upgrades intact.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
 mod support;
 

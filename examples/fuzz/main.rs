@@ -11,6 +11,7 @@
 //! `cargo run --release --example fuzz`; `scripts/fuzz.sh` builds the corpus and runs it.
 //! Prints per target its inputs, exec/s and findings, then
 //! `fuzz: N targets, M inputs, K findings, seed S`, and exits 1 when K > 0.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
 #[cfg(target_os = "linux")]
 mod abort;
