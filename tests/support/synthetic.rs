@@ -58,7 +58,7 @@ pub fn item(path: &str, seed: u64, facts: MediaFacts) -> IngestItem {
         rel_path: path.as_bytes().to_vec(),
         rel_path_text: path.to_string(),
         stamp: FileStamp {
-            size: 1000 + seed,
+            size: seed.wrapping_add(1000),
             mtime_ns: 1,
             dev: 1,
             inode: seed,
