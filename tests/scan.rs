@@ -9,7 +9,7 @@ mod support;
 use mediadex::model::{
     Asset, Begun, FileState, Provenance, RunState, ScanEnd, ScanRun, Target, TrashReason, Unseen,
 };
-use mediadex::queue::{Handlers, PoolConfig, WorkerPool};
+use mediadex::queue::PoolConfig;
 use mediadex::scan::job::{ScanConfig, ScanJob};
 use mediadex::scan::pipeline::Settings;
 use mediadex::scan::walk::{WalkHook, WalkPoint};
@@ -277,10 +277,6 @@ fn a_cancelled_scan_stops_and_what_it_committed_stays_consistent() {
             (i % 200) as u8,
         );
     }
-    let (run, _) = env
-        .store
-        .request_scan(env.scan_request(lib.id, ""))
-        .expect("request");
     let job = ScanJob {
         store: env.store.clone(),
         config: ScanConfig {
@@ -292,11 +288,7 @@ fn a_cancelled_scan_stops_and_what_it_committed_stays_consistent() {
         },
         extract: slow_extract,
     };
-    let pool = WorkerPool::start(
-        &env.store,
-        Handlers::default().scan(job),
-        PoolConfig::with_ttl(1, TTL),
-    );
+    let (run, pool) = support::start_scan(&env, lib.id, "", job, PoolConfig::with_ttl(1, TTL));
     let start = Instant::now();
     while env
         .store
@@ -668,21 +660,6 @@ fn a_file_that_is_no_longer_media_drops_its_asset_and_a_lone_asset_goes_to_the_t
 }
 
 /// Waits until run `id` has ended.
-fn ended(env: &Env, id: i64) -> ScanRun {
-    let start = Instant::now();
-    loop {
-        let run = env.store.scan_run(id).expect("run").expect("row");
-        if run.state.is_terminal() {
-            return run;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "run {id} did not end"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 #[test]
 fn a_scan_that_meets_a_full_disk_keeps_what_it_indexed_and_carries_on_once_space_is_freed() {
     let env = env();
@@ -700,21 +677,17 @@ fn a_scan_that_meets_a_full_disk_keeps_what_it_indexed_and_carries_on_once_space
         .expect("unique");
     }
     env.store.cap_size(true).expect("cap");
-    let (run, _) = env
-        .store
-        .request_scan(env.scan_request(lib.id, ""))
-        .expect("request");
     let job = ScanJob {
         store: env.store.clone(),
         config: ScanConfig::default(),
         extract: mediadex::media::extract_from,
     };
-    let pool = WorkerPool::start(&env.store, Handlers::default().scan(job), {
+    let (run, pool) = support::start_scan(&env, lib.id, "", job, {
         let mut c = PoolConfig::with_ttl(1, TTL);
         c.poll_every = Duration::from_millis(20);
         c
     });
-    let failed = ended(&env, run.id);
+    let failed = support::run_ended(&env, run.id);
     assert_eq!(failed.state, RunState::Failed);
     let reason = failed.reason.clone().unwrap_or_default();
     let dir = env.store.dir().display().to_string();
@@ -744,7 +717,7 @@ fn a_scan_that_meets_a_full_disk_keeps_what_it_indexed_and_carries_on_once_space
     env.store.cap_size(false).expect("uncap");
     env.clock.advance(mediadex::store::PAUSED_RETRY);
     pool.wake();
-    let done = ended(&env, next.id);
+    let done = support::run_ended(&env, next.id);
     pool.shutdown();
     assert_eq!(done.state, RunState::Completed, "{:?}", done.reason);
     assert_eq!(lib.assets(false).len(), before.len() + 300);

@@ -50,6 +50,7 @@ pub enum StartCheck {
 const USER_TABLES: &str =
     "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'";
 const IDENTITY: &str = "SELECT nonce FROM index_identity WHERE id = 1";
+const APPLICATION_ID: &str = "PRAGMA application_id";
 
 /// Refuses a damaged or newer file; a missing or empty one is a new index.
 pub(super) fn vet(path: &Path, latest: i64, check: StartCheck) -> Result<(), StoreError> {
@@ -161,14 +162,21 @@ fn read_header(conn: &Connection, latest: i64, full: bool) -> Result<(), Vetted>
     Ok(())
 }
 
-fn check_identity(conn: &Connection) -> Result<(), Vetted> {
-    let header: i64 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
-    let row: Option<i64> = match conn.query_row(IDENTITY, [], |r| r.get(0)) {
+/// The identity twice: the header's `application_id`, and the identity row's number (none
+/// when the row or its table is missing).
+fn identity(conn: &Connection) -> rusqlite::Result<(i64, Option<i64>)> {
+    let header: i64 = conn.query_row(APPLICATION_ID, [], |r| r.get(0))?;
+    let row = match conn.query_row(IDENTITY, [], |r| r.get(0)) {
         Ok(nonce) => Some(nonce),
         Err(rusqlite::Error::QueryReturnedNoRows) => None,
         Err(e) if e.sqlite_error_code() == Some(ErrorCode::Unknown) => None,
-        Err(e) => return Err(e.into()),
+        Err(e) => return Err(e),
     };
+    Ok((header, row))
+}
+
+fn check_identity(conn: &Connection) -> Result<(), Vetted> {
+    let (header, row) = identity(conn)?;
     if row != Some(header) {
         return Err(Vetted::Damage(Damage::Foreign(
             "its header and its identity row name different indexes: another index's WAL \
@@ -192,13 +200,7 @@ fn classify(e: rusqlite::Error, damaged: &impl Fn(Damage) -> StoreError) -> Stor
 /// After the migrations of a file that reached `IDENTITY_VERSION` in this transaction: the
 /// header gets the identity row's number. Runs inside the migration transaction.
 pub(super) fn stamp_identity(tx: &Connection) -> Result<(), StoreError> {
-    let header: i64 = tx.query_row("PRAGMA application_id", [], |r| r.get(0))?;
-    let row: Option<i64> = match tx.query_row(IDENTITY, [], |r| r.get(0)) {
-        Ok(nonce) => Some(nonce),
-        Err(rusqlite::Error::QueryReturnedNoRows) => None,
-        Err(e) if e.sqlite_error_code() == Some(ErrorCode::Unknown) => None,
-        Err(e) => return Err(e.into()),
-    };
+    let (header, row) = identity(tx)?;
     if let Some(nonce) = row
         && header == 0
     {

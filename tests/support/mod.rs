@@ -155,35 +155,50 @@ pub fn scan_now_with(
     scope: &str,
     config: mediadex::scan::job::ScanConfig,
 ) -> mediadex::model::ScanRun {
-    use mediadex::queue::{Handlers, PoolConfig, WorkerPool};
-    let (run, _) = env
-        .store
-        .request_scan(env.scan_request(library, scope))
-        .expect("request");
     let job = mediadex::scan::job::ScanJob {
         store: env.store.clone(),
         config,
         extract: mediadex::media::extract_from,
     };
-    let pool = WorkerPool::start(
-        &env.store,
-        Handlers::default().scan(job),
-        PoolConfig::with_ttl(1, TTL),
-    );
+    let pool_config = mediadex::queue::PoolConfig::with_ttl(1, TTL);
+    let (run, pool) = start_scan(env, library, scope, job, pool_config);
+    let done = run_ended(env, run.id);
+    pool.shutdown();
+    done
+}
+
+/// Requests a scan of `scope` in `library` and starts a pool running `job` with `pool`'s
+/// settings; the pool keeps running (successors too) until the caller shuts it down.
+pub fn start_scan(
+    env: &Env,
+    library: i64,
+    scope: &str,
+    job: mediadex::scan::job::ScanJob,
+    pool: mediadex::queue::PoolConfig,
+) -> (mediadex::model::ScanRun, mediadex::queue::WorkerPool) {
+    use mediadex::queue::{Handlers, WorkerPool};
+    let (run, _) = env
+        .store
+        .request_scan(env.scan_request(library, scope))
+        .expect("request");
+    let pool = WorkerPool::start(&env.store, Handlers::default().scan(job), pool);
+    (run, pool)
+}
+
+/// The run `id` once it has ended (within 20 s).
+pub fn run_ended(env: &Env, id: i64) -> mediadex::model::ScanRun {
     let start = std::time::Instant::now();
-    let done = loop {
-        let r = env.store.scan_run(run.id).expect("run").expect("row");
-        if r.state.is_terminal() {
-            break r;
+    loop {
+        let run = env.store.scan_run(id).expect("run").expect("row");
+        if run.state.is_terminal() {
+            return run;
         }
         assert!(
             start.elapsed() < std::time::Duration::from_secs(20),
-            "scan did not end"
+            "run {id} did not end"
         );
         std::thread::sleep(std::time::Duration::from_millis(5));
-    };
-    pool.shutdown();
-    done
+    }
 }
 
 /// Writes a library of hostile names under `root`, one unique PNG each, and returns their
