@@ -1,0 +1,173 @@
+//! What a file is: media kinds, extracted facts and their provenance, file states. Plain data
+//! (see the parent module); must not depend on any other module of the crate.
+
+use super::*;
+
+/// What kind of media a file is, by its content (not its name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MediaKind {
+    Image,
+    Video,
+    /// Sniffed as something that is neither (a document, an archive, unknown bytes).
+    Other,
+}
+
+impl MediaKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MediaKind::Image => "image",
+            MediaKind::Video => "video",
+            MediaKind::Other => "other",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "image" => Some(MediaKind::Image),
+            "video" => Some(MediaKind::Video),
+            "other" => Some(MediaKind::Other),
+            _ => None,
+        }
+    }
+}
+
+/// The facts the pure extractors of `media/` read from one file. Every field is optional:
+/// a corrupt, truncated or mislabelled file yields what could be read, plus `error`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct MediaFacts {
+    pub kind: Option<MediaKind>,
+    /// MIME type by content sniffing, e.g. `image/jpeg`, `video/quicktime`.
+    pub mime: Option<String>,
+    /// Stored pixel dimensions.
+    pub width: Option<u32>,
+    pub height: Option<u32>,
+    /// Dimensions as displayed (after EXIF orientation: swapped for 5..=8).
+    pub display_width: Option<u32>,
+    pub display_height: Option<u32>,
+    /// Capture time as the camera wrote it, `YYYY-MM-DDTHH:MM:SS[.fff]` local wall time.
+    pub taken_local: Option<String>,
+    /// The UTC offset of `taken_local` in minutes, when the file says so.
+    pub taken_offset_minutes: Option<i32>,
+    pub make: Option<String>,
+    pub model: Option<String>,
+    pub lat: Option<f64>,
+    pub lon: Option<f64>,
+    /// EXIF orientation 1..=8.
+    pub orientation: Option<u16>,
+    pub duration_ms: Option<i64>,
+    pub video_codec: Option<String>,
+    /// What could not be read, for the file row; `None` when everything parsed.
+    pub error: Option<String>,
+}
+
+impl MediaFacts {
+    /// The capture time as shown to users: RFC 3339 with the offset when the file says it,
+    /// else the camera's local wall time.
+    pub fn taken_at(&self) -> Option<String> {
+        let local = self.taken_local.as_deref()?;
+        Some(match self.taken_offset_minutes {
+            Some(m) => {
+                let sign = if m < 0 { '-' } else { '+' };
+                format!("{local}{sign}{:02}:{:02}", m.abs() / 60, m.abs() % 60)
+            }
+            None => local.to_string(),
+        })
+    }
+}
+
+string_enum!(
+    /// Why a scan processed (read) a file: the diff's verdict, kept on the file row.
+    FileReason {
+        New => "new",
+        Size => "size",
+        Mtime => "mtime",
+        Inode => "inode",
+        Forced => "forced",
+        Error => "error",
+    }
+);
+
+string_enum!(
+    /// What a run's provenance counts are kept by: the file reasons, plus files seen
+    /// unchanged, files marked missing and files that turned out to duplicate a live asset.
+    Provenance {
+        New => "new",
+        Size => "size",
+        Mtime => "mtime",
+        Inode => "inode",
+        Forced => "forced",
+        Error => "error",
+        Unchanged => "unchanged",
+        Missing => "missing",
+        Duplicate => "duplicate",
+    }
+);
+
+impl From<FileReason> for Provenance {
+    fn from(r: FileReason) -> Self {
+        match r {
+            FileReason::New => Provenance::New,
+            FileReason::Size => Provenance::Size,
+            FileReason::Mtime => Provenance::Mtime,
+            FileReason::Inode => Provenance::Inode,
+            FileReason::Forced => Provenance::Forced,
+            FileReason::Error => Provenance::Error,
+        }
+    }
+}
+
+string_enum!(
+    /// Whether a known path was found by the last full scan that could say so.
+    FileState {
+        Present => "present",
+        Missing => "missing",
+    }
+);
+
+string_enum!(
+    /// How one ingested file's checksum was matched to an asset (DESIGN.md section 6).
+    Claim {
+        /// No asset had this checksum: a new one was created.
+        Created => "created",
+        /// A live asset had it and the file did not point at it before: a duplicate.
+        Duplicate => "duplicate",
+        /// The file already pointed at the live asset with this checksum.
+        Kept => "kept",
+        /// A trashed asset had it: restored by id.
+        Restored => "restored",
+        /// The trashed asset was swept meanwhile: stored afresh under a new id.
+        Recreated => "recreated",
+        /// The file could not be read (no checksum): recorded with its error, link kept.
+        Unreadable => "unreadable",
+    }
+);
+
+string_enum!(
+    /// Why an asset is in the trash.
+    TrashReason {
+        /// Its last file went missing in a full scan.
+        Missing => "missing",
+        /// Its last file was overwritten with other content.
+        Replaced => "replaced",
+        /// The user trashed it.
+        User => "user",
+    }
+);
+
+string_enum!(
+    /// What a trash journal intent moves.
+    TrashAction {
+        Trash => "trash",
+        Restore => "restore",
+    }
+);
+
+string_enum!(
+    /// Life of a trash journal intent: pending until the move is committed (or given up).
+    IntentState {
+        Pending => "pending",
+        Done => "done",
+        Aborted => "aborted",
+    }
+);

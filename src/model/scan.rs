@@ -1,0 +1,148 @@
+//! What the scan pipeline and the diff exchange with the store: stamps, known files and
+//! folders, batches and their reports. Plain data (see the parent module); must not depend on
+//! any other module of the crate.
+
+use super::*;
+
+/// What the diff compares: an unchanged stamp means the file is not opened again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct FileStamp {
+    pub size: u64,
+    /// Modification time in nanoseconds since the Unix epoch.
+    pub mtime_ns: i64,
+    pub dev: u64,
+    pub inode: u64,
+}
+
+/// A present file of a library as the store knows it, for the diff.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct KnownFile {
+    /// The file row's id.
+    pub id: i64,
+    /// Library-relative path bytes, `/`-separated.
+    pub rel_path: Vec<u8>,
+    pub stamp: FileStamp,
+    pub asset_id: Option<i64>,
+    /// The last read of this file failed (its stamp may match, but it was never hashed):
+    /// the scan may want to try again.
+    pub has_error: bool,
+    /// Its last read found a picture or video (false: a file kept without an asset).
+    pub media: bool,
+}
+
+/// What the store knows directly inside one directory of a library: its present files, and
+/// the names of its sub-directories that hold file rows (present or missing).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KnownDir {
+    pub files: Vec<KnownFile>,
+    /// Names (one path component, raw bytes) of the sub-directories with known files.
+    pub subdirs: Vec<Vec<u8>>,
+}
+
+/// What a walk that listed its directories found gone, for a full scan's missing marking:
+/// known files of fully listed directories that the walk did not see, and known
+/// sub-directories that were no longer there (everything below them is gone).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Unseen {
+    /// File row ids.
+    pub files: Vec<i64>,
+    /// Library-relative directory paths, `/`-separated bytes.
+    pub dirs: Vec<Vec<u8>>,
+}
+
+/// How a scan run ends, handed to its fenced completion.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScanEnd {
+    /// The circuit breaker's threshold: the largest share of present files that may go
+    /// missing in one full scan.
+    pub max_missing_share: f64,
+    /// False when the library root's identity changed: nothing may go missing.
+    pub identity_ok: bool,
+    /// What the walk found gone (used by a full-scope run only).
+    pub unseen: Unseen,
+    /// Unchanged files not yet counted in the run's reasons.
+    pub unchanged: u64,
+    /// The final progress, or `None` to keep the last one.
+    pub progress: Option<String>,
+}
+
+impl ScanEnd {
+    /// An end with nothing unseen and nothing left to count.
+    pub fn breaker(max_missing_share: f64, identity_ok: bool) -> ScanEnd {
+        ScanEnd {
+            max_missing_share,
+            identity_ok,
+            unseen: Unseen::default(),
+            unchanged: 0,
+            progress: None,
+        }
+    }
+
+    pub fn unseen(self, unseen: Unseen) -> ScanEnd {
+        ScanEnd { unseen, ..self }
+    }
+}
+
+/// The error kept on a file that was read and is no picture or video. It tells such a file
+/// (no asset, not read again until it changes) from a picture whose asset is gone, which
+/// the next scan claims again; older versions wrote the same text.
+pub const NOT_MEDIA: &str = "not a photo or video";
+
+/// One processed file, as the scan pipeline hands it to the store.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IngestItem {
+    /// Library-relative path bytes, `/`-separated, lossless.
+    pub rel_path: Vec<u8>,
+    /// The same path rendered lossily, for display.
+    pub rel_path_text: String,
+    pub stamp: FileStamp,
+    pub reason: FileReason,
+    /// blake3 of the whole file; `None` when it could not be read.
+    pub checksum: Option<[u8; 32]>,
+    /// The content hash computed from the same read, stamped on the asset it claims.
+    pub content_hash: Option<ContentHash>,
+    pub facts: Option<MediaFacts>,
+    /// What went wrong reading or parsing the file, kept on its row.
+    pub error: Option<String>,
+}
+
+/// What became of one ingested file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ItemOutcome {
+    pub file_id: i64,
+    pub asset_id: Option<i64>,
+    pub claim: Claim,
+}
+
+/// The answer of one fenced ingest batch: one outcome per item, in input order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct BatchReport {
+    pub items: Vec<ItemOutcome>,
+}
+
+impl BatchReport {
+    pub fn count(&self, claim: Claim) -> usize {
+        self.items.iter().filter(|i| i.claim == claim).count()
+    }
+
+    /// Assets this batch created or brought back (new faces to detect once the run ends).
+    pub fn new_or_restored_assets(&self) -> Vec<i64> {
+        self.items
+            .iter()
+            .filter(|i| matches!(i.claim, Claim::Created | Claim::Recreated | Claim::Restored))
+            .filter_map(|i| i.asset_id)
+            .collect()
+    }
+}
+
+/// How a full scan ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FinishReport {
+    pub state: RunState,
+    /// Why the run is suspect (the circuit breaker held), or `None`.
+    pub reason: Option<String>,
+    /// Files marked missing by this run (0 when suspect or scoped).
+    pub missing_files: u64,
+    /// Assets trashed because their last file went missing.
+    pub trashed_assets: u64,
+}

@@ -1,0 +1,117 @@
+//! Content hashes and the walk chains: records, files, visits, detected faces. Plain data (see
+//! the parent module); must not depend on any other module of the crate.
+
+use super::*;
+
+/// blake3 over a picture's essence (DESIGN.md section 6) and the rule version (scheme) that
+/// computed it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ContentHash {
+    pub scheme: i64,
+    pub hash: [u8; 32],
+}
+
+string_enum!(
+    /// The walks of DESIGN.md section 7. The name is the walk record's key.
+    WalkKindId {
+        ContentHash => "content-hash",
+        Faces => "faces",
+    }
+);
+
+impl WalkKindId {
+    /// The job kind and unique key of the kind's chain: one live chain per kind.
+    pub fn job_kind(self) -> &'static str {
+        match self {
+            WalkKindId::ContentHash => "walk:content-hash",
+            WalkKindId::Faces => "walk:faces",
+        }
+    }
+}
+
+/// The walk record of one kind: `scheme` = the last scheme a walk covered to the end,
+/// `seen` = the highest scheme any binary has run on this database.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct WalkRecord {
+    pub kind: WalkKindId,
+    pub scheme: i64,
+    pub seen: i64,
+    pub completed_at: Option<Millis>,
+}
+
+/// One file of an asset a walk may read: library root, library-relative path bytes,
+/// whether the last scan saw it present, and the stamp the scan recorded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WalkFile {
+    pub root: String,
+    pub rel_path: Vec<u8>,
+    pub present: bool,
+    pub stamp: FileStamp,
+}
+
+/// An asset a walk batch visits, with the files that may show it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WalkAsset {
+    pub id: i64,
+    pub checksum: [u8; 32],
+    pub trashed: bool,
+    pub files: Vec<WalkFile>,
+}
+
+/// A face found by a detector, in original-image pixel coordinates (EXIF orientation
+/// undone): the box, the score and five landmarks (eyes, nose, mouth corners).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct DetectedFace {
+    pub x: f32,
+    pub y: f32,
+    pub w: f32,
+    pub h: f32,
+    pub score: f32,
+    pub landmarks: [(f32, f32); 5],
+}
+
+/// What one walk batch found, to be committed with its cursor. An asset left out (its file
+/// could not be read) keeps its old stamp.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WalkResults {
+    ContentHashes(Vec<(i64, ContentHash)>),
+    Faces {
+        version: i64,
+        found: Vec<(i64, Vec<DetectedFace>)>,
+    },
+}
+
+impl WalkResults {
+    pub fn len(&self) -> usize {
+        match self {
+            WalkResults::ContentHashes(v) => v.len(),
+            WalkResults::Faces { found, .. } => found.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// One fenced walk batch commit: the results, the chain's advance (`next`, the follow-up
+/// row carrying the cursor) or, for the last (short) batch, the walk record's raise to
+/// `complete_scheme`. Exactly one of `next` and `complete_scheme` is set.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WalkCommit {
+    pub kind: WalkKindId,
+    pub results: WalkResults,
+    pub next: Option<NewJob>,
+    pub complete_scheme: Option<i64>,
+    /// The chain walks a rollback: it re-stamps what a newer scheme stamped.
+    pub rollback: bool,
+}
+
+/// Which assets a walk chain visits under `scheme`: those lacking its stamp (one a newer
+/// scheme stamped lacks nothing, except in a `rollback`), or every one (`force`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WalkVisit {
+    pub scheme: i64,
+    pub force: bool,
+    pub rollback: bool,
+}
