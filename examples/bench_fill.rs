@@ -5,7 +5,7 @@
 //! there for the concurrent scan to hash. Usage: bench_fill DATA_DIR ROOT N [SCAN_DIR]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
-#[path = "../tests/support/synthetic.rs"]
+#[path = "../tests/it/support/synthetic.rs"]
 mod synthetic;
 
 use mediadex::config::Config;

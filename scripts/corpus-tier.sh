@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Extended tier: build the make-corpus library at a small scale and compare media::extract
-# with exiftool on every file (tests/corpus_metadata.rs). Usage: scripts/corpus-tier.sh [SCALE]
+# with exiftool on every file (tests/it/corpus_metadata.rs). Usage: scripts/corpus-tier.sh [SCALE]
 # Needs root (or the tools already installed) for apt-get; PyPI once for the corpus sources.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,10 +20,10 @@ start=$(date +%s)
 bash "$SCRIPT" "$WORK/lib" "$SCALE" || skip "the corpus could not be built (see above)"
 echo "corpus-tier: corpus (SCALE=$SCALE) built in $(( $(date +%s) - start )) s"
 
-MEDIADEX_CORPUS="$WORK/lib" cargo test --release --test corpus_metadata -- --ignored --nocapture
-MEDIADEX_CORPUS="$WORK/lib" cargo test --release --test corpus_scan -- --ignored --nocapture
-MEDIADEX_CORPUS="$WORK/lib" cargo test --release --test corpus_walks -- --ignored --nocapture
+MEDIADEX_CORPUS="$WORK/lib" cargo test --release --test it corpus_metadata:: -- --ignored --nocapture
+MEDIADEX_CORPUS="$WORK/lib" cargo test --release --test it corpus_scan:: -- --ignored --nocapture
+MEDIADEX_CORPUS="$WORK/lib" cargo test --release --test it corpus_walks:: -- --ignored --nocapture
 # The tests that need one of the tools installed above (ignored in a plain `cargo test`).
-cargo test --test http --test content_hash -- --ignored --exact \
-    a_video_gets_a_poster_frame_when_ffmpeg_is_on_path \
-    an_exiftool_metadata_edit_keeps_the_content_hash_and_a_pixel_change_does_not
+cargo test --test it -- --ignored --exact \
+    http::a_video_gets_a_poster_frame_when_ffmpeg_is_on_path \
+    content_hash::an_exiftool_metadata_edit_keeps_the_content_hash_and_a_pixel_change_does_not

@@ -1,7 +1,7 @@
 //! The fuzz targets, one per parser of `src/media/` and the HTTP Range parser, and the
 //! bounds every input must keep: a panic, a broken invariant, more than the time limit or
 //! more than the memory limit is a finding. Shared by the driver (`main.rs`) and by the
-//! regression test over `tests/fixtures/fuzz/<target>/` (tests/media_extract.rs includes
+//! regression test over `tests/fixtures/fuzz/<target>/` (tests/it/media_extract.rs includes
 //! this file by path), so a saved finding is replayed through exactly what found it.
 
 use mediadex::http::range::{self, Plan};

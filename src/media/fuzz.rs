@@ -1,5 +1,5 @@
 //! Entry points into `media`'s private parsers for the fuzz driver (`examples/fuzz/`) and
-//! its regression test (tests/media_extract.rs): a file's bytes in, the parser's own result
+//! its regression test (tests/it/media_extract.rs): a file's bytes in, the parser's own result
 //! out, each parser reached exactly the way `extract_from` reaches it. Not an API for
 //! anything else (hidden from the docs); owns no parsing of its own.
 

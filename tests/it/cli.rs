@@ -1,9 +1,8 @@
 //! The command line as a user meets it: real processes of the built binary on temporary
 //! data dirs. Each test names what it proves; failures must leave one stderr line, a
 //! non-zero exit code and nothing half-written.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
-mod support;
+use crate::support;
 
 use assert_cmd::Command;
 use assert_cmd::cargo::cargo_bin_cmd;
@@ -543,7 +542,7 @@ fn runs_jobs_and_status_show_rows_written_by_the_store() {
 fn a_trash_that_cannot_move_every_copy_fails_and_leaves_the_asset_live_with_both() {
     let env = Env::new();
     let photos = env.folder("photos");
-    let png = include_bytes!("fixtures/chelsea.png");
+    let png = include_bytes!("../fixtures/chelsea.png");
     std::fs::create_dir_all(photos.join("b")).expect("mkdir");
     std::fs::write(photos.join("a.png"), png).expect("a");
     std::fs::write(photos.join("b/a.png"), png).expect("b");

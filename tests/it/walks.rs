@@ -6,9 +6,8 @@
 //! binary never claims, restarts or re-stamps a newer one's chain while that one holds a
 //! lease, and its requests never lower the record; a rollback (no newer lease) re-walks under
 //! the older scheme. Both walks: content hash and faces (with a deterministic fake detector).
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
-mod support;
+use crate::support;
 
 use mediadex::model::{
     Claim, DetectedFace, FileReason, FileStamp, IngestItem, Job, JobFilter, JobState, MediaFacts,

@@ -1,7 +1,6 @@
 //! `media::extract` on small files made here: JPEG/PNG generated with the `image` crate, EXIF
 //! written by kamadak-exif's own writer, and broken inputs (truncated, random, empty,
 //! mislabelled). Every case must return without panicking.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
 use exif::experimental::Writer;
 use exif::{Field, In, Rational, Tag, Value};
@@ -248,7 +247,7 @@ fn facts_from_the_bytes_read_once_equal_facts_from_the_file() {
 
 // The fuzz targets and their bounds, exactly as examples/fuzz runs them; their counting
 // allocator is this binary's, so a saved blow-up is caught here too.
-#[path = "../examples/fuzz/targets.rs"]
+#[path = "../../examples/fuzz/targets.rs"]
 #[allow(dead_code)] // which seeds feed a target is the driver's business
 mod fuzz_targets;
 

@@ -1,6 +1,6 @@
 //! Synthetic assets for tests and benchmarks: rows made through the store's own fenced
 //! ingest (a claimed scan run, batches, a completion), without files to read. Shared by
-//! `tests/http.rs` and `examples/bench_fill.rs`.
+//! `tests/it/http.rs` and `examples/bench_fill.rs`.
 #![allow(dead_code)]
 
 use mediadex::model::{

@@ -10,8 +10,6 @@
 //! test looks at its progress while it is frozen: once a batch is committed (and, 10,000
 //! files being ten batches, the scan far from done) it is SIGKILLed exactly in the
 //! state the test saw, on a fast machine as on a slow one.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
-#![cfg(unix)]
 
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};

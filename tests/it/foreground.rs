@@ -1,7 +1,5 @@
 //! The foreground (desktop) mode as a user starts it: first start adopts the pictures
 //! folder as a library, and an interrupt stops it cleanly.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
-#![cfg(unix)]
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

@@ -1,12 +1,11 @@
 //! Extended tier: `media::extract` against exiftool on the `make-corpus` library.
 //!
-//! Run with `MEDIADEX_CORPUS=/path/to/lib cargo test --release --test corpus_metadata --
+//! Run with `MEDIADEX_CORPUS=/path/to/lib cargo test --release --test it corpus_metadata:: --
 //! --ignored --nocapture` (or `scripts/corpus-tier.sh`). exiftool (`-json -n -G`) is the
 //! oracle (ffprobe for the video codec and displayed size); every regular file under the corpus is compared field by field and an agreement
 //! table is printed. The test fails when a field agrees on fewer than `THRESHOLD` of the
 //! files where the oracle has that field, or when any file exiftool calls media is missing a
 //! kind.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
 use mediadex::media::extract;
 use mediadex::model::{MediaFacts, MediaKind};

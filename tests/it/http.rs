@@ -4,9 +4,8 @@
 //! read outside a library, thumbnails and their caching headers, originals and their byte
 //! ranges, walks (state, start, force-release against a stale walker), faces, events
 //! (scans and walks) and metrics.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
-mod support;
+use crate::support;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -2235,7 +2234,7 @@ async fn faces_of_an_asset_are_redetected_listed_and_refused_where_they_cannot_b
         face["w"].as_f64().unwrap(),
         face["h"].as_f64().unwrap(),
     );
-    // Her face, in the 512x512 picture's own pixels (tests/faces.rs has the reference).
+    // Her face, in the 512x512 picture's own pixels (tests/it/faces.rs has the reference).
     assert!(
         (200.0..250.0).contains(&(x + w / 2.0)) && (90.0..140.0).contains(&(y + h / 2.0)),
         "{face}"

@@ -6,9 +6,8 @@
 //! Whether a migration ran is told through the store alone: the migration one past this
 //! binary's creates a table and fails if the table already exists, and the one after it
 //! inserts into it and fails if it does not.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
-mod support;
+use crate::support;
 
 use mediadex::clock::{FakeClock, SharedClock};
 use mediadex::model::{JobState, NewJob, RunOutcome, RunState, ScanRequest, Trigger};

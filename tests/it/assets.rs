@@ -1,9 +1,8 @@
 //! Files, assets, provenance, missing files and the circuit breaker, trash and the sweep,
 //! and keyed admission (DESIGN.md sections 5 and 6), each staged at the store level with a
 //! fake clock on a real database file.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
-mod support;
+use crate::support;
 
 use mediadex::model::{
     Begun, Claim, FileReason, FileStamp, Finish, IngestItem, Lease, LibraryIdentity, MediaFacts,

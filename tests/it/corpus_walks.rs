@@ -3,10 +3,9 @@
 //! stripped the metadata, same JPEG scan data) are found as same-content twins of their
 //! group's original, by the scan and again by the walk; no other near-duplicate kind (a
 //! re-encode, a resize) is. Run with `MEDIADEX_CORPUS=/path/to/lib cargo test --release
-//! --test corpus_walks -- --ignored --nocapture` (or `scripts/corpus-tier.sh`).
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
+//! --test it corpus_walks:: -- --ignored --nocapture` (or `scripts/corpus-tier.sh`).
 
-mod support;
+use crate::support;
 
 use mediadex::model::WalkKindId;
 use mediadex::queue::{Handlers, PoolConfig, WorkerPool};

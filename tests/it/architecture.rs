@@ -1,6 +1,5 @@
 //! Keeps the walls of DESIGN.md section 2 standing: rusqlite, r2d2 and SQL live only in
 //! `src/store/` (and migrations in `schema/`).
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
 use std::path::{Path, PathBuf};
 

@@ -1,8 +1,6 @@
 //! `mediadex serve` as a service manager runs it: it listens, answers /healthz, keeps its
 //! token 0600 in the data dir (the one `mediadex token` prints), wants the token on a
 //! non-loopback bind, and SIGTERM drains it: exit 0 within seconds, no lease left behind.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
-#![cfg(unix)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

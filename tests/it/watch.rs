@@ -1,8 +1,7 @@
 //! The watcher: kernel events and polling become scoped scan requests through admission,
 //! and a library whose kernel watch fails degrades to polling and says so.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
-mod support;
+use crate::support;
 
 use crossbeam_channel::Sender;
 use mediadex::model::{RunState, ScanRun, Target, Trigger};

@@ -1,8 +1,7 @@
 //! The rules of DESIGN.md section 4 at the store level, each staged deterministically with a
 //! fake clock and explicit interleavings on a real database file.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
-mod support;
+use crate::support;
 
 use mediadex::model::{
     Counter, JobState, Lease, NewJob, RunOutcome, RunState, ScanRequest, Target, Trigger,

@@ -3,7 +3,6 @@
 //! files fall back to the whole-file hash; a scan stamps it, `duplicates` reports both kinds
 //! of twins, `walk content-hash` re-stamps under a new scheme and `status` shows the walk.
 //! The exiftool comparison is an ignored (extended) test: it skips loudly without exiftool.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
 use assert_cmd::cargo::cargo_bin_cmd;
 use image::{ImageFormat, Rgb, RgbImage};

@@ -10,9 +10,8 @@
 //!
 //! `MEDIADEX_SIM_SEEDS`, `MEDIADEX_SIM_STEPS`, `MEDIADEX_SIM_SEED_BASE` and
 //! `MEDIADEX_SIM_THREADS` override the defaults; the ignored `soak` test runs a longer
-//! schedule (`cargo test --release --test simulation -- --ignored`). The schedules come from
+//! schedule (`cargo test --release --test it simulation:: -- --ignored`). The schedules come from
 //! `rand_chacha`'s ChaCha8, which gives the same stream for a seed on every platform and version.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
 use mediadex::clock::{Clock, FakeClock};
 use mediadex::model::{
@@ -1649,7 +1648,7 @@ fn seeded_schedules_of_workers_keep_the_lease_protocol_on_a_real_database() {
     run_many(200, 1_000);
 }
 
-/// The long run for CI: `cargo test --release --test simulation -- --ignored` (about seven
+/// The long run for CI: `cargo test --release --test it simulation:: -- --ignored` (about seven
 /// minutes on two cores; 2,000 seeds x 5,000 steps, set through the environment, take about
 /// 36 minutes).
 #[test]

@@ -2,9 +2,8 @@
 //! unchanged rescans, renames and deletes, the circuit breaker and cancellation; a walker
 //! that fails; restores and moves while the walk runs; the index healing itself; files
 //! that stop being media.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
-mod support;
+use crate::support;
 
 use mediadex::model::{
     Asset, Begun, FileState, Provenance, RunState, ScanEnd, ScanRun, Target, TrashReason, Unseen,

@@ -5,9 +5,8 @@
 //! request uses; a rescan of an unchanged library queues nothing, and a re-run of the job
 //! rewrites nothing; a worker that lost its lease mid-batch advances nothing; a corrupt
 //! picture, or a decoder that panics, costs its own thumbnail only, never the job.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
-mod support;
+use crate::support;
 
 use mediadex::model::{
     FileReason, FileStamp, IngestItem, Job, JobState, MediaFacts, MediaKind, ScanEnd,

@@ -1,7 +1,6 @@
 //! The real detector through the built binary: a scan's completion and a restore queue the
 //! face walk, `walk faces --wait` stores the astronaut's one face and none for the rocket,
 //! `faces redetect ASSET` does one picture again, and an unknown asset is a usage error.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
 use assert_cmd::cargo::cargo_bin_cmd;
 use serde_json::Value;

@@ -2,9 +2,8 @@
 //! heartbeat, heartbeats, local expiry), the pool's acks and graceful shutdown, and the
 //! recurring maintenance loop. Races are staged by pausing a worker on a channel at a hook
 //! or inside its handler, and by stepping a fake clock; never by sleeping.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
-mod support;
+use crate::support;
 
 use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 use mediadex::model::{

@@ -6,7 +6,6 @@
 //! The two-process test re-executes this test binary: the child test
 //! `child_process_hammering_enqueue_unique` is ignored, and runs only as that child (the
 //! parent passes `--ignored --exact` and the `MEDIADEX_MP_*` variables).
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
 use mediadex::clock::{FakeClock, SharedClock, SystemClock};
 use mediadex::model::{Job, JobState, NewJob};
@@ -175,7 +174,7 @@ fn enqueue_unique_from_two_processes_creates_one_row() {
                 .args([
                     "--ignored",
                     "--exact",
-                    "child_process_hammering_enqueue_unique",
+                    "multiprocess::child_process_hammering_enqueue_unique",
                     "--nocapture",
                 ])
                 .env("MEDIADEX_MP_DB", &db)

@@ -1,0 +1,33 @@
+//! The integration tests, one binary so the crate, tract and axum link once: one module per
+//! area, sharing `support`. Run one area with `cargo test --test it scan::`.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a panic is the report
+
+mod support;
+
+mod architecture;
+mod assets;
+mod cli;
+mod content_hash;
+mod corpus_metadata;
+mod corpus_scan;
+mod corpus_walks;
+#[cfg(unix)]
+mod crash;
+mod faces;
+mod faces_cli;
+#[cfg(unix)]
+mod foreground;
+mod http;
+mod lease_protocol;
+mod media_extract;
+mod migration;
+mod multiprocess;
+mod scan;
+#[cfg(unix)]
+mod serve;
+mod simulation;
+mod thumbs;
+mod trash;
+mod walks;
+mod watch;
+mod workers;
