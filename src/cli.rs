@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Parser)]
 #[command(name = "mediadex", version)]
 pub struct Args {
-    /// Where the database lives [default: the OS data directory, see README]
+    /// Where the database lives [default: the OS data directory, see docs/operations.md]
     #[arg(
         long = "data",
         value_name = "DIR",

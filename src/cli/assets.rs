@@ -1,5 +1,5 @@
 //! Rendering of assets and duplicate groups, for people and as JSON. Owns the JSON shapes of
-//! `mediadex assets --json` and `mediadex duplicates --json` (documented in the README). A
+//! `mediadex assets --json` and `mediadex duplicates --json` (documented in docs/json.md). A
 //! path is its text in `paths`; where that text is lossy the exact bytes ride beside it in
 //! `paths_bytes` (`model::AssetPath::bytes_if_lossy`, the HTTP API's `path_bytes` rule).
 

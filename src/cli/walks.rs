@@ -1,5 +1,5 @@
 //! Rendering of walk state (`mediadex walk` and the `walks` of `mediadex status`), for people
-//! and as JSON. Owns the JSON shape of a walk's state (documented in the README); pure.
+//! and as JSON. Owns the JSON shape of a walk's state (documented in docs/json.md); pure.
 
 use super::render::{table, to_json};
 use mediadex::walks::{WalkPeer, WalkState};
