@@ -249,45 +249,12 @@ fn a_move_never_replaces_a_file_created_at_its_destination_meanwhile() {
 
 // ---- read-only libraries -------------------------------------------------------------------
 
-/// Makes `dir` unwritable for this process: mode bits for a user, a read-only bind mount of
-/// it onto itself for root (whom mode bits do not stop). Undone on drop.
-struct ReadOnly(PathBuf, bool);
-
-impl ReadOnly {
-    fn make(dir: &Path) -> ReadOnly {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o555)).expect("chmod");
-        if std::fs::write(dir.join(".probe"), b"").is_err() {
-            return ReadOnly(dir.to_path_buf(), false);
-        }
-        std::fs::remove_file(dir.join(".probe")).expect("rm probe");
-        let mount = |args: &[&str]| {
-            let ok = Command::new("mount").args(args).status().expect("mount");
-            assert!(ok.success(), "mount {args:?}: root without CAP_SYS_ADMIN?");
-        };
-        let d = dir.to_str().expect("utf8");
-        mount(&["--bind", d, d]);
-        mount(&["-o", "remount,bind,ro", d]);
-        ReadOnly(dir.to_path_buf(), true)
-    }
-}
-
-impl Drop for ReadOnly {
-    fn drop(&mut self) {
-        use std::os::unix::fs::PermissionsExt;
-        if self.1 {
-            let _ = Command::new("umount").arg(&self.0).status();
-        }
-        let _ = std::fs::set_permissions(&self.0, std::fs::Permissions::from_mode(0o755));
-    }
-}
-
 #[test]
 fn a_read_only_library_is_refused_before_anything_moves() {
     let env = env();
     let lib = library(&env, &[("a.png", 1), ("ro/a.png", 1)]);
     let a = lib.asset(&env.store, "a.png");
-    let guard = ReadOnly::make(&lib.root.join("ro"));
+    let guard = support::ReadOnly::make(&lib.root.join("ro"));
     let err = mediadex::trash::trash(&env.store, a).expect_err("ro/ cannot be written");
     drop(guard);
     assert!(matches!(err, TrashError::ReadOnly { .. }), "{err:?}");

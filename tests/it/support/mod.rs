@@ -294,3 +294,42 @@ pub fn zero_page(path: &std::path::Path, page: u64) {
     f.seek(SeekFrom::Start((page - 1) * PAGE)).expect("seek");
     f.write_all(&[0u8; PAGE as usize]).expect("zero");
 }
+
+#[cfg(unix)]
+/// Makes `dir` unwritable for this process: mode bits for a user, a read-only bind mount of
+/// it onto itself for root (whom mode bits do not stop). Undone on drop.
+pub struct ReadOnly(std::path::PathBuf, bool);
+
+#[cfg(unix)]
+impl ReadOnly {
+    pub fn make(dir: &std::path::Path) -> ReadOnly {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o555)).expect("chmod");
+        if std::fs::write(dir.join(".probe"), b"").is_err() {
+            return ReadOnly(dir.to_path_buf(), false);
+        }
+        std::fs::remove_file(dir.join(".probe")).expect("rm probe");
+        let mount = |args: &[&str]| {
+            let ok = std::process::Command::new("mount")
+                .args(args)
+                .status()
+                .expect("mount");
+            assert!(ok.success(), "mount {args:?}: root without CAP_SYS_ADMIN?");
+        };
+        let d = dir.to_str().expect("utf8");
+        mount(&["--bind", d, d]);
+        mount(&["-o", "remount,bind,ro", d]);
+        ReadOnly(dir.to_path_buf(), true)
+    }
+}
+
+#[cfg(unix)]
+impl Drop for ReadOnly {
+    fn drop(&mut self) {
+        use std::os::unix::fs::PermissionsExt;
+        if self.1 {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+        let _ = std::fs::set_permissions(&self.0, std::fs::Permissions::from_mode(0o755));
+    }
+}
