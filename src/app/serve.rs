@@ -74,15 +74,12 @@ pub fn serve(config: Config, mut options: ServeOptions) -> anyhow::Result<()> {
         security,
         thumbs: super::thumbs(&config),
         event_poll: std::time::Duration::from_millis(250),
-        hourly_limit: config.scan_hourly_limit,
-        wake,
-        watch: watcher.as_ref().map(crate::watch::Watcher::handle),
-        after_restore: Some(after_restore(&store, &config)),
-        walks: super::walk_schemes(&config)
-            .into_iter()
-            .filter_map(|(kind, scheme)| Some((kind, scheme?)))
-            .collect(),
-        redetect: redetect(&store, &config),
+        ops: crate::ops::Services {
+            wake,
+            watch: watcher.as_ref().map(crate::watch::Watcher::handle),
+            without_workers: false,
+            ..super::command_services(&config, store.clone(), true)
+        },
     };
     let served = run_http(&store, &options, http, claim.as_ref());
     tracing::info!("stopping: handing leases back");
@@ -139,7 +136,7 @@ fn security(config: &Config, options: &ServeOptions) -> anyhow::Result<crate::ht
 }
 
 /// Wakes the pool while it lives (the HTTP server and the watcher may outlive it briefly).
-fn weak_waker(pool: &Arc<WorkerPool>) -> crate::http::Wake {
+fn weak_waker(pool: &Arc<WorkerPool>) -> crate::ops::Wake {
     let weak = Arc::downgrade(pool);
     Arc::new(move || {
         if let Some(pool) = weak.upgrade() {
@@ -148,27 +145,11 @@ fn weak_waker(pool: &Arc<WorkerPool>) -> crate::http::Wake {
     })
 }
 
-/// Queues face detection after a restore made through the API (as the CLI's restore does).
-fn after_restore(store: &Store, config: &Config) -> crate::http::Wake {
-    let (store, config) = (store.clone(), config.clone());
-    Arc::new(move || super::queue_faces_after_restore(&store, &config))
-}
-
-/// One picture's faces detected now, as `mediadex faces redetect` does (none without a
-/// detector).
-fn redetect(store: &Store, config: &Config) -> Option<crate::http::Redetect> {
-    super::face_detector()?;
-    let (store, config) = (store.clone(), config.clone());
-    Some(Arc::new(move |id| {
-        super::redetect_faces(&store, &config, id)
-    }))
-}
-
 /// Watches every library for changes (unless watching is off).
 fn start_watcher(
     store: &Store,
     config: &Config,
-    wake: crate::http::Wake,
+    wake: crate::ops::Wake,
 ) -> anyhow::Result<Option<crate::watch::Watcher>> {
     if !config.watch_enabled {
         tracing::info!("file watching is off (MEDIADEX_WATCH=off)");
@@ -243,7 +224,7 @@ fn run_http(
         let listener = bind(options).await?;
         let addr = listener.local_addr().context("reading the bound address")?;
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        let state = crate::http::AppState::start(store.clone(), http, stop_rx.clone())?;
+        let state = crate::http::AppState::start(http, stop_rx.clone())?;
         let router = crate::http::router(state);
         let url = format!("http://{addr}/");
         let mut stopped = stop_rx;

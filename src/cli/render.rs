@@ -4,7 +4,7 @@
 //! store or the disk. Human output never lets a name forge a line: control characters are
 //! escaped, and paths show their non-UTF-8 bytes as `\xNN` (`human_path`).
 
-use mediadex::model::{Counter, Job, JobState, Library, Millis, Provenance, RunState, ScanRun};
+use mediadex::model::{Job, JobState, Library, Millis, Provenance, RunState, ScanRun};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 
@@ -75,31 +75,7 @@ struct JobOut<'a> {
     finished_at: Option<Millis>,
 }
 
-/// What `mediadex status` reports; the cli fills it from the store.
-pub struct Status {
-    pub version: &'static str,
-    pub data_dir: String,
-    pub db_path: String,
-    pub libraries: usize,
-    /// The state of every run and job row.
-    /// Rows per state; states missing here count as zero.
-    pub runs: Vec<(RunState, i64)>,
-    pub jobs: Vec<(JobState, i64)>,
-    pub counters: Vec<(Counter, i64)>,
-    pub walks: Vec<mediadex::walks::WalkState>,
-    pub disk: DiskStatus,
-}
-
-/// The disk holding the data dir, as `status` sees it.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct DiskStatus {
-    /// `None` when the platform cannot tell.
-    pub free_bytes: Option<u64>,
-    /// What the thumbnail cache leaves free for the database.
-    pub reserve_bytes: u64,
-    /// The full-disk message when the free space is below the reserve (thumbnails paused).
-    pub full: Option<String>,
-}
+use mediadex::ops::status::{DiskStatus, Status};
 
 #[derive(Serialize)]
 struct StatusOut<'a> {
@@ -457,6 +433,7 @@ fn table_body(rows: &[Vec<String>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mediadex::model::Counter;
 
     #[test]
     fn table_aligns_columns_without_trailing_blanks() {

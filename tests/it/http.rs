@@ -63,17 +63,19 @@ fn api_tweaked(
         security,
         thumbs: Thumbs::with_ffmpeg(env.dir.path(), ffmpeg),
         event_poll: Duration::from_millis(10),
-        hourly_limit,
-        wake: Arc::new(move || {
-            counter.fetch_add(1, Ordering::SeqCst);
-        }),
-        watch: None,
-        after_restore: None,
-        walks: vec![(WalkKindId::ContentHash, 1), (WalkKindId::Faces, 1)],
-        redetect: Some(real_redetect(&env)),
+        ops: mediadex::ops::Services {
+            hourly_limit,
+            wake: Arc::new(move || {
+                counter.fetch_add(1, Ordering::SeqCst);
+            }),
+            walks: Arc::new([(WalkKindId::ContentHash, 1), (WalkKindId::Faces, 1)]),
+            faces: Some(real_detector(&env)),
+            without_workers: false,
+            ..mediadex::ops::Services::new(env.store.clone())
+        },
     };
     tweak(&mut config);
-    let state = AppState::start(env.store.clone(), config, stop_rx).expect("state");
+    let state = AppState::start(config, stop_rx).expect("state");
     Api {
         router: mediadex::http::router(state),
         env,
@@ -82,13 +84,11 @@ fn api_tweaked(
     }
 }
 
-/// `mediadex faces redetect` as the server runs it: the real detector, through
-/// `app::redetect_faces` (the model loads on the first call only).
-fn real_redetect(env: &Env) -> mediadex::http::Redetect {
+/// The face walk as the server runs it: the real detector (the model loads once).
+fn real_detector(env: &Env) -> Arc<mediadex::walks::faces::FacesWalk> {
     let config =
         mediadex::config::Config::resolve(Some(env.dir.path().to_path_buf())).expect("config");
-    let store = env.store.clone();
-    Arc::new(move |id| mediadex::app::redetect_faces(&store, &config, id))
+    Arc::new(mediadex::app::faces_walk(&config).expect("detector"))
 }
 
 struct Reply {
@@ -1915,8 +1915,8 @@ async fn walks_show_their_state_start_once_restart_and_refuse_unknown_kinds() {
     );
     // A server without a face detector has no faces walk.
     let api = api_tweaked(loopback(), None, None, |c| {
-        c.walks.retain(|(k, _)| *k != WalkKindId::Faces);
-        c.redetect = None;
+        c.ops.walks = Arc::new([(WalkKindId::ContentHash, 1)]);
+        c.ops.faces = None;
     });
     let r = api.post_empty("/api/walks/faces/start").await;
     assert_eq!(
@@ -2328,7 +2328,7 @@ async fn faces_of_an_asset_are_redetected_listed_and_refused_where_they_cannot_b
         )
         .await;
     assert_eq!((r.status, r.code()), (StatusCode::FORBIDDEN, "csrf".into()));
-    let api = api_tweaked(loopback(), None, None, |c| c.redetect = None);
+    let api = api_tweaked(loopback(), None, None, |c| c.ops.faces = None);
     let (lib, _) = api.photos("photos");
     api.scan(lib);
     let b = api.asset_at("b.png");
