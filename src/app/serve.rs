@@ -52,7 +52,7 @@ pub fn serve(config: Config, mut options: ServeOptions) -> anyhow::Result<()> {
     for path in &options.libraries {
         adopt_library(&store, path)?;
     }
-    request_boot_scans(&store);
+    crate::ops::scans::request_at_start(&store);
     super::boot_walks(&store, &config);
     let security = security(&config, &options)?;
     let pool = Arc::new(WorkerPool::start(
@@ -160,29 +160,6 @@ fn start_watcher(
     Ok(Some(watcher))
 }
 
-/// Every library gets a scan at start: changes made while mediadex was not running are
-/// found (an unchanged library costs a walk and no writes). Coalesces with waiting runs.
-fn request_boot_scans(store: &Store) {
-    let libraries = match store.libraries() {
-        Ok(libraries) => libraries,
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot list libraries for the start-up scans");
-            return;
-        }
-    };
-    for library in libraries {
-        let request = crate::model::ScanRequest {
-            library_id: library.id,
-            scope: String::new(),
-            trigger: crate::model::Trigger::Boot,
-            watch_event: None,
-        };
-        if let Err(e) = store.request_scan(request) {
-            tracing::warn!(library = %library.name, error = %e, "start-up scan not requested");
-        }
-    }
-}
-
 /// Binds `options.bind`, or with `next_free_port` the first free port after it.
 async fn bind(options: &ServeOptions) -> anyhow::Result<tokio::net::TcpListener> {
     let tries = if options.next_free_port {
@@ -265,13 +242,13 @@ fn announce(store: &Store, url: &str, claim: Option<&crate::instance::Claim>, br
 }
 
 /// Adds `path` as a library unless it is one already (its scan is the boot scan that
-/// `request_boot_scans` asks for every library).
+/// `ops::scans::request_at_start` asks for every library).
 fn adopt_library(store: &Store, path: &std::path::Path) -> anyhow::Result<()> {
-    let (root, name) = crate::config::library_root(path, None)?;
-    if store.libraries()?.iter().any(|l| l.root == root) {
+    let new = crate::ops::library::NewLibrary::check(path, None)?;
+    if store.libraries()?.iter().any(|l| l.root == new.root) {
         return Ok(());
     }
-    let library = add_library(store, &name, &root)
+    let library = add_library(store, &new.name, &new.root)
         .with_context(|| format!("cannot add {} as a library", path.display()))?;
     tracing::info!(root = %library.root, name = %library.name, "added a library");
     Ok(())

@@ -1,11 +1,11 @@
 //! Scan runs: a request through admission with its one scope rule (`Scope::parse`, for the
-//! CLI and the API alike), cancelling a library's runs or one run, force-releasing a run,
+//! CLI and the API alike), the start-up scan of every library, cancelling a library's runs or one run, force-releasing a run,
 //! and following a retried run to the successor that carries its work.
 
 use super::error::Thing;
 use super::{Error, Services};
 use crate::model::{Library, Provenance, ScanRequest, ScanRun, Target, Trigger};
-use crate::store::{Admission, AdmissionOptions};
+use crate::store::{Admission, AdmissionOptions, Store};
 
 /// A library-relative folder to scan: `/`-separated names, none `..` or `.`, no empty name,
 /// backslash or NUL; `""` is the whole library. Slashes around it are dropped.
@@ -60,6 +60,30 @@ pub fn request(s: &Services, library_id: i64, ask: &Ask) -> Result<(ScanRun, Adm
     let answer = s.store.request_scan_keyed(request, options)?;
     (s.wake)();
     Ok(answer)
+}
+
+/// Every library gets a scan at start: changes made while mediadex was not running are
+/// found (an unchanged library costs a walk and no writes). Coalesces with waiting runs;
+/// no hourly limit (a start is no request of the user's). A refusal is logged.
+pub fn request_at_start(store: &Store) {
+    let libraries = match store.libraries() {
+        Ok(libraries) => libraries,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot list libraries for the start-up scans");
+            return;
+        }
+    };
+    for library in libraries {
+        let request = ScanRequest {
+            library_id: library.id,
+            scope: String::new(),
+            trigger: Trigger::Boot,
+            watch_event: None,
+        };
+        if let Err(e) = store.request_scan(request) {
+            tracing::warn!(library = %library.name, error = %e, "start-up scan not requested");
+        }
+    }
 }
 
 /// Asks for a scan of each library, in order; the first refusal ends the requests.
