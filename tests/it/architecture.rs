@@ -93,6 +93,7 @@ fn every_module_says_what_it_owns() {
 const LAYERS: &[(&str, &[&str])] = &[
     ("binary", &["main", "cli", "console"]),
     ("composition root", &["app"]),
+    // `wire` is WIRE's DTO module (issue 14 item 4), for the CLI and the API only.
     ("adapters", &["http", "wire"]),
     ("use cases", &["ops"]),
     (
@@ -105,7 +106,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("extractors", &["media"]),
     (
         "platform",
-        &["clock", "disk", "instance", "logfile", "mapped", "token"],
+        // `locate` is WIRE's (issue 14 item 3): pure over paths, below every reader.
+        &[
+            "clock", "disk", "instance", "locate", "logfile", "mapped", "token",
+        ],
     ),
     ("plain types", &["model"]),
 ];

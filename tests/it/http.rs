@@ -927,6 +927,25 @@ async fn one_asset_duplicates_and_their_errors() {
     assert_eq!(dups[0]["paths"].as_array().unwrap().len(), 2);
 }
 
+/// The API's restore is the CLI's (`ops::trash::restore`): it queues the face walk, which
+/// finds the asset if it missed it while trashed, and wakes the workers for it.
+#[tokio::test]
+async fn a_restore_queues_the_face_walk_and_wakes_the_workers() {
+    let api = api();
+    let (lib, _root) = api.photos("photos");
+    api.scan(lib);
+    let b = api.asset_at("b.png");
+    api.post_empty(&format!("/api/assets/{b}/trash")).await;
+    let faces = api.get("/api/walks/faces").await.json();
+    assert_eq!(faces["state"], "none", "{faces}");
+    let woken = api.wakes.load(Ordering::SeqCst);
+    let r = api.post_empty(&format!("/api/assets/{b}/restore")).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let faces = api.get("/api/walks/faces").await.json();
+    assert_eq!(faces["state"], "queued", "{faces}");
+    assert!(api.wakes.load(Ordering::SeqCst) > woken);
+}
+
 #[tokio::test]
 async fn trash_and_restore_move_the_files_and_refuse_the_wrong_state() {
     let api = api();
