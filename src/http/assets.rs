@@ -1,6 +1,6 @@
 //! `/api/assets` and `/api/duplicates`: the paged asset list with its filters (keyset
 //! pagination; the cursor is opaque to clients), one asset with its paths, trash and
-//! restore through `crate::trash` (journaled file moves), and byte-identical duplicates. A
+//! restore through `ops::trash` (journaled file moves), and byte-identical duplicates. A
 //! path is its text, with its exact bytes in base64 beside it where the text is lossy.
 
 use super::error::ApiError;
