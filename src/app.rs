@@ -1,9 +1,12 @@
 //! The composition root: what the binary's modes share (opening the store, and replacing a
 //! damaged index found there by a fresh one; the handlers, the pool and maintenance
-//! settings, adding a library) and the modes themselves: `serve`
+//! settings; the `ops::Services` of a command) and the modes themselves: `serve`
 //! (the engine: workers, maintenance, watcher and HTTP server, until a stop signal; then
 //! leases handed back and the writer drained) and `desktop` (one instance per data dir, the
-//! browser opened on it). Holds no SQL and no protocol logic.
+//! browser opened on it). Wiring only: the use cases are in `ops`. Holds no SQL and no
+//! protocol logic.
+//!
+//! Must not import: rusqlite, r2d2, axum
 
 mod desktop;
 mod serve;
@@ -198,10 +201,9 @@ pub fn boot_walks(store: &Store, config: &Config) {
     }
 }
 
-/// Asks for a walk of `kind` (the live chain, or a new one; `restart` replaces it with one
-/// that re-visits every asset) and, with `wait`, runs it in this process until no chain of
-/// that kind is left (another process may do part of it). This process starts here: the
-/// walk's start (clamp, rollback) comes first, as at any start.
+/// `mediadex walk`: asks for a walk of `kind` (`ops::walks::start_here`: the walk's start,
+/// clamp and rollback, first, as at any start) and, with `wait`, runs it in this process
+/// until no chain of that kind is left (another process may do part of it).
 pub fn walk(
     store: &Store,
     config: &Config,
@@ -209,15 +211,17 @@ pub fn walk(
     restart: bool,
     wait: bool,
 ) -> anyhow::Result<()> {
+    let s = crate::ops::Services::new(store.clone());
+    let ttl = millis(config.lease_ttl);
     let handlers = match kind {
         WalkKindId::ContentHash => {
             let walk = content_walk(config);
-            start_walk(store, config, kind, walk.scheme(), restart)?;
+            crate::ops::walks::start_here(&s, kind, walk.scheme(), restart, ttl)?;
             Handlers::default().job(kind.job_kind(), WalkJob::new(store, Arc::new(walk)))
         }
         WalkKindId::Faces => {
-            let walk = faces_walk(config).ok_or(NoDetector)?;
-            start_walk(store, config, kind, walk.scheme(), restart)?;
+            let walk = faces_walk(config).ok_or(crate::ops::Error::NoDetector)?;
+            crate::ops::walks::start_here(&s, kind, walk.scheme(), restart, ttl)?;
             Handlers::default().job(kind.job_kind(), WalkJob::new(store, Arc::new(walk)))
         }
     };
@@ -229,84 +233,29 @@ pub fn walk(
     Ok(())
 }
 
-/// `walk`'s request: the start's chain (a rollback's when it is one), else a new one; a
-/// `restart` replaces it with one that re-visits every asset.
-fn start_walk(
-    store: &Store,
-    config: &Config,
-    kind: WalkKindId,
-    scheme: i64,
-    restart: bool,
-) -> Result<(), StoreError> {
-    let boot = crate::walks::boot(store, kind, scheme, millis(config.lease_ttl))?;
-    if restart || boot.chain.is_none() {
-        let payload = crate::walks::Payload {
-            rollback: boot.rollback,
-            ..crate::walks::Payload::fresh(scheme, restart)
-        };
-        crate::walks::ask(store, kind, payload, restart)?;
-    }
-    Ok(())
-}
-
-/// After a restore committed: queue the face walk, which picks the asset up if it lacks the
-/// current detector's faces (it was trashed, and so skipped, when the walk went by).
-pub fn queue_faces_after_restore(store: &Store, config: &Config) {
-    let Some(walk) = faces_walk(config) else {
-        return;
-    };
-    if let Err(e) = crate::walks::request(store, WalkKindId::Faces, walk.scheme, false) {
-        tracing::warn!(error = %e, "could not queue face detection after the restore");
+/// The services of a command (no workers, no watcher): `config`'s hourly limit and walks,
+/// and with `faces` this build's face detector (loading it costs a fifth of a second, so
+/// only the commands that detect or queue faces ask for it).
+pub fn command_services(config: &Config, store: Store, faces: bool) -> crate::ops::Services {
+    crate::ops::Services {
+        hourly_limit: config.scan_hourly_limit,
+        walks: running_walks(config),
+        faces: if faces {
+            faces_walk(config).map(Arc::new)
+        } else {
+            None
+        },
+        ..crate::ops::Services::new(store)
     }
 }
 
-/// Why `faces redetect` did not store faces.
-#[derive(Debug, thiserror::Error)]
-pub enum RedetectError {
-    #[error("no live picture {0} (unknown, trashed, or not an image)")]
-    NoPicture(i64),
-    #[error("face detection of asset {0} failed: {1}")]
-    Failed(i64, String),
-    #[error(transparent)]
-    NoDetector(#[from] NoDetector),
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
-/// `mediadex faces redetect ASSET`: detects the faces of one live picture now with the
-/// current detector and replaces its stored faces for that version (one writer op; a walk
-/// batch writing the same asset meanwhile writes the same rows). Returns how many faces.
-pub fn redetect_faces(
-    store: &Store,
-    config: &Config,
-    asset_id: i64,
-) -> Result<usize, RedetectError> {
-    let walk = faces_walk(config).ok_or(NoDetector)?;
-    // The face walk's own selection (live images only), forced, starting at this id.
-    let visit = crate::model::WalkVisit {
-        scheme: walk.scheme,
-        force: true,
-        rollback: false,
-    };
-    let batch = store.walk_batch(WalkKindId::Faces, visit, asset_id - 1, 1)?;
-    let asset = batch
+/// The walks this process runs, each with its scheme.
+fn running_walks(config: &Config) -> Arc<[(WalkKindId, i64)]> {
+    walk_schemes(config)
         .into_iter()
-        .find(|a| a.id == asset_id)
-        .ok_or(RedetectError::NoPicture(asset_id))?;
-    let faces = walk
-        .detect_one(&asset)
-        .map_err(|e| RedetectError::Failed(asset_id, e))?;
-    let count = faces.len();
-    if !store.store_faces(asset_id, walk.scheme, faces)? {
-        return Err(RedetectError::NoPicture(asset_id));
-    }
-    Ok(count)
+        .filter_map(|(kind, scheme)| Some((kind, scheme?)))
+        .collect()
 }
-
-/// `walk faces` in a build without a face detector.
-#[derive(Debug, thiserror::Error)]
-#[error("this mediadex has no face detector yet, so it cannot walk faces")]
-pub struct NoDetector;
 
 /// How long `run_until` waits before it asks again, `elapsed` into the work: a twentieth
 /// of it, from 1 to 50 ms, unless a worker of its pool acks first (then it asks at once).
@@ -360,28 +309,9 @@ pub fn work_until_idle(store: &Store, config: &Config, libraries: &[i64]) -> any
     })
 }
 
-/// Carries on the trash and restore moves whose holder died (their lease expired), for a
-/// command without workers. A failure is logged, not fatal: the moves stay queued for the
-/// next worker. A move still held by a live process is left alone.
-pub fn finish_abandoned_moves(store: &Store) {
-    match crate::trash::finish_abandoned(store, &crate::trash::MoveConfig::default()) {
-        Ok(0) => {}
-        Ok(n) => tracing::info!(moves = n, "carried on interrupted trash moves"),
-        Err(e) => tracing::warn!(error = %e, "could not carry on interrupted trash moves"),
-    }
-}
-
-/// Adds a library and records its root's identity (device id, marker) for the circuit
-/// breaker.
-pub fn add_library(
-    store: &Store,
-    name: &str,
-    root: &str,
-) -> Result<crate::model::Library, crate::store::StoreError> {
-    let library = store.add_library(name, root)?;
-    crate::scan::identity::record(store, &library)?;
-    Ok(library)
-}
+/// Adds a library and records its root's identity: the one use case, `ops::library`, for
+/// the start-up paths and the tests that add a library before any engine runs.
+pub use crate::ops::library::add_root as add_library;
 
 fn millis(d: std::time::Duration) -> Millis {
     Millis::try_from(d.as_millis()).unwrap_or(Millis::MAX)

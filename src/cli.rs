@@ -1,7 +1,10 @@
-//! The command line: clap definitions, dispatch of each subcommand to the store, and the
-//! mapping of failures to one stderr line and an exit code. Owns no logic beyond checking
-//! user input (a library path); rendering lives in `cli/render.rs`. Must not hold SQL or
+//! The command line: clap definitions, dispatch of each subcommand to one operation of
+//! `ops` (or one read of the store), and the mapping of failures to one stderr line and an
+//! exit code. A thin adapter: it parses, calls, renders; the checks of what the user asked
+//! for are the operations' own. Rendering lives in `cli/render.rs`. Must not hold SQL or
 //! know how the store keeps its rows.
+//!
+//! Must not import: rusqlite, r2d2, axum, http
 
 mod assets;
 mod render;
@@ -10,9 +13,10 @@ mod walks;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use mediadex::config::{Config, ConfigError};
-use mediadex::model::{Library, Provenance, ScanRequest, ScanRun, Trigger, WalkKindId};
-use mediadex::store::AdmissionOptions;
+use mediadex::model::{Provenance, ScanRun, Trigger, WalkKindId};
+use mediadex::ops;
 use mediadex::store::{Store, StoreError};
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -68,25 +72,7 @@ pub enum Command {
         json: bool,
     },
     /// Ask for a scan of a library (all libraries when none is named)
-    Scan {
-        /// The library (its id or its name)
-        library: Option<String>,
-        /// Only this sub-folder of the library (library-relative)
-        #[arg(long, value_name = "SUBPATH")]
-        scope: Option<String>,
-        /// Re-read every file, changed or not
-        #[arg(long)]
-        force: bool,
-        /// Wait until the scan has ended (running it in this process if no service does)
-        #[arg(long)]
-        wait: bool,
-        /// Cancel the library's waiting or running scan instead
-        #[arg(long, conflicts_with_all = ["scope", "force", "wait"])]
-        cancel: bool,
-        /// Print one JSON array of the runs on stdout
-        #[arg(long)]
-        json: bool,
-    },
+    Scan(ScanArgs),
     /// List the indexed pictures and videos
     Assets {
         /// The trashed ones instead
@@ -157,6 +143,28 @@ pub enum Command {
     },
 }
 
+// `scan`'s arguments (its help is the `Scan` variant's).
+#[derive(Debug, clap::Args)]
+pub struct ScanArgs {
+    /// The library (its id or its name)
+    pub library: Option<String>,
+    /// Only this sub-folder of the library (library-relative)
+    #[arg(long, value_name = "SUBPATH")]
+    pub scope: Option<String>,
+    /// Re-read every file, changed or not
+    #[arg(long)]
+    pub force: bool,
+    /// Wait until the scan has ended (running it in this process if no service does)
+    #[arg(long)]
+    pub wait: bool,
+    /// Cancel the library's waiting or running scan instead
+    #[arg(long, conflicts_with_all = ["scope", "force", "wait"])]
+    pub cancel: bool,
+    /// Print one JSON array of the runs on stdout
+    #[arg(long)]
+    pub json: bool,
+}
+
 #[derive(Subcommand, Debug)]
 pub enum FacesAction {
     /// Detect the faces of one picture again now, with this build's detector
@@ -205,18 +213,11 @@ pub enum LibraryCommand {
     },
 }
 
-/// A mistake in what the user asked for (as opposed to a failure of the machine): exit 2.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct InputError(String);
-
-fn input_error(msg: impl Into<String>) -> anyhow::Error {
-    InputError(msg.into()).into()
-}
-
 /// 2 for usage and input errors (like clap's own), 1 for everything else.
 pub fn exit_code(err: &anyhow::Error) -> u8 {
-    let is_input = err.downcast_ref::<InputError>().is_some()
+    let is_input = err
+        .downcast_ref::<ops::Error>()
+        .is_some_and(ops::Error::is_input)
         || matches!(
             err.downcast_ref::<StoreError>(),
             Some(StoreError::Conflict(_) | StoreError::NotFound(_))
@@ -277,263 +278,180 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let Some(command) = args.command else {
         return mediadex::app::desktop(Config::load(args.data)?);
     };
+    let data = args.data;
     match command {
         Command::Library(LibraryCommand::Add { path, name, json }) => {
-            // Input first: a bad path must not create a data dir or a database.
-            let (root, name) = library_root_and_name(&path, name)?;
-            let store = open(args.data)?.1;
-            let library = mediadex::app::add_library(&store, &name, &root)?;
-            emit(&render::added(&library, json)?)
+            library_add(data, &path, name, json)
         }
         Command::Library(LibraryCommand::List { json }) => {
-            let store = open(args.data)?.1;
-            emit(&render::libraries(&store.libraries()?, json)?)
+            emit(&render::libraries(&open(data)?.1.libraries()?, json)?)
         }
         Command::Runs {
             library,
             limit,
             json,
-        } => {
-            let store = open(args.data)?.1;
-            let libraries = store.libraries()?;
-            let filter = match library {
-                Some(wanted) => Some(find_library(&libraries, &wanted)?.id),
-                None => None,
-            };
-            let runs = store.scan_runs(filter, limit)?;
-            let reasons = run_reasons(&store, &runs)?;
-            emit(&render::runs(&runs, &libraries, &reasons, json)?)
-        }
-        Command::Jobs { limit, json } => {
-            let store = open(args.data)?.1;
-            emit(&render::jobs(&store.jobs(limit)?, json)?)
-        }
-        Command::Status { json } => {
-            let (config, store) = open(args.data)?;
-            let status = render::Status {
-                version: env!("CARGO_PKG_VERSION"),
-                data_dir: config.data_dir.display().to_string(),
-                db_path: config.db_path.display().to_string(),
-                libraries: store.libraries()?.len(),
-                runs: store.scan_run_counts()?,
-                jobs: store.job_counts()?,
-                counters: store.counters()?,
-                walks: walk_states(&store, &config)?,
-                disk: disk_status(&config),
-            };
-            emit(&render::status(&status, json)?)
-        }
-        Command::Scan {
-            library,
-            scope,
-            force,
-            wait,
-            cancel,
-            json,
-        } => {
-            let (config, store) = open(args.data)?;
-            let targets = scan_targets(&store, library.as_deref())?;
-            let runs = if cancel {
-                cancel_scans(&store, &targets)?
-            } else {
-                let limit = config.scan_hourly_limit;
-                request_scans(&store, &targets, scope.as_deref(), force, limit)?
-            };
-            let ids: Vec<i64> = targets.iter().map(|l| l.id).collect();
-            if wait {
-                mediadex::app::work_until_idle(&store, &config, &ids)?;
-            }
-            let latest = latest_runs(&store, &runs)?;
-            let reasons = run_reasons(&store, &latest)?;
-            emit(&render::runs(&latest, &targets, &reasons, json)?)
-        }
+        } => runs(data, library.as_deref(), limit, json),
+        Command::Jobs { limit, json } => emit(&render::jobs(&open(data)?.1.jobs(limit)?, json)?),
+        Command::Status { json } => status(data, json),
+        Command::Scan(what) => scan(data, what),
         Command::Assets { trashed, json } => {
-            let store = open(args.data)?.1;
-            emit(&assets::assets(&store.assets(trashed)?, json)?)
+            emit(&assets::assets(&open(data)?.1.assets(trashed)?, json)?)
         }
-        Command::Trash { id, json } | Command::Restore { id, json } => {
-            let trash = matches!(command, Command::Trash { .. });
-            let (config, store) = open(args.data)?;
-            mediadex::app::finish_abandoned_moves(&store);
-            if trash {
-                mediadex::trash::trash(&store, id)?;
-            } else {
-                mediadex::trash::restore(&store, id)?;
-                mediadex::app::queue_faces_after_restore(&store, &config);
-            }
-            let asset = store
-                .asset(id)?
-                .ok_or_else(|| input_error(format!("no asset {id}")))?;
-            emit(&assets::one(&asset, json)?)
-        }
+        Command::Trash { id, json } => with_faces(data, id, json, ops::trash::trash),
+        Command::Restore { id, json } => with_faces(data, id, json, ops::trash::restore),
+        Command::Faces {
+            action: FacesAction::Redetect { id, json },
+        } => with_faces(data, id, json, ops::faces::redetect),
         Command::Serve {
             bind,
             libraries,
             no_browser: _,
             insecure_no_auth,
-        } => {
-            let config = Config::load(args.data)?;
-            let options = mediadex::app::ServeOptions {
-                bind,
-                next_free_port: false,
-                libraries,
-                insecure_no_auth,
-                open_browser: false,
-                adopt_pictures: false,
-                claim: None,
-            };
-            mediadex::app::serve(config, options)
-        }
+        } => serve(data, bind, libraries, insecure_no_auth),
         Command::Token => {
-            let config = Config::load(args.data)?;
-            let token = mediadex::token::load_or_create(&config.data_dir)?;
-            emit(&format!("{token}\n"))
+            let config = Config::load(data)?;
+            emit(&format!(
+                "{}\n",
+                mediadex::token::load_or_create(&config.data_dir)?
+            ))
         }
         Command::Duplicates { json } => {
-            let store = open(args.data)?.1;
+            let store = open(data)?.1;
             let twins = store.content_twins()?;
             emit(&assets::duplicates(&store.duplicates()?, &twins, json)?)
-        }
-        Command::Faces {
-            action: FacesAction::Redetect { id, json },
-        } => {
-            let (config, store) = open(args.data)?;
-            match mediadex::app::redetect_faces(&store, &config, id) {
-                Ok(_) => {}
-                Err(e @ mediadex::app::RedetectError::NoPicture(_)) => {
-                    return Err(input_error(e.to_string()));
-                }
-                Err(e) => return Err(e.into()),
-            }
-            let asset = store
-                .asset(id)?
-                .ok_or_else(|| input_error(format!("no asset {id}")))?;
-            emit(&assets::one(&asset, json)?)
         }
         Command::Walk {
             kind,
             wait,
             restart,
             json,
-        } => {
-            let (config, store) = open(args.data)?;
-            let kind = kind.id();
-            let Some(scheme) = walk_scheme(&config, kind) else {
-                return Err(input_error(mediadex::app::NoDetector.to_string()));
-            };
-            mediadex::app::walk(&store, &config, kind, restart, wait)?;
-            let state = mediadex::walks::state(&store, kind, scheme)?;
-            emit(&walks::walk(&state, json)?)
-        }
+        } => walk(data, kind.id(), restart, wait, json),
     }
 }
 
-fn walk_scheme(config: &Config, kind: WalkKindId) -> Option<i64> {
-    mediadex::app::walk_schemes(config)
-        .into_iter()
-        .find(|(k, _)| *k == kind)
-        .and_then(|(_, s)| s)
+/// The services of a command: no workers, no watcher; the face detector only for the
+/// commands that detect or queue faces (loading it costs a fifth of a second).
+fn services(config: &Config, store: Store, faces: bool) -> ops::Services {
+    mediadex::app::command_services(config, store, faces)
 }
 
-/// The walks this binary can run, with their records and live chains.
-/// The data dir's disk: its free space, and whether the thumbnail cache is paused at its
-/// reserve (the message names the disk).
-fn disk_status(config: &Config) -> render::DiskStatus {
-    use mediadex::disk::FreeSpace;
-    render::DiskStatus {
-        free_bytes: mediadex::disk::SystemFreeSpace.free_bytes(&config.data_dir),
-        reserve_bytes: config.disk_reserve,
-        full: mediadex::app::thumbs(config).room().err().map(|mut e| {
-            if e.free.is_some_and(|f| f < mediadex::disk::DB_ROOM) {
-                e.paused = Some("its scans, jobs and thumbnails".into());
-            }
-            e.to_string()
-        }),
+fn library_add(
+    data: Option<PathBuf>,
+    path: &Path,
+    name: Option<String>,
+    json: bool,
+) -> anyhow::Result<()> {
+    // Input first: a bad path must not create a data dir or a database.
+    let new = ops::library::NewLibrary::check(path, name)?;
+    let (config, store) = open(data)?;
+    let library = ops::library::add(&services(&config, store, false), &new)?;
+    emit(&render::added(&library, json)?)
+}
+
+fn runs(
+    data: Option<PathBuf>,
+    library: Option<&str>,
+    limit: i64,
+    json: bool,
+) -> anyhow::Result<()> {
+    let (config, store) = open(data)?;
+    let s = services(&config, store, false);
+    let filter = library.map(|l| ops::library::find(&s, l)).transpose()?;
+    let runs = s.store.scan_runs(filter.map(|l| l.id), limit)?;
+    emit(&render::runs(
+        &runs,
+        &s.store.libraries()?,
+        &run_reasons(&s, &runs)?,
+        json,
+    )?)
+}
+
+fn status(data: Option<PathBuf>, json: bool) -> anyhow::Result<()> {
+    let (config, store) = open(data)?;
+    let s = services(&config, store, false);
+    let status = ops::status::status(&s, &config, &mediadex::app::thumbs(&config))?;
+    emit(&render::status(&status, json)?)
+}
+
+fn scan(data: Option<PathBuf>, what: ScanArgs) -> anyhow::Result<()> {
+    let scope = ops::Scope::parse(what.scope.as_deref().unwrap_or("")).map_err(ops::Error::from)?;
+    let (config, store) = open(data)?;
+    let s = services(&config, store, false);
+    let targets = ops::library::targets(&s, what.library.as_deref())?;
+    let runs = if what.cancel {
+        ops::scans::cancel_libraries(&s, &targets)?
+    } else {
+        let ask = ops::scans::Ask {
+            scope,
+            force: what.force,
+            trigger: Trigger::Manual,
+            key: None,
+        };
+        ops::scans::request_each(&s, &targets, &ask)?
+    };
+    if what.wait {
+        let ids: Vec<i64> = targets.iter().map(|l| l.id).collect();
+        mediadex::app::work_until_idle(&s.store, &config, &ids)?;
     }
+    let latest = ops::scans::latest(&s, &runs)?;
+    let reasons = run_reasons(&s, &latest)?;
+    emit(&render::runs(&latest, &targets, &reasons, what.json)?)
 }
 
-fn walk_states(store: &Store, config: &Config) -> anyhow::Result<Vec<mediadex::walks::WalkState>> {
-    mediadex::app::walk_schemes(config)
-        .into_iter()
-        .filter_map(|(kind, scheme)| Some((kind, scheme?)))
-        .map(|(kind, scheme)| Ok(mediadex::walks::state(store, kind, scheme)?))
-        .collect()
+/// Trash, restore and redetect: one asset's operation, with this build's face detector (a
+/// restore queues the face walk); answers the asset.
+fn with_faces(
+    data: Option<PathBuf>,
+    id: i64,
+    json: bool,
+    op: fn(&ops::Services, i64) -> Result<mediadex::model::Asset, ops::Error>,
+) -> anyhow::Result<()> {
+    let (config, store) = open(data)?;
+    let asset = op(&services(&config, store, true), id)?;
+    emit(&assets::one(&asset, json)?)
 }
 
-fn scan_targets(store: &Store, wanted: Option<&str>) -> anyhow::Result<Vec<Library>> {
-    let libraries = store.libraries()?;
-    match wanted {
-        Some(w) => Ok(vec![find_library(&libraries, w)?.clone()]),
-        None if libraries.is_empty() => Err(input_error(
-            "no libraries yet; add one with `mediadex library add PATH`",
-        )),
-        None => Ok(libraries),
-    }
+fn serve(
+    data: Option<PathBuf>,
+    bind: std::net::SocketAddr,
+    libraries: Vec<PathBuf>,
+    insecure_no_auth: bool,
+) -> anyhow::Result<()> {
+    let options = mediadex::app::ServeOptions {
+        bind,
+        next_free_port: false,
+        libraries,
+        insecure_no_auth,
+        open_browser: false,
+        adopt_pictures: false,
+        claim: None,
+    };
+    mediadex::app::serve(Config::load(data)?, options)
 }
 
-fn request_scans(
-    store: &Store,
-    targets: &[Library],
-    scope: Option<&str>,
-    forced: bool,
-    hourly_limit: Option<u32>,
-) -> anyhow::Result<Vec<ScanRun>> {
-    let scope = scope.unwrap_or("").trim_matches('/').to_string();
-    if scope.split('/').any(|part| part == "..") {
-        return Err(input_error("--scope must stay inside the library"));
-    }
-    targets
-        .iter()
-        .map(|l| {
-            let request = ScanRequest {
-                library_id: l.id,
-                scope: scope.clone(),
-                trigger: Trigger::Manual,
-                watch_event: None,
-            };
-            let options = AdmissionOptions {
-                forced,
-                hourly_limit,
-                ..AdmissionOptions::default()
-            };
-            Ok(store.request_scan_keyed(request, options)?.0)
-        })
-        .collect()
-}
-
-/// Cancels each library's waiting and running runs, one write per library (never a read
-/// then a cancel by id: reclaim may retire a run in between, and its successor would run);
-/// a worker holding one stops within a fraction of a second and what it committed stays.
-fn cancel_scans(store: &Store, targets: &[Library]) -> anyhow::Result<Vec<ScanRun>> {
-    let mut cancelled = vec![];
-    for l in targets {
-        cancelled.extend(store.cancel_scans(l.id)?);
-    }
-    Ok(cancelled)
-}
-
-/// The runs as they are now, following a retried run to its successor.
-fn latest_runs(store: &Store, runs: &[ScanRun]) -> anyhow::Result<Vec<ScanRun>> {
-    let mut latest = vec![];
-    for run in runs {
-        let history = store.scan_runs(Some(run.library_id), 50)?;
-        let mut current = run.id;
-        while let Some(next) = history.iter().find(|r| r.predecessor_id == Some(current)) {
-            current = next.id;
-        }
-        if let Some(r) = history.into_iter().find(|r| r.id == current) {
-            latest.push(r);
-        }
-    }
-    Ok(latest)
+fn walk(
+    data: Option<PathBuf>,
+    kind: WalkKindId,
+    restart: bool,
+    wait: bool,
+    json: bool,
+) -> anyhow::Result<()> {
+    let (config, store) = open(data)?;
+    let s = services(&config, store, false);
+    let scheme = ops::walks::scheme(&s, kind).ok_or(ops::Error::NoDetector)?;
+    mediadex::app::walk(&s.store, &config, kind, restart, wait)?;
+    emit(&walks::walk(
+        &mediadex::walks::state(&s.store, kind, scheme)?,
+        json,
+    )?)
 }
 
 fn run_reasons(
-    store: &Store,
+    s: &ops::Services,
     runs: &[ScanRun],
-) -> anyhow::Result<std::collections::HashMap<i64, Vec<(Provenance, i64)>>> {
+) -> anyhow::Result<HashMap<i64, Vec<(Provenance, i64)>>> {
     runs.iter()
-        .map(|r| Ok((r.id, store.run_reasons(r.id)?)))
+        .map(|r| Ok((r.id, ops::scans::reasons(s, r.id)?)))
         .collect()
 }
 
@@ -546,24 +464,6 @@ fn open(data: Option<PathBuf>) -> anyhow::Result<(Config, Store)> {
         mediadex::store::StartCheck::FullUpTo(mediadex::store::COMMAND_CHECK_BYTES),
     )?;
     Ok((config, store))
-}
-
-fn library_root_and_name(path: &Path, name: Option<String>) -> anyhow::Result<(String, String)> {
-    Ok(mediadex::config::library_root(path, name)?)
-}
-
-fn find_library<'a>(libraries: &'a [Library], wanted: &str) -> anyhow::Result<&'a Library> {
-    let by_id = wanted
-        .parse::<i64>()
-        .ok()
-        .and_then(|id| libraries.iter().find(|l| l.id == id));
-    by_id
-        .or_else(|| libraries.iter().find(|l| l.name == wanted))
-        .ok_or_else(|| {
-            input_error(format!(
-                "no library with id or name '{wanted}' (see `mediadex library list`)"
-            ))
-        })
 }
 
 /// Writes the whole output at once, after every read succeeded: a failing command prints

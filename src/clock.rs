@@ -2,6 +2,8 @@
 //! so tests can step time (a slept laptop, an expiry exactly at a boundary) deterministically.
 //! Wall time on purpose: a monotonic clock stops while a machine sleeps, which is exactly the
 //! case a lease must notice.
+//!
+//! Must not import: store, queue, http, ops
 
 use crate::model::Millis;
 use std::sync::Arc;

@@ -2,6 +2,8 @@
 //! `Config` (data dir, database path, runtime knobs), and prepares the data dir on disk.
 //! Owns the OS-convention default data dir. Must not open the database or parse arguments
 //! itself (clap lives in the binary); it only receives the values.
+//!
+//! Must not import: store, http, ops, rusqlite
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

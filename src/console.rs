@@ -7,6 +7,8 @@
 //! alone: attaching would send it to the console instead of the file. The terminal does not
 //! wait for a GUI-subsystem program, so its prompt may print before the output; scripts that
 //! need ordering redirect the output or use `start /wait`.
+//!
+//! Must not import: store, http, ops
 
 use windows_sys::Win32::Storage::FileSystem::{FILE_TYPE_DISK, FILE_TYPE_PIPE, GetFileType};
 use windows_sys::Win32::System::Console::{

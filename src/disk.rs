@@ -3,6 +3,8 @@
 //! free on the disk holding the data dir and pauses below it; a scan or a job that met a full
 //! disk waits and carries on by itself once space is freed. The probe is injectable so that
 //! tests can fill a disk without one. Knows nothing of the database or the queue.
+//!
+//! Must not import: store, http, ops
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

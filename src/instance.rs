@@ -4,6 +4,8 @@
 //! `instance.json` (pid, url, owner). A second launch fails to take the lock, reads the file,
 //! checks the instance answers on its url, and only opens the browser.
 //! Owns those two files; knows nothing of HTTP beyond one `GET /healthz`.
+//!
+//! Must not import: store, http, ops
 
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};

@@ -13,6 +13,7 @@ pub mod mapped;
 pub mod media;
 pub mod metrics;
 pub mod model;
+pub mod ops;
 pub mod queue;
 pub mod scan;
 pub mod store;

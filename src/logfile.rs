@@ -3,6 +3,8 @@
 //! the data dir is known, so the file is a process-wide slot that `open` fills; until then
 //! (and for one-shot CLI commands, which never open it) file output is discarded.
 //! Owns the file and its rotation; does not decide what is logged.
+//!
+//! Must not import: store, http, ops
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};

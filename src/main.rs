@@ -1,5 +1,7 @@
 //! The `mediadex` binary: sets up logging, parses the command line and turns the outcome
 //! into an exit code. Everything else is in `cli` (commands) and the library crate.
+//!
+//! Must not import: store, rusqlite, r2d2
 
 // A double-clicked desktop app must not open a console window on Windows, so the release
 // binary is a GUI-subsystem program; `console::attach` gives commands typed in a terminal

@@ -16,6 +16,8 @@
 //! process as it would have. Elsewhere, and when the table is full, the file is read instead.
 //!
 //! Owns the SIGBUS disposition of the process and nothing else; knows nothing of scans.
+//!
+//! Must not import: store, media, http
 
 use std::fs::File;
 use std::io;

@@ -2,6 +2,8 @@
 //! read from the database, so every process sharing the data dir reports the same figures.
 //! Labels are bounded: the kind of work (job kinds the binary knows, `scan`), the asset
 //! kind, and the library (one series per library the user added). Reads nothing itself.
+//!
+//! Must not import: store, http, ops, rusqlite
 
 use crate::model::{MetricsSnapshot, Millis};
 use std::fmt::Write;

@@ -9,6 +9,8 @@
 //! holding the database: below a reserve of free space (`disk::DEFAULT_RESERVE` unless
 //! configured) it writes nothing and the job waits for space. Touches no database and serves
 //! nothing itself: the HTTP layer decides which file may be read.
+//!
+//! Must not import: http, ops, rusqlite
 
 pub mod job;
 

@@ -1,6 +1,8 @@
 //! The access token of the HTTP API: generated on first use, kept in `<data dir>/token`
 //! readable by its owner only (0600 on Unix), printed by `mediadex token`. Owns that file;
 //! must not decide when the token is needed (that is `http::security`).
+//!
+//! Must not import: store, http, ops
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

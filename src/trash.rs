@@ -12,6 +12,8 @@
 //! its lease expired (`MoveJob`, by the worker pool or the next trash or restore command) and
 //! carried on from where the files are, forward or, once a rollback was recorded, back.
 //! No SQL here; rows go through `Store`.
+//!
+//! Must not import: http, ops, rusqlite
 
 use crate::disk::{DiskFull, FreeSpace};
 use crate::model::{

@@ -94,8 +94,8 @@ pub(super) fn add_pictures_library_if_none(store: &Store) -> anyhow::Result<()> 
     if !pictures.is_dir() {
         return Ok(());
     }
-    let (root, name) = crate::config::library_root(&pictures, None)?;
-    let library = add_library(store, &name, &root)?;
+    let new = crate::ops::library::NewLibrary::check(&pictures, None)?;
+    let library = add_library(store, &new.name, &new.root)?;
     tracing::info!(root = %library.root, "added the pictures folder as the first library");
     Ok(())
 }

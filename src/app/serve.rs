@@ -52,7 +52,7 @@ pub fn serve(config: Config, mut options: ServeOptions) -> anyhow::Result<()> {
     for path in &options.libraries {
         adopt_library(&store, path)?;
     }
-    request_boot_scans(&store);
+    crate::ops::scans::request_at_start(&store);
     super::boot_walks(&store, &config);
     let security = security(&config, &options)?;
     let pool = Arc::new(WorkerPool::start(
@@ -74,15 +74,12 @@ pub fn serve(config: Config, mut options: ServeOptions) -> anyhow::Result<()> {
         security,
         thumbs: super::thumbs(&config),
         event_poll: std::time::Duration::from_millis(250),
-        hourly_limit: config.scan_hourly_limit,
-        wake,
-        watch: watcher.as_ref().map(crate::watch::Watcher::handle),
-        after_restore: Some(after_restore(&store, &config)),
-        walks: super::walk_schemes(&config)
-            .into_iter()
-            .filter_map(|(kind, scheme)| Some((kind, scheme?)))
-            .collect(),
-        redetect: redetect(&store, &config),
+        ops: crate::ops::Services {
+            wake,
+            watch: watcher.as_ref().map(crate::watch::Watcher::handle),
+            without_workers: false,
+            ..super::command_services(&config, store.clone(), true)
+        },
     };
     let served = run_http(&store, &options, http, claim.as_ref());
     tracing::info!("stopping: handing leases back");
@@ -139,7 +136,7 @@ fn security(config: &Config, options: &ServeOptions) -> anyhow::Result<crate::ht
 }
 
 /// Wakes the pool while it lives (the HTTP server and the watcher may outlive it briefly).
-fn weak_waker(pool: &Arc<WorkerPool>) -> crate::http::Wake {
+fn weak_waker(pool: &Arc<WorkerPool>) -> crate::ops::Wake {
     let weak = Arc::downgrade(pool);
     Arc::new(move || {
         if let Some(pool) = weak.upgrade() {
@@ -148,27 +145,11 @@ fn weak_waker(pool: &Arc<WorkerPool>) -> crate::http::Wake {
     })
 }
 
-/// Queues face detection after a restore made through the API (as the CLI's restore does).
-fn after_restore(store: &Store, config: &Config) -> crate::http::Wake {
-    let (store, config) = (store.clone(), config.clone());
-    Arc::new(move || super::queue_faces_after_restore(&store, &config))
-}
-
-/// One picture's faces detected now, as `mediadex faces redetect` does (none without a
-/// detector).
-fn redetect(store: &Store, config: &Config) -> Option<crate::http::Redetect> {
-    super::face_detector()?;
-    let (store, config) = (store.clone(), config.clone());
-    Some(Arc::new(move |id| {
-        super::redetect_faces(&store, &config, id)
-    }))
-}
-
 /// Watches every library for changes (unless watching is off).
 fn start_watcher(
     store: &Store,
     config: &Config,
-    wake: crate::http::Wake,
+    wake: crate::ops::Wake,
 ) -> anyhow::Result<Option<crate::watch::Watcher>> {
     if !config.watch_enabled {
         tracing::info!("file watching is off (MEDIADEX_WATCH=off)");
@@ -177,29 +158,6 @@ fn start_watcher(
     let libraries = store.libraries()?;
     let watcher = crate::watch::Watcher::start(store, &libraries, config.watch.clone(), wake);
     Ok(Some(watcher))
-}
-
-/// Every library gets a scan at start: changes made while mediadex was not running are
-/// found (an unchanged library costs a walk and no writes). Coalesces with waiting runs.
-fn request_boot_scans(store: &Store) {
-    let libraries = match store.libraries() {
-        Ok(libraries) => libraries,
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot list libraries for the start-up scans");
-            return;
-        }
-    };
-    for library in libraries {
-        let request = crate::model::ScanRequest {
-            library_id: library.id,
-            scope: String::new(),
-            trigger: crate::model::Trigger::Boot,
-            watch_event: None,
-        };
-        if let Err(e) = store.request_scan(request) {
-            tracing::warn!(library = %library.name, error = %e, "start-up scan not requested");
-        }
-    }
 }
 
 /// Binds `options.bind`, or with `next_free_port` the first free port after it.
@@ -243,7 +201,7 @@ fn run_http(
         let listener = bind(options).await?;
         let addr = listener.local_addr().context("reading the bound address")?;
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        let state = crate::http::AppState::start(store.clone(), http, stop_rx.clone())?;
+        let state = crate::http::AppState::start(http, stop_rx.clone())?;
         let router = crate::http::router(state);
         let url = format!("http://{addr}/");
         let mut stopped = stop_rx;
@@ -284,13 +242,13 @@ fn announce(store: &Store, url: &str, claim: Option<&crate::instance::Claim>, br
 }
 
 /// Adds `path` as a library unless it is one already (its scan is the boot scan that
-/// `request_boot_scans` asks for every library).
+/// `ops::scans::request_at_start` asks for every library).
 fn adopt_library(store: &Store, path: &std::path::Path) -> anyhow::Result<()> {
-    let (root, name) = crate::config::library_root(path, None)?;
-    if store.libraries()?.iter().any(|l| l.root == root) {
+    let new = crate::ops::library::NewLibrary::check(path, None)?;
+    if store.libraries()?.iter().any(|l| l.root == new.root) {
         return Ok(());
     }
-    let library = add_library(store, &name, &root)
+    let library = add_library(store, &new.name, &new.root)
         .with_context(|| format!("cannot add {} as a library", path.display()))?;
     tracing::info!(root = %library.root, name = %library.name, "added a library");
     Ok(())

@@ -4,7 +4,7 @@
 //! store or the disk. Human output never lets a name forge a line: control characters are
 //! escaped, and paths show their non-UTF-8 bytes as `\xNN` (`human_path`).
 
-use mediadex::model::{Counter, Job, JobState, Library, Millis, Provenance, RunState, ScanRun};
+use mediadex::model::{Job, JobState, Library, Millis, Provenance, RunState, ScanRun};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 
@@ -75,31 +75,7 @@ struct JobOut<'a> {
     finished_at: Option<Millis>,
 }
 
-/// What `mediadex status` reports; the cli fills it from the store.
-pub struct Status {
-    pub version: &'static str,
-    pub data_dir: String,
-    pub db_path: String,
-    pub libraries: usize,
-    /// The state of every run and job row.
-    /// Rows per state; states missing here count as zero.
-    pub runs: Vec<(RunState, i64)>,
-    pub jobs: Vec<(JobState, i64)>,
-    pub counters: Vec<(Counter, i64)>,
-    pub walks: Vec<mediadex::walks::WalkState>,
-    pub disk: DiskStatus,
-}
-
-/// The disk holding the data dir, as `status` sees it.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct DiskStatus {
-    /// `None` when the platform cannot tell.
-    pub free_bytes: Option<u64>,
-    /// What the thumbnail cache leaves free for the database.
-    pub reserve_bytes: u64,
-    /// The full-disk message when the free space is below the reserve (thumbnails paused).
-    pub full: Option<String>,
-}
+use mediadex::ops::status::{DiskStatus, Status};
 
 #[derive(Serialize)]
 struct StatusOut<'a> {
@@ -154,12 +130,6 @@ pub fn runs(
     reasons: &HashMap<i64, Vec<(Provenance, i64)>>,
     json: bool,
 ) -> serde_json::Result<String> {
-    let reasons_of = |id: i64| -> BTreeMap<&'static str, i64> {
-        reasons
-            .get(&id)
-            .map(|v| v.iter().map(|&(p, n)| (p.as_str(), n)).collect())
-            .unwrap_or_default()
-    };
     let name_of = |id: i64| {
         libraries
             .iter()
@@ -169,30 +139,7 @@ pub fn runs(
     if json {
         let out: Vec<_> = runs
             .iter()
-            .map(|r| RunOut {
-                id: r.id,
-                library_id: r.library_id,
-                library_name: name_of(r.library_id),
-                scope: &r.scope,
-                trigger: r.trigger.as_str(),
-                watch_event: r.watch_event.as_deref(),
-                state: r.state.as_str(),
-                reason: r.reason.as_deref(),
-                attempt: r.attempt,
-                generation: r.generation,
-                predecessor_id: r.predecessor_id,
-                lease_owner: r.lease_owner.as_deref(),
-                lease_expires_at: r.lease_expires_at,
-                progress: r.progress.as_deref(),
-                requested_at: r.requested_at,
-                accepted_at: r.accepted_at,
-                run_at: r.run_at,
-                started_at: r.started_at,
-                finished_at: r.finished_at,
-                updated_at: r.updated_at,
-                forced: r.forced,
-                reasons: reasons_of(r.id),
-            })
+            .map(|r| run_out(r, name_of(r.library_id), reasons))
             .collect();
         return to_json(&out);
     }
@@ -233,6 +180,41 @@ pub fn runs(
         ],
         rows,
     ))
+}
+
+/// One run's `--json` shape, with its library's name and its reason counts.
+fn run_out<'a>(
+    r: &'a ScanRun,
+    library_name: Option<&'a str>,
+    reasons: &HashMap<i64, Vec<(Provenance, i64)>>,
+) -> RunOut<'a> {
+    RunOut {
+        id: r.id,
+        library_id: r.library_id,
+        library_name,
+        scope: &r.scope,
+        trigger: r.trigger.as_str(),
+        watch_event: r.watch_event.as_deref(),
+        state: r.state.as_str(),
+        reason: r.reason.as_deref(),
+        attempt: r.attempt,
+        generation: r.generation,
+        predecessor_id: r.predecessor_id,
+        lease_owner: r.lease_owner.as_deref(),
+        lease_expires_at: r.lease_expires_at,
+        progress: r.progress.as_deref(),
+        requested_at: r.requested_at,
+        accepted_at: r.accepted_at,
+        run_at: r.run_at,
+        started_at: r.started_at,
+        finished_at: r.finished_at,
+        updated_at: r.updated_at,
+        forced: r.forced,
+        reasons: reasons
+            .get(&r.id)
+            .map(|v| v.iter().map(|&(p, n)| (p.as_str(), n)).collect())
+            .unwrap_or_default(),
+    }
 }
 
 pub fn jobs(jobs: &[Job], json: bool) -> serde_json::Result<String> {
@@ -457,6 +439,7 @@ fn table_body(rows: &[Vec<String>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mediadex::model::Counter;
 
     #[test]
     fn table_aligns_columns_without_trailing_blanks() {

@@ -6,6 +6,8 @@
 //! The pipeline of `RetinaFace::detect`: decode (bounded) → apply EXIF orientation → scale the
 //! long side to `TARGET_LONG_SIDE` → run the net → decode priors → score threshold → NMS →
 //! map boxes and landmarks back to stored-pixel coordinates.
+//!
+//! Must not import: store, queue, http, ops, rusqlite
 
 mod decode;
 mod for_walks;

@@ -1,6 +1,6 @@
 //! `/api/assets` and `/api/duplicates`: the paged asset list with its filters (keyset
 //! pagination; the cursor is opaque to clients), one asset with its paths, trash and
-//! restore through `crate::trash` (journaled file moves), and byte-identical duplicates. A
+//! restore through `ops::trash` (journaled file moves), and byte-identical duplicates. A
 //! path is its text, with its exact bytes in base64 beside it where the text is lossy.
 
 use super::error::ApiError;
@@ -184,7 +184,7 @@ pub async fn list(
 ) -> Result<Json<Page>, ApiError> {
     let Query(q) = q?;
     let (filter, cursor, limit) = filter(q)?;
-    let store = s.store.clone();
+    let store = s.ops.store.clone();
     let page = blocking(move || Ok(store.asset_page(&filter, cursor.as_ref(), limit)?)).await?;
     Ok(Json(Page {
         next_cursor: page.next.as_ref().map(cursor_text),
@@ -193,9 +193,9 @@ pub async fn list(
 }
 
 pub(super) fn get_asset(store: &Store, id: i64) -> Result<Asset, ApiError> {
-    store
+    Ok(store
         .asset(id)?
-        .ok_or_else(|| ApiError::not_found(format!("no asset {id}")))
+        .ok_or(crate::ops::Error::NotFound(crate::ops::Thing::Asset, id))?)
 }
 
 pub async fn one(
@@ -203,7 +203,7 @@ pub async fn one(
     id: Result<Path<i64>, PathRejection>,
 ) -> Result<Json<AssetOut>, ApiError> {
     let Path(id) = id?;
-    let store = s.store.clone();
+    let store = s.ops.store.clone();
     let asset = blocking(move || get_asset(&store, id)).await?;
     Ok(Json(asset_out(asset)))
 }
@@ -213,35 +213,17 @@ pub async fn trash(
     id: Result<Path<i64>, PathRejection>,
 ) -> Result<Json<AssetOut>, ApiError> {
     let Path(id) = id?;
-    move_asset(s, id, crate::trash::trash).await
+    let asset = blocking(move || Ok(crate::ops::trash::trash(&s.ops, id)?)).await?;
+    Ok(Json(asset_out(asset)))
 }
 
+/// Restores the asset (`ops::trash::restore`, which queues its faces).
 pub async fn restore(
     State(s): State<AppState>,
     id: Result<Path<i64>, PathRejection>,
 ) -> Result<Json<AssetOut>, ApiError> {
     let Path(id) = id?;
-    let after = s.after_restore.clone();
-    let restored = move_asset(s, id, crate::trash::restore).await?;
-    if let Some(after) = after {
-        blocking(move || {
-            after();
-            Ok(())
-        })
-        .await?;
-    }
-    Ok(restored)
-}
-
-type Mover = fn(&Store, i64) -> Result<crate::model::MoveOutcome, crate::trash::TrashError>;
-
-async fn move_asset(s: AppState, id: i64, mover: Mover) -> Result<Json<AssetOut>, ApiError> {
-    let store = s.store.clone();
-    let asset = blocking(move || {
-        mover(&store, id)?;
-        get_asset(&store, id)
-    })
-    .await?;
+    let asset = blocking(move || Ok(crate::ops::trash::restore(&s.ops, id)?)).await?;
     Ok(Json(asset_out(asset)))
 }
 
@@ -254,7 +236,7 @@ pub struct DuplicateOut {
 }
 
 pub async fn duplicates(State(s): State<AppState>) -> Result<Json<Vec<DuplicateOut>>, ApiError> {
-    let store = s.store.clone();
+    let store = s.ops.store.clone();
     let groups = blocking(move || Ok(store.duplicates()?)).await?;
     let out = groups
         .into_iter()

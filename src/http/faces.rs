@@ -1,17 +1,15 @@
 //! Faces over HTTP (DESIGN.md section 8): one asset's stored faces (boxes and landmarks in
 //! original-image pixels, score, the detector version), re-detection of one live picture
-//! through the same path as `mediadex faces redetect` (the `Redetect` the server was given),
+//! through the same operation as `mediadex faces redetect` (`ops::faces::redetect`),
 //! and the paged list of assets with faces (the asset list's keyset paging). Holds no SQL.
 
 use super::assets::{DEFAULT_PAGE, MAX_PAGE, get_asset, parse_cursor};
 use super::error::ApiError;
 use super::{AppState, blocking};
-use crate::app::RedetectError;
-use crate::model::{Asset, DetectedFace, MediaKind};
+use crate::model::{Asset, DetectedFace};
 use axum::Json;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
 
 /// One asset's faces, with what a client needs to place the boxes.
 #[derive(serde::Serialize)]
@@ -48,80 +46,20 @@ pub async fn of_asset(
     id: Result<Path<i64>, PathRejection>,
 ) -> Result<Json<FacesOut>, ApiError> {
     let Path(id) = id?;
-    let store = s.store.clone();
+    let store = s.ops.store.clone();
     let asset = blocking(move || get_asset(&store, id)).await?;
     Ok(Json(faces_out(&asset)))
 }
 
-/// Why a picture cannot be re-detected, before trying: the same rules as the face walk
-/// (live images only), each with its own code.
-fn check_redetectable(a: &Asset) -> Result<(), ApiError> {
-    if a.trashed_at.is_some() {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "trashed",
-            format!(
-                "asset {} is in the trash; restore it to detect its faces",
-                a.id
-            ),
-        ));
-    }
-    if a.facts.kind != Some(MediaKind::Image) {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "not_an_image",
-            format!(
-                "asset {} is not a picture; faces are found in pictures",
-                a.id
-            ),
-        ));
-    }
-    Ok(())
-}
-
 /// `POST /api/assets/{id}/faces/redetect`: detects the picture's faces now with the current
-/// detector and answers them.
+/// detector (`ops::faces::redetect`) and answers them.
 pub async fn redetect(
     State(s): State<AppState>,
     id: Result<Path<i64>, PathRejection>,
 ) -> Result<Json<FacesOut>, ApiError> {
     let Path(id) = id?;
-    let Some(detect) = s.redetect.clone() else {
-        return Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "no_detector",
-            "this mediadex has no face detector",
-        ));
-    };
-    let store = s.store.clone();
-    let asset = blocking(move || {
-        check_redetectable(&get_asset(&store, id)?)?;
-        detect(id)?;
-        get_asset(&store, id)
-    })
-    .await?;
+    let asset = blocking(move || Ok(crate::ops::faces::redetect(&s.ops, id)?)).await?;
     Ok(Json(faces_out(&asset)))
-}
-
-impl From<RedetectError> for ApiError {
-    fn from(e: RedetectError) -> Self {
-        let message = e.to_string();
-        match e {
-            // Trashed or swept since the check above.
-            RedetectError::NoPicture(_) => {
-                ApiError::new(StatusCode::CONFLICT, "no_picture", message)
-            }
-            RedetectError::Failed(..) => ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "detection_failed",
-                message,
-            ),
-            RedetectError::NoDetector(_) => {
-                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "no_detector", message)
-            }
-            RedetectError::Store(e) => e.into(),
-        }
-    }
 }
 
 #[derive(serde::Deserialize)]
@@ -146,7 +84,7 @@ pub async fn list(
     let Query(q) = q?;
     let limit = super::error::limit(q.limit, DEFAULT_PAGE, MAX_PAGE)?;
     let cursor = q.cursor.as_deref().map(parse_cursor).transpose()?;
-    let store = s.store.clone();
+    let store = s.ops.store.clone();
     let page = blocking(move || Ok(store.faces_page(cursor.as_ref(), limit)?)).await?;
     Ok(Json(Page {
         next_cursor: page.next.as_ref().map(super::assets::cursor_text),

@@ -1,14 +1,15 @@
 //! `/api/jobs`: the job queue (walk chains and maintenance; walks report through it
-//! generically until they have their own endpoints), one job, cancel and force-release.
+//! generically until they have their own endpoints), one job, cancel and force-release
+//! (`ops::jobs`).
 
 use super::error::ApiError;
 use super::{AppState, blocking};
-use crate::model::{Job, Target};
-use crate::store::{Store, StoreError};
+use crate::model::Job;
+use crate::ops;
+use crate::store::Store;
 use axum::Json;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
 
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -22,14 +23,14 @@ pub async fn list(
 ) -> Result<Json<Vec<Job>>, ApiError> {
     let Query(q) = q?;
     let limit = super::error::limit(q.limit, 50, 1000)?;
-    let store = s.store.clone();
+    let store = s.ops.store.clone();
     Ok(Json(blocking(move || Ok(store.jobs(limit)?)).await?))
 }
 
 fn get_job(store: &Store, id: i64) -> Result<Job, ApiError> {
-    store
+    Ok(store
         .job(id)?
-        .ok_or_else(|| ApiError::not_found(format!("no job {id}")))
+        .ok_or(ops::Error::NotFound(ops::Thing::Job, id))?)
 }
 
 pub async fn one(
@@ -37,31 +38,8 @@ pub async fn one(
     id: Result<Path<i64>, PathRejection>,
 ) -> Result<Json<Job>, ApiError> {
     let Path(id) = id?;
-    let store = s.store.clone();
+    let store = s.ops.store.clone();
     Ok(Json(blocking(move || get_job(&store, id)).await?))
-}
-
-async fn end(
-    s: AppState,
-    id: i64,
-    act: fn(&Store, i64) -> Result<bool, StoreError>,
-    what: &'static str,
-) -> Result<Json<Job>, ApiError> {
-    let store = s.store.clone();
-    let job = blocking(move || {
-        get_job(&store, id)?;
-        if !act(&store, id)? {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "finished",
-                format!("job {id} is not waiting or running; nothing to {what}"),
-            ));
-        }
-        get_job(&store, id)
-    })
-    .await?;
-    (s.wake)();
-    Ok(Json(job))
 }
 
 pub async fn cancel(
@@ -69,7 +47,9 @@ pub async fn cancel(
     id: Result<Path<i64>, PathRejection>,
 ) -> Result<Json<Job>, ApiError> {
     let Path(id) = id?;
-    end(s, id, |st, id| st.cancel(Target::Job, id), "cancel").await
+    Ok(Json(
+        blocking(move || Ok(ops::jobs::cancel(&s.ops, id)?)).await?,
+    ))
 }
 
 pub async fn release(
@@ -77,11 +57,7 @@ pub async fn release(
     id: Result<Path<i64>, PathRejection>,
 ) -> Result<Json<Job>, ApiError> {
     let Path(id) = id?;
-    end(
-        s,
-        id,
-        |st, id| st.release_unowned(Target::Job, id),
-        "release",
-    )
-    .await
+    Ok(Json(
+        blocking(move || Ok(ops::jobs::release(&s.ops, id)?)).await?,
+    ))
 }

@@ -1,17 +1,18 @@
-//! `/api/libraries`: list, add (an existing folder, canonicalized, its identity recorded for
-//! the circuit breaker), remove (the index forgets it; files on disk stay).
+//! `/api/libraries`: list, add (`ops::library::add`: an existing folder, canonicalized, its
+//! identity recorded for the circuit breaker, the watcher told), remove (the index forgets
+//! it; files on disk stay).
 
 use super::error::ApiError;
 use super::{AppState, blocking};
 use crate::model::Library;
+use crate::ops;
 use axum::Json;
 use axum::extract::rejection::{JsonRejection, PathRejection};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 
 pub async fn list(State(s): State<AppState>) -> Result<Json<Vec<Library>>, ApiError> {
-    let store = s.store.clone();
-    Ok(Json(blocking(move || Ok(store.libraries()?)).await?))
+    Ok(Json(blocking(move || Ok(s.ops.store.libraries()?)).await?))
 }
 
 #[derive(serde::Deserialize)]
@@ -26,18 +27,11 @@ pub async fn add(
     body: Result<Json<NewLibrary>, JsonRejection>,
 ) -> Result<(StatusCode, Json<Library>), ApiError> {
     let Json(req) = body?;
-    let store = s.store.clone();
-    let watch = s.watch.clone();
     let library = blocking(move || {
-        let path = std::path::PathBuf::from(&req.path);
-        let (root, name) = crate::config::library_root(&path, req.name)
-            .map_err(|e| ApiError::bad_request(e.to_string()))?;
-        Ok(crate::app::add_library(&store, &name, &root)?)
+        let new = ops::library::NewLibrary::check(std::path::Path::new(&req.path), req.name)?;
+        Ok(ops::library::add(&s.ops, &new)?)
     })
     .await?;
-    if let Some(watch) = &watch {
-        watch.add(library.clone());
-    }
     Ok((StatusCode::CREATED, Json(library)))
 }
 
@@ -53,10 +47,6 @@ pub async fn remove(
     id: Result<Path<i64>, PathRejection>,
 ) -> Result<Json<Removed>, ApiError> {
     let Path(id) = id?;
-    let store = s.store.clone();
-    let removed_assets = blocking(move || Ok(store.remove_library(id)?)).await?;
-    if let Some(watch) = &s.watch {
-        watch.remove(id);
-    }
+    let removed_assets = blocking(move || Ok(ops::library::remove(&s.ops, id)?)).await?;
     Ok(Json(Removed { id, removed_assets }))
 }

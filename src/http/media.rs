@@ -6,7 +6,7 @@
 
 use super::assets::get_asset;
 use super::contain::{ContainError, resolve};
-use super::error::ApiError;
+use super::error::{ApiError, Code};
 use super::range;
 use super::{AppState, blocking};
 use crate::model::{Asset, FileState, hex, trash_path};
@@ -65,8 +65,8 @@ fn readable(store: &Store, asset: &Asset) -> Result<Vec<PathBuf>, ApiError> {
         return Ok(found);
     }
     if escaped {
-        return Err(ApiError::forbidden(
-            "outside_library",
+        return Err(ApiError::new(
+            Code::OutsideLibrary,
             format!(
                 "asset {}'s file resolves outside its library; refused",
                 asset.id
@@ -74,8 +74,7 @@ fn readable(store: &Store, asset: &Asset) -> Result<Vec<PathBuf>, ApiError> {
         ));
     }
     Err(ApiError::new(
-        StatusCode::NOT_FOUND,
-        "file_missing",
+        Code::FileMissing,
         format!("no file of asset {} is readable now", asset.id),
     ))
 }
@@ -116,7 +115,7 @@ pub async fn thumbnail(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let Path(id) = id?;
-    let (store, thumbs) = (s.store.clone(), s.thumbs.clone());
+    let (store, thumbs) = (s.ops.store.clone(), s.thumbs.clone());
     blocking(move || {
         let asset = get_asset(&store, id)?;
         let sum = hex(&asset.checksum);
@@ -168,7 +167,7 @@ pub async fn original(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let Path(id) = id?;
-    let store = s.store.clone();
+    let store = s.ops.store.clone();
     let (asset, path) = blocking(move || {
         let asset = get_asset(&store, id)?;
         let path = locate(&store, &asset)?;
@@ -232,8 +231,7 @@ pub async fn original(
 
 fn unreadable(id: i64, e: &std::io::Error) -> ApiError {
     ApiError::new(
-        StatusCode::NOT_FOUND,
-        "file_unreadable",
+        Code::FileUnreadable,
         format!("cannot read asset {id}'s file: {e}"),
     )
 }
@@ -241,8 +239,7 @@ fn unreadable(id: i64, e: &std::io::Error) -> ApiError {
 /// 416, saying how long the file is.
 fn unsatisfiable(id: i64, len: u64) -> Response {
     let mut r = ApiError::new(
-        StatusCode::RANGE_NOT_SATISFIABLE,
-        "range_not_satisfiable",
+        Code::RangeNotSatisfiable,
         format!("asset {id}'s file has {len} bytes; the range asked for lies outside them"),
     )
     .into_response();

@@ -1,8 +1,12 @@
-//! The HTTP API (DESIGN.md section 9): the router and its shared state, the health check,
-//! /metrics, and the honest placeholder page until the web page lands. Handlers are thin:
-//! reads go to the store's pool on `spawn_blocking`, writes through the store's writer
-//! operations and the queue. One file per resource; `error.rs` is the one error mapping,
-//! `security.rs` the guard in front of every route, `sse.rs` the event stream. Holds no SQL.
+//! The HTTP API (DESIGN.md section 9): the router and its shared state (the use cases'
+//! `ops::Services`, the thumbnail cache, the security rules, the event stream), the health
+//! check, /metrics and the embedded page. Handlers are thin adapters: they parse the
+//! request, call one operation of `ops` (or one read of the store) on `spawn_blocking`, and
+//! render its answer. One file per resource; `error.rs` is the one error map, `security.rs`
+//! the guard in front of every route, `sse.rs` the event stream. Holds no SQL and no use
+//! case.
+//!
+//! Must not import: app, rusqlite, r2d2
 
 mod assets;
 mod contain;
@@ -19,13 +23,13 @@ pub mod sse;
 pub mod walks;
 
 pub use contain::{ContainError, resolve as resolve_in_library};
-pub use error::ApiError;
+pub use error::{ApiError, Code};
 pub use security::Security;
 
-use crate::store::Store;
+use crate::ops::Services;
 use crate::thumbs::Thumbs;
 use axum::extract::{DefaultBodyLimit, FromRef, State};
-use axum::http::{StatusCode, header};
+use axum::http::header;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -35,32 +39,18 @@ use std::time::Duration;
 /// Request bodies are small JSON objects; anything larger is refused with 413.
 pub const MAX_BODY: usize = 64 * 1024;
 
-/// Called after a request put work in the queue (wakes idle workers).
-pub use crate::watch::Waker as Wake;
-
-/// Detects one asset's faces now and stores them (`mediadex faces redetect`).
-pub type Redetect = Arc<dyn Fn(i64) -> Result<usize, crate::app::RedetectError> + Send + Sync>;
-
 /// The walk kinds a server runs, each with the scheme it walks under.
 pub type WalkKinds = Arc<[(crate::model::WalkKindId, i64)]>;
 
-/// What every handler can reach.
+/// What every handler can reach: services, no logic.
 #[derive(Clone)]
 pub struct AppState {
-    pub store: Store,
+    /// What the use cases act through (the store, the workers' wake, the watcher, the walks
+    /// and the face detector of this process).
+    pub ops: Services,
     pub thumbs: Arc<Thumbs>,
     pub security: Arc<Security>,
     pub events: sse::Events,
-    /// Admission's hourly limit per library (`MEDIADEX_SCAN_HOURLY_LIMIT`).
-    pub hourly_limit: Option<u32>,
-    pub wake: Wake,
-    /// The watcher of this process, when it watches (library add/remove, statuses).
-    pub watch: Option<crate::watch::WatchHandle>,
-    /// Run (on the blocking pool) after a restore committed: queues face detection.
-    pub after_restore: Option<Wake>,
-    pub walks: WalkKinds,
-    /// `None` when this build has no face detector.
-    pub redetect: Option<Redetect>,
 }
 
 impl FromRef<AppState> for Arc<Security> {
@@ -81,36 +71,29 @@ pub struct HttpConfig {
     pub thumbs: Thumbs,
     /// How often the event poller looks at the run history.
     pub event_poll: Duration,
-    pub hourly_limit: Option<u32>,
-    pub wake: Wake,
-    pub watch: Option<crate::watch::WatchHandle>,
-    pub after_restore: Option<Wake>,
-    /// The walks this server runs (`app::walk_schemes`): `/api/walks` and `walk` events.
-    pub walks: Vec<(crate::model::WalkKindId, i64)>,
-    pub redetect: Option<Redetect>,
+    /// The use cases' services; their `walks` are what `/api/walks` and `walk` events show.
+    pub ops: Services,
 }
 
 impl AppState {
     /// The state of one server; starts its event poller on the current runtime, which
     /// stops (and ends every event stream) when `shutdown` turns true.
     pub fn start(
-        store: Store,
         config: HttpConfig,
         shutdown: tokio::sync::watch::Receiver<bool>,
     ) -> Result<AppState, crate::store::StoreError> {
-        let walks: WalkKinds = config.walks.into();
-        let events = sse::Events::start(store.clone(), config.event_poll, walks.clone(), shutdown)?;
+        let ops = config.ops;
+        let events = sse::Events::start(
+            ops.store.clone(),
+            config.event_poll,
+            ops.walks.clone(),
+            shutdown,
+        )?;
         Ok(AppState {
-            store,
+            ops,
             thumbs: Arc::new(config.thumbs),
             security: Arc::new(config.security),
             events,
-            hourly_limit: config.hourly_limit,
-            wake: config.wake,
-            watch: config.watch,
-            after_restore: config.after_restore,
-            walks,
-            redetect: config.redetect,
         })
     }
 }
@@ -191,7 +174,7 @@ pub const OWNER_HEADER: axum::http::HeaderName =
 
 /// For the service manager: the database answers a read.
 async fn healthz(State(state): State<AppState>) -> Result<Response, ApiError> {
-    let store = state.store.clone();
+    let store = state.ops.store.clone();
     let owner = store.owner().to_string();
     blocking(move || Ok(store.libraries()?)).await?;
     // The owner lets a second desktop launch tell this instance from another program that
@@ -204,10 +187,10 @@ async fn healthz(State(state): State<AppState>) -> Result<Response, ApiError> {
 }
 
 async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
-    let store = state.store.clone();
+    let store = state.ops.store.clone();
     let snapshot = blocking(move || Ok(store.metrics_snapshot()?)).await?;
     let mut text = crate::metrics::render(&snapshot);
-    if let Some(watch) = &state.watch {
+    if let Some(watch) = &state.ops.watch {
         text.push_str(&crate::metrics::render_watch(&watch.statuses()));
     }
     Ok(([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response())
@@ -219,8 +202,7 @@ async fn not_found() -> ApiError {
 
 async fn method_not_allowed() -> ApiError {
     ApiError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "method_not_allowed",
+        Code::MethodNotAllowed,
         "this endpoint does not take that method; GET /api lists the API",
     )
 }
@@ -234,6 +216,7 @@ async fn api_listing() -> Html<&'static str> {
 async fn watch_status(State(state): State<AppState>) -> Json<Vec<crate::watch::WatchStatus>> {
     Json(
         state
+            .ops
             .watch
             .as_ref()
             .map(|w| w.statuses())

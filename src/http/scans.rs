@@ -1,12 +1,14 @@
-//! Scan runs over HTTP: request (through admission, with an optional `Idempotency-Key`:
-//! the same key and request replays the original run, the same key with another request is
-//! 409), cancel (one write for the run's library, so a successor reclaim just made of the
-//! run is cancelled with it), force-release, and the run history with each run's reasons.
+//! Scan runs over HTTP: request (`ops::scans::request` through admission, the scope checked
+//! by `ops::Scope::parse`, with an optional `Idempotency-Key`: the same key and request
+//! replays the original run, the same key with another request is 409), cancel (one write
+//! for the run's library, so a successor reclaim just made of the run is cancelled with
+//! it), force-release, and the run history with each run's reasons.
 
 use super::error::ApiError;
 use super::{AppState, blocking};
-use crate::model::{Provenance, ScanRequest, ScanRun, Target, Trigger};
-use crate::store::{Admission, AdmissionOptions, Store};
+use crate::model::{Provenance, ScanRun, Trigger};
+use crate::ops;
+use crate::store::{Admission, Store};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::{PathRejection, QueryRejection};
@@ -65,22 +67,6 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     Ok(Some(key.to_string()))
 }
 
-/// A library-relative folder: `/`-separated names, no `..`, `.` or backslash.
-fn scope(raw: &str) -> Result<String, ApiError> {
-    let scope = raw.trim_matches('/');
-    let bad = scope
-        .split('/')
-        .any(|p| p == ".." || p == "." || (p.is_empty() && !scope.is_empty()))
-        || scope.contains('\\')
-        || scope.contains('\0');
-    if bad {
-        return Err(ApiError::bad_request(
-            "scope must be a folder inside the library, like `2024/holiday`",
-        ));
-    }
-    Ok(scope.to_string())
-}
-
 pub async fn request(
     State(s): State<AppState>,
     id: Result<Path<i64>, PathRejection>,
@@ -95,24 +81,17 @@ pub async fn request(
         serde_json::from_slice(&body)
             .map_err(|e| ApiError::bad_request(format!("invalid scan request: {e}")))?
     };
-    let request = ScanRequest {
-        library_id,
-        scope: scope(&body.scope)?,
+    let ask = ops::scans::Ask {
+        scope: ops::Scope::parse(&body.scope).map_err(ops::Error::from)?,
+        force: body.force,
         trigger: Trigger::Api,
-        watch_event: None,
+        key,
     };
-    let options = AdmissionOptions {
-        idempotency_key: key,
-        hourly_limit: s.hourly_limit,
-        forced: body.force,
-    };
-    let store = s.store.clone();
     let (run, admission) = blocking(move || {
-        let (run, admission) = store.request_scan_keyed(request, options)?;
-        Ok((with_reasons(&store, run)?, admission))
+        let (run, admission) = ops::scans::request(&s.ops, library_id, &ask)?;
+        Ok((with_reasons(&s.ops.store, run)?, admission))
     })
     .await?;
-    (s.wake)();
     let status = match admission {
         Admission::Replayed => StatusCode::OK,
         Admission::Accepted | Admission::Coalesced => StatusCode::ACCEPTED,
@@ -133,7 +112,7 @@ pub async fn history(
 ) -> Result<Json<Vec<RunOut>>, ApiError> {
     let Query(q) = q?;
     let limit = super::error::limit(q.limit, 50, 1000)?;
-    let store = s.store.clone();
+    let store = s.ops.store.clone();
     let runs = blocking(move || {
         let runs = store.scan_runs(q.library, limit)?;
         runs.into_iter().map(|r| with_reasons(&store, r)).collect()
@@ -142,73 +121,30 @@ pub async fn history(
     Ok(Json(runs))
 }
 
-fn get_run(store: &Store, id: i64) -> Result<ScanRun, ApiError> {
-    store
-        .scan_run(id)?
-        .ok_or_else(|| ApiError::not_found(format!("no scan run {id}")))
-}
-
 pub async fn one(
     State(s): State<AppState>,
     id: Result<Path<i64>, PathRejection>,
 ) -> Result<Json<RunOut>, ApiError> {
     let Path(id) = id?;
-    let store = s.store.clone();
-    Ok(Json(
-        blocking(move || with_reasons(&store, get_run(&store, id)?)).await?,
-    ))
-}
-
-/// Runs `act` on a run that exists; 409 when it had already finished.
-async fn end(
-    s: AppState,
-    id: i64,
-    act: fn(&Store, i64) -> Result<bool, crate::store::StoreError>,
-    what: &'static str,
-) -> Result<Json<RunOut>, ApiError> {
-    let store = s.store.clone();
+    let store = s.ops.store.clone();
     let run = blocking(move || {
-        get_run(&store, id)?;
-        if !act(&store, id)? {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "finished",
-                format!("scan run {id} has already ended; nothing to {what}"),
-            ));
-        }
-        with_reasons(&store, get_run(&store, id)?)
+        let run = store
+            .scan_run(id)?
+            .ok_or(ops::Error::NotFound(ops::Thing::ScanRun, id))?;
+        with_reasons(&store, run)
     })
     .await?;
-    (s.wake)();
     Ok(Json(run))
 }
 
-/// Cancels the run's library's waiting and running runs in one write, so a successor that
-/// reclaim made of the run a moment ago is cancelled too. Answers the run itself, or the
-/// successor that carried its work.
+/// Cancels the run's library's waiting and running runs in one write (`ops::scans::cancel_run`):
+/// answers the run itself, or the successor that carried its work.
 pub async fn cancel(
     State(s): State<AppState>,
     id: Result<Path<i64>, PathRejection>,
 ) -> Result<Json<RunOut>, ApiError> {
     let Path(id) = id?;
-    let store = s.store.clone();
-    let run = blocking(move || {
-        get_run(&store, id)?;
-        let mut cancelled = store.cancel_scan_run(id)?;
-        if cancelled.is_empty() {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "finished",
-                format!("scan run {id} has already ended; nothing to cancel"),
-            ));
-        }
-        // Not among them: reclaim had retired it, and the first (by id) carried its work.
-        let at = cancelled.iter().position(|r| r.id == id).unwrap_or(0);
-        with_reasons(&store, cancelled.swap_remove(at))
-    })
-    .await?;
-    (s.wake)();
-    Ok(Json(run))
+    end(s, id, ops::scans::cancel_run).await
 }
 
 pub async fn release(
@@ -216,11 +152,15 @@ pub async fn release(
     id: Result<Path<i64>, PathRejection>,
 ) -> Result<Json<RunOut>, ApiError> {
     let Path(id) = id?;
-    end(
-        s,
-        id,
-        |st, id| st.release_unowned(Target::ScanRun, id),
-        "release",
-    )
-    .await
+    end(s, id, ops::scans::release_run).await
+}
+
+/// Runs `op` on run `id`; answers the run it ended, with its reasons.
+async fn end(
+    s: AppState,
+    id: i64,
+    op: fn(&ops::Services, i64) -> Result<ScanRun, ops::Error>,
+) -> Result<Json<RunOut>, ApiError> {
+    let run = blocking(move || with_reasons(&s.ops.store, op(&s.ops, id)?)).await?;
+    Ok(Json(run))
 }

@@ -6,7 +6,7 @@
 //! a state change: a page on another port of the same host is same-site and gets it sent.
 //! Owns these rules only; handlers never see a request the guard refused.
 
-use super::error::ApiError;
+use super::error::{ApiError, Code};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, header};
 use axum::middleware::Next;
@@ -41,8 +41,8 @@ impl Security {
 
     fn check(&self, method: &Method, path: &str, headers: &HeaderMap) -> Result<(), ApiError> {
         if self.loopback && !host_is_loopback(headers) {
-            return Err(ApiError::forbidden(
-                "bad_host",
+            return Err(ApiError::new(
+                Code::BadHost,
                 "the Host header does not name this machine's loopback address; \
                  open mediadex at http://127.0.0.1 or http://localhost",
             ));
@@ -50,8 +50,8 @@ impl Security {
         let bearer = self.bearer_ok(headers);
         let cookie = self.cookie_ok(headers);
         let csrf = || {
-            ApiError::forbidden(
-                "csrf",
+            ApiError::new(
+                Code::Csrf,
                 "a state-changing request needs the access token (`Authorization: Bearer`) \
                  or the `X-Mediadex: 1` header from this server's own page; the \
                  mediadex_token cookie only lets the page read",
@@ -62,7 +62,8 @@ impl Security {
             if cookie && changes_state(method) {
                 return Err(csrf());
             }
-            return Err(ApiError::unauthorized(
+            return Err(ApiError::new(
+                Code::Unauthorized,
                 "this server needs its access token: send `Authorization: Bearer <token>` \
                  (`mediadex token` prints it)",
             ));

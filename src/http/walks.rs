@@ -1,14 +1,15 @@
 //! `/api/walks`: the walk chains of this server (DESIGN.md section 7) — each kind's record,
-//! rollback flag, live chain and progress; start (the same `walks::request` path as
-//! `mediadex walk KIND [--restart]`: one chain per kind through the unique index) and
-//! force-release (the queue's fenced `release_unowned`, as `/api/jobs/{id}/release`). Also
-//! the JSON shape of a walk that the `walk` server-sent events carry. Holds no SQL.
+//! rollback flag, live chain and progress; start (`ops::walks::start`: one chain per kind
+//! through the unique index) and force-release (`ops::walks::release`: the queue's fenced
+//! `release_unowned`, as `/api/jobs/{id}/release`). Also the JSON shape of a walk that the
+//! `walk` server-sent events carry. Holds no SQL.
 
 use super::error::ApiError;
 use super::{AppState, blocking};
 use crate::model::{JobState, Millis, WalkKindId};
+use crate::ops;
 use crate::store::{Store, StoreError};
-use crate::walks::{Release, WalkPeer, WalkState};
+use crate::walks::{WalkPeer, WalkState};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::{PathRejection, QueryRejection};
@@ -95,35 +96,11 @@ pub fn one_state(store: &Store, kind: WalkKindId, scheme: i64) -> Result<WalkOut
     Ok(walk_out(&state, store.now()))
 }
 
-/// The kind named in the path, with this server's scheme for it; 404 `unknown_walk` for a
-/// name that is no walk, or a walk this server cannot run (faces without a detector).
-fn kind_of(s: &AppState, name: &str) -> Result<(WalkKindId, i64), ApiError> {
-    let unknown = || {
-        let known: Vec<&str> = s.walks.iter().map(|(k, _)| k.as_str()).collect();
-        ApiError::new(
-            StatusCode::NOT_FOUND,
-            "unknown_walk",
-            format!(
-                "no walk {name:?} on this server; walks: {}",
-                known.join(", ")
-            ),
-        )
-    };
-    let kind = WalkKindId::parse(name).ok_or_else(unknown)?;
-    s.walks
-        .iter()
-        .find(|(k, _)| *k == kind)
-        .copied()
-        .ok_or_else(unknown)
-}
-
 pub async fn list(State(s): State<AppState>) -> Result<Json<Vec<WalkOut>>, ApiError> {
-    let (store, walks) = (s.store.clone(), s.walks.clone());
     let out = blocking(move || {
-        walks
-            .iter()
-            .map(|&(kind, scheme)| Ok(one_state(&store, kind, scheme)?))
-            .collect()
+        let now = s.ops.store.now();
+        let states = ops::walks::states(&s.ops)?;
+        Ok(states.iter().map(|w| walk_out(w, now)).collect())
     })
     .await?;
     Ok(Json(out))
@@ -134,8 +111,8 @@ pub async fn one(
     name: Result<Path<String>, PathRejection>,
 ) -> Result<Json<WalkOut>, ApiError> {
     let Path(name) = name?;
-    let (kind, scheme) = kind_of(&s, &name)?;
-    let store = s.store.clone();
+    let (kind, scheme) = ops::walks::kind(&s.ops, &name)?;
+    let store = s.ops.store.clone();
     Ok(Json(
         blocking(move || Ok(one_state(&store, kind, scheme)?)).await?,
     ))
@@ -165,7 +142,7 @@ pub async fn start(
 ) -> Result<(StatusCode, Json<WalkOut>), ApiError> {
     let Path(name) = name?;
     let Query(q) = q?;
-    let (kind, scheme) = kind_of(&s, &name)?;
+    let (kind, scheme) = ops::walks::kind(&s.ops, &name)?;
     let body: StartBody = if body.iter().all(u8::is_ascii_whitespace) {
         StartBody::default()
     } else {
@@ -173,14 +150,12 @@ pub async fn start(
             .map_err(|e| ApiError::bad_request(format!("invalid walk request: {e}")))?
     };
     let restart = body.restart || q.restart.unwrap_or(false);
-    let store = s.store.clone();
-    let (enqueued, out) = blocking(move || {
-        let enqueued = crate::walks::request(&store, kind, scheme, restart)?;
-        Ok((enqueued, one_state(&store, kind, scheme)?))
+    let (created, out) = blocking(move || {
+        let (created, state) = ops::walks::start(&s.ops, kind, scheme, restart)?;
+        Ok((created, walk_out(&state, s.ops.store.now())))
     })
     .await?;
-    (s.wake)();
-    let status = if enqueued.created {
+    let status = if created {
         StatusCode::ACCEPTED
     } else {
         StatusCode::OK
@@ -195,37 +170,12 @@ pub async fn release(
     name: Result<Path<String>, PathRejection>,
 ) -> Result<Json<WalkOut>, ApiError> {
     let Path(name) = name?;
-    let (kind, scheme) = kind_of(&s, &name)?;
-    let store = s.store.clone();
+    let (kind, scheme) = ops::walks::kind(&s.ops, &name)?;
     let out = blocking(move || {
-        match crate::walks::release(&store, kind)? {
-            Release::Released(_) => {}
-            Release::NoChain => {
-                return Err(ApiError::new(
-                    StatusCode::CONFLICT,
-                    "no_chain",
-                    format!("no {kind} walk is waiting or running; nothing to release"),
-                ));
-            }
-            Release::NotRunning(id) => {
-                return Err(ApiError::new(
-                    StatusCode::CONFLICT,
-                    "not_running",
-                    format!("the {kind} walk (job {id}) waits for a worker; no lease to release"),
-                ));
-            }
-            Release::Finished(id) => {
-                return Err(ApiError::new(
-                    StatusCode::CONFLICT,
-                    "finished",
-                    format!("job {id} of the {kind} walk ended before the release; try again"),
-                ));
-            }
-        }
-        Ok(one_state(&store, kind, scheme)?)
+        let state = ops::walks::release(&s.ops, kind, scheme)?;
+        Ok(walk_out(&state, s.ops.store.now()))
     })
     .await?;
-    (s.wake)();
     Ok(Json(out))
 }
 

@@ -3,6 +3,8 @@
 //! EXIF (with an XMP fallback) and video container facts; must not touch the database, the
 //! queue or SQL (no database access of any kind), and must never panic on what it reads.
 //! `fuzz` (hidden) hands each private parser to the fuzz driver, examples/fuzz.
+//!
+//! Must not import: store, queue, scan, walks, rusqlite, r2d2
 
 mod container;
 pub mod content_hash;

@@ -2,6 +2,8 @@
 //! program sees them. Owns no behaviour beyond parsing and naming; must not depend on any
 //! other module of the crate. Split by domain, one file each; all re-exported here, so every
 //! type is named `crate::model::X`.
+//!
+//! Must not import: store, media, queue, clock, rusqlite, axum
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

@@ -1,6 +1,8 @@
 //! The lease protocol at work (DESIGN.md section 4): the worker pool, the per-lease guard
 //! (cancellation, heartbeat, local expiry), and the maintenance loop. The statements
 //! themselves live in `store/`; this module holds no SQL and no domain logic.
+//!
+//! Must not import: scan, walks, trash, thumbs, http, ops, rusqlite
 
 pub mod cancel;
 pub mod guard;

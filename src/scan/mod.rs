@@ -1,5 +1,7 @@
 //! The scan pipeline (DESIGN.md section 5): walk → diff against known files → hash and
 //! extract on rayon → fenced batches to the writer. It never writes SQL itself.
+//!
+//! Must not import: http, ops, rusqlite, r2d2
 
 pub mod diff;
 pub mod hash;

@@ -3,6 +3,8 @@
 //! damaged one aside), the one writer thread, the read pool, and one file of named
 //! statements per table family. It must not know about HTTP, the scanner or workers:
 //! callers hand it plain `model` types and get plain types back.
+//!
+//! Must not import: http, scan, walks, queue, ops, axum
 
 /// The fence of DESIGN.md section 4, written once: every worker write ends in it, so a write
 /// lands only while `(id, generation)` is the row's lease, the row is running and the lease

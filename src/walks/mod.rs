@@ -10,6 +10,8 @@
 //! scheme stamped is kept; only a rollback (no newer binary holds a lease) walks it again
 //! under this scheme, with a loud warning. The record is clamped at start (`boot`) only.
 //! Owns no SQL (the store does) and no detection or hashing rules (`media/` does).
+//!
+//! Must not import: http, ops, rusqlite
 
 pub mod content_hash;
 pub mod faces;

@@ -4,6 +4,8 @@
 //! and says so in its status. Owns the watcher thread, the per-library polling threads and
 //! the watch status; it only ever *requests* scans — admission coalesces them and the scan
 //! pipeline does the work — and never writes anything else.
+//!
+//! Must not import: scan::job, scan::pipeline, http, ops, rusqlite
 
 mod fstype;
 mod poll;

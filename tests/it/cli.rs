@@ -423,6 +423,21 @@ fn runs_of_a_library_by_id_or_name_and_of_an_unknown_one() {
     assert_fails(&out, 2, "no library with id or name 'nope'");
 }
 
+/// `scan --scope` is checked by the API's rule (`ops::Scope::parse`): a folder inside the
+/// library, no `.`, `..` or empty name, no backslash; a refusal asks for no scan.
+#[test]
+fn a_scan_scope_that_names_no_folder_inside_the_library_is_refused() {
+    let env = Env::new();
+    env.ok_json(&["library", "add", s(&env.folder("photos")), "--json"]);
+    for scope in ["../x", "./2024", "2024//holiday", "2024\\holiday"] {
+        let out = env.run(&["scan", "--scope", scope]);
+        assert_fails(&out, 2, "the scope must be a folder inside the library");
+    }
+    assert_eq!(env.ok_json(&["runs", "--json"]), Value::Array(vec![]));
+    let runs = env.ok_json(&["scan", "--scope", "/2024/holiday/", "--json"]);
+    assert_eq!(runs[0]["scope"], "2024/holiday");
+}
+
 #[test]
 fn human_output_of_empty_lists_says_so() {
     let env = Env::new();

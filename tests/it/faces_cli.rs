@@ -85,5 +85,5 @@ fn the_face_walk_and_redetect_store_the_real_detectors_faces() {
     let out = mediadex(&data, &["faces", "redetect", "9999"]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("no live picture 9999"), "{stderr}");
+    assert!(stderr.contains("no asset 9999"), "{stderr}");
 }

@@ -63,17 +63,19 @@ fn api_tweaked(
         security,
         thumbs: Thumbs::with_ffmpeg(env.dir.path(), ffmpeg),
         event_poll: Duration::from_millis(10),
-        hourly_limit,
-        wake: Arc::new(move || {
-            counter.fetch_add(1, Ordering::SeqCst);
-        }),
-        watch: None,
-        after_restore: None,
-        walks: vec![(WalkKindId::ContentHash, 1), (WalkKindId::Faces, 1)],
-        redetect: Some(real_redetect(&env)),
+        ops: mediadex::ops::Services {
+            hourly_limit,
+            wake: Arc::new(move || {
+                counter.fetch_add(1, Ordering::SeqCst);
+            }),
+            walks: Arc::new([(WalkKindId::ContentHash, 1), (WalkKindId::Faces, 1)]),
+            faces: Some(real_detector(&env)),
+            without_workers: false,
+            ..mediadex::ops::Services::new(env.store.clone())
+        },
     };
     tweak(&mut config);
-    let state = AppState::start(env.store.clone(), config, stop_rx).expect("state");
+    let state = AppState::start(config, stop_rx).expect("state");
     Api {
         router: mediadex::http::router(state),
         env,
@@ -82,13 +84,11 @@ fn api_tweaked(
     }
 }
 
-/// `mediadex faces redetect` as the server runs it: the real detector, through
-/// `app::redetect_faces` (the model loads on the first call only).
-fn real_redetect(env: &Env) -> mediadex::http::Redetect {
+/// The face walk as the server runs it: the real detector (the model loads once).
+fn real_detector(env: &Env) -> Arc<mediadex::walks::faces::FacesWalk> {
     let config =
         mediadex::config::Config::resolve(Some(env.dir.path().to_path_buf())).expect("config");
-    let store = env.store.clone();
-    Arc::new(move |id| mediadex::app::redetect_faces(&store, &config, id))
+    Arc::new(mediadex::app::faces_walk(&config).expect("detector"))
 }
 
 struct Reply {
@@ -925,6 +925,25 @@ async fn one_asset_duplicates_and_their_errors() {
     assert_eq!(dups.as_array().unwrap().len(), 1);
     assert_eq!(dups[0]["asset_id"], a);
     assert_eq!(dups[0]["paths"].as_array().unwrap().len(), 2);
+}
+
+/// The API's restore is the CLI's (`ops::trash::restore`): it queues the face walk, which
+/// finds the asset if it missed it while trashed, and wakes the workers for it.
+#[tokio::test]
+async fn a_restore_queues_the_face_walk_and_wakes_the_workers() {
+    let api = api();
+    let (lib, _root) = api.photos("photos");
+    api.scan(lib);
+    let b = api.asset_at("b.png");
+    api.post_empty(&format!("/api/assets/{b}/trash")).await;
+    let faces = api.get("/api/walks/faces").await.json();
+    assert_eq!(faces["state"], "none", "{faces}");
+    let woken = api.wakes.load(Ordering::SeqCst);
+    let r = api.post_empty(&format!("/api/assets/{b}/restore")).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let faces = api.get("/api/walks/faces").await.json();
+    assert_eq!(faces["state"], "queued", "{faces}");
+    assert!(api.wakes.load(Ordering::SeqCst) > woken);
 }
 
 #[tokio::test]
@@ -1915,8 +1934,8 @@ async fn walks_show_their_state_start_once_restart_and_refuse_unknown_kinds() {
     );
     // A server without a face detector has no faces walk.
     let api = api_tweaked(loopback(), None, None, |c| {
-        c.walks.retain(|(k, _)| *k != WalkKindId::Faces);
-        c.redetect = None;
+        c.ops.walks = Arc::new([(WalkKindId::ContentHash, 1)]);
+        c.ops.faces = None;
     });
     let r = api.post_empty("/api/walks/faces/start").await;
     assert_eq!(
@@ -2328,7 +2347,7 @@ async fn faces_of_an_asset_are_redetected_listed_and_refused_where_they_cannot_b
         )
         .await;
     assert_eq!((r.status, r.code()), (StatusCode::FORBIDDEN, "csrf".into()));
-    let api = api_tweaked(loopback(), None, None, |c| c.redetect = None);
+    let api = api_tweaked(loopback(), None, None, |c| c.ops.faces = None);
     let (lib, _) = api.photos("photos");
     api.scan(lib);
     let b = api.asset_at("b.png");
