@@ -13,6 +13,7 @@ mod corpus_scan;
 mod corpus_walks;
 #[cfg(unix)]
 mod crash;
+mod docs;
 mod faces;
 mod faces_cli;
 #[cfg(unix)]
