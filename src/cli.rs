@@ -4,6 +4,7 @@
 //! know how the store keeps its rows.
 
 mod assets;
+mod problems;
 mod render;
 mod walks;
 
@@ -48,6 +49,10 @@ pub enum Command {
         /// Show at most this many runs
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(i64).range(1..=1_000_000))]
         limit: i64,
+        /// List this run's problems instead: each file or folder it could not list, read or
+        /// parse, with its error (a run keeps its first 10,000)
+        #[arg(long, value_name = "ID", conflicts_with_all = ["library", "limit"])]
+        problems: Option<i64>,
         /// Print one JSON array on stdout
         #[arg(long)]
         json: bool,
@@ -292,9 +297,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Command::Runs {
             library,
             limit,
+            problems,
             json,
         } => {
             let store = open(args.data)?.1;
+            if let Some(run) = problems {
+                return emit(&run_problems(&store, run, json)?);
+            }
             let libraries = store.libraries()?;
             let filter = match library {
                 Some(wanted) => Some(find_library(&libraries, &wanted)?.id),
@@ -568,6 +577,17 @@ fn find_library<'a>(libraries: &'a [Library], wanted: &str) -> anyhow::Result<&'
 
 /// Writes the whole output at once, after every read succeeded: a failing command prints
 /// nothing on stdout. A closed pipe (`| head`) is not an error.
+/// `runs --problems RUN`: every problem the run kept, or an input error for an unknown run.
+fn run_problems(store: &Store, run: i64, json: bool) -> anyhow::Result<String> {
+    if store.scan_run(run)?.is_none() {
+        return Err(input_error(format!(
+            "no scan run {run} (see `mediadex runs`)"
+        )));
+    }
+    let listed = store.run_problems(run, 0, mediadex::store::PROBLEMS_PER_RUN)?;
+    Ok(problems::problems(run, &listed, json)?)
+}
+
 fn emit(text: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {

@@ -23,6 +23,7 @@ mod lease_protocol;
 mod media_extract;
 mod migration;
 mod multiprocess;
+mod problems;
 mod scan;
 #[cfg(unix)]
 mod serve;
