@@ -1,6 +1,6 @@
 //! The HTTP API (DESIGN.md section 9): the router and its shared state, the health check,
-//! /metrics, and the honest placeholder page until the web page lands. Handlers are thin:
-//! reads go to the store's pool on `spawn_blocking`, writes through the store's writer
+//! /metrics, the embedded web page (`page.rs`) and the API listing at `/api`. Handlers are
+//! thin: reads go to the store's pool on `spawn_blocking`, writes through the store's writer
 //! operations and the queue. One file per resource; `error.rs` is the one error mapping,
 //! `security.rs` the guard in front of every route, `sse.rs` the event stream. Holds no SQL.
 
@@ -138,6 +138,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/libraries/{id}/scans", post(scans::request))
         .route("/api/scans", get(scans::history))
         .route("/api/scans/{id}", get(scans::one))
+        .route("/api/scans/{id}/problems", get(scans::problems))
         .route("/api/scans/{id}/cancel", post(scans::cancel))
         .route("/api/scans/{id}/release", post(scans::release))
         .route("/api/jobs", get(jobs::list))

@@ -40,6 +40,9 @@ export const fileName = (asset) => {
 
 const parseProgress = (p) => { try { return p ? JSON.parse(p) : null; } catch { return null; } };
 
+/** How many problems a run met so far (its progress counts them). */
+export const problemCount = (run) => (parseProgress(run.progress) || {}).problems || 0;
+
 export const progressText = (run) => {
   const p = parseProgress(run.progress);
   if (!p) return run.reason || "";
