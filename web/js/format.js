@@ -48,6 +48,6 @@ export const progressText = (run) => {
   if (!p) return run.reason || "";
   const parts = [`${p.files ?? 0} files`];
   if (p.changed) parts.push(`${p.changed} new or changed`);
-  if (p.problems) parts.push(`${p.problems} problems`);
+  if (p.problems) parts.push(`${p.problems} ${p.problems === 1 ? "problem" : "problems"}`);
   return parts.join(", ") + (run.reason ? ` — ${run.reason}` : "");
 };
