@@ -1,5 +1,6 @@
 //! `/api/libraries`: list, add (an existing folder, canonicalized, its identity recorded for
-//! the circuit breaker), remove (the index forgets it; files on disk stay).
+//! the circuit breaker, and handed to the watcher), remove (the index forgets it; files on
+//! disk stay; the watcher lets it go).
 
 use super::error::ApiError;
 use super::{AppState, blocking};
