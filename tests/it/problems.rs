@@ -139,3 +139,37 @@ fn a_run_keeps_at_most_its_cap_of_problems() {
         [(PROBLEMS_PER_RUN, format!("f{}.jpg", PROBLEMS_PER_RUN - 1))]
     );
 }
+
+#[test]
+fn a_pruned_run_takes_its_problems_with_it() {
+    use mediadex::model::ScanEnd;
+    let env = env();
+    let lib = env.library("photos");
+    let rows = |run: i64| -> i64 {
+        env.raw()
+            .query_row(
+                "SELECT count(*) FROM scan_run_problems WHERE run_id = ?1",
+                [run],
+                |r| r.get(0),
+            )
+            .unwrap()
+    };
+    let mut runs = Vec::new();
+    for name in ["old.jpg", "newer.jpg"] {
+        let lease = env.claimed_scan(lib, "");
+        let batch = with_problems(vec![problem(name, "unreadable")]);
+        env.store
+            .ingest_batch_counting(&lease, lib, batch, "")
+            .unwrap();
+        env.store
+            .finish_full_scan(&lease, lib, ScanEnd::breaker(0.2, true))
+            .unwrap();
+        runs.push(lease.id);
+        env.clock.advance(10_000);
+    }
+    assert_eq!((rows(runs[0]), rows(runs[1])), (1, 1));
+    // Past retention, the older run goes; the newest finished one is always kept.
+    env.store.prune(1_000, 1_000).unwrap();
+    assert!(env.store.scan_run(runs[0]).unwrap().is_none());
+    assert_eq!((rows(runs[0]), rows(runs[1])), (0, 1));
+}
