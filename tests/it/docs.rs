@@ -72,6 +72,8 @@ fn subcommands(help: &str) -> Vec<String> {
         .skip_while(|l| l.trim() != "Commands:")
         .skip(1)
         .take_while(|l| l.starts_with("  "))
+        // A wrapped description continues deeper in; a command sits at two spaces.
+        .filter(|l| !l.starts_with("   "))
         .filter_map(|l| l.split_whitespace().next())
         .filter(|name| *name != "help")
         .map(str::to_string)
