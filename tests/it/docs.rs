@@ -336,16 +336,10 @@ fn routes_of_call(call: &str) -> Vec<(String, String)> {
     out
 }
 
-/// Every route the router source under src/http declares.
+/// Every route the router source under src/http (and its sub-folders) declares.
 fn router_routes() -> BTreeSet<(String, String)> {
     let mut files = Vec::new();
-    let dir = repo("src/http");
-    for entry in std::fs::read_dir(&dir).expect("read src/http") {
-        let path = entry.expect("entry").path();
-        if path.extension().is_some_and(|e| e == "rs") {
-            files.push(path);
-        }
-    }
+    rust_files(&repo("src/http"), &mut files);
     files
         .iter()
         .map(|p| std::fs::read_to_string(p).expect("read source"))
