@@ -29,6 +29,8 @@ cleanup() {
 trap cleanup EXIT
 target/debug/examples/sample-library "$WORK/library" "$COUNT"
 target/debug/examples/sample-library "$WORK/sparse" 60 --sparse
+# A problem for the run list to open: a link out of the library (never followed, no tile).
+ln -s / "$WORK/sparse/outside"
 PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 URL="http://127.0.0.1:$PORT/"
 MEDIADEX_DATA="$WORK/data" MEDIADEX_WATCH=off target/debug/mediadex serve \

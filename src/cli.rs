@@ -7,6 +7,7 @@
 //! Must not import: rusqlite, r2d2, axum, http
 
 mod assets;
+mod problems;
 mod render;
 mod walks;
 
@@ -52,6 +53,10 @@ pub enum Command {
         /// Show at most this many runs
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(i64).range(1..=1_000_000))]
         limit: i64,
+        /// List this run's problems instead: each file or folder it could not list, read or
+        /// parse, with its error (a run keeps its first 10,000)
+        #[arg(long, value_name = "ID", conflicts_with_all = ["library", "limit"])]
+        problems: Option<i64>,
         /// Print one JSON array on stdout
         #[arg(long)]
         json: bool,
@@ -289,8 +294,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Command::Runs {
             library,
             limit,
+            problems,
             json,
-        } => runs(data, library.as_deref(), limit, json),
+        } => match problems {
+            Some(run) => emit(&run_problems(&open(data)?.1, run, json)?),
+            None => runs(data, library.as_deref(), limit, json),
+        },
         Command::Jobs { limit, json } => emit(&render::jobs(&open(data)?.1.jobs(limit)?, json)?),
         Command::Status { json } => status(data, json),
         Command::Scan(what) => scan(data, what),
@@ -468,6 +477,15 @@ fn open(data: Option<PathBuf>) -> anyhow::Result<(Config, Store)> {
 
 /// Writes the whole output at once, after every read succeeded: a failing command prints
 /// nothing on stdout. A closed pipe (`| head`) is not an error.
+/// `runs --problems RUN`: every problem the run kept, or an input error for an unknown run.
+fn run_problems(store: &Store, run: i64, json: bool) -> anyhow::Result<String> {
+    if store.scan_run(run)?.is_none() {
+        return Err(ops::Error::NotFound(ops::Thing::ScanRun, run).into());
+    }
+    let listed = store.run_problems(run, 0, mediadex::store::PROBLEMS_PER_RUN)?;
+    Ok(problems::problems(run, &listed, json)?)
+}
+
 fn emit(text: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {

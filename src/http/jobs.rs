@@ -1,6 +1,5 @@
-//! `/api/jobs`: the job queue (walk chains and maintenance; walks report through it
-//! generically until they have their own endpoints), one job, cancel and force-release
-//! (`ops::jobs`).
+//! `/api/jobs`: the job queue (walk chains, thumbnail batches and trash moves; the walks
+//! have their own view in `walks.rs` too), one job, cancel and force-release (`ops::jobs`).
 
 use super::error::ApiError;
 use super::{AppState, blocking};

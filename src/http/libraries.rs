@@ -1,6 +1,6 @@
 //! `/api/libraries`: list, add (`ops::library::add`: an existing folder, canonicalized, its
 //! identity recorded for the circuit breaker, the watcher told), remove (the index forgets
-//! it; files on disk stay).
+//! it; files on disk stay; the watcher lets it go).
 
 use super::error::ApiError;
 use super::{AppState, blocking};

@@ -1,10 +1,10 @@
 //! The HTTP API (DESIGN.md section 9): the router and its shared state (the use cases'
 //! `ops::Services`, the thumbnail cache, the security rules, the event stream), the health
-//! check, /metrics and the embedded page. Handlers are thin adapters: they parse the
-//! request, call one operation of `ops` (or one read of the store) on `spawn_blocking`, and
-//! render its answer. One file per resource; `error.rs` is the one error map, `security.rs`
-//! the guard in front of every route, `sse.rs` the event stream. Holds no SQL and no use
-//! case.
+//! check, /metrics, the embedded web page (`page.rs`) and the API listing at `/api`.
+//! Handlers are thin adapters: they parse the request, call one operation of `ops` (or one
+//! read of the store) on `spawn_blocking`, and render its answer. One file per resource;
+//! `error.rs` is the one error map, `security.rs` the guard in front of every route, `sse.rs`
+//! the event stream. Holds no SQL and no use case.
 //!
 //! Must not import: app, rusqlite, r2d2
 
@@ -121,6 +121,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/libraries/{id}/scans", post(scans::request))
         .route("/api/scans", get(scans::history))
         .route("/api/scans/{id}", get(scans::one))
+        .route("/api/scans/{id}/problems", get(scans::problems))
         .route("/api/scans/{id}/cancel", post(scans::cancel))
         .route("/api/scans/{id}/release", post(scans::release))
         .route("/api/jobs", get(jobs::list))

@@ -2,7 +2,8 @@
 //! by `ops::Scope::parse`, with an optional `Idempotency-Key`: the same key and request
 //! replays the original run, the same key with another request is 409), cancel (one write
 //! for the run's library, so a successor reclaim just made of the run is cancelled with
-//! it), force-release, and the run history with each run's reasons.
+//! it), force-release, the run history with each run's reasons, and one run's problems,
+//! paged.
 
 use super::error::ApiError;
 use super::{AppState, blocking};
@@ -136,6 +137,73 @@ pub async fn one(
     .await?;
     Ok(Json(run))
 }
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProblemsQuery {
+    after: Option<i64>,
+    limit: Option<i64>,
+}
+
+/// One page of a run's problems; `next_cursor` is the `after` of the next page.
+#[derive(serde::Serialize)]
+pub struct ProblemsPage {
+    items: Vec<ProblemOut>,
+    next_cursor: Option<i64>,
+    /// How many problems the run kept.
+    total: i64,
+    /// The run kept as many as it may: it may have met more (its progress counts them).
+    truncated: bool,
+}
+
+#[derive(serde::Serialize)]
+struct ProblemOut {
+    seq: i64,
+    path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path_bytes: Option<String>,
+    error: String,
+}
+
+pub async fn problems(
+    State(s): State<AppState>,
+    id: Result<Path<i64>, PathRejection>,
+    q: Result<Query<ProblemsQuery>, QueryRejection>,
+) -> Result<Json<ProblemsPage>, ApiError> {
+    let (Path(id), Query(q)) = (id?, q?);
+    let limit = super::error::limit(q.limit, 100, 1000)?;
+    let after = q.after.unwrap_or(0);
+    if after < 0 {
+        return Err(ApiError::bad_request("after must not be negative"));
+    }
+    let store = s.ops.store.clone();
+    Ok(Json(
+        blocking(move || {
+            store
+                .scan_run(id)?
+                .ok_or(ops::Error::NotFound(ops::Thing::ScanRun, id))?;
+            let total = store.run_problem_count(id)?;
+            let items: Vec<ProblemOut> = (store.run_problems(id, after, limit)?.into_iter())
+                .map(|(seq, p)| ProblemOut {
+                    seq,
+                    path_bytes: p.bytes_if_lossy(),
+                    path: p.rel_path_text,
+                    error: p.error,
+                })
+                .collect();
+            let next_cursor = items.last().map(|p| p.seq).filter(|&seq| seq < total);
+            let truncated = total >= crate::store::PROBLEMS_PER_RUN;
+            Ok(ProblemsPage {
+                items,
+                next_cursor,
+                total,
+                truncated,
+            })
+        })
+        .await?,
+    ))
+}
+
 
 /// Cancels the run's library's waiting and running runs in one write (`ops::scans::cancel_run`):
 /// answers the run itself, or the successor that carried its work.

@@ -141,7 +141,7 @@ pub struct ReclaimReport {
     pub run_successors: u64,
 }
 
-/// Named persistent counters (exported later by /metrics).
+/// Named persistent counters (exported by /metrics and `mediadex status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Counter {
     FenceRejections,

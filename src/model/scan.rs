@@ -146,3 +146,36 @@ pub struct FinishReport {
     /// Assets trashed because their last file went missing.
     pub trashed_assets: u64,
 }
+
+/// A file or folder a scan run could not list, read or parse, with its error: one row of
+/// the run's problem list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunProblem {
+    /// Library-relative path bytes, `/`-separated, lossless.
+    pub rel_path: Vec<u8>,
+    /// The same path rendered lossily, for display.
+    pub rel_path_text: String,
+    pub error: String,
+}
+
+impl RunProblem {
+    /// The path's exact bytes in base64 where `rel_path_text` is lossy (the rule of
+    /// `AssetPath::bytes_if_lossy`), else `None`.
+    pub fn bytes_if_lossy(&self) -> Option<String> {
+        let exact = std::str::from_utf8(&self.rel_path) == Ok(self.rel_path_text.as_str());
+        (!exact).then(|| {
+            base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &self.rel_path)
+        })
+    }
+}
+
+/// One fenced write of a scan run's data: its processed files, the ids of present files it
+/// saw unchanged whose asset is in the trash (restored by id), how many unchanged files it
+/// saw since its last write (they cost no row of their own), and the problems it met.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct IngestBatch {
+    pub items: Vec<IngestItem>,
+    pub reclaim: Vec<i64>,
+    pub unchanged: u64,
+    pub problems: Vec<RunProblem>,
+}

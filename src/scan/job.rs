@@ -14,8 +14,8 @@ use super::pipeline::{
     self, Again, Batch, DirKnown, Gone, Known, KnownStamp, Settings, Sink, SinkError,
 };
 use crate::model::{
-    ContentHash, FileReason, IngestItem, KnownFile, Library, MediaFacts, MediaKind, NOT_MEDIA,
-    RunOutcome, ScanEnd, ScanRun, Unseen,
+    ContentHash, FileReason, IngestBatch, IngestItem, KnownFile, Library, MediaFacts, MediaKind,
+    NOT_MEDIA, RunOutcome, RunProblem, ScanEnd, ScanRun, Unseen,
 };
 use crate::queue::{GuardError, ScanDone, ScanHandler, WorkContext, WorkError};
 use crate::store::{Store, StoreError};
@@ -343,17 +343,18 @@ impl Sink for LeaseSink<'_> {
         let progress = self.progress_json(&batch);
         let library_id = self.library_id;
         self.unchanged += batch.unchanged;
-        if !batch.changed.is_empty() || !batch.reclaim.is_empty() {
+        // Problems are written with the batch that met them, never held for a later write.
+        if !batch.changed.is_empty() || !batch.reclaim.is_empty() || !batch.problems.is_empty() {
             let scheme = self.content_hash_scheme;
-            let items: Vec<IngestItem> = batch
-                .changed
-                .into_iter()
-                .map(|o| ingest_item(o, scheme))
-                .collect();
-            let (reclaim, unchanged) = (batch.reclaim, std::mem::take(&mut self.unchanged));
-            self.write(|s, l| {
-                s.ingest_batch_counting(l, library_id, items, reclaim, &progress, unchanged)
-            })?;
+            let ingest = IngestBatch {
+                problems: batch.problems.iter().map(run_problem).collect(),
+                items: (batch.changed.into_iter())
+                    .map(|o| ingest_item(o, scheme))
+                    .collect(),
+                reclaim: batch.reclaim,
+                unchanged: std::mem::take(&mut self.unchanged),
+            };
+            self.write(|s, l| s.ingest_batch_counting(l, library_id, ingest, &progress))?;
         } else if self.last_write.elapsed() >= CHECKPOINT_EVERY {
             let unchanged = std::mem::take(&mut self.unchanged);
             self.write(|s, l| s.scan_progress(l, library_id, &progress, unchanged))?;
@@ -384,6 +385,14 @@ impl Sink for LeaseSink<'_> {
                 .cancel(crate::queue::CancelReason::Cancelled);
         }
         !still_ours
+    }
+}
+
+fn run_problem((rel, error): &(PathBuf, String)) -> RunProblem {
+    RunProblem {
+        rel_path: path_bytes(rel),
+        rel_path_text: rel.to_string_lossy().replace('\\', "/"),
+        error: error.clone(),
     }
 }
 

@@ -14,11 +14,14 @@
 //! An unchanged file is not read, but one whose asset is in the trash or gone is claimed
 //! again (DESIGN.md section 6, "the index heals itself"): the batch names it to be restored
 //! by id, or it is read and stored afresh.
+//!
+//! Each batch also carries the run's problems met in it, each with its error (what could
+//! not be listed, read or parsed), for the sink to record beside the batch.
 
 use super::diff::{Reason, reason};
 use super::hash::{Checksum, Extract, prefetch, read_once};
 use super::walk::{CHUNK, Stamp, WalkHook, Walked, walk};
-use crate::model::MediaFacts;
+use crate::model::{MediaFacts, MediaKind};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
 use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
@@ -99,7 +102,9 @@ pub struct Batch {
     pub unchanged: u64,
     /// File ids among the unchanged whose asset is in the trash: their asset is restored.
     pub reclaim: Vec<i64>,
-    /// Entries that could not be listed or followed.
+    /// The run's problems met in this batch, each with its error: entries that could not be
+    /// listed or followed, then changed files that could not be read and pictures or videos
+    /// that could not be parsed (see `problem`).
     pub problems: Vec<(PathBuf, String)>,
 }
 
@@ -468,10 +473,22 @@ impl<'a> Diffing<'a> {
             })
             .collect();
         let mut batch = std::mem::take(&mut self.batch);
+        batch.problems.extend(read.iter().filter_map(problem));
         batch.changed = read;
         tally(&batch, summary);
         batch
     }
+}
+
+/// A changed file the run could not read, or a picture or video it could not parse: a
+/// problem of the run, listed with its error. A file that is no picture or video is none
+/// (the scan keeps it as a file row and moves on), whatever its sniffing said.
+fn problem(o: &Observed) -> Option<(PathBuf, String)> {
+    let media = |f: &MediaFacts| f.kind.is_some_and(|k| k != MediaKind::Other);
+    if o.checksum.is_some() && !o.facts.as_ref().is_some_and(media) {
+        return None;
+    }
+    Some((o.rel.clone(), o.error.clone()?))
 }
 
 fn observe(
@@ -801,6 +818,63 @@ mod tests {
             "{:?}",
             sink.changed().keys()
         );
+    }
+
+    #[test]
+    fn a_media_file_that_cannot_be_read_or_parsed_is_a_problem_and_other_files_are_not() {
+        let dir = library(6);
+        // Deleted once the walk has listed it: the read, after the walk, finds it gone.
+        let vanished = dir.path().join("d1/e1/f1.jpg");
+        let hook = WalkHook(std::sync::Arc::new(move |at| {
+            if matches!(at, crate::scan::walk::WalkPoint::Left(rel) if rel == Path::new("d1")) {
+                let _ = fs::remove_file(&vanished);
+            }
+        }));
+        let settings = Settings {
+            batch: 1000,
+            walk_hook: Some(hook),
+            ..Settings::default()
+        };
+        let extract = |path: &Path, _: Option<&[u8]>| {
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            let (kind, error) = match name {
+                "f0.jpg" => (MediaKind::Image, Some("truncated JPEG".to_string())),
+                "f2.jpg" => (MediaKind::Other, Some("no known signature".to_string())),
+                _ => (MediaKind::Image, None),
+            };
+            MediaFacts {
+                kind: Some(kind),
+                error,
+                ..MediaFacts::default()
+            }
+        };
+        let mut sink = Recorder::default();
+        let summary = run(
+            dir.path(),
+            Path::new(""),
+            &settings,
+            &mut Memory::default(),
+            &mut sink,
+            &extract,
+        )
+        .expect("scan");
+        let problems: Vec<(String, String)> = sink
+            .batches
+            .iter()
+            .flat_map(|b| &b.problems)
+            .map(|(rel, error)| (rel.to_string_lossy().into_owned(), error.clone()))
+            .collect();
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert_eq!(
+            problems[0],
+            ("d0/e0/f0.jpg".into(), "truncated JPEG".into())
+        );
+        assert_eq!(problems[1].0, "d1/e1/f1.jpg");
+        assert!(problems[1].1.starts_with("cannot read: "), "{problems:?}");
+        assert_eq!((summary.problems, summary.read_errors), (2, 1));
     }
 
     /// A first scan of `root` in small batches into `sink`.

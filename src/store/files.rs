@@ -1,18 +1,19 @@
 //! The `files` table and the scan run's fenced writes of data: the known files for the diff
 //! (with what a present file's asset needs: restored from the trash, or claimed afresh),
 //! ingest batches (file rows, asset claims, the restore of unchanged files' trashed assets,
-//! progress and reason counts in one transaction under the scan lease), progress with the
-//! count of unchanged files (which cost no row of their own), and the end of a full scan
-//! (missing files from what the walk found gone, except rows a restore brought back during
-//! the run; orphaned assets; the circuit breaker) committed with the run's completion.
+//! progress, reason counts and the run's problems in one transaction under the scan lease),
+//! progress with the count of unchanged files (which cost no row of their own), and the end
+//! of a full scan (missing files from what the walk found gone, except rows a restore
+//! brought back during the run; orphaned assets; the circuit breaker) committed with the
+//! run's completion.
 
 use super::assets::{ClaimFor, claim, restore, trash_if_orphan};
 use super::lease::{expect_one, lost};
-use super::{Store, StoreError, parse_col, scan_runs};
+use super::{Store, StoreError, parse_col, problems, scan_runs};
 use crate::model::{
-    BatchReport, Claim, Counter, FileReason, FileStamp, FinishReport, IngestItem, ItemOutcome,
-    KnownDir, KnownFile, Lease, MediaFacts, Millis, Provenance, RunState, ScanEnd, TrashReason,
-    Unseen,
+    BatchReport, Claim, Counter, FileReason, FileStamp, FinishReport, IngestBatch, IngestItem,
+    ItemOutcome, KnownDir, KnownFile, Lease, MediaFacts, Millis, Provenance, RunState, ScanEnd,
+    TrashReason, Unseen,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 use std::collections::{BTreeMap, HashSet};
@@ -512,30 +513,35 @@ impl Store {
         &self,
         lease: &Lease,
         library_id: i64,
-        batch: Vec<IngestItem>,
+        items: Vec<IngestItem>,
         progress: &str,
     ) -> Result<BatchReport, StoreError> {
-        self.ingest_batch_counting(lease, library_id, batch, Vec::new(), progress, 0)
+        let batch = IngestBatch {
+            items,
+            ..IngestBatch::default()
+        };
+        self.ingest_batch_counting(lease, library_id, batch, progress)
     }
 
-    /// `ingest_batch`, also restoring the trashed assets of the present files `reclaim`
-    /// (ids of files the run saw unchanged, see `reclaim`) and counting `unchanged` files
-    /// the run saw since its last write (they cost no row of their own).
+    /// `ingest_batch`, also restoring the trashed assets of the present files
+    /// `batch.reclaim` (ids of files the run saw unchanged, see `reclaim`), counting the
+    /// `batch.unchanged` files the run saw since its last write (they cost no row of their
+    /// own) and appending `batch.problems` to the run's problem list, all in the one fenced
+    /// transaction.
     pub fn ingest_batch_counting(
         &self,
         lease: &Lease,
         library_id: i64,
-        batch: Vec<IngestItem>,
-        reclaim: Vec<i64>,
+        batch: IngestBatch,
         progress: &str,
-        unchanged: u64,
     ) -> Result<BatchReport, StoreError> {
         let (lease, progress) = (lease.clone(), progress.to_string());
         self.write(move |conn, now| {
             fence(conn, &lease, library_id, Some(&progress), now)?;
-            let mut counts = BTreeMap::from([(Provenance::Unchanged.as_str(), unchanged as i64)]);
+            let unchanged = batch.unchanged as i64;
+            let mut counts = BTreeMap::from([(Provenance::Unchanged.as_str(), unchanged)]);
             let mut report = BatchReport::default();
-            for item in &batch {
+            for item in &batch.items {
                 // A new asset is inserted held by this run (`pending_run`).
                 let outcome = ingest_one(conn, lease.id, library_id, item, now)?;
                 *counts
@@ -546,13 +552,14 @@ impl Store {
                 }
                 report.items.push(outcome);
             }
-            for file_id in reclaim {
+            for file_id in batch.reclaim {
                 report
                     .items
                     .extend(self::reclaim(conn, library_id, file_id)?);
             }
             count_reasons(conn, lease.id, &counts)?;
-            count_hashed(conn, &batch)?;
+            count_hashed(conn, &batch.items)?;
+            problems::record(conn, lease.id, &batch.problems)?;
             Ok(report)
         })
     }

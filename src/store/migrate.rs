@@ -61,6 +61,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "index identity",
         sql: include_str!("../../schema/0009_index_identity.sql"),
     },
+    Migration {
+        version: 11,
+        name: "run problems",
+        sql: include_str!("../../schema/0011_run_problems.sql"),
+    },
 ];
 
 pub(super) fn migrate(

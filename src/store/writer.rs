@@ -3,7 +3,7 @@
 //! transaction with a savepoint per operation. An operation that fails (a stale lease
 //! included) is rolled back to its savepoint alone; replies go out only after the batch has
 //! committed, so a caller never acts on a write that is not on disk. An operation that is
-//! alone in its batch (a scan's ingest of 1024 files, mostly) runs with no savepoint: the
+//! alone in its batch (a scan's ingest of a whole batch of files, mostly) runs with no savepoint: the
 //! transaction is its own, so rolling it back undoes it alone, and SQLite does not have to
 //! keep a sub-journal copy of every page the operation changes.
 

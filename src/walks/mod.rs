@@ -9,7 +9,7 @@
 //! binary walking it (the claim skips it while that binary holds a lease) and what a newer
 //! scheme stamped is kept; only a rollback (no newer binary holds a lease) walks it again
 //! under this scheme, with a loud warning. The record is clamped at start (`boot`) only.
-//! Owns no SQL (the store does) and no detection or hashing rules (`media/` does).
+//! Owns no SQL (the store does) and no detection or hashing rules (`faces/` and `media/` do).
 //!
 //! Must not import: http, ops, rusqlite
 

@@ -3,7 +3,8 @@
 // Usage: MEDIADEX_URL=http://127.0.0.1:PORT/ SHOTS=DIR node page.test.mjs
 // Checks: the grid shows thumbnails named by file and date, in justified rows, and a
 // sparse library's months of one to three photos keep them at their natural width; a scan started from the page shows live progress to
-// completion; the Activity view's Walks table shows the content-hash walk; trash then
+// completion; the Activity view's Walks table shows the content-hash walk, and a run's
+// problems open from the run list; trash then
 // restore of an asset works. Screenshots of each step go to SHOTS.
 import { chromium } from "playwright-core";
 import { mkdirSync } from "node:fs";
@@ -112,6 +113,15 @@ try {
   assert.match(walkText, /complete|waiting|running|not walked/, walkText);
   assert.ok(await walkRow.getByRole("button", { name: "Restart" }).count() === 1, "a restart button");
   await shot("4-activity");
+
+  step("a run's problems open from the run list, each file with its error");
+  await page.getByRole("button", { name: "List problems" }).first().click();
+  const problemRow = page.locator("dialog#problems-dialog[open] #problems tr", { hasText: "outside" });
+  await problemRow.waitFor();
+  assert.match(await problemRow.textContent(), /symlink leads outside the library/);
+  await shot("4b-problems");
+  await page.locator("#problems-close").click();
+  await page.waitForFunction(() => !document.querySelector("dialog#problems-dialog").open);
 
   step("trash then restore an asset");
   await page.goto(url + "#/photos");

@@ -882,3 +882,58 @@ fn status_says_the_thumbnails_are_paused_when_the_data_disk_is_down_to_its_reser
     );
     assert!(free(&roomy) > 0);
 }
+
+/// A library with one good picture, a broken JPEG, a text file and a link out of the library.
+fn troubled_library(env: &Env) -> PathBuf {
+    let photos = env.folder("photos");
+    support::photo(&photos.join("ok.png"), 1);
+    std::fs::write(
+        photos.join("cut.jpg"),
+        b"\xff\xd8\xff\xe1\x00\x20Exif\x00\x00broken",
+    )
+    .unwrap();
+    std::fs::write(photos.join("notes.txt"), "not a picture").unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(env.tmp.path(), photos.join("out")).unwrap();
+    photos
+}
+
+#[test]
+fn runs_problems_lists_each_file_a_run_could_not_read_or_parse_with_its_error() {
+    let env = Env::new();
+    let photos = troubled_library(&env);
+    env.ok_json(&["library", "add", s(&photos), "--json"]);
+    let runs = env.ok_json(&["scan", "photos", "--wait", "--json"]);
+    let id = runs[0]["id"].as_i64().expect("run id").to_string();
+
+    let listed = env.ok_json(&["runs", "--problems", &id, "--json"]);
+    let listed = listed.as_array().expect("an array");
+    let paths: Vec<&str> = listed.iter().filter_map(|p| p["path"].as_str()).collect();
+    let mut expected = vec!["cut.jpg"];
+    if cfg!(unix) {
+        expected.insert(0, "out");
+    }
+    assert_eq!(paths, expected, "{listed:?}");
+    let cut = listed.iter().find(|p| p["path"] == "cut.jpg").unwrap();
+    assert!(
+        cut["error"].as_str().unwrap().contains("Broken JPEG"),
+        "{cut}"
+    );
+    assert_eq!(cut["seq"].as_i64(), Some(expected.len() as i64));
+
+    let out = env.run(&["runs", "--problems", &id]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let human = text(&out.stdout);
+    assert!(human.starts_with("PATH"), "{human}");
+    assert!(
+        human
+            .lines()
+            .any(|l| l.starts_with("cut.jpg") && l.contains("Broken JPEG")),
+        "{human}"
+    );
+    assert_fails(
+        &env.run(&["runs", "--problems", "999"]),
+        2,
+        "no scan run 999",
+    );
+}

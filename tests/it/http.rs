@@ -2453,3 +2453,72 @@ async fn every_hostile_path_comes_back_exactly_from_the_api() {
         [b"caf\xe9.png".to_vec(), b"tab\tcopy\xe9.png".to_vec()]
     );
 }
+
+#[tokio::test]
+async fn a_runs_problems_are_paged_with_their_errors_and_exact_path_bytes() {
+    use mediadex::model::{IngestBatch, RunProblem};
+    let api = api();
+    let lib = api.env.library("pics");
+    let lease = api.env.claimed_scan(lib, "");
+    let problem = |bytes: &[u8], error: &str| RunProblem {
+        rel_path: bytes.to_vec(),
+        rel_path_text: String::from_utf8_lossy(bytes).into_owned(),
+        error: error.into(),
+    };
+    let batch = IngestBatch {
+        problems: vec![
+            problem(b"a.jpg", "truncated"),
+            problem(b"caf\xe9.jpg", "unreadable"),
+            problem(b"loop", "symlink loop"),
+        ],
+        ..IngestBatch::default()
+    };
+    api.env
+        .store
+        .ingest_batch_counting(&lease, lib, batch, "{}")
+        .unwrap();
+    let base = format!("/api/scans/{}/problems", lease.id);
+    let page = api.get(&format!("{base}?limit=2")).await;
+    assert_eq!(page.status, StatusCode::OK);
+    let page = page.json();
+    assert_eq!(
+        (page["total"].clone(), page["truncated"].clone()),
+        (3.into(), false.into())
+    );
+    let items = page["items"].as_array().unwrap();
+    assert_eq!(items.len(), 2);
+    assert_eq!(
+        (
+            items[0]["seq"].clone(),
+            items[0]["path"].clone(),
+            items[0]["error"].clone()
+        ),
+        (1.into(), "a.jpg".into(), "truncated".into())
+    );
+    assert!(items[0].get("path_bytes").is_none(), "{page}");
+    assert_eq!(
+        support::json_path_bytes(&items[1]["path"], &items[1]["path_bytes"]),
+        b"caf\xe9.jpg"
+    );
+    let rest = api
+        .get(&format!("{base}?after={}", page["next_cursor"]))
+        .await
+        .json();
+    assert_eq!(rest["items"][0]["path"], "loop");
+    assert_eq!(rest["items"].as_array().unwrap().len(), 1);
+    assert!(rest["next_cursor"].is_null(), "{rest}");
+
+    let r = api.get("/api/scans/77/problems").await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::NOT_FOUND, "not_found".into())
+    );
+    for bad in ["?limit=0", "?after=-1", "?bogus=1"] {
+        let r = api.get(&format!("{base}{bad}")).await;
+        assert_eq!(
+            (r.status, r.code()),
+            (StatusCode::BAD_REQUEST, "bad_request".into()),
+            "{bad}"
+        );
+    }
+}

@@ -13,6 +13,7 @@ mod corpus_scan;
 mod corpus_walks;
 #[cfg(unix)]
 mod crash;
+mod docs;
 mod faces;
 mod faces_cli;
 #[cfg(unix)]
@@ -22,6 +23,7 @@ mod lease_protocol;
 mod media_extract;
 mod migration;
 mod multiprocess;
+mod problems;
 mod scan;
 #[cfg(unix)]
 mod serve;

@@ -1,7 +1,8 @@
 // The Activity view: scan runs, walks and the job queue, each with its actions.
 import { $, el, banner, guard } from "./dom.js";
 import { api } from "./api.js";
-import { fmtTime, progressText } from "./format.js";
+import { fmtTime, problemCount, progressText } from "./format.js";
+import { openProblems } from "./problems.js";
 import { currentView, libName, state } from "./state.js";
 
 export async function loadActivity() {
@@ -30,7 +31,10 @@ export function runRow(run) {
     el("td", {}, run.id), el("td", {}, libName(run.library_id)), el("td", { class: "path" }, run.scope || "(all)"),
     el("td", {}, run.trigger + (run.watch_event ? ` (${run.watch_event})` : "")),
     el("td", {}, el("span", { class: "state " + run.state }, run.state)),
-    el("td", {}, progressText(run)), el("td", {}, reasons), el("td", {}, fmtTime(run.requested_at)),
+    el("td", {}, progressText(run), problemCount(run) ? [" ", el("button", { class: "problems",
+      onclick: guard(() => openProblems(run)), title: "The files this scan could not read or parse, with their errors" },
+      "List problems")] : null),
+    el("td", {}, reasons), el("td", {}, fmtTime(run.requested_at)),
     el("td", {}, live ? el("button", { onclick: guard(async () => { await api("POST", `/api/scans/${run.id}/cancel`); loadActivity(); }) }, "Cancel") : ""));
 }
 

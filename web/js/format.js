@@ -40,11 +40,14 @@ export const fileName = (asset) => {
 
 const parseProgress = (p) => { try { return p ? JSON.parse(p) : null; } catch { return null; } };
 
+/** How many problems a run met so far (its progress counts them). */
+export const problemCount = (run) => (parseProgress(run.progress) || {}).problems || 0;
+
 export const progressText = (run) => {
   const p = parseProgress(run.progress);
   if (!p) return run.reason || "";
   const parts = [`${p.files ?? 0} files`];
   if (p.changed) parts.push(`${p.changed} new or changed`);
-  if (p.problems) parts.push(`${p.problems} problems`);
+  if (p.problems) parts.push(`${p.problems} ${p.problems === 1 ? "problem" : "problems"}`);
   return parts.join(", ") + (run.reason ? ` — ${run.reason}` : "");
 };

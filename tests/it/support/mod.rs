@@ -79,6 +79,18 @@ impl Env {
             .id
     }
 
+    /// Requests and claims a scan of `scope`: the lease a scan worker would hold.
+    pub fn claimed_scan(&self, library_id: i64, scope: &str) -> mediadex::model::Lease {
+        self.store
+            .request_scan(self.scan_request(library_id, scope))
+            .expect("request a scan");
+        self.store
+            .claim_scan_run(TTL)
+            .expect("claim")
+            .expect("a run to claim")
+            .0
+    }
+
     pub fn scan_request(&self, library_id: i64, scope: &str) -> ScanRequest {
         ScanRequest {
             library_id,

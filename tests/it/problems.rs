@@ -1,0 +1,175 @@
+//! A scan run's problems (issue 14 item 7): the files and folders it could not list, read or
+//! parse, each with its error, kept per run in the fenced transaction of the batch that met
+//! them, and listed by the store, `GET /api/scans/{id}/problems` and
+//! `mediadex runs --problems ID`.
+
+use crate::support::{TTL, env};
+use mediadex::model::{IngestBatch, RunProblem, Target};
+use mediadex::store::{PROBLEMS_PER_RUN, StoreError};
+
+fn problem(path: &str, error: &str) -> RunProblem {
+    RunProblem {
+        rel_path: path.as_bytes().to_vec(),
+        rel_path_text: path.to_string(),
+        error: error.to_string(),
+    }
+}
+
+fn with_problems(problems: Vec<RunProblem>) -> IngestBatch {
+    IngestBatch {
+        problems,
+        ..IngestBatch::default()
+    }
+}
+
+fn listed(env: &crate::support::Env, run: i64, after: i64, limit: i64) -> Vec<(i64, String)> {
+    env.store
+        .run_problems(run, after, limit)
+        .unwrap()
+        .into_iter()
+        .map(|(seq, p)| (seq, p.rel_path_text))
+        .collect()
+}
+
+#[test]
+fn a_run_keeps_its_problems_in_the_order_met_and_pages_them() {
+    let env = env();
+    let lib = env.library("photos");
+    let lease = env.claimed_scan(lib, "");
+    let first = vec![
+        problem("a.jpg", "truncated"),
+        problem("loop", "symlink loop"),
+    ];
+    env.store
+        .ingest_batch_counting(&lease, lib, with_problems(first), "{}")
+        .unwrap();
+    env.store
+        .ingest_batch_counting(
+            &lease,
+            lib,
+            with_problems(vec![problem("z.mp4", "no moov")]),
+            "{}",
+        )
+        .unwrap();
+    assert_eq!(
+        listed(&env, lease.id, 0, 10),
+        [(1, "a.jpg".into()), (2, "loop".into()), (3, "z.mp4".into())]
+    );
+    assert_eq!(listed(&env, lease.id, 1, 1), [(2, "loop".into())]);
+    assert_eq!(env.store.run_problem_count(lease.id).unwrap(), 3);
+    let (_, kept) = &env.store.run_problems(lease.id, 0, 1).unwrap()[0];
+    assert_eq!(
+        (kept.rel_path.as_slice(), kept.error.as_str()),
+        (&b"a.jpg"[..], "truncated")
+    );
+}
+
+#[test]
+fn a_stale_worker_adds_no_problem_rows() {
+    let env = env();
+    let lib = env.library("photos");
+    let stale = env.claimed_scan(lib, "");
+    env.store
+        .ingest_batch_counting(
+            &stale,
+            lib,
+            with_problems(vec![problem("a.jpg", "one")]),
+            "",
+        )
+        .unwrap();
+    // Force-released: a new generation, so the old holder's next batch must land nothing.
+    assert!(
+        env.store
+            .release_unowned(Target::ScanRun, stale.id)
+            .unwrap()
+    );
+    let late = env.store.ingest_batch_counting(
+        &stale,
+        lib,
+        with_problems(vec![problem("b.jpg", "two")]),
+        "",
+    );
+    assert!(
+        matches!(late, Err(StoreError::LeaseLost { .. })),
+        "{late:?}"
+    );
+    // Expired (a slept laptop): reclaimed, and refused the same way.
+    let again = env.store.claim_scan_run(TTL).unwrap().unwrap().0;
+    assert_eq!(again.id, stale.id);
+    env.clock.advance(TTL + 1);
+    let expired = env.store.ingest_batch_counting(
+        &again,
+        lib,
+        with_problems(vec![problem("c.jpg", "three")]),
+        "",
+    );
+    assert!(
+        matches!(expired, Err(StoreError::LeaseLost { .. })),
+        "{expired:?}"
+    );
+    assert_eq!(listed(&env, stale.id, 0, 10), [(1, "a.jpg".into())]);
+}
+
+#[test]
+fn a_run_keeps_at_most_its_cap_of_problems() {
+    let env = env();
+    let lib = env.library("photos");
+    let lease = env.claimed_scan(lib, "");
+    let many: Vec<RunProblem> = (0..PROBLEMS_PER_RUN + 5)
+        .map(|i| problem(&format!("f{i}.jpg"), "unreadable"))
+        .collect();
+    env.store
+        .ingest_batch_counting(&lease, lib, with_problems(many), "")
+        .unwrap();
+    env.store
+        .ingest_batch_counting(
+            &lease,
+            lib,
+            with_problems(vec![problem("late.jpg", "x")]),
+            "",
+        )
+        .unwrap();
+    assert_eq!(
+        env.store.run_problem_count(lease.id).unwrap(),
+        PROBLEMS_PER_RUN
+    );
+    let last = listed(&env, lease.id, PROBLEMS_PER_RUN - 1, 10);
+    assert_eq!(
+        last,
+        [(PROBLEMS_PER_RUN, format!("f{}.jpg", PROBLEMS_PER_RUN - 1))]
+    );
+}
+
+#[test]
+fn a_pruned_run_takes_its_problems_with_it() {
+    use mediadex::model::ScanEnd;
+    let env = env();
+    let lib = env.library("photos");
+    let rows = |run: i64| -> i64 {
+        env.raw()
+            .query_row(
+                "SELECT count(*) FROM scan_run_problems WHERE run_id = ?1",
+                [run],
+                |r| r.get(0),
+            )
+            .unwrap()
+    };
+    let mut runs = Vec::new();
+    for name in ["old.jpg", "newer.jpg"] {
+        let lease = env.claimed_scan(lib, "");
+        let batch = with_problems(vec![problem(name, "unreadable")]);
+        env.store
+            .ingest_batch_counting(&lease, lib, batch, "")
+            .unwrap();
+        env.store
+            .finish_full_scan(&lease, lib, ScanEnd::breaker(0.2, true))
+            .unwrap();
+        runs.push(lease.id);
+        env.clock.advance(10_000);
+    }
+    assert_eq!((rows(runs[0]), rows(runs[1])), (1, 1));
+    // Past retention, the older run goes; the newest finished one is always kept.
+    env.store.prune(1_000, 1_000).unwrap();
+    assert!(env.store.scan_run(runs[0]).unwrap().is_none());
+    assert_eq!((rows(runs[0]), rows(runs[1])), (0, 1));
+}
