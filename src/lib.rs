@@ -8,6 +8,7 @@ pub mod disk;
 pub mod faces;
 pub mod http;
 pub mod instance;
+pub mod locate;
 pub mod logfile;
 pub mod mapped;
 pub mod media;

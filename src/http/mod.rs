@@ -5,7 +5,6 @@
 //! `security.rs` the guard in front of every route, `sse.rs` the event stream. Holds no SQL.
 
 mod assets;
-mod contain;
 mod error;
 mod faces;
 mod jobs;
@@ -18,7 +17,6 @@ pub mod security;
 pub mod sse;
 pub mod walks;
 
-pub use contain::{ContainError, resolve as resolve_in_library};
 pub use error::ApiError;
 pub use security::Security;
 

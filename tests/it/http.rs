@@ -1124,7 +1124,7 @@ async fn a_video_gets_a_poster_frame_when_ffmpeg_is_on_path() {
     assert!(made.success(), "ffmpeg made the test clip");
     // Indexed with its real stamp: a thumbnail is made only from a file the scan saw as is.
     let mut item = synthetic::item("clip.mp4", 7, synthetic::facts(7));
-    item.stamp = mediadex::scan::walk::stamp(&std::fs::metadata(&clip).unwrap());
+    item.stamp = mediadex::model::FileStamp::of(&std::fs::metadata(&clip).unwrap());
     synthetic::ingest(&api.env.store, lib, "", vec![item]).unwrap();
     let id = api.asset_at("clip.mp4");
     let r = api.get(&format!("/api/assets/{id}/thumbnail")).await;
@@ -2433,4 +2433,54 @@ async fn every_hostile_path_comes_back_exactly_from_the_api() {
         dup,
         [b"caf\xe9.png".to_vec(), b"tab\tcopy\xe9.png".to_vec()]
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// One way to locate a file (issue 14 item 3): the API reads an asset's file by the rules the
+// walks and the thumbnail job read it by.
+
+/// The original of an asset is the bytes its checksum (and so its `ETag`, which `If-Range`
+/// resumes a download by) names: a file rewritten since its scan holds other bytes, and
+/// serving them under that tag would splice another file's bytes into a resumed download.
+#[tokio::test]
+async fn an_original_rewritten_since_its_scan_is_not_served_as_the_asset() {
+    let api = api();
+    let (lib, root) = api.photos("photos");
+    api.scan(lib);
+    let b = api.asset_at("b.png");
+    png(&root.join("b.png"), 7, 33, 33);
+    let r = api.get(&format!("/api/assets/{b}/original")).await;
+    assert_eq!(
+        r.status,
+        StatusCode::NOT_FOUND,
+        "served {} bytes of the rewritten file",
+        r.body.len()
+    );
+    assert_eq!(r.code(), "file_missing");
+}
+
+/// A trashed asset's file that the user moved back by hand (no scan since) still holds the
+/// asset's bytes where the index last saw it: the walks read it there, and so does the API.
+#[tokio::test]
+async fn a_trashed_file_moved_back_by_hand_is_still_found_where_it_was() {
+    let api = api();
+    let (lib, root) = api.photos("photos");
+    api.scan(lib);
+    let b = api.asset_at("b.png");
+    let original = std::fs::read(root.join("b.png")).unwrap();
+    let r = api.post_empty(&format!("/api/assets/{b}/trash")).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    std::fs::rename(
+        root.join(format!(".mediadex-trash/{b}/b.png")),
+        root.join("b.png"),
+    )
+    .unwrap();
+    let r = api.get(&format!("/api/assets/{b}/original")).await;
+    assert_eq!(
+        r.status,
+        StatusCode::OK,
+        "{}",
+        String::from_utf8_lossy(&r.body)
+    );
+    assert_eq!(&r.body[..], &original[..]);
 }

@@ -19,6 +19,7 @@ mod faces_cli;
 mod foreground;
 mod http;
 mod lease_protocol;
+mod locate;
 mod media_extract;
 mod migration;
 mod multiprocess;
