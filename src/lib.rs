@@ -22,3 +22,4 @@ pub mod token;
 pub mod trash;
 pub mod walks;
 pub mod watch;
+pub mod wire;

@@ -2484,3 +2484,117 @@ async fn a_trashed_file_moved_back_by_hand_is_still_found_where_it_was() {
     );
     assert_eq!(&r.body[..], &original[..]);
 }
+
+// ---------------------------------------------------------------------------------------
+// One wire contract (issue 14 item 4): the API and `mediadex ... --json` give the same
+// projection, built by `mediadex::wire`; only the path fields take each surface's form
+// (docs/json.md, "Paths that are not text").
+
+/// `mediadex --data <this server's data dir> ARGS` (the CLI on the same database).
+fn cli_json(api: &Api, args: &[&str]) -> Value {
+    let out = assert_cmd::cargo::cargo_bin_cmd!("mediadex")
+        .env_remove("MEDIADEX_DATA")
+        .env_remove("RUST_LOG")
+        .arg("--data")
+        .arg(api.env.dir.path())
+        .args(args)
+        .output()
+        .expect("run mediadex");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON value")
+}
+
+/// The value without its path fields (`paths`, `paths_bytes`), at every depth.
+fn without_paths(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "paths" | "paths_bytes"))
+                .map(|(k, v)| (k.clone(), without_paths(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(without_paths).collect()),
+        other => other.clone(),
+    }
+}
+
+/// A scanned fixture library: the CLI's `assets --json` and the API's asset (one, and in the
+/// list) carry the same fields with the same values — the API has `content_hash` and
+/// `faces`, the CLI `video_codec` and the trash details.
+#[tokio::test]
+async fn the_api_and_the_cli_give_an_asset_the_same_fields_and_values() {
+    let api = api();
+    let (lib, _) = api.photos("photos");
+    api.scan(lib);
+    let b = api.asset_at("b.png");
+    let one = api.get(&format!("/api/assets/{b}")).await.json();
+    let page = api.get("/api/assets").await.json();
+    let listed = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["id"] == b)
+        .cloned()
+        .expect("listed");
+    let cli = cli_json(&api, &["assets", "--json"]);
+    let cli = cli
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["id"] == b)
+        .cloned()
+        .expect("in the CLI's list");
+    assert_eq!(
+        without_paths(&one),
+        without_paths(&cli),
+        "API {one}\nCLI {cli}"
+    );
+    assert_eq!(without_paths(&listed), without_paths(&one));
+    assert!(one["content_hash"].is_string(), "{one}");
+    assert!(one["faces"].is_array(), "{one}");
+    assert_eq!(cli["paths"], serde_json::json!(["b.png"]));
+    assert_eq!(one["paths"][0]["path"], "b.png");
+}
+
+/// `/api/duplicates` lists the same picture with other metadata too, as `duplicates --json`
+/// does, in the same order and with the same fields.
+#[tokio::test]
+async fn duplicates_lists_both_kinds_of_twin_as_the_cli_does() {
+    use mediadex::model::ContentHash;
+    let api = api();
+    let lib = api.env.library("pics");
+    let hash = ContentHash {
+        scheme: 1,
+        hash: [7; 32],
+    };
+    let mut a = synthetic::item("a.jpg", 1, synthetic::facts(1));
+    let mut edited = synthetic::item("edited.jpg", 2, synthetic::facts(2));
+    a.content_hash = Some(hash);
+    edited.content_hash = Some(hash);
+    let mut copy = synthetic::item("copy/a.jpg", 1, synthetic::facts(1));
+    copy.stamp.inode = 99;
+    copy.content_hash = Some(hash);
+    synthetic::ingest(&api.env.store, lib, "", vec![a, edited, copy]).unwrap();
+    let dups = api.get("/api/duplicates").await.json();
+    let kinds: Vec<&str> = dups
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["kind"].as_str().unwrap_or("none"))
+        .collect();
+    assert_eq!(kinds, ["identical", "same_content"], "{dups}");
+    let twins = &dups[1];
+    assert_eq!(twins["content_hash"], "07".repeat(32));
+    assert_eq!(twins["assets"].as_array().unwrap().len(), 2, "{twins}");
+    assert_eq!(twins["paths"][0]["library_id"], lib, "{twins}");
+    let cli = cli_json(&api, &["duplicates", "--json"]);
+    assert_eq!(
+        without_paths(&dups),
+        without_paths(&cli),
+        "API {dups}\nCLI {cli}"
+    );
+}
