@@ -31,4 +31,5 @@ mod thumbs;
 mod trash;
 mod walks;
 mod watch;
+mod wire;
 mod workers;
