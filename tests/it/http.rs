@@ -2490,22 +2490,9 @@ async fn a_trashed_file_moved_back_by_hand_is_still_found_where_it_was() {
 // projection, built by `mediadex::wire`; only the path fields take each surface's form
 // (docs/json.md, "Paths that are not text").
 
-/// `mediadex --data <this server's data dir> ARGS` (the CLI on the same database).
+/// `mediadex --data <this server's data dir> ARGS --json` (the CLI on the same database).
 fn cli_json(api: &Api, args: &[&str]) -> Value {
-    let out = assert_cmd::cargo::cargo_bin_cmd!("mediadex")
-        .env_remove("MEDIADEX_DATA")
-        .env_remove("RUST_LOG")
-        .arg("--data")
-        .arg(api.env.dir.path())
-        .args(args)
-        .output()
-        .expect("run mediadex");
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("one JSON value")
+    support::cli_json(api.env.dir.path(), args)
 }
 
 /// The value without its path fields (`paths`, `paths_bytes`), at every depth.

@@ -294,3 +294,22 @@ pub fn zero_page(path: &std::path::Path, page: u64) {
     f.seek(SeekFrom::Start((page - 1) * PAGE)).expect("seek");
     f.write_all(&[0u8; PAGE as usize]).expect("zero");
 }
+
+/// `mediadex --json`'s one JSON value for `args`, run as a user would on the data dir
+/// `data` (a test's store may be open on it: the CLI is another process on the same file).
+pub fn cli_json(data: &std::path::Path, args: &[&str]) -> serde_json::Value {
+    let out = assert_cmd::cargo::cargo_bin_cmd!("mediadex")
+        .env_remove("MEDIADEX_DATA")
+        .env_remove("RUST_LOG")
+        .arg("--data")
+        .arg(data)
+        .args(args)
+        .output()
+        .expect("run mediadex");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON value on stdout")
+}
