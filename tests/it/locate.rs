@@ -54,3 +54,34 @@ fn a_walk_never_reads_through_a_symlink_leading_out_of_the_library() {
         "hashed a file outside the library: {found:?}"
     );
 }
+
+/// The thumbnail job reads by the same rule: no thumbnail is made (and cached under the
+/// asset's checksum) from a file outside the library, however its stamp matches.
+#[cfg(unix)]
+#[test]
+fn the_thumbnail_job_never_reads_through_a_symlink_leading_out_of_the_library() {
+    use mediadex::model::{MediaKind, ThumbAsset};
+    use mediadex::thumbs::Thumbs;
+    use mediadex::thumbs::job::{MakeThumb, Outcome};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("lib");
+    png(&root.join("a.png"), 1);
+    let stamp = stamp_of(&root.join("a.png"));
+    let asset = ThumbAsset {
+        asset: one_file(&root, "a.png", stamp),
+        kind: MediaKind::Image,
+        mime: Some("image/png".into()),
+        orientation: None,
+        width: Some(8),
+        height: Some(8),
+    };
+    let thumbs = Thumbs::new(&dir.path().join("data"));
+    std::fs::rename(root.join("a.png"), dir.path().join("outside.png")).expect("move out");
+    std::os::unix::fs::symlink(dir.path().join("outside.png"), root.join("a.png"))
+        .expect("symlink");
+    assert_eq!(thumbs.make(&asset), Outcome::NoFile);
+    // The same file back inside the library gives its thumbnail.
+    std::fs::remove_file(root.join("a.png")).expect("rm link");
+    std::fs::rename(dir.path().join("outside.png"), root.join("a.png")).expect("move in");
+    assert_eq!(thumbs.make(&asset), Outcome::Made);
+}
