@@ -41,7 +41,7 @@ fn main() -> anyhow::Result<()> {
     let mut first = synthetic::item("thumb.jpg", u64::MAX, facts);
     first.checksum = Some(*blake3::hash(&picture).as_bytes());
     // Its real stamp: a thumbnail is made only from a file as its scan recorded it.
-    first.stamp = mediadex::scan::walk::stamp(&std::fs::metadata(&path)?);
+    first.stamp = mediadex::model::FileStamp::of(&std::fs::metadata(&path)?);
     synthetic::ingest(&store, library.id, "", vec![first])?;
     let start = std::time::Instant::now();
     let mut done = 0;

@@ -17,7 +17,8 @@
 
 use crate::disk::{DiskFull, FreeSpace};
 use crate::model::{
-    Begun, Finish, IntentState, Job, MOVE_JOB_KIND, Millis, Move, MoveOutcome, Settle, TrashIntent,
+    Begun, FileStamp, Finish, IntentState, Job, MOVE_JOB_KIND, Millis, Move, MoveOutcome, RelPath,
+    Settle, TrashIntent,
 };
 use crate::queue::{
     GuardError, JobDone, JobHandler, LeaseGuard, NoHooks, Registry, WorkContext, WorkError,
@@ -330,21 +331,16 @@ fn paths(store: &Store, intent: &TrashIntent) -> Result<(PathBuf, PathBuf), Tras
         .library(intent.library_id)?
         .ok_or_else(|| StoreError::NotFound(format!("library {} is gone", intent.library_id)))?;
     let root = Path::new(&library.root);
-    Ok((
-        root.join(rel_path(&intent.from_path)),
-        root.join(rel_path(&intent.to_path)),
-    ))
-}
-
-#[cfg(unix)]
-fn rel_path(bytes: &[u8]) -> PathBuf {
-    use std::os::unix::ffi::OsStrExt;
-    PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
-}
-
-#[cfg(not(unix))]
-fn rel_path(bytes: &[u8]) -> PathBuf {
-    PathBuf::from(String::from_utf8_lossy(bytes).into_owned())
+    // A journal row that names no path inside the library moves nothing.
+    let under = |bytes: &[u8]| RelPath::new(bytes).map(|rel| rel.under(root));
+    match (under(&intent.from_path), under(&intent.to_path)) {
+        (Ok(from), Ok(to)) => Ok((from, to)),
+        (Err(e), _) | (_, Err(e)) => Err(TrashError::Move {
+            from: String::from_utf8_lossy(&intent.from_path).into_owned(),
+            to: String::from_utf8_lossy(&intent.to_path).into_owned(),
+            why: e.to_string(),
+        }),
+    }
 }
 
 fn fail(from: &Path, to: &Path, why: &dyn std::fmt::Display) -> TrashError {
@@ -365,7 +361,7 @@ fn as_indexed(store: &Store, intent: &TrashIntent, from: &Path) -> Result<bool, 
     let Some(known) = store.intent_stamp(intent)? else {
         return Ok(false);
     };
-    Ok(std::fs::symlink_metadata(from).is_ok_and(|m| crate::scan::walk::stamp(&m) == known))
+    Ok(std::fs::symlink_metadata(from).is_ok_and(|m| FileStamp::of(&m) == known))
 }
 
 /// Where a file of a move is now.

@@ -1,12 +1,14 @@
 //! `/api/assets` and `/api/duplicates`: the paged asset list with its filters (keyset
 //! pagination; the cursor is opaque to clients), one asset with its paths, trash and
-//! restore through `ops::trash` (journaled file moves), and byte-identical duplicates. A
-//! path is its text, with its exact bytes in base64 beside it where the text is lossy.
+//! restore through `ops::trash` (journaled file moves), and both kinds of duplicates. The
+//! JSON is the wire contract's (`crate::wire`, what the CLI's `--json` gives too) with one
+//! object per file: its text, its exact bytes in base64 beside it where the text is lossy.
 
 use super::error::ApiError;
 use super::{AppState, blocking};
-use crate::model::{Asset, AssetCursor, AssetFilter, AssetPath, DuplicateGroup, MediaKind, hex};
+use crate::model::{Asset, AssetCursor, AssetFilter, MediaKind};
 use crate::store::Store;
+use crate::wire::{Asset as AssetOut, DuplicateGroup, PathForm};
 use axum::Json;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
@@ -14,81 +16,9 @@ use axum::extract::{Path, Query, State};
 pub const DEFAULT_PAGE: i64 = 100;
 pub const MAX_PAGE: i64 = 500;
 
-/// The JSON shape of an asset, the same fields as `mediadex assets --json` plus `library_id`
-/// per path and the trash details.
-#[derive(serde::Serialize)]
-pub struct AssetOut {
-    id: i64,
-    paths: Vec<PathOut>,
-    size: u64,
-    checksum: String,
-    kind: Option<&'static str>,
-    mime: Option<String>,
-    width: Option<u32>,
-    height: Option<u32>,
-    stored_width: Option<u32>,
-    stored_height: Option<u32>,
-    taken_at: Option<String>,
-    make: Option<String>,
-    model: Option<String>,
-    lat: Option<f64>,
-    lon: Option<f64>,
-    orientation: Option<u16>,
-    duration_ms: Option<i64>,
-    video_codec: Option<String>,
-    created_at: i64,
-    trashed: bool,
-    trashed_at: Option<i64>,
-    trash_reason: Option<&'static str>,
-}
-
-#[derive(serde::Serialize)]
-pub struct PathOut {
-    library_id: i64,
-    path: String,
-    /// Only where `path` is lossy (not UTF-8, or a backslash shown as `/`): the exact bytes
-    /// in base64, the rule of `mediadex assets --json`'s `paths_bytes`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    path_bytes: Option<String>,
-    state: &'static str,
-}
-
-fn path_out(p: &AssetPath) -> PathOut {
-    PathOut {
-        library_id: p.library_id,
-        path: p.rel_path_text.clone(),
-        path_bytes: p.bytes_if_lossy(),
-        state: p.state.as_str(),
-    }
-}
-
+/// The API's asset: the wire contract's, with one object per file.
 pub fn asset_out(a: Asset) -> AssetOut {
-    let paths = a.paths.iter().map(path_out).collect();
-    let f = a.facts;
-    AssetOut {
-        id: a.id,
-        paths,
-        size: a.size,
-        checksum: hex(&a.checksum),
-        kind: f.kind.map(MediaKind::as_str),
-        width: f.display_width.or(f.width),
-        height: f.display_height.or(f.height),
-        stored_width: f.width,
-        stored_height: f.height,
-        taken_at: f.taken_at(),
-        mime: f.mime,
-        make: f.make,
-        model: f.model,
-        lat: f.lat,
-        lon: f.lon,
-        orientation: f.orientation,
-        duration_ms: f.duration_ms,
-        video_codec: f.video_codec,
-        created_at: a.created_at,
-        trashed: a.trashed_at.is_some(),
-        trashed_at: a.trashed_at,
-        trash_reason: a.trash_reason.map(|r| r.as_str()),
-    }
+    AssetOut::new(&a, PathForm::Files)
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -227,25 +157,10 @@ pub async fn restore(
     Ok(Json(asset_out(asset)))
 }
 
-#[derive(serde::Serialize)]
-pub struct DuplicateOut {
-    asset_id: i64,
-    checksum: String,
-    size: u64,
-    paths: Vec<PathOut>,
-}
-
-pub async fn duplicates(State(s): State<AppState>) -> Result<Json<Vec<DuplicateOut>>, ApiError> {
+/// Both kinds of twin, as `mediadex duplicates --json` gives them.
+pub async fn duplicates(State(s): State<AppState>) -> Result<Json<Vec<DuplicateGroup>>, ApiError> {
     let store = s.ops.store.clone();
-    let groups = blocking(move || Ok(store.duplicates()?)).await?;
-    let out = groups
-        .into_iter()
-        .map(|g: DuplicateGroup| DuplicateOut {
-            asset_id: g.asset_id,
-            checksum: hex(&g.checksum),
-            size: g.size,
-            paths: g.files.iter().map(path_out).collect(),
-        })
-        .collect();
-    Ok(Json(out))
+    let (groups, twins) =
+        blocking(move || Ok((store.duplicates()?, store.content_twins()?))).await?;
+    Ok(Json(DuplicateGroup::all(&groups, &twins, PathForm::Files)))
 }

@@ -1,82 +1,54 @@
 //! An asset's bytes, by asset id only: its thumbnail (made on first request, cached by
 //! checksum, sent immutable with an ETag) and its original file (streamed; one byte range
-//! of it on request, `range.rs`). The file is one of the asset's own paths — present ones
-//! first, then, for a trashed asset, where the trash moved it — resolved and checked inside
-//! its library root (`contain.rs`); nothing outside a library is ever read.
+//! of it on request, `range.rs`). The file is the one `crate::locate` finds (the rules the
+//! walks and the thumbnail job read by): inside its library root, with the stamp its scan
+//! recorded, a missing one first in the trash folder; nothing outside a library is ever
+//! read, and no other bytes are ever served under the asset's checksum.
 
 use super::assets::get_asset;
-use super::contain::{ContainError, resolve};
 use super::error::{ApiError, Code};
 use super::range;
 use super::{AppState, blocking};
-use crate::model::{Asset, FileState, hex, trash_path};
+use crate::locate::{LocateError, locate};
+use crate::model::{Asset, WalkAsset, hex};
 use crate::store::Store;
 use crate::thumbs::{Source, THUMB_VERSION, Thumb, placeholder};
-use crate::walks::unchanged_as_one_of;
 use axum::body::Body;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use std::collections::hash_map::Entry;
 use std::path::PathBuf;
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 
 const IMMUTABLE: &str = "private, max-age=31536000, immutable";
 const CHUNK: usize = 64 * 1024;
 
-/// The asset's first readable file inside its library.
-fn locate(store: &Store, asset: &Asset) -> Result<PathBuf, ApiError> {
-    let mut found = readable(store, asset)?;
-    Ok(found.swap_remove(0))
-}
-
-/// The asset's readable files inside its library, best first; an error when there is none.
-fn readable(store: &Store, asset: &Asset) -> Result<Vec<PathBuf>, ApiError> {
-    let mut found = Vec::new();
-    let mut escaped = false;
-    let mut roots = std::collections::HashMap::<i64, Option<String>>::new();
-    let present = asset
-        .paths
-        .iter()
-        .filter(|p| p.state == FileState::Present)
-        .map(|p| (p.library_id, p.rel_path.clone()));
-    // A trashed asset's files were moved into its library's trash folder.
-    let trashed = asset
-        .paths
-        .iter()
-        .filter(|p| asset.trashed_at.is_some() && p.state == FileState::Missing)
-        .map(|p| (p.library_id, trash_path(asset.id, &p.rel_path)));
-    for (library_id, rel) in present.chain(trashed) {
-        let root = match roots.entry(library_id) {
-            Entry::Occupied(e) => e.into_mut(),
-            Entry::Vacant(e) => e.insert(store.library(library_id)?.map(|l| l.root)),
-        };
-        let Some(root) = root else {
-            continue;
-        };
-        match resolve(root, &rel) {
-            Ok(path) => found.push(path),
-            Err(ContainError::Escapes) => escaped = true,
-            Err(e) => tracing::debug!(asset = asset.id, error = %e, "file not readable"),
-        }
-    }
-    if !found.is_empty() {
-        return Ok(found);
-    }
-    if escaped {
-        return Err(ApiError::new(
+/// The asset's file that still holds its bytes, by `crate::locate`'s rules (the walks' and
+/// the thumbnail job's): `Ok(None)` when every file there was rewritten since its scan.
+fn located(store: &Store, asset: &Asset) -> Result<Option<PathBuf>, ApiError> {
+    let files = WalkAsset {
+        id: asset.id,
+        checksum: asset.checksum,
+        trashed: asset.trashed_at.is_some(),
+        files: store.asset_files(asset.id)?,
+    };
+    match locate(&files) {
+        Ok(path) => Ok(Some(path)),
+        Err(LocateError::Changed) => Ok(None),
+        Err(LocateError::Outside) => Err(ApiError::new(
             Code::OutsideLibrary,
             format!(
                 "asset {}'s file resolves outside its library; refused",
                 asset.id
             ),
-        ));
+        )),
+        Err(LocateError::Gone) => Err(missing(asset.id, "is readable now")),
     }
-    Err(ApiError::new(
-        Code::FileMissing,
-        format!("no file of asset {} is readable now", asset.id),
-    ))
+}
+
+fn missing(id: i64, why: &str) -> ApiError {
+    ApiError::new(Code::FileMissing, format!("no file of asset {id} {why}"))
 }
 
 fn etag(checksum_hex: &str, suffix: &str) -> String {
@@ -126,7 +98,7 @@ pub async fn thumbnail(
         if let Some(t) = thumbs.cached(&sum) {
             return Ok(thumb_response(t, &tag));
         }
-        let files = readable(&store, &asset)?;
+        let file = located(&store, &asset)?;
         let f = &asset.facts;
         let src = Source {
             checksum_hex: &sum,
@@ -138,20 +110,14 @@ pub async fn thumbnail(
                 .zip(f.height)
                 .map(|(w, h)| u64::from(w) * u64::from(h)),
         };
-        // A placeholder needs no file: its request (a HEIC's, on every view, as it is not
-        // cached) reads no stamps.
         if !thumbs.makes(&src) {
             return Ok(thumb_response(placeholder(&src), &tag));
         }
         // Only a file that still holds the bytes the checksum names may give the thumbnail
         // cached under it: one rewritten since its scan (not rescanned yet) would give a
         // picture of other bytes, cached for good.
-        let stamps = store.file_stamps(id)?;
         Ok(thumb_response(
-            match files
-                .into_iter()
-                .find(|file| unchanged_as_one_of(file, &stamps))
-            {
+            match file {
                 Some(file) => thumbs.get(&src, &file)?,
                 None => placeholder(&src),
             },
@@ -170,7 +136,9 @@ pub async fn original(
     let store = s.ops.store.clone();
     let (asset, path) = blocking(move || {
         let asset = get_asset(&store, id)?;
-        let path = locate(&store, &asset)?;
+        // The bytes its checksum names: those its `ETag` (and so `If-Range`) promises.
+        let path = located(&store, &asset)?
+            .ok_or_else(|| missing(id, "still holds the bytes its scan indexed"))?;
         Ok((asset, path))
     })
     .await?;

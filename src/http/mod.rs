@@ -9,7 +9,6 @@
 //! Must not import: app, rusqlite, r2d2
 
 mod assets;
-mod contain;
 mod error;
 mod faces;
 mod jobs;
@@ -22,7 +21,6 @@ pub mod security;
 pub mod sse;
 pub mod walks;
 
-pub use contain::{ContainError, resolve as resolve_in_library};
 pub use error::{ApiError, Code};
 pub use security::Security;
 

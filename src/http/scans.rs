@@ -204,7 +204,6 @@ pub async fn problems(
     ))
 }
 
-
 /// Cancels the run's library's waiting and running runs in one write (`ops::scans::cancel_run`):
 /// answers the run itself, or the successor that carried its work.
 pub async fn cancel(

@@ -14,6 +14,38 @@ pub struct FileStamp {
     pub inode: u64,
 }
 
+impl FileStamp {
+    /// The stamp of a file as the OS describes it (`metadata` follows a symlink to its
+    /// target, `symlink_metadata` does not: the caller chooses). Here, below every module
+    /// that compares stamps, so that none of them imports the scanner for it.
+    #[cfg(unix)]
+    pub fn of(meta: &std::fs::Metadata) -> FileStamp {
+        use std::os::unix::fs::MetadataExt;
+        FileStamp {
+            size: meta.size(),
+            mtime_ns: meta.mtime().saturating_mul(1_000_000_000) + meta.mtime_nsec(),
+            dev: meta.dev(),
+            inode: meta.ino(),
+        }
+    }
+
+    /// Elsewhere no device or inode number is at hand: size and time only.
+    #[cfg(not(unix))]
+    pub fn of(meta: &std::fs::Metadata) -> FileStamp {
+        let mtime_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+        FileStamp {
+            size: meta.len(),
+            mtime_ns,
+            dev: 0,
+            inode: 0,
+        }
+    }
+}
+
 /// A present file of a library as the store knows it, for the diff.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct KnownFile {

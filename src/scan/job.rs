@@ -436,13 +436,6 @@ fn path_bytes(p: &Path) -> Vec<u8> {
     p.to_string_lossy().replace('\\', "/").into_bytes()
 }
 
-#[cfg(unix)]
 fn os_string(bytes: &[u8]) -> OsString {
-    use std::os::unix::ffi::OsStrExt;
-    std::ffi::OsStr::from_bytes(bytes).to_os_string()
-}
-
-#[cfg(not(unix))]
-fn os_string(bytes: &[u8]) -> OsString {
-    OsString::from(String::from_utf8_lossy(bytes).into_owned())
+    crate::model::path_from_bytes(bytes).into_os_string()
 }

@@ -163,7 +163,7 @@ fn walk_from(root: &Path, scope: &Path, out: &mut Out<'_>) -> Result<(), Stopped
     };
     if !meta.is_dir() {
         if meta.is_file() {
-            let stamp = stamp(&meta);
+            let stamp = Stamp::of(&meta);
             return out.send(Walked::File { rel, stamp });
         }
         return Ok(());
@@ -259,7 +259,7 @@ fn decide(root: &Path, dir: &Open, entry: &DirEntry) -> Step {
 fn file_step(rel: PathBuf, meta: std::io::Result<Metadata>) -> Step {
     match meta {
         Ok(meta) => Step::Send(Walked::File {
-            stamp: stamp(&meta),
+            stamp: Stamp::of(&meta),
             rel,
         }),
         // Vanished between the listing and the stat, or unreadable: recorded.
@@ -321,32 +321,6 @@ fn problem(rel: PathBuf, error: &str) -> Walked {
     Walked::Problem {
         rel,
         error: error.to_string(),
-    }
-}
-
-#[cfg(unix)]
-pub fn stamp(meta: &std::fs::Metadata) -> Stamp {
-    use std::os::unix::fs::MetadataExt;
-    Stamp {
-        size: meta.size(),
-        mtime_ns: meta.mtime().saturating_mul(1_000_000_000) + meta.mtime_nsec(),
-        dev: meta.dev(),
-        inode: meta.ino(),
-    }
-}
-
-#[cfg(not(unix))]
-pub fn stamp(meta: &std::fs::Metadata) -> Stamp {
-    let mtime_ns = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
-    Stamp {
-        size: meta.len(),
-        mtime_ns,
-        dev: 0,
-        inode: 0,
     }
 }
 
@@ -511,7 +485,7 @@ mod tests {
             .collect();
         assert_eq!(files.len(), 2);
         for (rel, walked) in files {
-            let by_path = stamp(&fs::metadata(root.join(rel)).expect("stat"));
+            let by_path = Stamp::of(&fs::metadata(root.join(rel)).expect("stat"));
             assert_eq!(*walked, by_path, "{}", rel.display());
             assert_ne!(walked.inode, 0);
         }

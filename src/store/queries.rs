@@ -177,7 +177,8 @@ fn snapshot(conn: &Connection, now: Millis) -> Result<MetricsSnapshot, StoreErro
 impl Store {
     /// One page of the asset list: the filter's assets, newest taken first (undated last),
     /// starting strictly after `after`. At most `limit` items, each with its paths (the
-    /// page names each tile by its file).
+    /// page names each tile by its file) and its faces (an asset is the same on every
+    /// surface, `crate::wire`).
     pub fn asset_page(
         &self,
         filter: &AssetFilter,
@@ -188,6 +189,9 @@ impl Store {
             let mut page = page(conn, filter, after, limit.max(1))?;
             for asset in &mut page.items {
                 load_paths(conn, asset)?;
+                if let Some(version) = asset.faces_scheme {
+                    asset.faces = super::faces::of_asset(conn, asset.id, version)?;
+                }
             }
             Ok(page)
         })

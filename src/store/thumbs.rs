@@ -1,12 +1,12 @@
 //! The `thumbs` job's selection: the pictures and videos a scan's completion published, in
-//! id order after the job's cursor, each with the files that may show it, and the recorded
-//! stamps of one asset's files for a thumbnail made on request. Reads only; the
+//! id order after the job's cursor, each with the files that may show it, and one asset's
+//! files for a thumbnail or an original asked for by request. Reads only; the
 //! job's rows are advanced through `jobs` like every other job.
 
 use super::assets::checksum_col;
 use super::walks::files_of;
 use super::{Store, StoreError, parse_col};
-use crate::model::{FileStamp, MediaKind, ThumbAsset, WalkAsset};
+use crate::model::{MediaKind, ThumbAsset, WalkAsset, WalkFile};
 use rusqlite::params;
 
 /// Visible pictures and videos with `after < id <= last`. Assets of another run still
@@ -29,10 +29,10 @@ type Head = (
 );
 
 impl Store {
-    /// The stamps the scans recorded for the files of asset `id`, present or not: a file
-    /// that has one of them still holds the asset's bytes (the scan's own rule).
-    pub fn file_stamps(&self, id: i64) -> Result<Vec<FileStamp>, StoreError> {
-        self.read(|conn| Ok(files_of(conn, id)?.into_iter().map(|f| f.stamp).collect()))
+    /// The files of asset `id`, present first, each with its library root and the stamp
+    /// its scan recorded: what `locate` needs to find the one to read for a request.
+    pub fn asset_files(&self, id: i64) -> Result<Vec<WalkFile>, StoreError> {
+        self.read(|conn| files_of(conn, id))
     }
 
     /// Up to `limit` assets for the thumbnail job after its cursor `after`, up to `last`.

@@ -14,7 +14,6 @@ use super::{Ensured, Source, Thumbs};
 use crate::model::{Job, ThumbAsset, ThumbsPayload, hex};
 use crate::queue::{JobDone, JobHandler, WorkContext, WorkError};
 use crate::store::Store;
-use crate::walks::{candidates, unchanged};
 use rayon::prelude::*;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -70,11 +69,7 @@ impl MakeThumb for Thumbs {
         }
         // Only a file whose stamp is the one the scan recorded holds these bytes: a
         // thumbnail cached under the checksum must be of exactly them.
-        let Some(file) = candidates(&a.asset)
-            .into_iter()
-            .find(|(path, stamp)| unchanged(path, stamp))
-            .map(|(path, _)| path)
-        else {
+        let Ok(file) = crate::locate::locate(&a.asset) else {
             return Outcome::NoFile;
         };
         match self.ensure(&src, &file) {

@@ -5,7 +5,8 @@
 //! since the scan). An asset with no such file keeps its old stamp and does not block the
 //! walk.
 
-use super::{WalkKind, candidates, unchanged};
+use super::WalkKind;
+use crate::locate::{Candidate, candidates, unchanged};
 use crate::media::content_hash::{self, content_hash_file, hash_file};
 use crate::model::{ContentHash, WalkAsset, WalkKindId, WalkResults};
 use rayon::prelude::*;
@@ -33,13 +34,15 @@ impl ContentHashWalk {
 /// The content hash of the asset's bytes, from the first candidate file that still holds
 /// them; `None` when none does.
 fn hash_asset(asset: &WalkAsset) -> Option<[u8; 32]> {
-    candidates(asset).into_iter().find_map(|(path, stamp)| {
-        if unchanged(&path, &stamp) {
-            return content_hash_file(&path).ok();
-        }
-        let h = hash_file(&path).ok()?;
-        (h.checksum == asset.checksum).then_some(h.content_hash)
-    })
+    candidates(asset)
+        .into_iter()
+        .find_map(|Candidate { path, stamp }| {
+            if unchanged(&path, &stamp) {
+                return content_hash_file(&path).ok();
+            }
+            let h = hash_file(&path).ok()?;
+            (h.checksum == asset.checksum).then_some(h.content_hash)
+        })
 }
 
 impl WalkKind for ContentHashWalk {

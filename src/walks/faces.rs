@@ -4,7 +4,8 @@
 //! A file is used only if it still has its scan stamp or the asset's checksum; an asset
 //! whose file cannot be read or decoded keeps its old stamp and does not block the walk.
 
-use super::{WalkKind, candidates, unchanged};
+use super::WalkKind;
+use crate::locate::{Candidate, candidates, unchanged};
 use crate::media::content_hash::hash_file;
 use crate::model::{WalkAsset, WalkKindId, WalkResults};
 use rayon::prelude::*;
@@ -48,10 +49,10 @@ impl FacesWalk {
 fn file_of(asset: &WalkAsset) -> Option<PathBuf> {
     candidates(asset)
         .into_iter()
-        .find(|(p, stamp)| {
-            unchanged(p, stamp) || hash_file(p).is_ok_and(|h| h.checksum == asset.checksum)
+        .find(|Candidate { path, stamp }| {
+            unchanged(path, stamp) || hash_file(path).is_ok_and(|h| h.checksum == asset.checksum)
         })
-        .map(|(p, _)| p)
+        .map(|c| c.path)
 }
 
 impl FacesWalk {

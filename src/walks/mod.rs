@@ -17,12 +17,11 @@ pub mod content_hash;
 pub mod faces;
 
 use crate::model::{
-    FileStamp, Job, Millis, NewJob, WalkAsset, WalkCommit, WalkKindId, WalkResults, WalkVisit,
+    Job, Millis, NewJob, WalkAsset, WalkCommit, WalkKindId, WalkResults, WalkVisit,
 };
 use crate::queue::{JobDone, JobHandler, WorkContext, WorkError};
 use crate::store::{Enqueued, Store, StoreError};
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
 use std::sync::Arc;
 
 /// One walk: what it visits and what it computes. `process` runs on rayon and must not
@@ -477,42 +476,4 @@ pub fn release(store: &Store, kind: WalkKindId) -> Result<Release, StoreError> {
     } else {
         Ok(Release::Finished(job.id))
     }
-}
-
-/// Where an asset's file may be, in the order to try, with the stamp the scan recorded: a
-/// present file where it is; a missing one in its library's trash folder (a user trash
-/// moved it: a rename keeps the stamp), then where it was.
-pub fn candidates(asset: &WalkAsset) -> Vec<(PathBuf, FileStamp)> {
-    let mut out = Vec::new();
-    for f in &asset.files {
-        let root = PathBuf::from(&f.root);
-        if !f.present {
-            let moved = crate::model::trash_path(asset.id, &f.rel_path);
-            out.push((root.join(path_from_bytes(&moved)), f.stamp));
-        }
-        out.push((root.join(path_from_bytes(&f.rel_path)), f.stamp));
-    }
-    out
-}
-
-/// Whether the file at `path` still has the stamp the scan recorded: then, by the scan's own
-/// rule (an unchanged stamp is an unchanged file), it still holds the asset's bytes.
-pub fn unchanged(path: &std::path::Path, stamp: &FileStamp) -> bool {
-    unchanged_as_one_of(path, std::slice::from_ref(stamp))
-}
-
-/// Whether the file at `path` has one of `stamps` (an asset's files as scans recorded them).
-pub fn unchanged_as_one_of(path: &std::path::Path, stamps: &[FileStamp]) -> bool {
-    std::fs::metadata(path).is_ok_and(|m| stamps.contains(&crate::scan::walk::stamp(&m)))
-}
-
-#[cfg(unix)]
-fn path_from_bytes(bytes: &[u8]) -> PathBuf {
-    use std::os::unix::ffi::OsStrExt;
-    PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
-}
-
-#[cfg(not(unix))]
-fn path_from_bytes(bytes: &[u8]) -> PathBuf {
-    PathBuf::from(String::from_utf8_lossy(bytes).into_owned())
 }

@@ -1143,7 +1143,7 @@ async fn a_video_gets_a_poster_frame_when_ffmpeg_is_on_path() {
     assert!(made.success(), "ffmpeg made the test clip");
     // Indexed with its real stamp: a thumbnail is made only from a file the scan saw as is.
     let mut item = synthetic::item("clip.mp4", 7, synthetic::facts(7));
-    item.stamp = mediadex::scan::walk::stamp(&std::fs::metadata(&clip).unwrap());
+    item.stamp = mediadex::model::FileStamp::of(&std::fs::metadata(&clip).unwrap());
     synthetic::ingest(&api.env.store, lib, "", vec![item]).unwrap();
     let id = api.asset_at("clip.mp4");
     let r = api.get(&format!("/api/assets/{id}/thumbnail")).await;
@@ -2521,4 +2521,155 @@ async fn a_runs_problems_are_paged_with_their_errors_and_exact_path_bytes() {
             "{bad}"
         );
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// One way to locate a file (issue 14 item 3): the API reads an asset's file by the rules the
+// walks and the thumbnail job read it by.
+
+/// The original of an asset is the bytes its checksum (and so its `ETag`, which `If-Range`
+/// resumes a download by) names: a file rewritten since its scan holds other bytes, and
+/// serving them under that tag would splice another file's bytes into a resumed download.
+#[tokio::test]
+async fn an_original_rewritten_since_its_scan_is_not_served_as_the_asset() {
+    let api = api();
+    let (lib, root) = api.photos("photos");
+    api.scan(lib);
+    let b = api.asset_at("b.png");
+    png(&root.join("b.png"), 7, 33, 33);
+    let r = api.get(&format!("/api/assets/{b}/original")).await;
+    assert_eq!(
+        r.status,
+        StatusCode::NOT_FOUND,
+        "served {} bytes of the rewritten file",
+        r.body.len()
+    );
+    assert_eq!(r.code(), "file_missing");
+}
+
+/// A trashed asset's file that the user moved back by hand (no scan since) still holds the
+/// asset's bytes where the index last saw it: the walks read it there, and so does the API.
+#[tokio::test]
+async fn a_trashed_file_moved_back_by_hand_is_still_found_where_it_was() {
+    let api = api();
+    let (lib, root) = api.photos("photos");
+    api.scan(lib);
+    let b = api.asset_at("b.png");
+    let original = std::fs::read(root.join("b.png")).unwrap();
+    let r = api.post_empty(&format!("/api/assets/{b}/trash")).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    std::fs::rename(
+        root.join(format!(".mediadex-trash/{b}/b.png")),
+        root.join("b.png"),
+    )
+    .unwrap();
+    let r = api.get(&format!("/api/assets/{b}/original")).await;
+    assert_eq!(
+        r.status,
+        StatusCode::OK,
+        "{}",
+        String::from_utf8_lossy(&r.body)
+    );
+    assert_eq!(&r.body[..], &original[..]);
+}
+
+// ---------------------------------------------------------------------------------------
+// One wire contract (issue 14 item 4): the API and `mediadex ... --json` give the same
+// projection, built by `mediadex::wire`; only the path fields take each surface's form
+// (docs/json.md, "Paths that are not text").
+
+/// `mediadex --data <this server's data dir> ARGS --json` (the CLI on the same database).
+fn cli_json(api: &Api, args: &[&str]) -> Value {
+    support::cli_json(api.env.dir.path(), args)
+}
+
+/// The value without its path fields (`paths`, `paths_bytes`), at every depth.
+fn without_paths(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "paths" | "paths_bytes"))
+                .map(|(k, v)| (k.clone(), without_paths(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(without_paths).collect()),
+        other => other.clone(),
+    }
+}
+
+/// A scanned fixture library: the CLI's `assets --json` and the API's asset (one, and in the
+/// list) carry the same fields with the same values — the API has `content_hash` and
+/// `faces`, the CLI `video_codec` and the trash details.
+#[tokio::test]
+async fn the_api_and_the_cli_give_an_asset_the_same_fields_and_values() {
+    let api = api();
+    let (lib, _) = api.photos("photos");
+    api.scan(lib);
+    let b = api.asset_at("b.png");
+    let one = api.get(&format!("/api/assets/{b}")).await.json();
+    let page = api.get("/api/assets").await.json();
+    let listed = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["id"] == b)
+        .cloned()
+        .expect("listed");
+    let cli = cli_json(&api, &["assets", "--json"]);
+    let cli = cli
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["id"] == b)
+        .cloned()
+        .expect("in the CLI's list");
+    assert_eq!(
+        without_paths(&one),
+        without_paths(&cli),
+        "API {one}\nCLI {cli}"
+    );
+    assert_eq!(without_paths(&listed), without_paths(&one));
+    assert!(one["content_hash"].is_string(), "{one}");
+    assert!(one["faces"].is_array(), "{one}");
+    assert_eq!(cli["paths"], serde_json::json!(["b.png"]));
+    assert_eq!(one["paths"][0]["path"], "b.png");
+}
+
+/// `/api/duplicates` lists the same picture with other metadata too, as `duplicates --json`
+/// does, in the same order and with the same fields.
+#[tokio::test]
+async fn duplicates_lists_both_kinds_of_twin_as_the_cli_does() {
+    use mediadex::model::ContentHash;
+    let api = api();
+    let lib = api.env.library("pics");
+    let hash = ContentHash {
+        scheme: 1,
+        hash: [7; 32],
+    };
+    let mut a = synthetic::item("a.jpg", 1, synthetic::facts(1));
+    let mut edited = synthetic::item("edited.jpg", 2, synthetic::facts(2));
+    a.content_hash = Some(hash);
+    edited.content_hash = Some(hash);
+    let mut copy = synthetic::item("copy/a.jpg", 1, synthetic::facts(1));
+    copy.stamp.inode = 99;
+    copy.content_hash = Some(hash);
+    synthetic::ingest(&api.env.store, lib, "", vec![a, edited, copy]).unwrap();
+    let dups = api.get("/api/duplicates").await.json();
+    let kinds: Vec<&str> = dups
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["kind"].as_str().unwrap_or("none"))
+        .collect();
+    assert_eq!(kinds, ["identical", "same_content"], "{dups}");
+    let twins = &dups[1];
+    assert_eq!(twins["content_hash"], "07".repeat(32));
+    assert_eq!(twins["assets"].as_array().unwrap().len(), 2, "{twins}");
+    assert_eq!(twins["paths"][0]["library_id"], lib, "{twins}");
+    let cli = cli_json(&api, &["duplicates", "--json"]);
+    assert_eq!(
+        without_paths(&dups),
+        without_paths(&cli),
+        "API {dups}\nCLI {cli}"
+    );
 }

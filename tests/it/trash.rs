@@ -573,7 +573,7 @@ fn item(root: &Path, path: &str, content: u8) -> IngestItem {
     IngestItem {
         rel_path: path.as_bytes().to_vec(),
         rel_path_text: path.to_string(),
-        stamp: mediadex::scan::walk::stamp(&meta),
+        stamp: mediadex::model::FileStamp::of(&meta),
         reason: FileReason::New,
         checksum: Some([content; 32]),
         content_hash: None,

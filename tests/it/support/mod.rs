@@ -345,3 +345,22 @@ impl Drop for ReadOnly {
         let _ = std::fs::set_permissions(&self.0, std::fs::Permissions::from_mode(0o755));
     }
 }
+
+/// `mediadex --json`'s one JSON value for `args`, run as a user would on the data dir
+/// `data` (a test's store may be open on it: the CLI is another process on the same file).
+pub fn cli_json(data: &std::path::Path, args: &[&str]) -> serde_json::Value {
+    let out = assert_cmd::cargo::cargo_bin_cmd!("mediadex")
+        .env_remove("MEDIADEX_DATA")
+        .env_remove("RUST_LOG")
+        .arg("--data")
+        .arg(data)
+        .args(args)
+        .output()
+        .expect("run mediadex");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON value on stdout")
+}

@@ -3,7 +3,8 @@
 //! it is still a regular file inside the resolved root. Nothing here takes a path from a
 //! request: originals and thumbnails are addressed by asset id only.
 
-use std::path::{Component, Path, PathBuf};
+use crate::model::RelPath;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ContainError {
@@ -15,29 +16,15 @@ pub enum ContainError {
     Escapes,
 }
 
-#[cfg(unix)]
-fn rel(bytes: &[u8]) -> PathBuf {
-    use std::os::unix::ffi::OsStrExt;
-    PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
-}
-
-#[cfg(not(unix))]
-fn rel(bytes: &[u8]) -> PathBuf {
-    PathBuf::from(String::from_utf8_lossy(bytes).into_owned())
-}
-
 /// The real path of `rel_path` inside `root`, or why it may not be read.
 pub fn resolve(root: &str, rel_path: &[u8]) -> Result<PathBuf, ContainError> {
-    let rel = rel(rel_path);
     // Only plain names: no `..`, no `.`, no absolute path, no drive prefix.
-    if rel.as_os_str().is_empty() || !rel.components().all(|c| matches!(c, Component::Normal(_))) {
-        return Err(ContainError::Escapes);
-    }
+    let rel = RelPath::new(rel_path).map_err(|_| ContainError::Escapes)?;
     let root = Path::new(root)
         .canonicalize()
         .map_err(|_| ContainError::RootUnavailable(root.to_string()))?;
-    let real = root
-        .join(&rel)
+    let real = rel
+        .under(&root)
         .canonicalize()
         .map_err(|_| ContainError::Missing)?;
     if !real.starts_with(&root) {

@@ -1,0 +1,176 @@
+//! "Which file of this asset can I read?", answered once for everyone who reads one: the
+//! API's originals and thumbnails, the walks and the thumbnail job. Three rules, in order:
+//! - the trash-folder rule: a present file is read where it is; a missing one first in its
+//!   library's trash folder (a trash move renamed it there, which keeps its stamp), then
+//!   where it was (a user who moved it back by hand);
+//! - the containment check (`contain.rs`): the path, symlinks followed, must still be a
+//!   regular file inside its library root; nothing outside a library is ever read;
+//! - the stamp check: the file must still have the stamp its scan recorded; by the scan's
+//!   own rule (an unchanged stamp is an unchanged file) it then holds the asset's bytes, the
+//!   ones its checksum, thumbnail cache key and `ETag` name.
+//!
+//! Pure over the files the store lists (`Store::asset_files`, `WalkAsset::files`) and the
+//! file system: owns no SQL and knows nothing of HTTP, the queue or the walks.
+//!
+//! Must not import: store, queue, scan, walks, thumbs, http, ops, app, rusqlite
+
+mod contain;
+
+pub use contain::{ContainError, resolve};
+
+use crate::model::{FileStamp, WalkAsset, trash_path};
+use std::path::{Path, PathBuf};
+
+/// Why no file of an asset may be read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LocateError {
+    #[error("the asset's file resolves outside its library; refused")]
+    Outside,
+    #[error("no file of the asset is there any more")]
+    Gone,
+    #[error("every file of the asset was rewritten since its scan; the next scan indexes it")]
+    Changed,
+}
+
+/// A file that may hold the asset, inside its library, with the stamp its scan recorded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    pub path: PathBuf,
+    pub stamp: FileStamp,
+}
+
+/// The asset's first file that still holds its bytes.
+pub fn locate(asset: &WalkAsset) -> Result<PathBuf, LocateError> {
+    let found = search(asset);
+    if let Some(c) = found.inside.iter().find(|c| unchanged(&c.path, &c.stamp)) {
+        return Ok(c.path.clone());
+    }
+    Err(if found.outside {
+        LocateError::Outside
+    } else if found.inside.is_empty() {
+        LocateError::Gone
+    } else {
+        LocateError::Changed
+    })
+}
+
+/// The asset's files inside its library, in the order to try, before the stamp check: for a
+/// walk that may accept a file whose stamp changed once it has read the bytes whole.
+pub fn candidates(asset: &WalkAsset) -> Vec<Candidate> {
+    search(asset).inside
+}
+
+/// Whether the file at `path` still has the stamp the scan recorded.
+pub fn unchanged(path: &Path, stamp: &FileStamp) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| FileStamp::of(&m) == *stamp)
+}
+
+struct Search {
+    inside: Vec<Candidate>,
+    /// Some path resolved outside its library.
+    outside: bool,
+}
+
+fn search(asset: &WalkAsset) -> Search {
+    let mut found = Search {
+        inside: Vec::new(),
+        outside: false,
+    };
+    for f in &asset.files {
+        let moved = (!f.present).then(|| trash_path(asset.id, &f.rel_path));
+        for rel in moved.as_deref().into_iter().chain([&f.rel_path[..]]) {
+            match resolve(&f.root, rel) {
+                Ok(path) => found.inside.push(Candidate {
+                    path,
+                    stamp: f.stamp,
+                }),
+                Err(ContainError::Escapes) => found.outside = true,
+                Err(e) => tracing::trace!(asset = asset.id, error = %e, "not readable"),
+            }
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+#[cfg(unix)]
+mod tests {
+    use super::*;
+    use crate::model::WalkFile;
+
+    fn file(root: &Path, rel: &str, present: bool, stamp: FileStamp) -> WalkFile {
+        WalkFile {
+            root: root.to_string_lossy().into_owned(),
+            rel_path: rel.as_bytes().to_vec(),
+            present,
+            stamp,
+        }
+    }
+
+    fn stamp(path: &Path) -> FileStamp {
+        FileStamp::of(&std::fs::metadata(path).expect("stat"))
+    }
+
+    fn asset(files: Vec<WalkFile>) -> WalkAsset {
+        WalkAsset {
+            id: 7,
+            checksum: [0; 32],
+            trashed: true,
+            files,
+        }
+    }
+
+    #[test]
+    fn a_missing_file_is_looked_for_in_the_trash_folder_first_then_where_it_was() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical");
+        std::fs::create_dir_all(root.join(".mediadex-trash/7")).expect("mkdir");
+        std::fs::write(root.join(".mediadex-trash/7/a.jpg"), b"a").expect("write");
+        let moved = stamp(&root.join(".mediadex-trash/7/a.jpg"));
+        let a = asset(vec![file(&root, "a.jpg", false, moved)]);
+        assert_eq!(locate(&a), Ok(root.join(".mediadex-trash/7/a.jpg")));
+        // Moved back by hand: found where it was.
+        std::fs::rename(root.join(".mediadex-trash/7/a.jpg"), root.join("a.jpg")).expect("mv");
+        assert_eq!(locate(&a), Ok(root.join("a.jpg")));
+        // A present file is never looked for in the trash.
+        std::fs::rename(root.join("a.jpg"), root.join(".mediadex-trash/7/a.jpg")).expect("mv");
+        let live = asset(vec![file(&root, "a.jpg", true, moved)]);
+        assert_eq!(locate(&live), Err(LocateError::Gone));
+    }
+
+    #[test]
+    fn only_a_file_with_its_scan_stamp_holds_the_asset() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical");
+        std::fs::write(root.join("a.jpg"), b"a").expect("write");
+        std::fs::write(root.join("b.jpg"), b"b").expect("write");
+        let (sa, sb) = (stamp(&root.join("a.jpg")), stamp(&root.join("b.jpg")));
+        std::fs::write(root.join("a.jpg"), b"rewritten").expect("rewrite");
+        let both = asset(vec![
+            file(&root, "a.jpg", true, sa),
+            file(&root, "b.jpg", true, sb),
+        ]);
+        assert_eq!(locate(&both), Ok(root.join("b.jpg")), "the unchanged one");
+        assert_eq!(candidates(&both).len(), 2, "both are inside the library");
+        let one = asset(vec![file(&root, "a.jpg", true, sa)]);
+        assert_eq!(locate(&one), Err(LocateError::Changed));
+        // Another file's stamp is not this file's.
+        let swapped = asset(vec![file(&root, "b.jpg", true, sa)]);
+        assert_eq!(locate(&swapped), Err(LocateError::Changed));
+    }
+
+    #[test]
+    fn a_path_leading_out_of_the_library_is_refused_whatever_its_stamp() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("lib");
+        std::fs::create_dir_all(&root).expect("mkdir");
+        std::fs::write(dir.path().join("secret"), b"s").expect("write");
+        let s = stamp(&dir.path().join("secret"));
+        std::os::unix::fs::symlink(dir.path().join("secret"), root.join("a.jpg")).expect("ln");
+        for rel in ["a.jpg", "../secret"] {
+            let a = asset(vec![file(&root, rel, true, s)]);
+            assert_eq!(locate(&a), Err(LocateError::Outside), "{rel}");
+            assert!(candidates(&a).is_empty(), "{rel}");
+        }
+    }
+}

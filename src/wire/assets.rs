@@ -1,0 +1,167 @@
+//! The asset projection and its path forms.
+
+use crate::model::{self, AssetPath, DetectedFace, FileState, MediaKind, hex};
+use serde::Serialize;
+
+/// Which form a surface gives paths in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathForm {
+    /// `paths`: texts; `paths_bytes`: the exact bytes where a text is lossy (the CLI).
+    Text,
+    /// `paths`: one object per file, with its library and state (the API).
+    Files,
+}
+
+/// An asset's files, in the surface's form; flattened into the object that holds them.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Paths {
+    Text {
+        paths: Vec<String>,
+        /// Only when some text is lossy: per path, its base64 bytes, or null where the text
+        /// is exact.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        paths_bytes: Option<Vec<Option<String>>>,
+    },
+    Files {
+        paths: Vec<FilePath>,
+    },
+}
+
+/// One file of an asset, in the API's form.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FilePath {
+    pub library_id: i64,
+    pub path: String,
+    /// Only where `path` is lossy (not UTF-8, or a backslash shown as `/`): the exact bytes
+    /// in base64.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path_bytes: Option<String>,
+    pub state: &'static str,
+}
+
+impl Paths {
+    pub fn of<'a>(form: PathForm, files: impl Iterator<Item = &'a AssetPath>) -> Paths {
+        match form {
+            PathForm::Text => {
+                let (paths, bytes): (Vec<String>, Vec<Option<String>>) = files
+                    .map(|p| (p.rel_path_text.clone(), p.bytes_if_lossy()))
+                    .unzip();
+                // Absent when every text is exact, so that the common case reads simply.
+                let lossy = bytes.iter().any(Option::is_some);
+                Paths::Text {
+                    paths,
+                    paths_bytes: lossy.then_some(bytes),
+                }
+            }
+            PathForm::Files => Paths::Files {
+                paths: files
+                    .map(|p| FilePath {
+                        library_id: p.library_id,
+                        path: p.rel_path_text.clone(),
+                        path_bytes: p.bytes_if_lossy(),
+                        state: p.state.as_str(),
+                    })
+                    .collect(),
+            },
+        }
+    }
+
+    /// The present files only (a duplicate group lists those).
+    pub fn present(form: PathForm, files: &[AssetPath]) -> Paths {
+        Paths::of(form, files.iter().filter(|f| f.state == FileState::Present))
+    }
+}
+
+/// A face in the file's stored pixels: the box, the score, five `[x, y]` landmarks.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Face {
+    pub x: f32,
+    pub y: f32,
+    pub w: f32,
+    pub h: f32,
+    pub score: f32,
+    pub landmarks: [[f32; 2]; 5],
+}
+
+impl From<&DetectedFace> for Face {
+    fn from(f: &DetectedFace) -> Face {
+        Face {
+            x: f.x,
+            y: f.y,
+            w: f.w,
+            h: f.h,
+            score: f.score,
+            landmarks: f.landmarks.map(|(x, y)| [x, y]),
+        }
+    }
+}
+
+/// An asset as `assets --json` and `/api/assets` give it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Asset {
+    pub id: i64,
+    /// Every file showing it, present ones first.
+    #[serde(flatten)]
+    pub paths: Paths,
+    pub size: u64,
+    pub checksum: String,
+    pub kind: Option<&'static str>,
+    pub mime: Option<String>,
+    /// As displayed (EXIF orientation applied).
+    pub width: Option<u32>,
+    pub height: Option<u32>,
+    /// As stored in the file.
+    pub stored_width: Option<u32>,
+    pub stored_height: Option<u32>,
+    pub taken_at: Option<String>,
+    pub make: Option<String>,
+    pub model: Option<String>,
+    pub lat: Option<f64>,
+    pub lon: Option<f64>,
+    pub orientation: Option<u16>,
+    pub duration_ms: Option<i64>,
+    pub video_codec: Option<String>,
+    pub created_at: i64,
+    pub trashed: bool,
+    pub trashed_at: Option<i64>,
+    pub trash_reason: Option<&'static str>,
+    /// Hex blake3 of the picture's essence, and the scheme that computed it.
+    pub content_hash: Option<String>,
+    pub content_hash_scheme: Option<i64>,
+    /// The faces stored for the asset's detector version.
+    pub faces: Vec<Face>,
+}
+
+impl Asset {
+    pub fn new(a: &model::Asset, form: PathForm) -> Asset {
+        let f = &a.facts;
+        Asset {
+            id: a.id,
+            paths: Paths::of(form, a.paths.iter()),
+            size: a.size,
+            checksum: hex(&a.checksum),
+            kind: f.kind.map(MediaKind::as_str),
+            mime: f.mime.clone(),
+            width: f.display_width.or(f.width),
+            height: f.display_height.or(f.height),
+            stored_width: f.width,
+            stored_height: f.height,
+            taken_at: f.taken_at(),
+            make: f.make.clone(),
+            model: f.model.clone(),
+            lat: f.lat,
+            lon: f.lon,
+            orientation: f.orientation,
+            duration_ms: f.duration_ms,
+            video_codec: f.video_codec.clone(),
+            created_at: a.created_at,
+            trashed: a.trashed_at.is_some(),
+            trashed_at: a.trashed_at,
+            trash_reason: a.trash_reason.map(|r| r.as_str()),
+            content_hash: a.content_hash.map(|c| hex(&c.hash)),
+            content_hash_scheme: a.content_hash.map(|c| c.scheme),
+            faces: a.faces.iter().map(Face::from).collect(),
+        }
+    }
+}

@@ -1,0 +1,16 @@
+//! The wire contract: the JSON shapes of assets and duplicate groups that `mediadex ...
+//! --json` and the HTTP API both give, built from model values. One projection for both
+//! surfaces; only the path fields take each surface's form (`PathForm`: texts with their
+//! exact bytes beside them for the CLI, one object per file for the API; docs/json.md,
+//! "Paths that are not text"). Apart from the model, so that a stored type can change
+//! without changing what a script or the page reads; docs/json.md's field tables are kept
+//! true by tests/it/wire.rs. Plain data: owns no I/O, SQL or HTTP, renders nothing for
+//! people.
+//!
+//! Must not import: store, queue, ops, app, rusqlite
+
+mod assets;
+mod duplicates;
+
+pub use assets::{Asset, Face, FilePath, PathForm, Paths};
+pub use duplicates::{DuplicateGroup, Twin};

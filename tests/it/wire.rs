@@ -1,0 +1,253 @@
+//! The wire contract against its documentation (issue 14 item 4): each wire type serialises
+//! a fixed value, and its field names and JSON types must be the ones of its field table in
+//! docs/json.md (the markdown is parsed), so that neither can drift from the other. The
+//! real outputs of a scanned library are compared with each other in `http.rs`
+//! (`the_api_and_the_cli_give_an_asset_the_same_fields_and_values`).
+
+use mediadex::model::{
+    Asset, AssetPath, ContentHash, ContentTwins, DetectedFace, DuplicateGroup, FileState,
+    MediaFacts, MediaKind, TrashReason,
+};
+use mediadex::wire::{self, PathForm};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+const DOC: &str = include_str!("../../docs/json.md");
+
+/// The field table after the line that starts with `heading`: each field name with its
+/// type cell (a row may name several fields: "`width`, `height`").
+fn table(heading: &str) -> BTreeMap<String, String> {
+    let mut lines = DOC.lines().skip_while(|l| !l.starts_with(heading));
+    assert!(lines.next().is_some(), "docs/json.md has no {heading:?}");
+    let rows: Vec<&str> = lines
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2) // the header and its rule
+        .collect();
+    let mut fields = BTreeMap::new();
+    for row in rows {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let (names, ty) = (cells[1], cells[2]);
+        for name in names.split('`').skip(1).step_by(2) {
+            fields.insert(name.to_string(), ty.to_string());
+        }
+    }
+    assert!(!fields.is_empty(), "{heading:?} has no table");
+    fields
+}
+
+fn tables(headings: &[&str]) -> BTreeMap<String, String> {
+    headings.iter().flat_map(|h| table(h)).collect()
+}
+
+/// Whether `value` is of the documented type: its first word (`integer`, `number`,
+/// `string`, `boolean`, `array`, `object`), or null where the type says "or null".
+fn fits(value: &Value, ty: &str) -> bool {
+    let base = ty.split([' ', ',']).next().unwrap_or("");
+    match value {
+        Value::Null => ty.contains("or null"),
+        Value::Bool(_) => base == "boolean",
+        Value::Number(n) => base == "number" || (base == "integer" && !n.is_f64()),
+        Value::String(_) => base == "string",
+        Value::Array(_) => base == "array",
+        Value::Object(_) => base == "object",
+    }
+}
+
+/// `value`'s fields are the table's (a row marked "only when" may be absent), each of its
+/// documented type. Answers the fields it has.
+fn check(what: &str, value: &Value, doc: &BTreeMap<String, String>) -> BTreeSet<String> {
+    let object = value
+        .as_object()
+        .unwrap_or_else(|| panic!("{what} is not an object: {value}"));
+    for (name, v) in object {
+        let ty = doc
+            .get(name)
+            .unwrap_or_else(|| panic!("{what}: field `{name}` is not in docs/json.md"));
+        assert!(
+            fits(v, ty),
+            "{what}: `{name}` is {v}, docs/json.md says {ty}"
+        );
+    }
+    for (name, ty) in doc {
+        assert!(
+            object.contains_key(name) || ty.contains("only when"),
+            "{what}: docs/json.md lists `{name}`, the JSON lacks it: {value}"
+        );
+    }
+    object.keys().cloned().collect()
+}
+
+/// Every documented field appeared in one of the fixed values.
+fn all_seen(what: &str, seen: &BTreeSet<String>, doc: &BTreeMap<String, String>) {
+    let documented: BTreeSet<String> = doc.keys().cloned().collect();
+    assert_eq!(&documented, seen, "{what}: fields documented vs seen");
+}
+
+fn path(rel: &[u8], state: FileState) -> AssetPath {
+    AssetPath {
+        file_id: 1,
+        library_id: 1,
+        rel_path: rel.to_vec(),
+        rel_path_text: String::from_utf8_lossy(rel).into_owned(),
+        state,
+    }
+}
+
+/// An asset with every field set and a path whose text is lossy (so `paths_bytes` and
+/// `path_bytes` are there).
+fn full_asset(id: i64) -> Asset {
+    Asset {
+        id,
+        owner: "local".into(),
+        checksum: [id as u8; 32],
+        size: 1234,
+        facts: MediaFacts {
+            kind: Some(MediaKind::Video),
+            mime: Some("video/mp4".into()),
+            width: Some(1920),
+            height: Some(1080),
+            display_width: Some(1080),
+            display_height: Some(1920),
+            taken_local: Some("2024-05-01T10:30:00".into()),
+            taken_offset_minutes: Some(120),
+            make: Some("Apple".into()),
+            model: Some("iPhone".into()),
+            lat: Some(48.85),
+            lon: Some(2.35),
+            orientation: Some(6),
+            duration_ms: Some(4000),
+            video_codec: Some("hevc".into()),
+            error: None,
+        },
+        created_at: 1_800_000_000_000,
+        trashed_at: Some(1_800_000_000_001),
+        trash_reason: Some(TrashReason::User),
+        paths: vec![
+            path(b"2024/caf\xe9.mp4", FileState::Present),
+            path(b"old/a.mp4", FileState::Missing),
+        ],
+        content_hash: Some(ContentHash {
+            scheme: 1,
+            hash: [9; 32],
+        }),
+        faces_scheme: Some(2),
+        faces: vec![DetectedFace {
+            x: 1.0,
+            y: 2.0,
+            w: 3.0,
+            h: 4.0,
+            score: 0.9,
+            landmarks: [(1.0, 1.5); 5],
+        }],
+    }
+}
+
+/// An asset with nothing but what every asset has.
+fn bare_asset() -> Asset {
+    Asset {
+        facts: MediaFacts::default(),
+        trashed_at: None,
+        trash_reason: None,
+        content_hash: None,
+        faces_scheme: None,
+        faces: Vec::new(),
+        paths: vec![path(b"a.jpg", FileState::Present)],
+        ..full_asset(3)
+    }
+}
+
+fn json<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).expect("serialises")
+}
+
+const ASSET: &str = "**An asset**";
+const CLI_PATHS: &str = "**Paths in the CLI**";
+const API_PATHS: &str = "**Paths in the API**";
+const PATH_OBJECT: &str = "**A path object**";
+const FACE: &str = "**A face**";
+const GROUP: &str = "**A duplicate group**";
+const TWIN: &str = "**A twin**";
+
+#[test]
+fn an_asset_in_the_cli_has_the_documented_fields_and_types() {
+    let doc = tables(&[ASSET, CLI_PATHS]);
+    let full = json(&wire::Asset::new(&full_asset(1), PathForm::Text));
+    let seen = check("a CLI asset", &full, &doc);
+    check(
+        "a bare CLI asset",
+        &json(&wire::Asset::new(&bare_asset(), PathForm::Text)),
+        &doc,
+    );
+    all_seen("a CLI asset", &seen, &doc);
+    let face = table(FACE);
+    all_seen("a face", &check("a face", &full["faces"][0], &face), &face);
+}
+
+#[test]
+fn an_asset_in_the_api_has_the_documented_fields_and_types() {
+    let doc = tables(&[ASSET, API_PATHS]);
+    let full = json(&wire::Asset::new(&full_asset(1), PathForm::Files));
+    let seen = check("an API asset", &full, &doc);
+    check(
+        "a bare API asset",
+        &json(&wire::Asset::new(&bare_asset(), PathForm::Files)),
+        &doc,
+    );
+    all_seen("an API asset", &seen, &doc);
+    let object = table(PATH_OBJECT);
+    let mut seen = BTreeSet::new();
+    for p in full["paths"].as_array().expect("paths") {
+        seen.extend(check("a path object", p, &object));
+    }
+    all_seen("a path object", &seen, &object);
+}
+
+#[test]
+fn duplicate_groups_of_both_kinds_have_the_documented_fields_and_types() {
+    let full = full_asset(1);
+    let identical = DuplicateGroup {
+        asset_id: 1,
+        checksum: full.checksum,
+        size: full.size,
+        files: full.paths.clone(),
+    };
+    let twins = ContentTwins {
+        content_hash: ContentHash {
+            scheme: 1,
+            hash: [9; 32],
+        },
+        assets: vec![full, bare_asset()],
+    };
+    for (form, paths) in [(PathForm::Text, CLI_PATHS), (PathForm::Files, API_PATHS)] {
+        let doc = tables(&[GROUP, paths]);
+        let groups = json(&wire::DuplicateGroup::all(
+            std::slice::from_ref(&identical),
+            std::slice::from_ref(&twins),
+            form,
+        ));
+        let mut seen = check(&format!("{form:?} identical"), &groups[0], &doc);
+        seen.extend(check(&format!("{form:?} same_content"), &groups[1], &doc));
+        all_seen(&format!("{form:?} duplicate group"), &seen, &doc);
+        let twin = tables(&[TWIN, paths]);
+        let mut seen = BTreeSet::new();
+        for t in groups[1]["assets"].as_array().expect("assets") {
+            seen.extend(check(&format!("{form:?} twin"), t, &twin));
+        }
+        all_seen(&format!("{form:?} twin"), &seen, &twin);
+    }
+}
+
+/// The parser reads what it is given: a field missing from a table, or one of another type,
+/// is caught (so a test above passing means the table matches).
+#[test]
+#[should_panic(expected = "is not in docs/json.md")]
+fn a_field_the_table_lacks_is_caught() {
+    let mut doc = tables(&[ASSET, CLI_PATHS]);
+    doc.remove("video_codec");
+    check(
+        "a CLI asset",
+        &json(&wire::Asset::new(&full_asset(1), PathForm::Text)),
+        &doc,
+    );
+}
