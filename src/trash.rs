@@ -187,10 +187,7 @@ impl MoveJob {
 
 impl JobHandler for MoveJob {
     fn run(&self, ctx: &WorkContext, job: &Job) -> Result<JobDone, WorkError> {
-        let held = self
-            .store
-            .held_move(job.id)
-            .map_err(|e| WorkError::Failed(e.to_string()))?;
+        let held = self.store.held_move(job.id)?;
         match carry_out(&self.store, ctx, held, &NoMoveHooks) {
             Ok(Ok(outcome)) => {
                 tracing::info!(job = job.id, ?outcome, "finished an interrupted move");
@@ -200,8 +197,22 @@ impl JobHandler for MoveJob {
                 tracing::warn!(job = job.id, %reason, "rolled an interrupted move back");
                 Ok(JobDone::Committed)
             }
-            Err(TrashError::Guard(e)) => Err(WorkError::Guard(e)),
-            Err(e) => Err(WorkError::Failed(e.to_string())),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+impl From<TrashError> for WorkError {
+    /// An unfinished move's failure, for the pool (a move is never given up: the class only
+    /// decides how its holder waits). A store failure is as transient as the store says; a
+    /// disk without room for the trash folder waits for space like any full disk; a file in
+    /// the way or a folder that cannot be written stays so until someone acts.
+    fn from(e: TrashError) -> Self {
+        match e {
+            TrashError::Guard(e) => WorkError::Guard(e),
+            TrashError::Store(e) => e.into(),
+            e @ TrashError::NoRoom(_) => WorkError::Paused(e.to_string()),
+            e => WorkError::bad_data(e.to_string()),
         }
     }
 }

@@ -17,7 +17,9 @@ use crate::model::{
     ContentHash, FileReason, IngestItem, KnownFile, Library, MediaFacts, MediaKind, NOT_MEDIA,
     RunOutcome, ScanEnd, ScanRun, Unseen,
 };
-use crate::queue::{GuardError, ScanDone, ScanHandler, WorkContext, WorkError};
+use crate::queue::{
+    CancelReason, Failure, GuardError, ScanDone, ScanHandler, WorkContext, WorkError,
+};
 use crate::store::{Store, StoreError};
 use std::cell::Cell;
 use std::collections::HashSet;
@@ -63,10 +65,9 @@ impl ScanHandler for ScanJob {
     fn run(&self, ctx: &WorkContext, run: &ScanRun) -> Result<ScanDone, WorkError> {
         let library = self
             .store
-            .library(run.library_id)
-            .map_err(failed)?
-            .ok_or_else(|| WorkError::Failed(format!("library {} is gone", run.library_id)))?;
-        let verdict = identity::check(&self.store, &library).map_err(failed)?;
+            .library(run.library_id)?
+            .ok_or_else(|| WorkError::bad_data(format!("library {} is gone", run.library_id)))?;
+        let verdict = identity::check(&self.store, &library)?;
         if let Verdict::Unavailable(why) = &verdict {
             // Nothing to walk: never let an unmounted disk look like deleted photos.
             tracing::warn!(library = %library.name, %why, "scan held back");
@@ -106,23 +107,7 @@ impl ScanHandler for ScanJob {
                 };
                 self.finish(ctx, &library, &verdict, end)
             }
-            Err(SinkError::LeaseLost) => Err(WorkError::Guard(GuardError::LeaseLost(
-                ctx.lease().target,
-                ctx.lease().id,
-            ))),
-            Err(SinkError::Cancelled) => Err(WorkError::Guard(GuardError::Cancelled(
-                ctx.lease().target,
-                ctx.lease().id,
-                ctx.token()
-                    .reason()
-                    .unwrap_or(crate::queue::CancelReason::Cancelled),
-            ))),
-            Err(SinkError::Store(msg)) => Err(WorkError::Failed(msg)),
-            Err(SinkError::DiskFull) => Err(self.disk_full(&library)),
-            Err(e @ SinkError::Walker(_)) => {
-                tracing::error!(library = %library.name, error = %e, "scan failed");
-                Err(WorkError::Failed(e.to_string()))
-            }
+            Err(e) => Err(self.stopped(ctx, &library, e)),
         }
     }
 }
@@ -182,10 +167,31 @@ impl ScanJob {
         let what = format!("the scan of library {}", library.name);
         WorkError::from_store(&self.store, &what, StoreError::DiskFull)
     }
-}
 
-fn failed(e: StoreError) -> WorkError {
-    WorkError::Failed(e.to_string())
+    /// What a run that stopped before its end tells the pool: a lost lease or a cancel
+    /// writes nothing; a store failure pauses (full disk), retries (locked) or fails as the
+    /// store error says; a thread that could not start retries; a panic is a bug.
+    fn stopped(&self, ctx: &WorkContext, library: &Library, e: SinkError) -> WorkError {
+        let lease = ctx.lease();
+        match e {
+            SinkError::LeaseLost => GuardError::LeaseLost(lease.target, lease.id).into(),
+            SinkError::Cancelled => {
+                let why = ctx.token().reason().unwrap_or(CancelReason::Cancelled);
+                GuardError::Cancelled(lease.target, lease.id, why).into()
+            }
+            SinkError::Store(StoreError::DiskFull) => self.disk_full(library),
+            SinkError::Store(e) => e.into(),
+            SinkError::Spawn { what, source } => Failure::Io {
+                what: format!("cannot start the {what}"),
+                source,
+            }
+            .into(),
+            e @ (SinkError::ReaderPanicked | SinkError::Walker(_)) => {
+                tracing::error!(library = %library.name, error = %e, "scan failed");
+                Failure::Bug(e.to_string()).into()
+            }
+        }
+    }
 }
 
 /// The store's knowledge of a directory, for the diff.
@@ -200,19 +206,14 @@ struct StoreKnown<'a> {
 
 impl Known for StoreKnown<'_> {
     fn dir(&mut self, rel_dir: &Path) -> Result<DirKnown, SinkError> {
-        let store_error = |e: StoreError| match e {
-            StoreError::DiskFull => SinkError::DiskFull,
-            e => SinkError::Store(e.to_string()),
-        };
         if self.trashed.is_none() {
-            self.trashed = Some(self.store.trashed_asset_ids().map_err(store_error)?);
+            self.trashed = Some(self.store.trashed_asset_ids()?);
         }
         let none = HashSet::new();
         let trashed = self.trashed.as_ref().unwrap_or(&none);
         let listing = self
             .store
-            .known_dir(self.library_id, &path_bytes(rel_dir))
-            .map_err(store_error)?;
+            .known_dir(self.library_id, &path_bytes(rel_dir))?;
         let files = listing
             .files
             .into_iter()
@@ -332,8 +333,7 @@ impl<'a> LeaseSink<'a> {
         self.ctx.guarded(op).map_err(|e| match e {
             GuardError::LeaseLost(..) => SinkError::LeaseLost,
             GuardError::Cancelled(..) => SinkError::Cancelled,
-            GuardError::Store(StoreError::DiskFull) => SinkError::DiskFull,
-            GuardError::Store(e) => SinkError::Store(e.to_string()),
+            GuardError::Store(e) => SinkError::Store(e),
         })
     }
 }

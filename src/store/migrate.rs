@@ -61,6 +61,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "index identity",
         sql: include_str!("../../schema/0009_index_identity.sql"),
     },
+    Migration {
+        version: 10,
+        name: "job retries",
+        sql: include_str!("../../schema/0010_job_retries.sql"),
+    },
 ];
 
 pub(super) fn migrate(

@@ -1,7 +1,8 @@
 //! The `scan_runs` table: admission (coalescing into the waiting run), claim, the fenced
 //! worker writes, and the lease endings that make a new attempt: reclaim retires an expired
-//! run as `failed` / `lease_expired` and creates its successor; a pause (a full disk) ends
-//! it `failed` with a successor in the same fenced write; release puts it back. A
+//! run as `failed` / `lease_expired` and creates its successor; a pause (a full disk) or a
+//! transient failure ends it `failed` with a successor in the same fenced write; release
+//! puts it back. A
 //! cancel is one write per library (its waiting and running runs, a fresh successor
 //! included), so it cannot miss what reclaim made of a run. A
 //! completion publishes the assets its library's runs created and, in the same fenced
@@ -592,6 +593,24 @@ impl Store {
             expect_one(&lease, n)?;
             let run = get(conn, lease.id)?.ok_or_else(|| super::lease::lost(&lease))?;
             successor(conn, &run, now + super::PAUSED_RETRY, now)?;
+            Ok(())
+        })
+    }
+
+    /// Ends the run failed for a transient cause (the database locked, the library gone
+    /// offline mid-scan), with a successor that waits the policy's backoff for the run's
+    /// attempt and keeps its scope, trigger and request time (fenced, one transaction): the
+    /// failed attempt is history the user sees with its reason, and the scan carries on by
+    /// itself. There is no attempt limit (unlike a lost lease, which may be a run that kills
+    /// its process): each retry waits longer, up to the policy's cap.
+    pub fn retry_scan(&self, lease: &Lease, error: &str) -> Result<(), StoreError> {
+        let (lease, error) = (lease.clone(), error.to_string());
+        let policy = self.inner.policy.clone();
+        self.write(move |conn, now| {
+            let n = finish(conn, &lease, RunState::Failed, Some(error), now)?;
+            expect_one(&lease, n)?;
+            let run = get(conn, lease.id)?.ok_or_else(|| super::lease::lost(&lease))?;
+            successor(conn, &run, now + backoff(&policy, run.attempt - 1), now)?;
             Ok(())
         })
     }

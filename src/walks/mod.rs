@@ -133,9 +133,7 @@ impl<K: WalkKind> JobHandler for WalkJob<K> {
         let scheme = kind.scheme();
         let payload = walk_payload(kind.id(), scheme, job);
         ctx.ensure_live()?;
-        let batch = kind
-            .select(&self.store, payload.after, payload.visit(scheme))
-            .map_err(|e| WorkError::Failed(e.to_string()))?;
+        let batch = kind.select(&self.store, payload.after, payload.visit(scheme))?;
         let short = batch.len() < kind.batch_size();
         let results = kind.process(&batch);
         let skipped = batch.len() - results.len();
