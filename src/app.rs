@@ -136,7 +136,11 @@ fn scan_handler(store: &Store, config: &Config) -> Handlers {
         store: store.clone(),
         config: ScanConfig {
             content_hash_scheme: content_walk(config).scheme,
-            faces_scheme: Some(faces_scheme(config)),
+            faces: Some(crate::walks::follow_up(
+                store,
+                WalkKindId::Faces,
+                faces_scheme(config),
+            )),
             ..ScanConfig::default()
         },
         extract: crate::media::extract_from,

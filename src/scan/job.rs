@@ -3,11 +3,13 @@
 //! each batch through the run's lease guard, so a worker that lost its lease writes nothing
 //! more. Unchanged files cost no write: they are counted, and the count rides on the next
 //! write (a batch of changed files, a progress checkpoint at most every second, or the
-//! completion). A full-scope run ends with the missing-file marking (from what the walk
-//! found gone and is still not there just before the completion) and the circuit breaker
-//! in the same fenced transaction as its completion. An unchanged file whose asset is in
-//! the trash or gone is claimed again (DESIGN.md section 6). A walker that failed ends the
-//! run failed; a full disk pauses it (its successor carries on once space is freed). No SQL here: everything goes through `Store`.
+//! completion). A walked run ends with the missing-file marking for a full scope (from what
+//! the walk found gone and is still not there just before the completion), the circuit
+//! breaker and the face walk it was given, in the same fenced transaction as its
+//! completion. An unchanged file whose asset is in the trash or gone is claimed again
+//! (DESIGN.md section 6). A walker that failed ends the run failed (a bug); a full disk
+//! pauses it and a locked database retries it (a successor carries on). No SQL here:
+//! everything goes through `Store`; it never asks the walks for anything itself.
 
 use super::identity::{self, Verdict};
 use super::pipeline::{
@@ -15,7 +17,7 @@ use super::pipeline::{
 };
 use crate::model::{
     ContentHash, FileReason, IngestItem, KnownFile, Library, MediaFacts, MediaKind, NOT_MEDIA,
-    RunOutcome, ScanEnd, ScanRun, Unseen,
+    RunOutcome, ScanEnd, ScanRun, Unseen, WalkRequest,
 };
 use crate::queue::{
     CancelReason, Failure, GuardError, ScanDone, ScanHandler, WorkContext, WorkError,
@@ -37,9 +39,10 @@ pub struct ScanConfig {
     /// The content-hash scheme stamped on what the scan hashes (this binary's, or the
     /// `MEDIADEX_CONTENT_HASH_SCHEME` testing override).
     pub content_hash_scheme: i64,
-    /// The face scheme to queue detection under once a run's completion has committed
-    /// (`None`: this build has no face detector).
-    pub faces_scheme: Option<i64>,
+    /// The face walk a walked run's completion queues in its own transaction, to detect the
+    /// run's new and restored assets (`None`: this build has no face detector). Built by
+    /// `walks::follow_up`; the scan only carries it.
+    pub faces: Option<WalkRequest>,
 }
 
 impl Default for ScanConfig {
@@ -48,7 +51,7 @@ impl Default for ScanConfig {
             max_missing_share: 0.2,
             pipeline: Settings::default(),
             content_hash_scheme: crate::media::content_hash::SCHEME,
-            faces_scheme: None,
+            faces: None,
         }
     }
 }
@@ -104,6 +107,7 @@ impl ScanHandler for ScanJob {
                     unseen: still_gone(&root, summary.unseen),
                     unchanged: sink.unchanged,
                     progress: Some(sink.progress_text()),
+                    follow_up: self.config.faces.clone(),
                 };
                 self.finish(ctx, &library, &verdict, end)
             }
@@ -113,23 +117,9 @@ impl ScanHandler for ScanJob {
 }
 
 impl ScanJob {
-    /// After the fenced completion committed (never before: a lost lease must not queue
-    /// work for a run that did not land): the face walk, which detects the new assets (they
-    /// lack a face stamp). It joins a walk under way; a failure is logged, and the next boot
-    /// schedules the walk for unstamped assets anyway.
-    fn queue_faces(&self) {
-        let Some(scheme) = self.config.faces_scheme else {
-            return;
-        };
-        if let Err(e) =
-            crate::walks::request(&self.store, crate::model::WalkKindId::Faces, scheme, false)
-        {
-            tracing::warn!(error = %e, "could not queue face detection after the scan");
-        }
-    }
-
-    /// The fenced end of a walked run: missing files and the breaker for a full scope,
-    /// committed with the completion.
+    /// The fenced end of a walked run: missing files and the breaker for a full scope, and
+    /// the face walk, committed with the completion (a lost lease queues nothing, and a
+    /// crash right after the commit loses no follow-up).
     fn finish(
         &self,
         ctx: &WorkContext,
@@ -156,7 +146,6 @@ impl ScanJob {
             trashed = report.trashed_assets,
             "scan finished"
         );
-        self.queue_faces();
         Ok(ScanDone::Committed)
     }
 }

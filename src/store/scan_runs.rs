@@ -6,13 +6,14 @@
 //! cancel is one write per library (its waiting and running runs, a fresh successor
 //! included), so it cannot miss what reclaim made of a run. A
 //! completion publishes the assets its library's runs created and, in the same fenced
-//! transaction, queues the `thumbs` job for the pictures and videos among them.
+//! transaction, queues the `thumbs` job for the pictures and videos among them and the
+//! walk its handler asked for (the face walk).
 
 use super::lease::expect_one;
 use super::{LeasePolicy, Store, StoreError, backoff, parse_col};
 use crate::model::{
     Lease, Millis, ReclaimReport, RunOutcome, RunState, ScanRequest, ScanRun, Target,
-    ThumbsPayload, Trigger, widen_scope,
+    ThumbsPayload, Trigger, WalkRequest, widen_scope,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -356,12 +357,13 @@ pub(super) fn reclaim(
     Ok(())
 }
 
-/// The fenced end of a run: how many rows matched (0 = the lease is stale).
+/// The fenced end of a run: how many rows matched (0 = the lease is stale). A completion
+/// also writes `follow_up` (a walk request).
 pub(super) fn finish(
     conn: &Connection,
     lease: &Lease,
-    state: RunState,
-    reason: Option<String>,
+    (state, reason): (RunState, Option<String>),
+    follow_up: Option<&WalkRequest>,
     now: Millis,
 ) -> Result<usize, StoreError> {
     let n = conn.prepare_cached(FINISH)?.execute(params![
@@ -372,13 +374,17 @@ pub(super) fn finish(
         reason
     ])?;
     // Side effects of a completion follow only a fenced completion that matched. The
-    // thumbnails of what it publishes are queued in the same transaction: they exist only
-    // if the completion committed, and a crash right after it loses none of them.
+    // thumbnails of what it publishes and its walk request are queued in the same
+    // transaction: they exist only if the completion committed, and a crash right after it
+    // loses none of them.
     if n == 1 && matches!(state, RunState::Completed | RunState::Suspect) {
         let published = super::assets::publish(conn, lease.id)?;
         if let Some((first, last)) = published {
             let job = ThumbsPayload::published(lease.id, first, last).job();
             super::jobs::insert(conn, &job, now)?;
+        }
+        if let Some(req) = follow_up {
+            super::walks::request_in(conn, req, now)?;
         }
     }
     Ok(n)
@@ -589,7 +595,7 @@ impl Store {
     pub fn pause_scan(&self, lease: &Lease, error: &str) -> Result<(), StoreError> {
         let (lease, error) = (lease.clone(), error.to_string());
         self.write(move |conn, now| {
-            let n = finish(conn, &lease, RunState::Failed, Some(error), now)?;
+            let n = finish(conn, &lease, (RunState::Failed, Some(error)), None, now)?;
             expect_one(&lease, n)?;
             let run = get(conn, lease.id)?.ok_or_else(|| super::lease::lost(&lease))?;
             successor(conn, &run, now + super::PAUSED_RETRY, now)?;
@@ -607,7 +613,7 @@ impl Store {
         let (lease, error) = (lease.clone(), error.to_string());
         let policy = self.inner.policy.clone();
         self.write(move |conn, now| {
-            let n = finish(conn, &lease, RunState::Failed, Some(error), now)?;
+            let n = finish(conn, &lease, (RunState::Failed, Some(error)), None, now)?;
             expect_one(&lease, n)?;
             let run = get(conn, lease.id)?.ok_or_else(|| super::lease::lost(&lease))?;
             successor(conn, &run, now + backoff(&policy, run.attempt - 1), now)?;
@@ -623,7 +629,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let lease = lease.clone();
         self.write(move |conn, now| {
-            let n = finish(conn, &lease, state, reason, now)?;
+            let n = finish(conn, &lease, (state, reason), None, now)?;
             expect_one(&lease, n)
         })
     }

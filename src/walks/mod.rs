@@ -15,7 +15,8 @@ pub mod content_hash;
 pub mod faces;
 
 use crate::model::{
-    FileStamp, Job, Millis, NewJob, WalkAsset, WalkCommit, WalkKindId, WalkResults, WalkVisit,
+    FileStamp, Job, Millis, NewJob, WalkAsset, WalkCommit, WalkKindId, WalkRequest, WalkResults,
+    WalkVisit,
 };
 use crate::queue::{JobDone, JobHandler, WorkContext, WorkError};
 use crate::store::{Enqueued, Store, StoreError};
@@ -322,6 +323,16 @@ pub fn request(
     restart: bool,
 ) -> Result<Enqueued, StoreError> {
     ask(store, kind, Payload::fresh(scheme, restart), restart)
+}
+
+/// What `request` asks for without a restart, as a value a completion writes in its own
+/// transaction (`WalkRequest`): the follow-up then exists exactly when the completion does.
+pub fn follow_up(store: &Store, kind: WalkKindId, scheme: i64) -> WalkRequest {
+    WalkRequest {
+        kind,
+        scheme,
+        job: chain_job(kind, &Payload::fresh(scheme, false).by(store.owner())),
+    }
 }
 
 /// Enqueues a chain walking `payload` (the live chain takes its place), or with `replace`
