@@ -111,7 +111,10 @@ fn handlers(store: &Store, config: &Config) -> Handlers {
     let thumbs = Arc::new(thumbs(config));
     let mut handlers = scan_handler(store, config)
         .job(THUMBS_JOB_KIND, ThumbsJob::new(store, thumbs))
-        .job(MOVE_JOB_KIND, MoveJob::new(store))
+        .job(
+            MOVE_JOB_KIND,
+            MoveJob::new(store).with_faces(Some(faces_follow_up(store, config))),
+        )
         .job(
             WalkKindId::ContentHash.job_kind(),
             WalkJob::new(store, Arc::new(content_walk(config))),
@@ -136,11 +139,7 @@ fn scan_handler(store: &Store, config: &Config) -> Handlers {
         store: store.clone(),
         config: ScanConfig {
             content_hash_scheme: content_walk(config).scheme,
-            faces: Some(crate::walks::follow_up(
-                store,
-                WalkKindId::Faces,
-                faces_scheme(config),
-            )),
+            faces: Some(faces_follow_up(store, config)),
             ..ScanConfig::default()
         },
         extract: crate::media::extract_from,
@@ -253,15 +252,24 @@ fn start_walk(
     Ok(())
 }
 
-/// After a restore committed: queue the face walk, which picks the asset up if it lacks the
-/// current detector's faces (it was trashed, and so skipped, when the walk went by).
-pub fn queue_faces_after_restore(store: &Store, config: &Config) {
-    let Some(walk) = faces_walk(config) else {
-        return;
+/// The face walk a scan's completion or a restore queues in its own transaction (it picks
+/// up new assets, and restored ones the walk skipped while they were trashed).
+pub fn faces_follow_up(store: &Store, config: &Config) -> crate::model::WalkRequest {
+    crate::walks::follow_up(store, WalkKindId::Faces, faces_scheme(config))
+}
+
+/// A restore with its follow-up: the face walk is queued in the transaction that makes the
+/// asset live again, so no crash can leave a restored asset without it.
+pub fn restore(
+    store: &Store,
+    config: &Config,
+    asset_id: i64,
+) -> Result<crate::model::MoveOutcome, crate::trash::TrashError> {
+    let moves = crate::trash::MoveConfig {
+        faces: Some(faces_follow_up(store, config)),
+        ..crate::trash::MoveConfig::default()
     };
-    if let Err(e) = crate::walks::request(store, WalkKindId::Faces, walk.scheme, false) {
-        tracing::warn!(error = %e, "could not queue face detection after the restore");
-    }
+    crate::trash::restore_with(store, asset_id, &moves, &crate::trash::NoMoveHooks)
 }
 
 /// Why `faces redetect` did not store faces.

@@ -358,8 +358,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             if trash {
                 mediadex::trash::trash(&store, id)?;
             } else {
-                mediadex::trash::restore(&store, id)?;
-                mediadex::app::queue_faces_after_restore(&store, &config);
+                mediadex::app::restore(&store, &config, id)?;
             }
             let asset = store
                 .asset(id)?

@@ -77,7 +77,7 @@ pub fn serve(config: Config, mut options: ServeOptions) -> anyhow::Result<()> {
         hourly_limit: config.scan_hourly_limit,
         wake,
         watch: watcher.as_ref().map(crate::watch::Watcher::handle),
-        after_restore: Some(after_restore(&store, &config)),
+        restore_faces: Some(super::faces_follow_up(&store, &config)),
         walks: super::walk_schemes(&config)
             .into_iter()
             .filter_map(|(kind, scheme)| Some((kind, scheme?)))
@@ -146,12 +146,6 @@ fn weak_waker(pool: &Arc<WorkerPool>) -> crate::http::Wake {
             pool.wake();
         }
     })
-}
-
-/// Queues face detection after a restore made through the API (as the CLI's restore does).
-fn after_restore(store: &Store, config: &Config) -> crate::http::Wake {
-    let (store, config) = (store.clone(), config.clone());
-    Arc::new(move || super::queue_faces_after_restore(&store, &config))
 }
 
 /// One picture's faces detected now, as `mediadex faces redetect` does (none without a

@@ -221,16 +221,17 @@ pub async fn restore(
     id: Result<Path<i64>, PathRejection>,
 ) -> Result<Json<AssetOut>, ApiError> {
     let Path(id) = id?;
-    let after = s.after_restore.clone();
-    let restored = move_asset(s, id, crate::trash::restore).await?;
-    if let Some(after) = after {
-        blocking(move || {
-            after();
-            Ok(())
-        })
-        .await?;
-    }
-    Ok(restored)
+    let moves = crate::trash::MoveConfig {
+        faces: s.restore_faces.clone(),
+        ..crate::trash::MoveConfig::default()
+    };
+    let store = s.store.clone();
+    let asset = blocking(move || {
+        crate::trash::restore_with(&store, id, &moves, &crate::trash::NoMoveHooks)?;
+        get_asset(&store, id)
+    })
+    .await?;
+    Ok(Json(asset_out(asset)))
 }
 
 type Mover = fn(&Store, i64) -> Result<crate::model::MoveOutcome, crate::trash::TrashError>;

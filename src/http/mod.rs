@@ -56,8 +56,8 @@ pub struct AppState {
     pub wake: Wake,
     /// The watcher of this process, when it watches (library add/remove, statuses).
     pub watch: Option<crate::watch::WatchHandle>,
-    /// Run (on the blocking pool) after a restore committed: queues face detection.
-    pub after_restore: Option<Wake>,
+    /// The face walk a restore queues in the transaction that makes its asset live again.
+    pub restore_faces: Option<crate::model::WalkRequest>,
     pub walks: WalkKinds,
     /// `None` when this build has no face detector.
     pub redetect: Option<Redetect>,
@@ -84,7 +84,7 @@ pub struct HttpConfig {
     pub hourly_limit: Option<u32>,
     pub wake: Wake,
     pub watch: Option<crate::watch::WatchHandle>,
-    pub after_restore: Option<Wake>,
+    pub restore_faces: Option<crate::model::WalkRequest>,
     /// The walks this server runs (`app::walk_schemes`): `/api/walks` and `walk` events.
     pub walks: Vec<(crate::model::WalkKindId, i64)>,
     pub redetect: Option<Redetect>,
@@ -108,7 +108,7 @@ impl AppState {
             hourly_limit: config.hourly_limit,
             wake: config.wake,
             watch: config.watch,
-            after_restore: config.after_restore,
+            restore_faces: config.restore_faces,
             walks,
             redetect: config.redetect,
         })

@@ -68,7 +68,7 @@ fn api_tweaked(
             counter.fetch_add(1, Ordering::SeqCst);
         }),
         watch: None,
-        after_restore: None,
+        restore_faces: None,
         walks: vec![(WalkKindId::ContentHash, 1), (WalkKindId::Faces, 1)],
         redetect: Some(real_redetect(&env)),
     };

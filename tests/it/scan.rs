@@ -722,23 +722,6 @@ fn a_scan_that_meets_a_full_disk_keeps_what_it_indexed_and_carries_on_once_space
     assert_eq!(lib.assets(false).len(), before.len() + 300);
 }
 
-/// Makes every write that queues a face walk fail, as a crash right there would leave it.
-fn refuse_face_walks(env: &Env) {
-    env.raw()
-        .execute_batch(
-            "CREATE TRIGGER refuse_face_walks BEFORE INSERT ON jobs WHEN NEW.kind = 'walk:faces'
-             BEGIN SELECT RAISE(ABORT, 'injected: no face walk'); END;",
-        )
-        .expect("trigger");
-}
-
-fn face_walk_queued(env: &Env) -> bool {
-    env.store
-        .live_job("walk:faces")
-        .expect("live job")
-        .is_some()
-}
-
 #[test]
 fn a_completed_scan_always_has_its_face_walk_queued_in_the_same_transaction() {
     let env = env();
@@ -754,20 +737,20 @@ fn a_completed_scan_always_has_its_face_walk_queued_in_the_same_transaction() {
     let (run, _) = lib.scan_with("", with_faces.clone());
     assert_eq!(run.state, RunState::Completed);
     assert!(
-        face_walk_queued(&env),
+        support::face_walk_queued(&env),
         "the completion queued the face walk"
     );
-    env.store
-        .cancel(
-            Target::Job,
-            env.store.live_job("walk:faces").unwrap().unwrap().id,
-        )
-        .expect("cancel");
+    let chain = env
+        .store
+        .live_job("walk:faces")
+        .expect("read")
+        .expect("row");
+    env.store.cancel(Target::Job, chain.id).expect("cancel");
     photo(&lib.root.join("2025/new.png"), 9);
-    refuse_face_walks(&env);
+    env.refuse_face_walks();
     let (run, _) = lib.scan_with("", with_faces);
     assert!(
-        run.state != RunState::Completed || face_walk_queued(&env),
+        run.state != RunState::Completed || support::face_walk_queued(&env),
         "the run completed ({:?}) and its face walk was lost",
         run.reason
     );
