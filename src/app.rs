@@ -278,7 +278,7 @@ pub enum RedetectError {
     #[error("no live picture {0} (unknown, trashed, or not an image)")]
     NoPicture(i64),
     #[error("face detection of asset {0} failed: {1}")]
-    Failed(i64, String),
+    Failed(i64, crate::walks::faces::DetectError),
     #[error(transparent)]
     NoDetector(#[from] NoDetector),
     #[error(transparent)]
