@@ -8,8 +8,9 @@
 //! breaker and the face walk it was given, in the same fenced transaction as its
 //! completion. An unchanged file whose asset is in the trash or gone is claimed again
 //! (DESIGN.md section 6). A walker that failed ends the run failed (a bug); a full disk
-//! pauses it and a locked database retries it (a successor carries on). No SQL here:
-//! everything goes through `Store`; it never asks the walks for anything itself.
+//! pauses it, and a locked database or a root that went away during the walk retries it
+//! (a successor carries on). No SQL here: everything goes through `Store`; it never asks
+//! the walks for anything itself.
 
 use super::identity::{self, Verdict};
 use super::pipeline::{
@@ -101,6 +102,7 @@ impl ScanHandler for ScanJob {
         );
         match walked {
             Ok(summary) => {
+                self.still_there(&library)?;
                 let end = ScanEnd {
                     max_missing_share: self.config.max_missing_share,
                     identity_ok: verdict == Verdict::Same,
@@ -155,6 +157,20 @@ impl ScanJob {
     fn disk_full(&self, library: &Library) -> WorkError {
         let what = format!("the scan of library {}", library.name);
         WorkError::from_store(&self.store, &what, StoreError::DiskFull)
+    }
+
+    /// A root that went away while the walk ran (a share unmounted, a NAS gone offline)
+    /// made the walk see less than is there: nothing it saw may complete the run. The cause
+    /// passes by itself, so the run fails with a successor (whose start holds it back, as
+    /// suspect, for as long as the root is not there).
+    fn still_there(&self, library: &Library) -> Result<(), WorkError> {
+        match identity::check(&self.store, library)? {
+            Verdict::Unavailable(why) => Err(Failure::Unavailable(format!(
+                "{why}: it went away while the scan ran, and nothing was marked missing"
+            ))
+            .into()),
+            Verdict::Same | Verdict::Changed(_) => Ok(()),
+        }
     }
 
     /// What a run that stopped before its end tells the pool: a lost lease or a cancel
