@@ -114,7 +114,10 @@ fn handlers(store: &Store, config: &Config) -> Handlers {
     let thumbs = Arc::new(thumbs(config));
     let mut handlers = scan_handler(store, config)
         .job(THUMBS_JOB_KIND, ThumbsJob::new(store, thumbs))
-        .job(MOVE_JOB_KIND, MoveJob::new(store))
+        .job(
+            MOVE_JOB_KIND,
+            MoveJob::new(store).with_faces(Some(faces_follow_up(store, config))),
+        )
         .job(
             WalkKindId::ContentHash.job_kind(),
             WalkJob::new(store, Arc::new(content_walk(config))),
@@ -139,7 +142,7 @@ fn scan_handler(store: &Store, config: &Config) -> Handlers {
         store: store.clone(),
         config: ScanConfig {
             content_hash_scheme: content_walk(config).scheme,
-            faces_scheme: Some(faces_scheme(config)),
+            faces: Some(faces_follow_up(store, config)),
             ..ScanConfig::default()
         },
         extract: crate::media::extract_from,
@@ -245,6 +248,7 @@ pub fn command_services(config: &Config, store: Store, faces: bool) -> crate::op
         } else {
             None
         },
+        restore_faces: Some(faces_follow_up(&store, config)),
         ..crate::ops::Services::new(store)
     }
 }
@@ -337,6 +341,12 @@ fn maintenance_config(config: &Config) -> MaintenanceConfig {
         run_retention: millis(config.run_retention),
         ..MaintenanceConfig::default()
     }
+}
+
+/// The face walk a scan's completion or a restore queues in its own transaction (it picks
+/// up new assets, and restored ones the walk skipped while they were trashed).
+pub fn faces_follow_up(store: &Store, config: &Config) -> crate::model::WalkRequest {
+    crate::walks::follow_up(store, WalkKindId::Faces, faces_scheme(config))
 }
 
 #[cfg(test)]

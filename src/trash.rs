@@ -4,7 +4,8 @@
 //! 1. refuse before anything moves when a folder cannot be written (a read-only library)
 //!    or a trash folder cannot be created (the library's disk is full);
 //! 2. move each file (never over an existing one) and settle its intent;
-//! 3. flip the asset, unless a copy of it appeared meanwhile;
+//! 3. flip the asset, unless a copy of it appeared meanwhile (a restore queues its face
+//!    walk in the same transaction);
 //! 4. on any failure, record the rollback, put every moved file back, and end the move
 //!    failed with one error naming the file and the reason.
 //!
@@ -18,7 +19,7 @@
 use crate::disk::{DiskFull, FreeSpace};
 use crate::model::{
     Begun, FileStamp, Finish, IntentState, Job, MOVE_JOB_KIND, Millis, Move, MoveOutcome, RelPath,
-    Settle, TrashIntent,
+    Settle, TrashIntent, WalkRequest,
 };
 use crate::queue::{
     GuardError, JobDone, JobHandler, LeaseGuard, NoHooks, Registry, WorkContext, WorkError,
@@ -58,12 +59,16 @@ pub enum TrashError {
     RolledBack { asset: i64, reason: String },
 }
 
-/// The lease a move is held under. A move of a few files takes milliseconds; the ttl only
-/// bounds how long a move whose process died blocks its asset.
+/// The lease a move is held under, and a restore's follow-up. A move of a few files takes
+/// milliseconds; the ttl only bounds how long a move whose process died blocks its asset.
 #[derive(Clone, Debug)]
 pub struct MoveConfig {
     pub ttl: Millis,
     pub heartbeat_every: Duration,
+    /// The face walk a restore queues in the transaction that makes its asset live again
+    /// (the walk skipped the asset while it was trashed); `None` queues nothing. Built by
+    /// `walks::follow_up`.
+    pub faces: Option<WalkRequest>,
 }
 
 impl Default for MoveConfig {
@@ -71,6 +76,7 @@ impl Default for MoveConfig {
         MoveConfig {
             ttl: 60_000,
             heartbeat_every: Duration::from_secs(20),
+            faces: None,
         }
     }
 }
@@ -122,7 +128,7 @@ pub fn restore_with(
     config: &MoveConfig,
     hooks: &dyn MoveHooks,
 ) -> Result<MoveOutcome, TrashError> {
-    let begun = store.begin_restore(asset_id, config.ttl)?;
+    let begun = store.begin_restore(asset_id, config.ttl, config.faces.clone())?;
     run(store, begun, config, hooks)
 }
 
@@ -161,7 +167,7 @@ pub fn run(
     let registry = Arc::new(Registry::default());
     let guard = LeaseGuard::register(store, lease, config.ttl, &registry);
     guard.begin(config.heartbeat_every, &NoHooks)?;
-    let result = carry_out(store, &guard, held, hooks);
+    let result = carry_out(store, &guard, held, (config.faces.as_ref(), hooks));
     guard.stop_heartbeat();
     match result {
         Ok(ended) => ended,
@@ -175,26 +181,31 @@ pub fn run(
     }
 }
 
-/// The worker pool's handler of `move` jobs: a move whose first holder died, carried on.
+/// The worker pool's handler of `move` jobs: a move whose first holder died, carried on
+/// (a restore with its face walk, when it has one).
 pub struct MoveJob {
     store: Store,
+    faces: Option<WalkRequest>,
 }
 
 impl MoveJob {
     pub fn new(store: &Store) -> Self {
         MoveJob {
             store: store.clone(),
+            faces: None,
         }
+    }
+
+    /// The face walk the restores it finishes queue (`MoveConfig::faces`).
+    pub fn with_faces(self, faces: Option<WalkRequest>) -> Self {
+        MoveJob { faces, ..self }
     }
 }
 
 impl JobHandler for MoveJob {
     fn run(&self, ctx: &WorkContext, job: &Job) -> Result<JobDone, WorkError> {
-        let held = self
-            .store
-            .held_move(job.id)
-            .map_err(|e| WorkError::Failed(e.to_string()))?;
-        match carry_out(&self.store, ctx, held, &NoMoveHooks) {
+        let held = self.store.held_move(job.id)?;
+        match carry_out(&self.store, ctx, held, (self.faces.as_ref(), &NoMoveHooks)) {
             Ok(Ok(outcome)) => {
                 tracing::info!(job = job.id, ?outcome, "finished an interrupted move");
                 Ok(JobDone::Committed)
@@ -203,8 +214,22 @@ impl JobHandler for MoveJob {
                 tracing::warn!(job = job.id, %reason, "rolled an interrupted move back");
                 Ok(JobDone::Committed)
             }
-            Err(TrashError::Guard(e)) => Err(WorkError::Guard(e)),
-            Err(e) => Err(WorkError::Failed(e.to_string())),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+impl From<TrashError> for WorkError {
+    /// An unfinished move's failure, for the pool (a move is never given up: the class only
+    /// decides how its holder waits). A store failure is as transient as the store says; a
+    /// disk without room for the trash folder waits for space like any full disk; a file in
+    /// the way or a folder that cannot be written stays so until someone acts.
+    fn from(e: TrashError) -> Self {
+        match e {
+            TrashError::Guard(e) => WorkError::Guard(e),
+            TrashError::Store(e) => e.into(),
+            e @ TrashError::NoRoom(_) => WorkError::Paused(e.to_string()),
+            e => WorkError::bad_data(e.to_string()),
         }
     }
 }
@@ -221,20 +246,23 @@ impl<E: Into<TrashError>> From<E> for Stop {
     }
 }
 
+/// What a move is carried out with: a restore's face walk and the test seams.
+type With<'a> = (Option<&'a WalkRequest>, &'a dyn MoveHooks);
+
 /// Carries a held move to its end: `Ok(ended)` once its job is finished (flipped, or rolled
 /// back for a reason), `Err` while it is unfinished and still held.
 fn carry_out(
     store: &Store,
     guard: &LeaseGuard,
     held: Move,
-    hooks: &dyn MoveHooks,
+    with: With<'_>,
 ) -> Result<Ended, TrashError> {
     let reason = match held.rollback.clone() {
         Some(reason) => TrashError::RolledBack {
             asset: held.asset_id,
             reason,
         },
-        None => match forward(store, guard, &held, hooks) {
+        None => match forward(store, guard, &held, with) {
             Ok(outcome) => return Ok(Ok(outcome)),
             Err(Stop::Leave(e)) => return Err(e),
             Err(Stop::Undo(e)) => {
@@ -249,12 +277,13 @@ fn carry_out(
     Ok(Err(reason))
 }
 
-/// Moves every file of the move still pending, then flips the asset.
+/// Moves every file of the move still pending, then flips the asset (a restore with its
+/// face walk, in the same transaction).
 fn forward(
     store: &Store,
     guard: &LeaseGuard,
     held: &Move,
-    hooks: &dyn MoveHooks,
+    (faces, hooks): With<'_>,
 ) -> Result<MoveOutcome, Stop> {
     let pending: Vec<&TrashIntent> = held
         .intents
@@ -288,7 +317,7 @@ fn forward(
         };
         guard.guarded(|s, l| s.settle_intent(l, intent.id, how))?;
     }
-    match guard.guarded(|s, l| s.finish_move(l))? {
+    match guard.guarded(|s, l| s.finish_move(l, faces.cloned()))? {
         Finish::Flipped(outcome) => Ok(outcome),
         Finish::Linked(paths) => Err(Stop::Undo(TrashError::Linked {
             asset: held.asset_id,

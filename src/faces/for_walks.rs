@@ -1,9 +1,9 @@
 //! RetinaFace as the face-repair walk's detector (`walks::faces::FaceDetector`). Owns only the
 //! translation of types and of error policy; must not hold detection logic (that is `retina`).
 
-use super::{FaceDetector as _, RetinaFace};
+use super::{FaceDetector as _, FaceError, RetinaFace};
 use crate::model::DetectedFace as StoredFace;
-use crate::walks::faces::FaceDetector as WalkDetector;
+use crate::walks::faces::{DetectError, FaceDetector as WalkDetector};
 use std::path::Path;
 
 /// The walk's view of the RetinaFace detector.
@@ -16,14 +16,18 @@ impl WalkDetector for WalkRetinaFace {
     /// can never do better for them, and the repair walk would otherwise retry them on every
     /// run (`mediadex faces redetect` still can). A read or model failure stays an error, so
     /// the asset keeps its old stamp and is tried again by the next walk (a NAS blip passes).
-    fn detect(&self, path: &Path) -> Result<Vec<StoredFace>, String> {
+    fn detect(&self, path: &Path) -> Result<Vec<StoredFace>, DetectError> {
         match self.0.detect(path) {
             Ok(faces) => Ok(faces.iter().map(stored).collect()),
             Err(e) if e.is_permanent() => {
                 tracing::info!(path = %path.display(), error = %e, "no face detection for this picture");
                 Ok(Vec::new())
             }
-            Err(e) => Err(e.to_string()),
+            Err(FaceError::Io { source, .. }) => Err(DetectError::Read {
+                path: path.display().to_string(),
+                source,
+            }),
+            Err(e) => Err(DetectError::Detector(e.to_string())),
         }
     }
 
@@ -55,8 +59,16 @@ mod tests {
         let mut bytes = vec![0, 0, 0, 0x18];
         bytes.extend_from_slice(b"ftypheic\0\0\0\0heicmif1");
         std::fs::write(&heic, &bytes).expect("write");
-        assert_eq!(det.detect(&heic), Ok(Vec::new()));
-        assert!(det.detect(&dir.path().join("gone.jpg")).is_err());
+        assert_eq!(det.detect(&heic).ok(), Some(Vec::new()));
+        let gone = det.detect(&dir.path().join("gone.jpg"));
+        match gone {
+            // Not found says the same on the next walk (`queue::io_retry`'s tests say it is
+            // permanent); an EIO from a NAS would not.
+            Err(DetectError::Read { ref source, .. }) => {
+                assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+            }
+            other => panic!("a missing file is a read error: {other:?}"),
+        }
         assert_eq!(det.version(), crate::faces::SCHEME);
     }
 
@@ -68,7 +80,7 @@ mod tests {
         let mut bytes = vec![0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10];
         bytes.extend_from_slice(b"JFIF\0garbage that is no image at all");
         std::fs::write(&broken, &bytes).expect("write");
-        assert_eq!(det.detect(&broken), Ok(Vec::new()));
+        assert_eq!(det.detect(&broken).ok(), Some(Vec::new()));
     }
 
     #[test]

@@ -96,6 +96,9 @@ pub struct ScanEnd {
     pub unchanged: u64,
     /// The final progress, or `None` to keep the last one.
     pub progress: Option<String>,
+    /// The walk the completion queues in its own transaction (the face walk that detects
+    /// the run's new and restored assets), if any.
+    pub follow_up: Option<WalkRequest>,
 }
 
 impl ScanEnd {
@@ -107,6 +110,7 @@ impl ScanEnd {
             unseen: Unseen::default(),
             unchanged: 0,
             progress: None,
+            follow_up: None,
         }
     }
 

@@ -29,6 +29,17 @@ impl WalkKindId {
     }
 }
 
+/// A request for a walk that a completion makes in its own transaction (a scan's or a
+/// restore's face follow-up): the chain row to enqueue (the live chain takes its place) and
+/// the scheme to raise the record's `seen` to. Built by `walks::follow_up`, written by the
+/// store; the scan and the trash only carry it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WalkRequest {
+    pub kind: WalkKindId,
+    pub scheme: i64,
+    pub job: NewJob,
+}
+
 /// The walk record of one kind: `scheme` = the last scheme a walk covered to the end,
 /// `seen` = the highest scheme any binary has run on this database.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

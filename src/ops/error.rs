@@ -43,7 +43,7 @@ pub enum Error {
     #[error("no live picture {0} (unknown, trashed, or not an image)")]
     NoPicture(i64),
     #[error("face detection of asset {0} failed: {1}")]
-    DetectionFailed(i64, String),
+    DetectionFailed(i64, crate::walks::faces::DetectError),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
@@ -73,7 +73,8 @@ impl Error {
     /// full, a move was interrupted, a walk's chain moved on under the release.
     pub fn is_transient(&self) -> bool {
         match self {
-            Error::Store(e) | Error::Trash(TrashError::Store(e)) => store_transient(e),
+            Error::Store(e) | Error::Trash(TrashError::Store(e)) => e.is_transient(),
+            Error::DetectionFailed(_, e) => e.retry() == crate::queue::Retry::Transient,
             Error::Trash(TrashError::Guard(_) | TrashError::NoRoom(_)) => true,
             Error::ChainEnded(..) => true,
             _ => false,
@@ -95,13 +96,6 @@ impl Error {
             _ => true,
         }
     }
-}
-
-fn store_transient(e: &StoreError) -> bool {
-    matches!(
-        e,
-        StoreError::Locked | StoreError::DiskFull | StoreError::RateLimited { .. }
-    )
 }
 
 #[cfg(test)]

@@ -42,6 +42,9 @@ pub struct Services {
     pub walks: Arc<[(WalkKindId, i64)]>,
     /// The face walk of this build (its detector and scheme); `None` without a detector.
     pub faces: Option<Arc<FacesWalk>>,
+    /// The face walk a restore queues in the transaction that makes its asset live again
+    /// (`app::faces_follow_up`); `None`: a restore queues none.
+    pub restore_faces: Option<crate::model::WalkRequest>,
     /// No workers run in this process (a CLI command): a trash or restore first carries on
     /// the moves whose holder died, as a worker would.
     pub without_workers: bool,
@@ -57,6 +60,7 @@ impl Services {
             hourly_limit: None,
             walks: Arc::new([]),
             faces: None,
+            restore_faces: None,
             without_workers: true,
         }
     }

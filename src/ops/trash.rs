@@ -1,10 +1,11 @@
 //! Trash and restore of one asset, with their follow-ups: a command without workers first
-//! carries on the moves whose holder died; a restore queues the face walk, which picks the
-//! asset up if it lacks the current detector's faces (it was skipped while trashed).
+//! carries on the moves whose holder died; a restore queues the face walk in the transaction
+//! that makes the asset live again (it picks the asset up if it lacks the current detector's
+//! faces: it was skipped while trashed).
 
 use super::error::Thing;
 use super::{Error, Services};
-use crate::model::{Asset, WalkKindId};
+use crate::model::Asset;
 
 /// Moves the asset's files into their library's trash folder; answers the asset as it is now.
 pub fn trash(s: &Services, id: i64) -> Result<Asset, Error> {
@@ -16,8 +17,10 @@ pub fn trash(s: &Services, id: i64) -> Result<Asset, Error> {
 /// Moves a trashed asset's files back; queues its faces; answers the asset as it is now.
 pub fn restore(s: &Services, id: i64) -> Result<Asset, Error> {
     carry_on(s);
-    crate::trash::restore(&s.store, id)?;
-    queue_faces(s);
+    crate::trash::restore_with(&s.store, id, &moves(s), &crate::trash::NoMoveHooks)?;
+    if s.restore_faces.is_some() {
+        (s.wake)(); // the face walk queued with the restore
+    }
     asset(s, id)
 }
 
@@ -32,19 +35,17 @@ fn carry_on(s: &Services) {
     if !s.without_workers {
         return;
     }
-    match crate::trash::finish_abandoned(&s.store, &crate::trash::MoveConfig::default()) {
+    match crate::trash::finish_abandoned(&s.store, &moves(s)) {
         Ok(0) => {}
         Ok(n) => tracing::info!(moves = n, "carried on interrupted trash moves"),
         Err(e) => tracing::warn!(error = %e, "could not carry on interrupted trash moves"),
     }
 }
 
-/// After a restore committed: the face walk, when this build has a detector. A failure is
-/// logged: the next start's walk finds the asset.
-fn queue_faces(s: &Services) {
-    let Some(faces) = &s.faces else { return };
-    match crate::walks::request(&s.store, WalkKindId::Faces, faces.scheme, false) {
-        Ok(_) => (s.wake)(),
-        Err(e) => tracing::warn!(error = %e, "could not queue face detection after the restore"),
+/// How this process's moves run: a restore queues the face walk with its flip.
+fn moves(s: &Services) -> crate::trash::MoveConfig {
+    crate::trash::MoveConfig {
+        faces: s.restore_faces.clone(),
+        ..crate::trash::MoveConfig::default()
     }
 }

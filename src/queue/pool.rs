@@ -1,10 +1,13 @@
 //! The worker pool: threads that claim a due row (scan runs first, then jobs of the kinds
 //! that have handlers), run its handler under a `LeaseGuard`, and ack with a fenced write.
 //! Graceful shutdown trips every token and hands the leases back. Work stopped by a full disk
-//! is paused, not failed: it waits and carries on by itself once space is freed. Holds no
-//! domain logic: that is in the handlers.
-
+//! is paused, not failed: it waits and carries on by itself once space is freed. A failure
+//! that passes by itself (`Retry::Transient`: a locked database, a NAS blip) is retried after
+//! a growing backoff without spending a job's attempt, and gives a scan run a successor; a
+//! permanent one fails the attempt with its reason. Holds no domain logic: that is in the
+//! handlers.
 use super::cancel::{CancelReason, Registry};
+use super::failure::{Failure, Retry};
 use super::guard::{GuardError, Hooks, LeaseGuard, NoHooks};
 use crate::model::{Job, JobFilter, Lease, Millis, NewJob, RunOutcome, ScanRun, Target};
 use crate::store::{Store, StoreError};
@@ -47,11 +50,15 @@ pub enum ScanDone {
 #[derive(Debug, thiserror::Error)]
 pub enum WorkError {
     /// The work noticed cancellation or a lost lease (its guard said so); nothing is acked.
+    /// A fenced write that failed in the store is classified as that store error is.
     #[error(transparent)]
     Guard(#[from] GuardError),
-    /// The attempt failed: the job is retried with backoff; a scan run ends `failed`.
-    #[error("{0}")]
-    Failed(String),
+    /// The attempt failed. A transient failure is retried after a growing backoff without
+    /// spending a job's attempt (`Store::retry_job`), and a scan run ends `failed` with a
+    /// successor (`Store::retry_scan`); a permanent one spends the job's attempt (retried
+    /// with backoff until its attempts are used) and ends a scan run `failed`, no successor.
+    #[error(transparent)]
+    Failed(#[from] Failure),
     /// The work cannot go on for now for a cause that passes by itself (a full disk; the
     /// message says which and what waits): a job waits without spending an attempt, a scan
     /// run ends `failed` with a successor that waits (`Store::defer_job`, `pause_scan`).
@@ -59,13 +66,34 @@ pub enum WorkError {
     Paused(String),
 }
 
+impl From<StoreError> for WorkError {
+    /// A full disk among these still pauses the work: the pool sees to it before the ack.
+    fn from(e: StoreError) -> Self {
+        WorkError::Failed(Failure::Store(e))
+    }
+}
+
 impl WorkError {
     /// A store failure: a full disk pauses the work (`what`, e.g. "the thumbnails"); any
-    /// other failure fails the attempt.
+    /// other failure fails the attempt, as transient as the store error is.
     pub fn from_store(store: &Store, what: &str, e: StoreError) -> WorkError {
         match e {
             StoreError::DiskFull => WorkError::Paused(disk_full(store, what)),
-            e => WorkError::Failed(e.to_string()),
+            e => WorkError::Failed(Failure::Store(e)),
+        }
+    }
+
+    /// The input is not what it must be: the attempt fails for good.
+    pub fn bad_data(why: impl Into<String>) -> WorkError {
+        WorkError::Failed(Failure::BadData(why.into()))
+    }
+
+    /// Whether the ack retries the work (`None`: it is not a failure, or a pause).
+    pub fn retry(&self) -> Option<Retry> {
+        match self {
+            WorkError::Failed(f) => Some(f.retry()),
+            WorkError::Guard(GuardError::Store(e)) => Some(Failure::store_retry(e)),
+            WorkError::Guard(_) | WorkError::Paused(_) => None,
         }
     }
 }
@@ -363,6 +391,10 @@ impl Worker {
                 .map(drop),
             Ack::Finish(JobDone::Committed) => Ok(()),
             Ack::Fail(msg) => guard.ack(|s, l| s.fail_job(l, &msg)).map(drop),
+            Ack::Retry(msg) => {
+                tracing::warn!(job = guard.lease().id, "{msg}; retrying after a backoff");
+                guard.ack(|s, l| s.retry_job(l, &msg))
+            }
             Ack::Pause(msg) => {
                 tracing::warn!(job = guard.lease().id, "{msg}");
                 guard.ack(|s, l| s.defer_job(l, &msg))
@@ -382,6 +414,10 @@ impl Worker {
             }
             Ack::Finish(ScanDone::Committed) => Ok(()),
             Ack::Fail(msg) => guard.ack(|s, l| s.fail_scan(l, &msg)),
+            Ack::Retry(msg) => {
+                tracing::warn!(run = guard.lease().id, "{msg}; a successor retries");
+                guard.ack(|s, l| s.retry_scan(l, &msg))
+            }
             Ack::Pause(msg) => {
                 tracing::warn!(run = guard.lease().id, "{msg}");
                 guard.ack(|s, l| s.pause_scan(l, &msg))
@@ -395,9 +431,10 @@ impl Worker {
     /// A full disk the handler did not name itself still pauses the work.
     fn paused<T>(&self, result: Result<T, WorkError>, what: &str) -> Result<T, WorkError> {
         match result {
-            Err(WorkError::Guard(GuardError::Store(StoreError::DiskFull))) => {
-                Err(WorkError::Paused(disk_full(&self.store, what)))
-            }
+            Err(
+                WorkError::Guard(GuardError::Store(StoreError::DiskFull))
+                | WorkError::Failed(Failure::Store(StoreError::DiskFull)),
+            ) => Err(WorkError::Paused(disk_full(&self.store, what))),
             other => other,
         }
     }
@@ -420,8 +457,12 @@ impl Worker {
 /// What the end of a claim writes.
 enum Ack<T> {
     Finish(T),
-    /// A failed attempt: a job retries with backoff, a scan run ends failed.
+    /// A permanent failure: a job spends an attempt (retried with backoff until they are
+    /// used up), a scan run ends failed.
     Fail(String),
+    /// A transient failure: a job waits a growing backoff without spending an attempt, a
+    /// scan run ends failed with a successor.
+    Retry(String),
     /// A full disk: the work waits and carries on by itself (`WorkError::Paused`).
     Pause(String),
     /// Shutdown interrupted the work: the lease goes back without using an attempt.
@@ -436,9 +477,9 @@ fn decide<T>(stopped: Option<CancelReason>, result: Result<T, WorkError>) -> Ack
         // Work that finished while the process was stopping is kept, not redone.
         (_, Ok(done)) => Ack::Finish(done),
         (Some(CancelReason::Shutdown), Err(_)) => Ack::HandBack,
-        (None, Err(WorkError::Failed(msg))) => Ack::Fail(msg),
         (None, Err(WorkError::Paused(msg))) => Ack::Pause(msg),
-        (None, Err(WorkError::Guard(e))) => Ack::Fail(e.to_string()),
+        (None, Err(e)) if e.retry() == Some(Retry::Transient) => Ack::Retry(e.to_string()),
+        (None, Err(e)) => Ack::Fail(e.to_string()),
     }
 }
 
@@ -459,7 +500,7 @@ fn log_ack(guard: &LeaseGuard, acked: Result<(), GuardError>) {
 /// A panicking handler fails its attempt instead of taking the worker thread down.
 fn catch<T>(run: impl FnOnce() -> Result<T, WorkError>) -> Result<T, WorkError> {
     catch_unwind(AssertUnwindSafe(run))
-        .unwrap_or_else(|_| Err(WorkError::Failed("the handler panicked".into())))
+        .unwrap_or_else(|_| Err(Failure::Bug("the handler panicked".into()).into()))
 }
 
 fn stop_requested(stop: &Receiver<()>) -> bool {

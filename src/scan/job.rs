@@ -3,11 +3,14 @@
 //! each batch through the run's lease guard, so a worker that lost its lease writes nothing
 //! more. Unchanged files cost no write: they are counted, and the count rides on the next
 //! write (a batch of changed files, a progress checkpoint at most every second, or the
-//! completion). A full-scope run ends with the missing-file marking (from what the walk
-//! found gone and is still not there just before the completion) and the circuit breaker
-//! in the same fenced transaction as its completion. An unchanged file whose asset is in
-//! the trash or gone is claimed again (DESIGN.md section 6). A walker that failed ends the
-//! run failed; a full disk pauses it (its successor carries on once space is freed). No SQL here: everything goes through `Store`.
+//! completion). A walked run ends with the missing-file marking for a full scope (from what
+//! the walk found gone and is still not there just before the completion), the circuit
+//! breaker and the face walk it was given, in the same fenced transaction as its
+//! completion. An unchanged file whose asset is in the trash or gone is claimed again
+//! (DESIGN.md section 6). A walker that failed ends the run failed (a bug); a full disk
+//! pauses it, and a locked database or a root that went away during the walk retries it
+//! (a successor carries on). No SQL here: everything goes through `Store`; it never asks
+//! the walks for anything itself.
 
 use super::identity::{self, Verdict};
 use super::pipeline::{
@@ -15,9 +18,11 @@ use super::pipeline::{
 };
 use crate::model::{
     ContentHash, FileReason, IngestBatch, IngestItem, KnownFile, Library, MediaFacts, MediaKind,
-    NOT_MEDIA, RunOutcome, RunProblem, ScanEnd, ScanRun, Unseen,
+    NOT_MEDIA, RunOutcome, RunProblem, ScanEnd, ScanRun, Unseen, WalkRequest,
 };
-use crate::queue::{GuardError, ScanDone, ScanHandler, WorkContext, WorkError};
+use crate::queue::{
+    CancelReason, Failure, GuardError, ScanDone, ScanHandler, WorkContext, WorkError,
+};
 use crate::store::{Store, StoreError};
 use std::cell::Cell;
 use std::collections::HashSet;
@@ -35,9 +40,10 @@ pub struct ScanConfig {
     /// The content-hash scheme stamped on what the scan hashes (this binary's, or the
     /// `MEDIADEX_CONTENT_HASH_SCHEME` testing override).
     pub content_hash_scheme: i64,
-    /// The face scheme to queue detection under once a run's completion has committed
-    /// (`None`: this build has no face detector).
-    pub faces_scheme: Option<i64>,
+    /// The face walk a walked run's completion queues in its own transaction, to detect the
+    /// run's new and restored assets (`None`: this build has no face detector). Built by
+    /// `walks::follow_up`; the scan only carries it.
+    pub faces: Option<WalkRequest>,
 }
 
 impl Default for ScanConfig {
@@ -46,7 +52,7 @@ impl Default for ScanConfig {
             max_missing_share: 0.2,
             pipeline: Settings::default(),
             content_hash_scheme: crate::media::content_hash::SCHEME,
-            faces_scheme: None,
+            faces: None,
         }
     }
 }
@@ -63,10 +69,9 @@ impl ScanHandler for ScanJob {
     fn run(&self, ctx: &WorkContext, run: &ScanRun) -> Result<ScanDone, WorkError> {
         let library = self
             .store
-            .library(run.library_id)
-            .map_err(failed)?
-            .ok_or_else(|| WorkError::Failed(format!("library {} is gone", run.library_id)))?;
-        let verdict = identity::check(&self.store, &library).map_err(failed)?;
+            .library(run.library_id)?
+            .ok_or_else(|| WorkError::bad_data(format!("library {} is gone", run.library_id)))?;
+        let verdict = identity::check(&self.store, &library)?;
         if let Verdict::Unavailable(why) = &verdict {
             // Nothing to walk: never let an unmounted disk look like deleted photos.
             tracing::warn!(library = %library.name, %why, "scan held back");
@@ -97,54 +102,26 @@ impl ScanHandler for ScanJob {
         );
         match walked {
             Ok(summary) => {
+                self.still_there(&library)?;
                 let end = ScanEnd {
                     max_missing_share: self.config.max_missing_share,
                     identity_ok: verdict == Verdict::Same,
                     unseen: still_gone(&root, summary.unseen),
                     unchanged: sink.unchanged,
                     progress: Some(sink.progress_text()),
+                    follow_up: self.config.faces.clone(),
                 };
                 self.finish(ctx, &library, &verdict, end)
             }
-            Err(SinkError::LeaseLost) => Err(WorkError::Guard(GuardError::LeaseLost(
-                ctx.lease().target,
-                ctx.lease().id,
-            ))),
-            Err(SinkError::Cancelled) => Err(WorkError::Guard(GuardError::Cancelled(
-                ctx.lease().target,
-                ctx.lease().id,
-                ctx.token()
-                    .reason()
-                    .unwrap_or(crate::queue::CancelReason::Cancelled),
-            ))),
-            Err(SinkError::Store(msg)) => Err(WorkError::Failed(msg)),
-            Err(SinkError::DiskFull) => Err(self.disk_full(&library)),
-            Err(e @ SinkError::Walker(_)) => {
-                tracing::error!(library = %library.name, error = %e, "scan failed");
-                Err(WorkError::Failed(e.to_string()))
-            }
+            Err(e) => Err(self.stopped(ctx, &library, e)),
         }
     }
 }
 
 impl ScanJob {
-    /// After the fenced completion committed (never before: a lost lease must not queue
-    /// work for a run that did not land): the face walk, which detects the new assets (they
-    /// lack a face stamp). It joins a walk under way; a failure is logged, and the next boot
-    /// schedules the walk for unstamped assets anyway.
-    fn queue_faces(&self) {
-        let Some(scheme) = self.config.faces_scheme else {
-            return;
-        };
-        if let Err(e) =
-            crate::walks::request(&self.store, crate::model::WalkKindId::Faces, scheme, false)
-        {
-            tracing::warn!(error = %e, "could not queue face detection after the scan");
-        }
-    }
-
-    /// The fenced end of a walked run: missing files and the breaker for a full scope,
-    /// committed with the completion.
+    /// The fenced end of a walked run: missing files and the breaker for a full scope, and
+    /// the face walk, committed with the completion (a lost lease queues nothing, and a
+    /// crash right after the commit loses no follow-up).
     fn finish(
         &self,
         ctx: &WorkContext,
@@ -171,7 +148,6 @@ impl ScanJob {
             trashed = report.trashed_assets,
             "scan finished"
         );
-        self.queue_faces();
         Ok(ScanDone::Committed)
     }
 }
@@ -182,10 +158,45 @@ impl ScanJob {
         let what = format!("the scan of library {}", library.name);
         WorkError::from_store(&self.store, &what, StoreError::DiskFull)
     }
-}
 
-fn failed(e: StoreError) -> WorkError {
-    WorkError::Failed(e.to_string())
+    /// A root that went away while the walk ran (a share unmounted, a NAS gone offline)
+    /// made the walk see less than is there: nothing it saw may complete the run. The cause
+    /// passes by itself, so the run fails with a successor (whose start holds it back, as
+    /// suspect, for as long as the root is not there).
+    fn still_there(&self, library: &Library) -> Result<(), WorkError> {
+        match identity::check(&self.store, library)? {
+            Verdict::Unavailable(why) => Err(Failure::Unavailable(format!(
+                "{why}: it went away while the scan ran, and nothing was marked missing"
+            ))
+            .into()),
+            Verdict::Same | Verdict::Changed(_) => Ok(()),
+        }
+    }
+
+    /// What a run that stopped before its end tells the pool: a lost lease or a cancel
+    /// writes nothing; a store failure pauses (full disk), retries (locked) or fails as the
+    /// store error says; a thread that could not start retries; a panic is a bug.
+    fn stopped(&self, ctx: &WorkContext, library: &Library, e: SinkError) -> WorkError {
+        let lease = ctx.lease();
+        match e {
+            SinkError::LeaseLost => GuardError::LeaseLost(lease.target, lease.id).into(),
+            SinkError::Cancelled => {
+                let why = ctx.token().reason().unwrap_or(CancelReason::Cancelled);
+                GuardError::Cancelled(lease.target, lease.id, why).into()
+            }
+            SinkError::Store(StoreError::DiskFull) => self.disk_full(library),
+            SinkError::Store(e) => e.into(),
+            SinkError::Spawn { what, source } => Failure::Io {
+                what: format!("cannot start the {what}"),
+                source,
+            }
+            .into(),
+            e @ (SinkError::ReaderPanicked | SinkError::Walker(_)) => {
+                tracing::error!(library = %library.name, error = %e, "scan failed");
+                Failure::Bug(e.to_string()).into()
+            }
+        }
+    }
 }
 
 /// The store's knowledge of a directory, for the diff.
@@ -200,19 +211,14 @@ struct StoreKnown<'a> {
 
 impl Known for StoreKnown<'_> {
     fn dir(&mut self, rel_dir: &Path) -> Result<DirKnown, SinkError> {
-        let store_error = |e: StoreError| match e {
-            StoreError::DiskFull => SinkError::DiskFull,
-            e => SinkError::Store(e.to_string()),
-        };
         if self.trashed.is_none() {
-            self.trashed = Some(self.store.trashed_asset_ids().map_err(store_error)?);
+            self.trashed = Some(self.store.trashed_asset_ids()?);
         }
         let none = HashSet::new();
         let trashed = self.trashed.as_ref().unwrap_or(&none);
         let listing = self
             .store
-            .known_dir(self.library_id, &path_bytes(rel_dir))
-            .map_err(store_error)?;
+            .known_dir(self.library_id, &path_bytes(rel_dir))?;
         let files = listing
             .files
             .into_iter()
@@ -332,8 +338,7 @@ impl<'a> LeaseSink<'a> {
         self.ctx.guarded(op).map_err(|e| match e {
             GuardError::LeaseLost(..) => SinkError::LeaseLost,
             GuardError::Cancelled(..) => SinkError::Cancelled,
-            GuardError::Store(StoreError::DiskFull) => SinkError::DiskFull,
-            GuardError::Store(e) => SinkError::Store(e.to_string()),
+            GuardError::Store(e) => SinkError::Store(e),
         })
     }
 }

@@ -22,6 +22,7 @@ use super::diff::{Reason, reason};
 use super::hash::{Checksum, Extract, prefetch, read_once};
 use super::walk::{CHUNK, Stamp, WalkHook, Walked, walk};
 use crate::model::{MediaFacts, MediaKind};
+use crate::store::StoreError;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
 use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
@@ -123,18 +124,28 @@ pub trait Sink {
     }
 }
 
+/// Why a run stopped before its end, typed so the run's handler can tell a cause that
+/// passes by itself from one that does not.
 #[derive(Debug, thiserror::Error)]
 pub enum SinkError {
     #[error("the scan lease was lost")]
     LeaseLost,
     #[error("the scan was cancelled")]
     Cancelled,
-    #[error("{0}")]
-    Store(String),
-    /// The disk holding the database is full: the batch was rolled back, nothing of it
-    /// landed, and the scan waits for space.
-    #[error("the disk holding the database is full")]
-    DiskFull,
+    /// The store refused a read or a batch: nothing of the batch landed. A full disk makes
+    /// the scan wait for space; a locked database makes it retry.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A thread of the scan could not be started (the system had no thread to give).
+    #[error("cannot start the {what}: {source}")]
+    Spawn {
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The reader thread panicked: a bug, and what it read is not complete anywhere.
+    #[error("the scan reader panicked")]
+    ReaderPanicked,
     /// The walker failed (panicked): its listing is not complete anywhere.
     #[error("the walk of the library failed ({0}); nothing was marked missing")]
     Walker(String),
@@ -211,7 +222,10 @@ pub fn run(
     let walker = std::thread::Builder::new()
         .name("mediadex-walker".into())
         .spawn(move || walk(&walk_root, &walk_scope, &tx, hook.as_ref()))
-        .map_err(|e| SinkError::Store(format!("cannot start the walker: {e}")))?;
+        .map_err(|source| SinkError::Spawn {
+            what: "walker",
+            source,
+        })?;
     let stop = AtomicBool::new(false);
     let outcome = std::thread::scope(|s| {
         // A rendezvous channel: the reader hands batch N+1 over only once batch N is
@@ -223,13 +237,16 @@ pub fn run(
             .spawn_scoped(s, move || {
                 produce(root, settings, known, extract, rx, &batch_tx, stop)
             })
-            .map_err(|e| SinkError::Store(format!("cannot start the scan reader: {e}")))?;
+            .map_err(|source| SinkError::Spawn {
+                what: "scan reader",
+                source,
+            })?;
         let committed = consume(sink, &batch_rx);
         stop.store(true, Ordering::SeqCst);
         drop(batch_rx);
         let read = reader
             .join()
-            .unwrap_or_else(|_| Err(SinkError::Store("the scan reader panicked".into())));
+            .unwrap_or_else(|_| Err(SinkError::ReaderPanicked));
         committed.and(read)
     });
     // Dropping the receiver ends a walk still in progress.

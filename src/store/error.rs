@@ -1,5 +1,5 @@
 //! The store's error type: every failure a caller of the store can see, each with a message
-//! a user can act on.
+//! a user can act on, and whether it passes by itself (`is_transient`).
 
 use crate::model::Target;
 use rusqlite::ErrorCode;
@@ -74,6 +74,22 @@ pub enum StoreError {
 impl StoreError {
     pub fn is_lease_lost(&self) -> bool {
         matches!(self, StoreError::LeaseLost { .. })
+    }
+
+    /// Whether the same operation can succeed later without anyone changing anything: the
+    /// write lock another process held past the busy timeout, a read pool that had no
+    /// connection free, a full disk (space is freed), a rate limit's window, a migration
+    /// waiting for another process's lease. Everything else (a stale lease, a damaged or
+    /// newer index, a conflict, a missing row, a SQL error) answers the same again.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Locked
+                | StoreError::DiskFull
+                | StoreError::Pool(_)
+                | StoreError::RateLimited { .. }
+                | StoreError::MigrationBlocked { .. }
+        )
     }
 
     /// Builds an error to hand to every operation of a batch that could not commit.

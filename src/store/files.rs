@@ -620,7 +620,8 @@ impl Store {
                 }
             }
             count_reasons(conn, lease.id, &counts)?;
-            let n = scan_runs::finish(conn, &lease, report.state, report.reason.clone(), now)?;
+            let end_as = (report.state, report.reason.clone());
+            let n = scan_runs::finish(conn, &lease, end_as, end.follow_up.as_ref(), now)?;
             expect_one(&lease, n)?;
             Ok(report)
         })

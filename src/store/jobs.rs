@@ -1,5 +1,6 @@
 //! The `jobs` table: enqueue (unique by a partial index), claim, and the fenced worker
-//! writes (a deferral for a full disk spends no attempt), plus the operator paths (release, cancel) and reclaim of expired leases. A claim
+//! writes (a deferral for a full disk and a transient failure's retry spend no attempt), plus
+//! the operator paths (release, cancel) and reclaim of expired leases. A claim
 //! leaves a walk chain of a higher scheme to the newer binary walking it while that binary
 //! holds a lease (DESIGN.md section 7, mixed versions).
 
@@ -153,6 +154,14 @@ const FAIL: &str = fenced!(
         updated_at = ?3",
     "RETURNING state, attempts"
 );
+/// A transient failure: back to the queue after `?5` ms (the backoff of the row's earlier
+/// transient retries), with its error, without spending an attempt.
+const RETRY: &str = fenced!(
+    "UPDATE jobs SET state = 'queued', generation = generation + 1, retries = retries + 1,
+                     run_at = ?3 + ?5, last_error = ?4, lease_owner = NULL,
+                     lease_expires_at = NULL, updated_at = ?3"
+);
+const RETRIES: &str = "SELECT retries FROM jobs WHERE id = ?1";
 /// Back to the queue after `?5` ms, with its error, without spending an attempt.
 const DEFER: &str = fenced!(
     "UPDATE jobs SET state = 'queued', generation = generation + 1, run_at = ?3 + ?5,
@@ -409,6 +418,32 @@ impl Store {
                 counters::bump(conn, Counter::JobRetries, 1)?;
             }
             Ok(state)
+        })
+    }
+
+    /// Records a transient failure (fenced): the job goes back to the queue without spending
+    /// an attempt, after the backoff of its transient retries so far (doubling up to the
+    /// policy's cap), its error kept for the status. A cause that passes by itself must not
+    /// fail the job for good however long it lasts; the growing wait keeps a lasting one
+    /// (or one misjudged transient) from costing more than a try per capped backoff.
+    pub fn retry_job(&self, lease: &Lease, error: &str) -> Result<(), StoreError> {
+        let (lease, error) = (lease.clone(), error.to_string());
+        let policy = self.inner.policy.clone();
+        self.write(move |conn, now| {
+            let retries: i64 = conn
+                .prepare_cached(RETRIES)?
+                .query_row([lease.id], |r| r.get(0))
+                .optional()?
+                .ok_or_else(|| lost(&lease))?;
+            let n = conn.prepare_cached(RETRY)?.execute(params![
+                lease.id,
+                lease.generation,
+                now,
+                error,
+                backoff(&policy, retries)
+            ])?;
+            expect_one(&lease, n)?;
+            counters::bump(conn, Counter::JobRetries, 1)
         })
     }
 

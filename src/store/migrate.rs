@@ -62,6 +62,11 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../schema/0009_index_identity.sql"),
     },
     Migration {
+        version: 10,
+        name: "job retries",
+        sql: include_str!("../../schema/0010_job_retries.sql"),
+    },
+    Migration {
         version: 11,
         name: "run problems",
         sql: include_str!("../../schema/0011_run_problems.sql"),

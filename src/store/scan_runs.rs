@@ -1,17 +1,19 @@
 //! The `scan_runs` table: admission (coalescing into the waiting run), claim, the fenced
 //! worker writes, and the lease endings that make a new attempt: reclaim retires an expired
-//! run as `failed` / `lease_expired` and creates its successor; a pause (a full disk) ends
-//! it `failed` with a successor in the same fenced write; release puts it back. A
+//! run as `failed` / `lease_expired` and creates its successor; a pause (a full disk) or a
+//! transient failure ends it `failed` with a successor in the same fenced write; release
+//! puts it back. A
 //! cancel is one write per library (its waiting and running runs, a fresh successor
 //! included), so it cannot miss what reclaim made of a run. A
 //! completion publishes the assets its library's runs created and, in the same fenced
-//! transaction, queues the `thumbs` job for the pictures and videos among them.
+//! transaction, queues the `thumbs` job for the pictures and videos among them and the
+//! walk its handler asked for (the face walk).
 
 use super::lease::expect_one;
 use super::{LeasePolicy, Store, StoreError, backoff, parse_col};
 use crate::model::{
     Lease, Millis, ReclaimReport, RunOutcome, RunState, ScanRequest, ScanRun, Target,
-    ThumbsPayload, Trigger, widen_scope,
+    ThumbsPayload, Trigger, WalkRequest, widen_scope,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -355,12 +357,13 @@ pub(super) fn reclaim(
     Ok(())
 }
 
-/// The fenced end of a run: how many rows matched (0 = the lease is stale).
+/// The fenced end of a run: how many rows matched (0 = the lease is stale). A completion
+/// also writes `follow_up` (a walk request).
 pub(super) fn finish(
     conn: &Connection,
     lease: &Lease,
-    state: RunState,
-    reason: Option<String>,
+    (state, reason): (RunState, Option<String>),
+    follow_up: Option<&WalkRequest>,
     now: Millis,
 ) -> Result<usize, StoreError> {
     let n = conn.prepare_cached(FINISH)?.execute(params![
@@ -371,13 +374,17 @@ pub(super) fn finish(
         reason
     ])?;
     // Side effects of a completion follow only a fenced completion that matched. The
-    // thumbnails of what it publishes are queued in the same transaction: they exist only
-    // if the completion committed, and a crash right after it loses none of them.
+    // thumbnails of what it publishes and its walk request are queued in the same
+    // transaction: they exist only if the completion committed, and a crash right after it
+    // loses none of them.
     if n == 1 && matches!(state, RunState::Completed | RunState::Suspect) {
         let published = super::assets::publish(conn, lease.id)?;
         if let Some((first, last)) = published {
             let job = ThumbsPayload::published(lease.id, first, last).job();
             super::jobs::insert(conn, &job, now)?;
+        }
+        if let Some(req) = follow_up {
+            super::walks::request_in(conn, req, now)?;
         }
     }
     Ok(n)
@@ -588,10 +595,28 @@ impl Store {
     pub fn pause_scan(&self, lease: &Lease, error: &str) -> Result<(), StoreError> {
         let (lease, error) = (lease.clone(), error.to_string());
         self.write(move |conn, now| {
-            let n = finish(conn, &lease, RunState::Failed, Some(error), now)?;
+            let n = finish(conn, &lease, (RunState::Failed, Some(error)), None, now)?;
             expect_one(&lease, n)?;
             let run = get(conn, lease.id)?.ok_or_else(|| super::lease::lost(&lease))?;
             successor(conn, &run, now + super::PAUSED_RETRY, now)?;
+            Ok(())
+        })
+    }
+
+    /// Ends the run failed for a transient cause (the database locked, the library gone
+    /// offline mid-scan), with a successor that waits the policy's backoff for the run's
+    /// attempt and keeps its scope, trigger and request time (fenced, one transaction): the
+    /// failed attempt is history the user sees with its reason, and the scan carries on by
+    /// itself. There is no attempt limit (unlike a lost lease, which may be a run that kills
+    /// its process): each retry waits longer, up to the policy's cap.
+    pub fn retry_scan(&self, lease: &Lease, error: &str) -> Result<(), StoreError> {
+        let (lease, error) = (lease.clone(), error.to_string());
+        let policy = self.inner.policy.clone();
+        self.write(move |conn, now| {
+            let n = finish(conn, &lease, (RunState::Failed, Some(error)), None, now)?;
+            expect_one(&lease, n)?;
+            let run = get(conn, lease.id)?.ok_or_else(|| super::lease::lost(&lease))?;
+            successor(conn, &run, now + backoff(&policy, run.attempt - 1), now)?;
             Ok(())
         })
     }
@@ -604,7 +629,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let lease = lease.clone();
         self.write(move |conn, now| {
-            let n = finish(conn, &lease, state, reason, now)?;
+            let n = finish(conn, &lease, (state, reason), None, now)?;
             expect_one(&lease, n)
         })
     }

@@ -2,17 +2,19 @@
 //! move, held by the lease on a `move` job, with an intent row per file. Begin writes the
 //! job (already running under this process's lease) and the intents in one transaction;
 //! every later write (settling an intent with its file row, starting a rollback, the asset's
-//! flip, the end) is fenced on that lease in the same transaction as its data. The file
+//! flip, the end) is fenced on that lease in the same transaction as its data. A restore's
+//! face walk is queued in the transaction that flips the asset. The file
 //! moves themselves are the caller's (`crate::trash`). A move is named by its move id (never
 //! by the time it began: a clock may answer the same millisecond for two moves).
 
 use super::assets::{restore, state, trash};
 use super::jobs::complete;
 use super::lease::lost;
+use super::walks::request_in;
 use super::{Store, StoreError, parse_col};
 use crate::model::{
     Begun, FileStamp, Finish, IntentState, Lease, MOVE_JOB_KIND, Millis, Move, MoveOutcome, Settle,
-    Target, TrashAction, TrashIntent, TrashReason, trash_path,
+    Target, TrashAction, TrashIntent, TrashReason, WalkRequest, trash_path,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -309,9 +311,15 @@ fn count(conn: &Connection, sql: &str, move_id: i64) -> Result<i64, StoreError> 
 }
 
 /// The forward end of a held move: every intent settled, the asset flips and the job is
-/// done, all in one fenced transaction. A trash whose asset shows a present file it did not
-/// move (a copy linked meanwhile) flips nothing: `Linked`.
-fn finish(conn: &Connection, lease: &Lease, now: Millis) -> Result<Finish, StoreError> {
+/// done, all in one fenced transaction, with a restore's `follow_up` (its face walk). A
+/// trash whose asset shows a present file it did not move (a copy linked meanwhile) flips
+/// nothing: `Linked`.
+fn finish(
+    conn: &Connection,
+    lease: &Lease,
+    follow_up: Option<&WalkRequest>,
+    now: Millis,
+) -> Result<Finish, StoreError> {
     let held = fence(conn, lease, now)?;
     if count(conn, MOVE_PENDING, held.move_id)? > 0 {
         return Err(StoreError::Conflict(format!(
@@ -337,7 +345,7 @@ fn finish(conn: &Connection, lease: &Lease, now: Millis) -> Result<Finish, Store
         }
         // By id alone, so a sweep that won the race makes this `Gone`, never an error.
         TrashAction::Restore => {
-            if restore(conn, held.asset_id)? {
+            if restore_then(conn, held.asset_id, follow_up, now)? {
                 MoveOutcome::Restored
             } else if state(conn, held.asset_id)?.is_some() {
                 MoveOutcome::AlreadyLive
@@ -348,6 +356,21 @@ fn finish(conn: &Connection, lease: &Lease, now: Millis) -> Result<Finish, Store
     };
     complete(conn, lease, now)?;
     Ok(Finish::Flipped(outcome))
+}
+
+/// Restores the asset by id and, if it was restored, writes `follow_up` in the same
+/// transaction: the restored asset lacks the faces the walk skipped while it was trashed.
+fn restore_then(
+    conn: &Connection,
+    asset_id: i64,
+    follow_up: Option<&WalkRequest>,
+    now: Millis,
+) -> Result<bool, StoreError> {
+    let restored = restore(conn, asset_id)?;
+    if let Some(req) = follow_up.filter(|_| restored) {
+        request_in(conn, req, now)?;
+    }
+    Ok(restored)
 }
 
 impl Store {
@@ -386,8 +409,14 @@ impl Store {
 
     /// Starts the restore of a trashed asset: a held move job and one pending intent per
     /// file its last trash moved, moving it back. An asset trashed without moves (its files
-    /// went missing) is restored at once (`Settled`). `NotFound` if the sweep deleted it.
-    pub fn begin_restore(&self, asset_id: i64, ttl: Millis) -> Result<Begun, StoreError> {
+    /// went missing) is restored at once (`Settled`), with `follow_up` in the same
+    /// transaction. `NotFound` if the sweep deleted it.
+    pub fn begin_restore(
+        &self,
+        asset_id: i64,
+        ttl: Millis,
+        follow_up: Option<WalkRequest>,
+    ) -> Result<Begun, StoreError> {
         let owner = self.owner().to_string();
         self.write(move |conn, now| {
             expect_state(conn, asset_id, true)?;
@@ -396,7 +425,7 @@ impl Store {
                 .query_map([asset_id], |r| Ok((r.get(0)?, r.get(2)?, r.get(1)?)))?
                 .collect::<Result<_, _>>()?;
             if moves.is_empty() {
-                restore(conn, asset_id)?;
+                restore_then(conn, asset_id, follow_up.as_ref(), now)?;
                 return Ok(Begun::Settled(MoveOutcome::Restored));
             }
             hold(
@@ -454,10 +483,15 @@ impl Store {
         })
     }
 
-    /// Ends the forward half of the held move (fenced): see `Finish`.
-    pub fn finish_move(&self, lease: &Lease) -> Result<Finish, StoreError> {
+    /// Ends the forward half of the held move (fenced): see `Finish`. A restore that flips
+    /// its asset writes `follow_up` in the same transaction.
+    pub fn finish_move(
+        &self,
+        lease: &Lease,
+        follow_up: Option<WalkRequest>,
+    ) -> Result<Finish, StoreError> {
         let lease = lease.clone();
-        self.write(move |conn, now| finish(conn, &lease, now))
+        self.write(move |conn, now| finish(conn, &lease, follow_up.as_ref(), now))
     }
 
     /// Records that the held move is being rolled back, and why (fenced): whoever holds it

@@ -10,8 +10,8 @@ use super::assets::checksum_col;
 use super::jobs::{self, Enqueued};
 use super::{Store, StoreError, faces, parse_col};
 use crate::model::{
-    FileStamp, Lease, Millis, WalkAsset, WalkCommit, WalkFile, WalkKindId, WalkRecord, WalkResults,
-    WalkVisit,
+    FileStamp, Lease, Millis, WalkAsset, WalkCommit, WalkFile, WalkKindId, WalkRecord, WalkRequest,
+    WalkResults, WalkVisit,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -118,6 +118,19 @@ fn write_results(
         }
     }
     Ok(())
+}
+
+/// A completion's walk request, in the completion's transaction: `seen` raised (never the
+/// record's `scheme`), the chain enqueued unless one is live (`Store::raise_walk_seen` and
+/// `Store::enqueue`, as `walks::request` makes them, in one write).
+pub(super) fn request_in(
+    conn: &Connection,
+    req: &WalkRequest,
+    now: Millis,
+) -> Result<super::Enqueued, StoreError> {
+    conn.prepare_cached(SEEN)?
+        .execute(params![req.kind.as_str(), req.scheme, now])?;
+    super::jobs::insert(conn, &req.job, now)
 }
 
 fn raise_record(

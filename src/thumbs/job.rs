@@ -12,7 +12,7 @@
 
 use super::{Ensured, Source, Thumbs};
 use crate::model::{Job, ThumbAsset, ThumbsPayload, hex};
-use crate::queue::{JobDone, JobHandler, WorkContext, WorkError};
+use crate::queue::{Failure, JobDone, JobHandler, WorkContext, WorkError};
 use crate::store::Store;
 use rayon::prelude::*;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -154,14 +154,13 @@ impl JobHandler for ThumbsJob {
         ctx.ensure_live()?;
         let batch = self
             .store
-            .thumbs_batch(payload.after, payload.last, self.batch)
-            .map_err(|e| WorkError::Failed(e.to_string()))?;
+            .thumbs_batch(payload.after, payload.last, self.batch)?;
         let outcomes = self.make_all(ctx, &batch);
         if outcomes.contains(&Outcome::Stopped) {
             // Not all of the batch was done: the row is not advanced (what was made stays
             // cached and is skipped by the next attempt).
             ctx.ensure_live()?;
-            return Err(WorkError::Failed("the batch was interrupted".to_string()));
+            return Err(Failure::Interrupted("the batch was interrupted".to_string()).into());
         }
         if let Some(why) = outcomes.iter().find_map(|o| match o {
             Outcome::Paused(why) => Some(why.clone()),

@@ -17,7 +17,7 @@ pub mod content_hash;
 pub mod faces;
 
 use crate::model::{
-    Job, Millis, NewJob, WalkAsset, WalkCommit, WalkKindId, WalkResults, WalkVisit,
+    Job, Millis, NewJob, WalkAsset, WalkCommit, WalkKindId, WalkRequest, WalkResults, WalkVisit,
 };
 use crate::queue::{JobDone, JobHandler, WorkContext, WorkError};
 use crate::store::{Enqueued, Store, StoreError};
@@ -134,9 +134,7 @@ impl<K: WalkKind> JobHandler for WalkJob<K> {
         let scheme = kind.scheme();
         let payload = walk_payload(kind.id(), scheme, job);
         ctx.ensure_live()?;
-        let batch = kind
-            .select(&self.store, payload.after, payload.visit(scheme))
-            .map_err(|e| WorkError::Failed(e.to_string()))?;
+        let batch = kind.select(&self.store, payload.after, payload.visit(scheme))?;
         let short = batch.len() < kind.batch_size();
         let results = kind.process(&batch);
         let skipped = batch.len() - results.len();
@@ -325,6 +323,16 @@ pub fn request(
     restart: bool,
 ) -> Result<Enqueued, StoreError> {
     ask(store, kind, Payload::fresh(scheme, restart), restart)
+}
+
+/// What `request` asks for without a restart, as a value a completion writes in its own
+/// transaction (`WalkRequest`): the follow-up then exists exactly when the completion does.
+pub fn follow_up(store: &Store, kind: WalkKindId, scheme: i64) -> WalkRequest {
+    WalkRequest {
+        kind,
+        scheme,
+        job: chain_job(kind, &Payload::fresh(scheme, false).by(store.owner())),
+    }
 }
 
 /// Enqueues a chain walking `payload` (the live chain takes its place), or with `replace`

@@ -599,7 +599,7 @@ fn settle_all(env: &Env, (lease, held): (Lease, Move)) -> Finish {
     for i in &held.intents {
         env.store.settle_intent(&lease, i.id, Settle::Done).unwrap();
     }
-    env.store.finish_move(&lease).unwrap()
+    env.store.finish_move(&lease, None).unwrap()
 }
 
 #[test]
@@ -632,7 +632,7 @@ fn a_user_trash_is_journaled_intent_then_commit_and_a_restore_moves_the_files_ba
     assert_eq!(trashed[0].trash_reason, Some(TrashReason::User));
     assert!(env.store.known_files(lib, "").unwrap().is_empty());
 
-    let (lease, back) = held(env.store.begin_restore(asset, TTL).unwrap());
+    let (lease, back) = held(env.store.begin_restore(asset, TTL, None).unwrap());
     assert_eq!(back.intents.len(), 2);
     assert_eq!(back.intents[1].from_path, trash_path(asset, b"b/a.jpg"));
     assert_eq!(back.intents[1].to_path, b"b/a.jpg");
@@ -653,7 +653,7 @@ fn sweep_and_restore_in_either_order_end_restored_or_gone_never_an_error() {
     let (_, asset) = two_copies(&env);
     settle_all(&env, held(env.store.begin_trash(asset, TTL).unwrap()));
     env.clock.advance(31 * DAY);
-    let back = held(env.store.begin_restore(asset, TTL).unwrap());
+    let back = held(env.store.begin_restore(asset, TTL, None).unwrap());
     // A pending restore holds the sweep off.
     assert_eq!(env.store.sweep_trash(30 * DAY).unwrap(), 0);
     settle_all(&env, back);
@@ -668,7 +668,7 @@ fn sweep_and_restore_in_either_order_end_restored_or_gone_never_an_error() {
     assert_eq!(env.store.sweep_trash(30 * DAY).unwrap(), 1);
     assert!(env.store.asset(asset).unwrap().is_none());
     assert!(matches!(
-        env.store.begin_restore(asset, TTL),
+        env.store.begin_restore(asset, TTL, None),
         Err(StoreError::NotFound(_))
     ));
 }

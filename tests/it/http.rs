@@ -70,6 +70,7 @@ fn api_tweaked(
             }),
             walks: Arc::new([(WalkKindId::ContentHash, 1), (WalkKindId::Faces, 1)]),
             faces: Some(real_detector(&env)),
+            restore_faces: Some(mediadex::walks::follow_up(&env.store, WalkKindId::Faces, 1)),
             without_workers: false,
             ..mediadex::ops::Services::new(env.store.clone())
         },

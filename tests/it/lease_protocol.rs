@@ -604,3 +604,85 @@ fn cancelling_a_library_ends_its_running_and_waiting_runs_in_one_write() {
     assert_eq!(claimed.id, elsewhere.id, "other libraries are untouched");
     assert!(env.store.claim_scan_run(TTL).unwrap().is_none());
 }
+
+#[test]
+fn transient_retries_are_fenced_spend_no_attempt_and_back_off_up_to_the_cap() {
+    let env = env();
+    let id = env
+        .store
+        .enqueue(NewJob::new("walk", "{}").max_attempts(1))
+        .unwrap()
+        .id;
+    let mut delays = vec![];
+    for _ in 0..8 {
+        let (lease, _) = env.store.claim_job(&["walk"], TTL).unwrap().unwrap();
+        env.store.retry_job(&lease, "database is locked").unwrap();
+        assert_lost(env.store.retry_job(&lease, "stale retry"));
+        let row = env.store.job(id).unwrap().unwrap();
+        assert_eq!((row.state, row.attempts), (JobState::Queued, 0));
+        assert_eq!(row.last_error.as_deref(), Some("database is locked"));
+        let delay = row.run_at - env.store.now();
+        assert!(
+            env.store.claim_job(&["walk"], TTL).unwrap().is_none(),
+            "not due yet"
+        );
+        delays.push(delay);
+        env.clock.advance(delay);
+    }
+    // support::options(): base 1 s, cap 60 s.
+    assert_eq!(
+        delays,
+        vec![1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 60_000, 60_000]
+    );
+    assert_eq!(env.counter(Counter::JobRetries), 8);
+    assert_eq!(env.counter(Counter::FenceRejections), 8);
+    // A permanent failure after them still spends the row's one attempt.
+    let (lease, _) = env.store.claim_job(&["walk"], TTL).unwrap().unwrap();
+    assert_eq!(
+        env.store.fail_job(&lease, "bad data").unwrap(),
+        JobState::Failed
+    );
+}
+
+#[test]
+fn a_transiently_failed_run_gets_a_backing_off_successor_and_its_stale_retry_is_a_noop() {
+    let env = env();
+    let lib = env.library("photos");
+    let (run, _) = env
+        .store
+        .request_scan(env.scan_request(lib, "2024"))
+        .unwrap();
+    let (a, _) = env.store.claim_scan_run(TTL).unwrap().unwrap();
+    env.store.retry_scan(&a, "database is locked").unwrap();
+    assert_lost(env.store.retry_scan(&a, "stale"));
+    let old = env.store.scan_run(run.id).unwrap().unwrap();
+    assert_eq!(
+        (old.state, old.reason.as_deref()),
+        (RunState::Failed, Some("database is locked"))
+    );
+    let runs = env.store.scan_runs(Some(lib), 10).unwrap();
+    assert_eq!(runs.len(), 2, "one successor, not one per retry: {runs:?}");
+    let next = &runs[0];
+    assert_eq!(next.predecessor_id, Some(run.id));
+    assert_eq!((next.state, next.attempt), (RunState::Accepted, 2));
+    assert_eq!(
+        (next.scope.as_str(), next.requested_at),
+        ("2024", run.requested_at)
+    );
+    assert_eq!(next.run_at, env.store.now() + 1_000, "the first backoff");
+    assert!(
+        env.store.claim_scan_run(TTL).unwrap().is_none(),
+        "not due yet"
+    );
+    env.clock.advance(1_000);
+    let (b, _) = env.store.claim_scan_run(TTL).unwrap().unwrap();
+    assert_eq!(b.id, next.id);
+    env.store.retry_scan(&b, "database is locked").unwrap();
+    let third = &env.store.scan_runs(Some(lib), 10).unwrap()[0];
+    assert_eq!(
+        third.run_at,
+        env.store.now() + 2_000,
+        "the wait doubles per attempt"
+    );
+    assert_eq!(env.counter(Counter::FenceRejections), 1);
+}

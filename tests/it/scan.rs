@@ -473,6 +473,11 @@ fn a_walker_that_panics_fails_the_run_and_marks_nothing_missing() {
     assert_eq!(run.state, RunState::Failed, "{:?}", run.reason);
     let reason = run.reason.expect("a reason");
     assert!(reason.contains("injected walker failure"), "{reason}");
+    let runs = env.store.scan_runs(Some(lib.id), 10).expect("runs");
+    assert!(
+        runs.iter().all(|r| r.predecessor_id != Some(run.id)),
+        "a bug is permanent: no successor"
+    );
     assert_eq!(reasons.get("missing"), None, "{reasons:?}");
     assert!(lib.assets(true).is_empty(), "nothing trashed");
     assert_eq!(lib.assets(false), before, "every file still present");
@@ -720,4 +725,95 @@ fn a_scan_that_meets_a_full_disk_keeps_what_it_indexed_and_carries_on_once_space
     pool.shutdown();
     assert_eq!(done.state, RunState::Completed, "{:?}", done.reason);
     assert_eq!(lib.assets(false).len(), before.len() + 300);
+}
+
+#[test]
+fn a_completed_scan_always_has_its_face_walk_queued_in_the_same_transaction() {
+    let env = env();
+    let lib = library(&env);
+    let with_faces = ScanConfig {
+        faces: Some(mediadex::walks::follow_up(
+            &env.store,
+            mediadex::model::WalkKindId::Faces,
+            1,
+        )),
+        ..ScanConfig::default()
+    };
+    let (run, _) = lib.scan_with("", with_faces.clone());
+    assert_eq!(run.state, RunState::Completed);
+    assert!(
+        support::face_walk_queued(&env),
+        "the completion queued the face walk"
+    );
+    let chain = env
+        .store
+        .live_job("walk:faces")
+        .expect("read")
+        .expect("row");
+    env.store.cancel(Target::Job, chain.id).expect("cancel");
+    photo(&lib.root.join("2025/new.png"), 9);
+    env.refuse_face_walks();
+    let (run, _) = lib.scan_with("", with_faces);
+    assert!(
+        run.state != RunState::Completed || support::face_walk_queued(&env),
+        "the run completed ({:?}) and its face walk was lost",
+        run.reason
+    );
+    assert_eq!(
+        run.state,
+        RunState::Failed,
+        "the completion was refused whole"
+    );
+}
+
+#[test]
+fn a_library_root_that_vanishes_mid_scan_fails_the_run_with_a_successor_and_trashes_nothing() {
+    let env = env();
+    let lib = library(&env);
+    assert_eq!(lib.scan().0.state, RunState::Completed);
+    let before = lib.assets(false);
+    // The share drops off while the walk is under way (here: the folder moves away).
+    let (root, away) = (lib.root.clone(), env.dir.path().join("unmounted"));
+    let config = ScanConfig {
+        max_missing_share: 1.0,
+        pipeline: Settings {
+            walk_hook: Some(WalkHook(Arc::new(move |at| {
+                if at == WalkPoint::Left(Path::new("2024/trip")) {
+                    std::fs::rename(&root, &away).expect("unmount");
+                }
+            }))),
+            ..Settings::default()
+        },
+        ..ScanConfig::default()
+    };
+    let (run, reasons) = lib.scan_with("", config);
+    assert_eq!(run.state, RunState::Failed, "{:?} {reasons:?}", run.reason);
+    let why = run.reason.clone().unwrap_or_default();
+    assert!(why.contains("not there"), "{why}");
+    assert_eq!(reasons.get("missing"), None, "{reasons:?}");
+    assert!(lib.assets(true).is_empty(), "nothing trashed");
+    let next = env
+        .store
+        .scan_runs(Some(lib.id), 10)
+        .expect("runs")
+        .into_iter()
+        .find(|r| r.predecessor_id == Some(run.id))
+        .expect("a root gone for a moment gives the run a successor");
+    assert_eq!(next.state, RunState::Accepted);
+    std::fs::rename(env.dir.path().join("unmounted"), &lib.root).expect("mounted again");
+    env.clock.advance(next.run_at - env.store.now());
+    let job = ScanJob {
+        store: env.store.clone(),
+        config: ScanConfig::default(),
+        extract: mediadex::media::extract_from,
+    };
+    let pool = mediadex::queue::WorkerPool::start(
+        &env.store,
+        mediadex::queue::Handlers::default().scan(job),
+        PoolConfig::with_ttl(1, TTL),
+    );
+    let done = support::run_ended(&env, next.id);
+    pool.shutdown();
+    assert_eq!(done.state, RunState::Completed, "{:?}", done.reason);
+    assert_eq!(lib.assets(false), before, "everything still indexed");
 }

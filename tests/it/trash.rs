@@ -309,7 +309,7 @@ fn every_write_of_a_move_is_fenced_on_its_lease() {
     lost(env.store.settle_intent(&lease, id, Settle::Done));
     lost(env.store.start_rollback(&lease, "why"));
     lost(env.store.end_rolled_back(&lease));
-    assert!(matches!(env.store.finish_move(&lease), Err(e) if e.is_lease_lost()));
+    assert!(matches!(env.store.finish_move(&lease, None), Err(e) if e.is_lease_lost()));
     assert_eq!(env.store.pending_intents().expect("pending")[0].id, id);
     assert!(!trashed(&env.store, a));
     assert!(lib.root.join("a.png").exists());
@@ -446,7 +446,10 @@ fn a_restore_brings_back_the_last_trash_only_even_within_one_millisecond() {
     for _ in 0..2 {
         mediadex::trash::trash(&env.store, a).expect("trash");
         assert!(trashed(&env.store, a));
-        let begun = env.store.begin_restore(a, TTL).expect("begin restore");
+        let begun = env
+            .store
+            .begin_restore(a, TTL, None)
+            .expect("begin restore");
         let (_, back) = match &begun {
             Begun::Held(lease, held) => (lease, held),
             Begun::Settled(o) => panic!("{o:?}"),
@@ -525,7 +528,7 @@ fn a_rolled_back_move_flips_nothing_and_ends_failed_with_its_reason() {
     let intent = env.store.held_move(mv.job_id).expect("move").intents[0].clone();
     assert_eq!(intent.state, IntentState::Aborted);
     assert!(matches!(
-        env.store.finish_move(&lease),
+        env.store.finish_move(&lease, None),
         Err(e) if e.is_lease_lost()
     ));
 }
@@ -689,7 +692,7 @@ fn an_old_journal_upgrades_its_pending_moves_to_leased_work_and_keeps_its_last_t
     }
 
     // The restore undoes the carried-on trash: each file once, nothing of the older move.
-    let (_, back) = held(store.begin_restore(x, TTL).expect("begin restore"));
+    let (_, back) = held(store.begin_restore(x, TTL, None).expect("begin restore"));
     let mut paths: Vec<&[u8]> = back.intents.iter().map(|i| i.to_path.as_slice()).collect();
     paths.sort();
     assert_eq!(paths, vec![&b"x.png"[..], &b"xx/x.png"[..]]);
@@ -805,4 +808,49 @@ fn a_trash_on_a_full_library_disk_moves_nothing_and_works_once_space_is_freed() 
     mediadex::trash::trash_with(&env.store, a, &config, &disk).expect("trash once freed");
     assert!(trashed(&env.store, a));
     assert!(lib.in_trash(a, "a.png").exists() && lib.in_trash(a, "b/a.png").exists());
+}
+
+/// The restore use case with its face follow-up, as the CLI and the API run it.
+fn restore_with_faces(env: &Env, asset: i64) -> Result<(), mediadex::ops::Error> {
+    let config =
+        mediadex::config::Config::resolve(Some(env.dir.path().to_path_buf())).expect("config");
+    let services = mediadex::app::command_services(&config, env.store.clone(), false);
+    mediadex::ops::trash::restore(&services, asset).map(|_| ())
+}
+
+#[test]
+fn a_restore_and_its_face_walk_are_one_transaction_moved_or_settled_at_once() {
+    let env = env();
+    let files: Vec<(String, u8)> = (1..=6).map(|i| (format!("{i}.png"), i)).collect();
+    let files: Vec<(&str, u8)> = files.iter().map(|(p, s)| (p.as_str(), *s)).collect();
+    let lib = library(&env, &files);
+    let moved = lib.asset(&env.store, "1.png");
+    let missing = lib.asset(&env.store, "2.png");
+    mediadex::trash::trash(&env.store, moved).expect("trash");
+    // A file gone from the disk: the full scan trashes its asset without moving anything,
+    // so its restore is settled at once, in the write that begins it.
+    std::fs::remove_file(lib.root.join("2.png")).expect("rm");
+    scan_now(&env, lib.id, "");
+    let trashed = |id| {
+        env.store
+            .asset(id)
+            .expect("asset")
+            .expect("row")
+            .trashed_at
+            .is_some()
+    };
+    assert!(trashed(moved) && trashed(missing));
+    assert!(!support::face_walk_queued(&env));
+    env.refuse_face_walks();
+    for id in [moved, missing] {
+        let restored = restore_with_faces(&env, id);
+        assert!(
+            trashed(id) || support::face_walk_queued(&env),
+            "asset {id} was restored ({restored:?}) and its face walk lost"
+        );
+        assert!(
+            restored.is_err(),
+            "the restore was refused whole: {restored:?}"
+        );
+    }
 }

@@ -16,7 +16,7 @@ use mediadex::model::{
 use mediadex::queue::{JobDone, JobHandler, LeaseGuard, NoHooks, Registry, WorkError};
 use mediadex::store::Store;
 use mediadex::walks::content_hash::ContentHashWalk;
-use mediadex::walks::faces::{FaceDetector, FacesWalk};
+use mediadex::walks::faces::{DetectError, FaceDetector, FacesWalk};
 use mediadex::walks::{self, Payload, WalkJob, WalkKind};
 use std::path::Path;
 use std::sync::{Arc, Barrier, Mutex};
@@ -187,9 +187,14 @@ impl FakeDetector {
 }
 
 impl FaceDetector for FakeDetector {
-    fn detect(&self, path: &Path) -> Result<Vec<DetectedFace>, String> {
+    fn detect(&self, path: &Path) -> Result<Vec<DetectedFace>, DetectError> {
         self.calls.lock().expect("calls").push(path.to_path_buf());
-        let size = std::fs::metadata(path).map_err(|e| e.to_string())?.len() as f32;
+        let size = std::fs::metadata(path)
+            .map_err(|source| DetectError::Read {
+                path: path.display().to_string(),
+                source,
+            })?
+            .len() as f32;
         Ok(vec![DetectedFace {
             x: size,
             y: 2.0,

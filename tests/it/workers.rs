@@ -473,7 +473,7 @@ fn a_failing_or_panicking_handler_is_retried_with_backoff_then_failed() {
         .id;
     let (handler, runs) = scripted(|_, n| {
         if n == 0 {
-            Err(WorkError::Failed("corrupt input".into()))
+            Err(WorkError::bad_data("corrupt input"))
         } else {
             panic!("a bug in the handler")
         }
@@ -718,7 +718,7 @@ fn cancelling_a_library_stops_its_scan_running_here_at_once() {
             std::thread::sleep(Duration::from_millis(1));
         }
         let _ = stopped_tx.send(ctx.token().reason());
-        Err(WorkError::Failed("stopped".into()))
+        Err(WorkError::bad_data("stopped"))
     });
     let pool = WorkerPool::start(&env.store, Handlers::default().scan(handler), quiet());
     let (running, _) = env.store.request_scan(env.scan_request(lib, "")).unwrap();
@@ -748,4 +748,163 @@ fn cancelling_a_library_stops_its_scan_running_here_at_once() {
             (RunState::Cancelled, Some("cancelled"))
         );
     }
+}
+
+#[test]
+fn a_job_whose_store_was_locked_waits_a_growing_backoff_without_spending_an_attempt() {
+    let env = env();
+    let id = env
+        .store
+        .enqueue(NewJob::new("walk", "{}").max_attempts(1))
+        .unwrap()
+        .id;
+    // The handler's fenced write met another process's write lock for longer than the
+    // busy timeout: the cause passes by itself, and one attempt would have failed the row.
+    let (handler, runs) = scripted(|_, n| match n {
+        0 | 1 => Err(WorkError::Guard(GuardError::Store(
+            mediadex::store::StoreError::Locked,
+        ))),
+        _ => Ok(JobDone::Done),
+    });
+    let pool = WorkerPool::start(
+        &env.store,
+        Handlers::default().job("walk", handler),
+        quiet(),
+    );
+    let retried = |n: usize| {
+        wait_until("the retry", || {
+            let row = env.store.job(id).unwrap().unwrap();
+            runs.load(Ordering::SeqCst) == n
+                && row.state == JobState::Queued
+                && row.generation == 2 * n as i64
+        });
+        env.store.job(id).unwrap().unwrap()
+    };
+    let first = retried(1);
+    assert_eq!(first.attempts, 0, "a transient failure spends no attempt");
+    assert_eq!(
+        first.run_at,
+        support::T0 + 1_000,
+        "the policy's first backoff"
+    );
+    let why = first.last_error.unwrap_or_default();
+    assert!(why.contains("locked"), "{why}");
+    env.clock.advance(1_000);
+    pool.wake();
+    let second = retried(2);
+    assert_eq!(second.attempts, 0);
+    assert_eq!(
+        second.run_at,
+        support::T0 + 1_000 + 2_000,
+        "each transient retry waits twice as long"
+    );
+    env.clock.advance(2_000);
+    pool.wake();
+    wait_until("the job once the lock is gone", || {
+        env.store.job(id).unwrap().unwrap().state == JobState::Done
+    });
+    pool.shutdown();
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+}
+
+/// Another connection's write transaction, taken when the walker first enters a folder and
+/// committed when the worker is about to ack: every write of the scan in between (its batch
+/// commit) meets a locked database; the ack itself does not.
+struct LockedUntilAck {
+    db: std::path::PathBuf,
+    taken: AtomicBool,
+    held: std::sync::Mutex<Option<rusqlite::Connection>>,
+}
+
+impl LockedUntilAck {
+    fn take_once(&self) {
+        if self.taken.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let raw = rusqlite::Connection::open(&self.db).unwrap();
+        raw.execute_batch("BEGIN IMMEDIATE").unwrap();
+        *self.held.lock().unwrap() = Some(raw);
+    }
+}
+
+impl Hooks for LockedUntilAck {
+    fn before_ack(&self, _lease: &Lease) {
+        if let Some(raw) = self.held.lock().unwrap().take() {
+            raw.execute_batch("COMMIT").unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_scan_whose_batch_meets_a_locked_database_fails_with_a_successor_that_carries_on() {
+    let env = support::env_with(mediadex::store::StoreOptions {
+        busy_timeout: Duration::from_millis(10),
+        ..support::options()
+    });
+    let lib = env.library("photos");
+    let root = env.dir.path().join("photos");
+    support::photo(&root.join("a.png"), 1);
+    let lock = Arc::new(LockedUntilAck {
+        db: env.dir.path().join("mediadex.db"),
+        taken: AtomicBool::new(false),
+        held: std::sync::Mutex::new(None),
+    });
+    let at_walk = lock.clone();
+    let mut config = ScanConfig::default();
+    config.pipeline.walk_hook = Some(mediadex::scan::walk::WalkHook(Arc::new(move |_| {
+        at_walk.take_once()
+    })));
+    let job = ScanJob {
+        store: env.store.clone(),
+        config,
+        extract: mediadex::media::extract_from,
+    };
+    let (run, _) = env.store.request_scan(env.scan_request(lib, "")).unwrap();
+    let pool = WorkerPool::start_with_hooks(
+        &env.store,
+        Handlers::default().scan(job),
+        quiet(),
+        lock.clone(),
+    );
+    let failed = support::run_ended(&env, run.id);
+    assert_eq!(failed.state, RunState::Failed);
+    let why = failed.reason.clone().unwrap_or_default();
+    assert!(
+        why.contains("locked"),
+        "the reason is kept for the user: {why}"
+    );
+    let next = env
+        .store
+        .scan_runs(Some(lib), 10)
+        .unwrap()
+        .into_iter()
+        .find(|r| r.predecessor_id == Some(run.id))
+        .expect("a transient failure gives the run a successor");
+    assert_eq!(next.state, RunState::Accepted);
+    assert_eq!(
+        next.run_at,
+        failed.finished_at.unwrap() + 1_000,
+        "the successor waits the policy's backoff"
+    );
+    env.clock.advance(1_000);
+    pool.wake();
+    let done = support::run_ended(&env, next.id);
+    pool.shutdown();
+    assert_eq!(done.state, RunState::Completed, "{:?}", done.reason);
+    assert_eq!(env.store.assets(false).unwrap().len(), 1, "a.png indexed");
+}
+
+#[test]
+fn a_scan_that_fails_for_good_ends_failed_with_its_reason_and_no_successor() {
+    let env = env();
+    let lib = env.library("photos");
+    let (run, _) = env.store.request_scan(env.scan_request(lib, "")).unwrap();
+    let (handler, _) = scripted(|_, _| Err(WorkError::bad_data("the scope is not a folder")));
+    let pool = WorkerPool::start(&env.store, Handlers::default().scan(handler), quiet());
+    let failed = support::run_ended(&env, run.id);
+    pool.shutdown();
+    assert_eq!(failed.state, RunState::Failed);
+    assert_eq!(failed.reason.as_deref(), Some("the scope is not a folder"));
+    let runs = env.store.scan_runs(Some(lib), 10).unwrap();
+    assert_eq!(runs.len(), 1, "no successor: {runs:?}");
 }

@@ -91,6 +91,18 @@ impl Env {
             .0
     }
 
+    /// Makes every write that queues a face walk fail, as a crash right there would leave
+    /// it: what must be one transaction with that write is refused with it.
+    pub fn refuse_face_walks(&self) {
+        self.raw()
+            .execute_batch(
+                "CREATE TRIGGER refuse_face_walks BEFORE INSERT ON jobs
+                  WHEN NEW.kind = 'walk:faces'
+                 BEGIN SELECT RAISE(ABORT, 'injected: no face walk'); END;",
+            )
+            .expect("trigger");
+    }
+
     pub fn scan_request(&self, library_id: i64, scope: &str) -> ScanRequest {
         ScanRequest {
             library_id,
@@ -101,6 +113,14 @@ impl Env {
     }
 }
 pub mod synthetic;
+
+/// Whether a face walk chain waits or runs.
+pub fn face_walk_queued(env: &Env) -> bool {
+    env.store
+        .live_job(mediadex::model::WalkKindId::Faces.job_kind())
+        .expect("live job")
+        .is_some()
+}
 
 /// The extended tier's set-up: the `MEDIADEX_CORPUS` library (canonical root) added to a
 /// fresh store, with a full scan of it requested.
