@@ -122,18 +122,7 @@ impl Config {
         data_dir: Option<PathBuf>,
         env: impl Fn(&str) -> Option<std::ffi::OsString>,
     ) -> Result<Config, ConfigError> {
-        let data_dir = match data_dir {
-            Some(dir) => dir,
-            None => default_data_dir().ok_or(ConfigError::NoDefaultDataDir)?,
-        };
-        if data_dir.as_os_str().is_empty() {
-            return Err(ConfigError::EmptyDataDir);
-        }
-        // Absolute so that status output, logs and a later chdir all agree on one place.
-        let data_dir = std::path::absolute(&data_dir).map_err(|source| ConfigError::Resolve {
-            path: data_dir.display().to_string(),
-            source,
-        })?;
+        let data_dir = absolute_data_dir(data_dir)?;
         let mut config = Config {
             db_path: data_dir.join(DB_FILE),
             data_dir,
@@ -161,26 +150,29 @@ impl Config {
         watch_from_env(&mut config, &env)?;
         match env_number(&env, LEASE_TTL_ENV)? {
             None => config.validate()?,
-            Some(ms) => {
-                config.lease_ttl = Duration::from_millis(ms);
-                // Reclaim must run within the shorter ttl (validate insists), so the
-                // maintenance loop then runs twice per ttl.
-                if config.lease_ttl < DEFAULT_MAINTENANCE_INTERVAL {
-                    config.maintenance_interval = config.lease_ttl / 2;
-                }
-                config.validate().map_err(|e| match e {
-                    ConfigError::Invalid {
-                        name: "lease_ttl",
-                        why,
-                    } => ConfigError::Invalid {
-                        name: LEASE_TTL_ENV,
-                        why: format!("{why} (it is \"{ms}\")"),
-                    },
-                    other => other,
-                })?;
-            }
+            Some(ms) => config.set_lease_ttl(ms)?,
         }
         Ok(config)
+    }
+
+    /// `MEDIADEX_LEASE_TTL_MS`, validated, with the maintenance interval it needs.
+    fn set_lease_ttl(&mut self, ms: u64) -> Result<(), ConfigError> {
+        self.lease_ttl = Duration::from_millis(ms);
+        // Reclaim must run within the shorter ttl (validate insists), so the maintenance
+        // loop then runs twice per ttl.
+        if self.lease_ttl < DEFAULT_MAINTENANCE_INTERVAL {
+            self.maintenance_interval = self.lease_ttl / 2;
+        }
+        self.validate().map_err(|e| match e {
+            ConfigError::Invalid {
+                name: "lease_ttl",
+                why,
+            } => ConfigError::Invalid {
+                name: LEASE_TTL_ENV,
+                why: format!("{why} (it is \"{ms}\")"),
+            },
+            other => other,
+        })
     }
 
     /// `resolve`, then `prepare`: what every command that opens the database calls.
@@ -301,6 +293,22 @@ fn probe_writable(dir: &Path) -> std::io::Result<()> {
 }
 
 /// A whole number from the environment, `None` when unset.
+/// The data dir given, or the OS default; absolute so that status output, logs and a later
+/// chdir all agree on one place.
+fn absolute_data_dir(data_dir: Option<PathBuf>) -> Result<PathBuf, ConfigError> {
+    let data_dir = match data_dir {
+        Some(dir) => dir,
+        None => default_data_dir().ok_or(ConfigError::NoDefaultDataDir)?,
+    };
+    if data_dir.as_os_str().is_empty() {
+        return Err(ConfigError::EmptyDataDir);
+    }
+    std::path::absolute(&data_dir).map_err(|source| ConfigError::Resolve {
+        path: data_dir.display().to_string(),
+        source,
+    })
+}
+
 fn env_number(
     env: &impl Fn(&str) -> Option<std::ffi::OsString>,
     name: &'static str,

@@ -164,7 +164,19 @@ pub async fn original(
     // Only the asked-for bytes are read, a chunk at a time as the client takes them.
     let mut r = Response::new(Body::from_stream(chunks(file.take(body_len))));
     *r.status_mut() = status;
-    let h = r.headers_mut();
+    original_headers(r.headers_mut(), &asset, body_len, content_range, &tag);
+    Ok(r)
+}
+
+/// An original's headers: its type as sniffed, its length and range, its tag, and the rules
+/// that keep it from running as a page of this origin.
+fn original_headers(
+    h: &mut HeaderMap,
+    asset: &Asset,
+    body_len: u64,
+    content_range: Option<String>,
+    tag: &str,
+) {
     let mime = asset
         .facts
         .mime
@@ -178,7 +190,7 @@ pub async fn original(
     if let Some(v) = content_range.and_then(|c| HeaderValue::from_str(&c).ok()) {
         h.insert(header::CONTENT_RANGE, v);
     }
-    if let Ok(v) = HeaderValue::from_str(&tag) {
+    if let Ok(v) = HeaderValue::from_str(tag) {
         h.insert(header::ETAG, v);
     }
     h.insert(
@@ -194,7 +206,6 @@ pub async fn original(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static("sandbox; default-src 'none'"),
     );
-    Ok(r)
 }
 
 fn unreadable(id: i64, e: &std::io::Error) -> ApiError {
