@@ -93,7 +93,7 @@ fn every_module_says_what_it_owns() {
 const LAYERS: &[(&str, &[&str])] = &[
     ("binary", &["main", "cli", "console"]),
     ("composition root", &["app"]),
-    // `wire` is WIRE's DTO module (issue 14 item 4), for the CLI and the API only.
+    // `wire`: the JSON shapes of the CLI and the API, for those two only.
     ("adapters", &["http", "wire"]),
     ("use cases", &["ops"]),
     (
@@ -106,19 +106,13 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("extractors", &["media"]),
     (
         "platform",
-        // `locate` is WIRE's (issue 14 item 3): pure over paths, below every reader.
+        // `locate`: which file of an asset may be read; pure over paths, below every reader.
         &[
             "clock", "disk", "instance", "locate", "logfile", "mapped", "token",
         ],
     ),
     ("plain types", &["model"]),
 ];
-
-/// Edges that the other branches of issue 14 remove (ERR: scan -> walks, by queueing the
-/// face follow-up in the completion's transaction; WIRE: walks -> scan, by moving the file
-/// stamp out of scan). The lead deletes each when its branch is merged;
-/// `every_allowance_is_still_an_edge` fails until then.
-const KNOWN_UNTIL_MERGE: &[(&str, &str)] = &[];
 
 /// The text of a Rust file without its comments, string and char literals (each one space),
 /// so that a path in a doc comment or a message is no reference.
@@ -338,14 +332,10 @@ fn graph_text(graph: &BTreeMap<String, BTreeSet<String>>) -> String {
 }
 
 /// A cycle through `graph`'s edges (less `allowed`), as `a -> b -> a`, if there is one.
-fn find_cycle(
-    graph: &BTreeMap<String, BTreeSet<String>>,
-    allowed: &[(&str, &str)],
-) -> Option<String> {
+fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<String> {
     fn visit<'g>(
         at: &'g str,
         graph: &'g BTreeMap<String, BTreeSet<String>>,
-        allowed: &[(&str, &str)],
         path: &mut Vec<&'g str>,
         done: &mut BTreeSet<&'g str>,
     ) -> Option<String> {
@@ -359,10 +349,7 @@ fn find_cycle(
         }
         path.push(at);
         for next in graph.get(at).into_iter().flatten() {
-            if allowed.contains(&(at, next.as_str())) {
-                continue;
-            }
-            if let Some(c) = visit(next, graph, allowed, path, done) {
+            if let Some(c) = visit(next, graph, path, done) {
                 return Some(c);
             }
         }
@@ -372,7 +359,7 @@ fn find_cycle(
     let mut done = BTreeSet::new();
     graph
         .keys()
-        .find_map(|m| visit(m, graph, allowed, &mut vec![], &mut done))
+        .find_map(|m| visit(m, graph, &mut vec![], &mut done))
 }
 
 #[test]
@@ -394,7 +381,7 @@ fn the_reference_reader_skips_comments_and_literals_and_reads_groups() {
 fn the_top_level_modules_import_each_other_in_no_cycle() {
     let graph = module_graph();
     assert_eq!(
-        find_cycle(&graph, KNOWN_UNTIL_MERGE),
+        find_cycle(&graph),
         None,
         "the module graph:\n{}",
         graph_text(&graph)
@@ -425,19 +412,6 @@ fn every_arrow_points_down_the_layer_table() {
         "arrows up the layers:\n{}\nthe module graph:\n{}",
         wrong.join("\n"),
         graph_text(&graph)
-    );
-}
-
-#[test]
-fn every_allowance_is_still_an_edge() {
-    let graph = module_graph();
-    let gone: Vec<_> = KNOWN_UNTIL_MERGE
-        .iter()
-        .filter(|(a, b)| !graph.get(*a).is_some_and(|deps| deps.contains(*b)))
-        .collect();
-    assert!(
-        gone.is_empty(),
-        "no longer edges, delete them from KNOWN_UNTIL_MERGE: {gone:?}"
     );
 }
 
