@@ -390,12 +390,12 @@ fn parse_col<T>(
     })
 }
 
-/// Retry delay after `attempts` earlier failures: base, 2x base, 4x base, ... up to the cap.
 /// How long work that met a full disk waits before it tries again (`Store::pause_scan`,
 /// `Store::defer_job`): short, because a freed disk should be put to use at once, and each
 /// try costs only a claim and a stat of what is already indexed.
 pub const PAUSED_RETRY: Millis = 15_000;
 
+/// Retry delay after `attempts` earlier failures: base, 2x base, 4x base, ... up to the cap.
 fn backoff(policy: &LeasePolicy, attempts: i64) -> Millis {
     let factor = 1i64 << attempts.clamp(0, 30);
     policy
