@@ -85,7 +85,7 @@ pub fn mutate(rng: &mut Rng, seeds: &[Seed], pick: usize) -> Vec<u8> {
 }
 
 /// Words the parsers look for: markers, box and chunk names, XMP keys.
-const DICTIONARY: [&[u8]; 30] = [
+const DICTIONARY: [&[u8]; 36] = [
     b"\xFF\xD8",
     b"\xFF\xD9",
     b"\xFF\xDA",
@@ -116,6 +116,13 @@ const DICTIONARY: [&[u8]; 30] = [
     b"<tiff:Make ",
     b" tiff:Model=\"",
     b"<exif:DateTimeOriginal\n",
+    // Sidecars and Takeout JSON (issue 15).
+    b" xmp:Rating=\"",
+    b"<rdf:li>",
+    b"</rdf:RDF>",
+    b" exif:GPSLatitude=\"9",
+    b"{\"photoTakenTime\": {\"timestamp\": \"",
+    b"\"geoData\": {\"latitude\": ",
 ];
 
 /// XML-aware: an opening tag's head (`<ns:Key`, up to its `>`) and a space, repeated many

@@ -5,7 +5,7 @@
 //! this file by path), so a saved finding is replayed through exactly what found it.
 
 use mediadex::http::range::{self, Plan};
-use mediadex::media::{self, content_hash, fuzz};
+use mediadex::media::{self, content_hash, fuzz, sidecar, takeout};
 use mediadex::model::MediaFacts;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -61,6 +61,16 @@ pub const TARGETS: &[Target] = &[
         name: "xmp_text",
         wants: text,
         run: xmp_text,
+    },
+    Target {
+        name: "sidecar",
+        wants: text,
+        run: sidecar,
+    },
+    Target {
+        name: "takeout",
+        wants: text,
+        run: takeout,
     },
     Target {
         name: "video_track",
@@ -163,6 +173,61 @@ fn xmp(bytes: &[u8], mime: &str) -> Result<(), String> {
 /// The packet's text reader on its own (the packets of the files are its seeds).
 fn xmp_text(bytes: &[u8], _: &str) -> Result<(), String> {
     facts_hold(&fuzz::xmp_text(bytes))
+}
+
+/// An XMP sidecar (issue 15): its facts keep the model's domains, a rating of -1..=5, and
+/// tags that are text, each once.
+fn sidecar(bytes: &[u8], _: &str) -> Result<(), String> {
+    let Ok(f) = sidecar::parse(bytes) else {
+        return Ok(());
+    };
+    let as_facts = MediaFacts {
+        taken_local: f.taken_local.clone(),
+        taken_offset_minutes: f.taken_offset_minutes,
+        lat: f.lat,
+        lon: f.lon,
+        ..MediaFacts::default()
+    };
+    facts_hold(&as_facts)?;
+    let tags_once = f
+        .tags
+        .iter()
+        .enumerate()
+        .all(|(i, t)| !f.tags[..i].contains(t));
+    let texts = [f.title.as_deref(), f.description.as_deref()];
+    check(
+        f.rating.is_none_or(|r| (-1..=5).contains(&r))
+            && tags_once
+            && f.tags
+                .iter()
+                .map(String::as_str)
+                .chain(texts.into_iter().flatten())
+                .all(|t| !t.trim().is_empty()),
+        || format!("sidecar facts out of their domain: {f:?}"),
+    )
+}
+
+/// A Takeout JSON (issue 15): a time chrono can show, a place on the globe and never
+/// Takeout's 0/0, and no empty text.
+fn takeout(bytes: &[u8], _: &str) -> Result<(), String> {
+    let Ok(f) = takeout::parse(bytes) else {
+        return Ok(());
+    };
+    let place_ok = match (f.lat, f.lon) {
+        (Some(lat), Some(lon)) => {
+            lat.abs() <= 90.0 && lon.abs() <= 180.0 && (lat, lon) != (0.0, 0.0)
+        }
+        (None, None) => true,
+        _ => false,
+    };
+    let texts = [f.title.as_deref(), f.description.as_deref()];
+    check(
+        f.taken_utc
+            .is_none_or(|s| chrono::DateTime::from_timestamp(s, 0).is_some())
+            && place_ok
+            && texts.into_iter().flatten().all(|t| !t.is_empty()),
+        || format!("takeout facts out of their domain: {f:?}"),
+    )
 }
 
 fn video_track(bytes: &[u8], _: &str) -> Result<(), String> {

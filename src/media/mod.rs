@@ -1,6 +1,7 @@
 //! Pure media extractors: a file path (or the bytes already read from it) in, `MediaFacts`
 //! out. Owns type sniffing, dimensions, EXIF (with an XMP fallback), video container facts
-//! and the content-hash rules (`content_hash`); must not touch the database, the queue or
+//! and the content-hash rules (`content_hash`), and the pure readers of a photo's sidecar
+//! files, XMP (`sidecar`) and Google Takeout JSON (`takeout`), with their naming rules; must not touch the database, the queue or
 //! SQL (no database access of any kind), and must never panic on what it reads.
 //! `fuzz` (hidden) hands each private parser to the fuzz driver, examples/fuzz.
 //!
@@ -11,7 +12,9 @@ pub mod content_hash;
 #[doc(hidden)]
 pub mod fuzz;
 mod photo;
+pub mod sidecar;
 mod sniff;
+pub mod takeout;
 pub mod values;
 mod video;
 mod xmp;

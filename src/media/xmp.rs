@@ -1,6 +1,7 @@
 //! XMP fallback for photos: the XMP packet of a JPEG (APP1 `http://ns.adobe.com/xap/1.0/`)
 //! or PNG (`iTXt` keyword `XML:com.adobe.xmp`), scanned as text for capture date, make and
-//! model. Bounded reads, no XML parser; must not override what EXIF already said.
+//! model. Bounded reads, no XML parser; must not override what EXIF already said. Its text
+//! reader (`value`, `items`, `capture_date`) is also the one `sidecar` reads `.xmp` files with.
 
 use super::values::{clean_text, exif_date, utc_offset_minutes};
 use crate::model::MediaFacts;
@@ -35,19 +36,99 @@ pub fn apply(xml: &str, facts: &mut MediaFacts) {
     if facts.model.is_none() {
         facts.model = value(xml, "tiff:Model").as_deref().and_then(clean_text);
     }
-    if facts.taken_local.is_none() {
-        let date = [
-            "exif:DateTimeOriginal",
-            "xmp:CreateDate",
-            "photoshop:DateCreated",
-        ]
-        .iter()
-        .find_map(|k| value(xml, k).as_deref().and_then(iso_date));
-        if let Some((local, offset)) = date {
-            facts.taken_local = Some(local);
-            facts.taken_offset_minutes = offset;
+    if facts.taken_local.is_none()
+        && let Some((local, offset)) = capture_date(xml)
+    {
+        facts.taken_local = Some(local);
+        facts.taken_offset_minutes = offset;
+    }
+}
+
+/// The first capture date of `exif:DateTimeOriginal`, `xmp:CreateDate` and
+/// `photoshop:DateCreated` that parses: (local wall time, offset minutes).
+pub fn capture_date(xml: &str) -> Option<(String, Option<i32>)> {
+    [
+        "exif:DateTimeOriginal",
+        "xmp:CreateDate",
+        "photoshop:DateCreated",
+    ]
+    .iter()
+    .find_map(|k| value(xml, k).as_deref().and_then(iso_date))
+}
+
+/// One `rdf:li` of a bag, sequence or language alternative, with its `xml:lang` if any.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    pub lang: Option<String>,
+    pub text: String,
+}
+
+/// The `rdf:li` items (at most `max`) of the first element `key` that has any:
+/// `<key><rdf:Bag><rdf:li>a</rdf:li>…</rdf:Bag></key>`. Linear in `xml`: each element is
+/// searched for its close once, and a missing close ends the search (no later one closes).
+pub fn items(xml: &str, key: &str, max: usize) -> Vec<Item> {
+    let (open, close) = (format!("<{key}"), format!("</{key}>"));
+    let mut from = 0;
+    while let Some(found) = xml.get(from..).and_then(|rest| rest.find(&open)) {
+        let start = from + found + open.len();
+        from = start;
+        if !matches!(
+            xml[start..].chars().next(),
+            Some('>' | ' ' | '\t' | '\r' | '\n')
+        ) {
+            continue; // a longer name that starts with `key`
+        }
+        let Some(end) = xml[start..].find(&close) else {
+            break;
+        };
+        from = start + end + close.len();
+        let found = list_items(&xml[start..start + end], max);
+        if !found.is_empty() {
+            return found;
         }
     }
+    Vec::new()
+}
+
+/// The `rdf:li` items with text in an element's body, in order.
+fn list_items(body: &str, max: usize) -> Vec<Item> {
+    const OPEN: &str = "<rdf:li";
+    const CLOSE: &str = "</rdf:li>";
+    let mut out = Vec::new();
+    let mut rest = body;
+    while out.len() < max
+        && let Some(at) = rest.find(OPEN)
+    {
+        rest = &rest[at + OPEN.len()..];
+        let Some(tag_end) = rest.find('>') else {
+            break;
+        };
+        let attrs = &rest[..tag_end];
+        rest = &rest[tag_end + 1..];
+        if attrs.ends_with('/') || !attrs.chars().next().is_none_or(char::is_whitespace) {
+            continue; // empty item, or another name
+        }
+        let Some(text_end) = rest.find(CLOSE) else {
+            break;
+        };
+        let text = &rest[..text_end];
+        rest = &rest[text_end + CLOSE.len()..];
+        // Structured items (`rdf:parseType="Resource"`) hold tags, not text.
+        if let Some(text) = clean_text(text).filter(|t| !t.contains('<')) {
+            let lang = lang_of(attrs);
+            out.push(Item {
+                lang,
+                text: unescape(&text),
+            });
+        }
+    }
+    out
+}
+
+/// The `xml:lang` attribute among an opening tag's attributes.
+fn lang_of(attrs: &str) -> Option<String> {
+    let at = attrs.find("xml:lang")?;
+    attribute_value(&attrs[at + "xml:lang".len()..])
 }
 
 /// ISO 8601 `YYYY-MM-DDTHH:MM:SS[.fff][Z|±HH:MM]` → (local wall time, offset minutes).
@@ -293,6 +374,32 @@ mod tests {
         let later = "<tiff:Make/> <tiff:Make >\n</tiff:Make><tiff:Make>Canon</tiff:Make>";
         assert_eq!(value(later, "tiff:Make").as_deref(), Some("Canon"));
         assert_eq!(value("<tiff:Make <tiff:Make <tiff:Make", "tiff:Make"), None);
+    }
+
+    #[test]
+    fn list_items_of_a_property() {
+        let item = |lang: Option<&str>, text: &str| Item {
+            lang: lang.map(String::from),
+            text: text.into(),
+        };
+        let xml = r#"<dc:subjectX>no</dc:subjectX><dc:subject/><dc:subject> </dc:subject>
+<dc:subject><rdf:Bag><rdf:li/><rdf:li>a &amp; b</rdf:li><rdf:liX>no</rdf:liX>
+<rdf:li xml:lang='fr'> c </rdf:li><rdf:li rdf:parseType="Resource"><x:y>z</x:y></rdf:li>
+</rdf:Bag></dc:subject>"#;
+        let all = [item(None, "a & b"), item(Some("fr"), "c")];
+        assert_eq!(items(xml, "dc:subject", 10), all);
+        assert_eq!(items(xml, "dc:subject", 1), all[..1]);
+        assert_eq!(items(xml, "dc:title", 10), []);
+        assert_eq!(items("<dc:subject><rdf:li>a", "dc:subject", 10), []);
+        assert_eq!(
+            items("<dc:subject><rdf:li>a</dc:subject>", "dc:subject", 10),
+            []
+        );
+        // Opens without a close end the search at once (linear, not a rescan per open).
+        let opens = "<dc:subject <rdf:li ".repeat(200_000);
+        let started = std::time::Instant::now();
+        assert_eq!(items(&opens, "dc:subject", 10), []);
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
     }
 
     fn jpeg_with_xmp(xml: &str) -> Vec<u8> {

@@ -1,0 +1,279 @@
+//! Extended tier (issue 15 items 4 and 5): `media::sidecar` and `media::takeout` against
+//! exiftool on the make-corpus extras (`Extras/Sidecars`, role `sidecar`; `Extras/Takeout`,
+//! role `takeout_json`). Run with `MEDIADEX_CORPUS=/path/to/lib cargo test --test it
+//! corpus_sidecars:: -- --ignored --nocapture` on a library built with `--extras`. exiftool
+//! (`-json -n -G1`, which reads .xmp and .json files directly) is the oracle; the table of
+//! field -> agree/disagree is printed per role, and any disagreement fails.
+
+use mediadex::media::{sidecar, takeout};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const COORD_EPS: f64 = 1e-5;
+
+#[derive(Default)]
+struct Tally {
+    agree: usize,
+    disagree: Vec<String>,
+    neither: usize,
+}
+
+type Table = BTreeMap<(&'static str, &'static str), Tally>;
+
+fn exiftool(path: &Path) -> Map<String, Value> {
+    let out = Command::new("exiftool")
+        .args(["-json", "-n", "-G1"])
+        .arg(path)
+        .output()
+        .expect("exiftool is on PATH");
+    let parsed: Value = serde_json::from_slice(&out.stdout).expect("exiftool -json");
+    parsed[0].as_object().cloned().expect("one object")
+}
+
+/// A tag's value as text items (a list tag, or one scalar).
+fn texts(tags: &Map<String, Value>, key: &str) -> Vec<String> {
+    let one = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    match tags.get(key) {
+        Some(Value::Array(items)) => items.iter().map(one).collect(),
+        Some(v) => vec![one(v)],
+        None => vec![],
+    }
+}
+
+fn text(tags: &Map<String, Value>, key: &str) -> Option<String> {
+    texts(tags, key)
+        .into_iter()
+        .next()
+        .filter(|t| !t.is_empty())
+}
+
+/// exiftool's `YYYY:MM:DD HH:MM:SS[.ff][±HH:MM]` in the model's `YYYY-MM-DDTHH:MM:SS` form.
+fn iso(exif: &str) -> String {
+    let mut s = exif.replacen(':', "-", 2);
+    s.replace_range(10..11, "T");
+    s
+}
+
+fn record(
+    table: &mut Table,
+    role: &'static str,
+    field: &'static str,
+    file: &str,
+    pair: (Option<String>, Option<String>),
+) {
+    let tally = table.entry((role, field)).or_default();
+    match pair {
+        (None, None) => tally.neither += 1,
+        (a, b) if a == b => tally.agree += 1,
+        (ours, oracle) => tally
+            .disagree
+            .push(format!("{file}: ours {ours:?}, exiftool {oracle:?}")),
+    }
+}
+
+fn coord(ours: Option<f64>, oracle: Option<f64>) -> (Option<String>, Option<String>) {
+    match (ours, oracle) {
+        (Some(a), Some(b)) if (a - b).abs() < COORD_EPS => {
+            (Some(b.to_string()), Some(b.to_string()))
+        }
+        (a, b) => (a.map(|v| v.to_string()), b.map(|v| v.to_string())),
+    }
+}
+
+fn files_in(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .map(|e| e.into_path())
+        .filter(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case(ext)))
+        .collect();
+    found.sort();
+    found
+}
+
+fn siblings(path: &Path) -> Vec<String> {
+    let dir = path.parent().expect("a folder");
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("read the folder")
+        .map(|e| {
+            e.expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+fn name(path: &Path) -> String {
+    path.file_name()
+        .expect("a name")
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn check_sidecar(table: &mut Table, path: &Path) {
+    const ROLE: &str = "sidecar";
+    let file = name(path);
+    let tags = exiftool(path);
+    let facts = sidecar::parse(&std::fs::read(path).expect("read")).expect("a sidecar parses");
+    let mut oracle_tags = texts(&tags, "XMP-dc:Subject");
+    for t in texts(&tags, "XMP-lr:HierarchicalSubject") {
+        if !oracle_tags.contains(&t) {
+            oracle_tags.push(t);
+        }
+    }
+    let joined = |t: Vec<String>| (!t.is_empty()).then(|| t.join(" / "));
+    let date = [
+        "XMP-exif:DateTimeOriginal",
+        "XMP-xmp:CreateDate",
+        "XMP-photoshop:DateCreated",
+    ]
+    .iter()
+    .find_map(|k| text(&tags, k));
+    let ours_date = facts
+        .taken_local
+        .clone()
+        .map(|local| match facts.taken_offset_minutes {
+            Some(m) => format!(
+                "{local}{}{:02}:{:02}",
+                if m < 0 { '-' } else { '+' },
+                m.abs() / 60,
+                m.abs() % 60
+            ),
+            None => local,
+        });
+    let number = |k: &str| tags.get(k).and_then(Value::as_f64);
+    let rows = [
+        (
+            "rating",
+            (
+                facts.rating.map(|r| r.to_string()),
+                text(&tags, "XMP-xmp:Rating"),
+            ),
+        ),
+        ("tags", (joined(facts.tags.clone()), joined(oracle_tags))),
+        ("title", (facts.title.clone(), text(&tags, "XMP-dc:Title"))),
+        (
+            "description",
+            (facts.description.clone(), text(&tags, "XMP-dc:Description")),
+        ),
+        ("date", (ours_date, date.as_deref().map(iso))),
+        ("latitude", coord(facts.lat, number("XMP-exif:GPSLatitude"))),
+        (
+            "longitude",
+            coord(facts.lon, number("XMP-exif:GPSLongitude")),
+        ),
+    ];
+    for (field, pair) in rows {
+        record(table, ROLE, field, &file, pair);
+    }
+    // The pairing's oracle is the corpus README: each sidecar belongs to the one photo in
+    // its folder whose name it starts with its stem.
+    let names = siblings(path);
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let stem = file.split('.').next().expect("a stem");
+    let photo = names
+        .iter()
+        .find(|n| n.starts_with(stem) && !sidecar::is_sidecar(n))
+        .cloned();
+    let ours = photo
+        .as_deref()
+        .and_then(|p| sidecar::sidecar_of(p, &refs))
+        .map(String::from);
+    record(
+        table,
+        ROLE,
+        "photo's sidecar",
+        &file,
+        (ours, Some(file.clone())),
+    );
+}
+
+fn check_takeout(table: &mut Table, path: &Path) {
+    const ROLE: &str = "takeout_json";
+    let file = name(path);
+    let tags = exiftool(path);
+    let facts = takeout::parse(&std::fs::read(path).expect("read")).expect("a JSON parses");
+    let number = |k: &str| tags.get(k).and_then(Value::as_f64);
+    // Takeout's 0.0/0.0 is "no place": the oracle's raw numbers with that rule applied.
+    let place = match (
+        number("JSON:GeoDataLatitude"),
+        number("JSON:GeoDataLongitude"),
+    ) {
+        (Some(a), Some(b)) if (a, b) != (0.0, 0.0) => (Some(a), Some(b)),
+        _ => (None, None),
+    };
+    let rows = [
+        (
+            "taken (UTC seconds)",
+            (
+                facts.taken_utc.map(|s| s.to_string()),
+                text(&tags, "JSON:PhotoTakenTimeTimestamp"),
+            ),
+        ),
+        ("latitude", coord(facts.lat, place.0)),
+        ("longitude", coord(facts.lon, place.1)),
+        ("title", (facts.title.clone(), text(&tags, "JSON:Title"))),
+        (
+            "description",
+            (facts.description.clone(), text(&tags, "JSON:Description")),
+        ),
+    ];
+    for (field, pair) in rows {
+        record(table, ROLE, field, &file, pair);
+    }
+    // Takeout's title is its photo's file name: the naming rule must find that photo.
+    let names = siblings(path);
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let ours = takeout::photo_for_json(&file, &refs).map(String::from);
+    record(
+        table,
+        ROLE,
+        "photo (title)",
+        &file,
+        (ours, text(&tags, "JSON:Title")),
+    );
+}
+
+#[test]
+#[ignore = "needs MEDIADEX_CORPUS (a make-corpus --extras library) and exiftool; see scripts/corpus-tier.sh"]
+fn sidecars_and_takeout_json_agree_with_exiftool() {
+    let root = PathBuf::from(std::env::var_os("MEDIADEX_CORPUS").expect("set MEDIADEX_CORPUS"));
+    let sidecars = files_in(&root.join("Extras/Sidecars"), "xmp");
+    let jsons = files_in(&root.join("Extras/Takeout"), "json");
+    assert!(
+        !sidecars.is_empty() && !jsons.is_empty(),
+        "no extras under {}: build it with --extras",
+        root.display()
+    );
+    let mut table = Table::new();
+    sidecars.iter().for_each(|p| check_sidecar(&mut table, p));
+    jsons.iter().for_each(|p| check_takeout(&mut table, p));
+
+    println!(
+        "{:<14} {:<20} {:>6} {:>9} {:>8}",
+        "role", "field", "agree", "disagree", "neither"
+    );
+    let mut wrong = Vec::new();
+    for ((role, field), t) in &table {
+        println!(
+            "{role:<14} {field:<20} {:>6} {:>9} {:>8}",
+            t.agree,
+            t.disagree.len(),
+            t.neither
+        );
+        wrong.extend(t.disagree.iter().map(|d| format!("{role} {field}: {d}")));
+    }
+    assert!(
+        wrong.is_empty(),
+        "disagreements with exiftool:\n{}",
+        wrong.join("\n")
+    );
+}
