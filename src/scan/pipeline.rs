@@ -522,8 +522,8 @@ fn observe(
     let path = root.join(&rel);
     match read_once(&path, stamp.size, extract) {
         Ok(mut read) => {
-            // The date chain's last links, after everything the file itself says (and
-            // before nothing: a sidecar's or Takeout's date belongs before these).
+            // The date chain's last links, after everything the file itself says; a
+            // sidecar's or Takeout JSON's date, once read, is filled in before this call.
             let name = rel.file_name().map(|n| n.to_string_lossy());
             media::fill_undated(
                 &mut read.facts,
