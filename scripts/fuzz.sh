@@ -20,7 +20,7 @@ else
     echo "fuzz: WARNING: no make-corpus output (script missing or failed); seeds are tests/fixtures alone" >&2
 fi
 
-# The driver bounds each input itself; this bounds the whole run (a dozen targets at most).
+# The driver bounds each input itself; this bounds the whole run (up to 20 targets).
 start=$(date +%s)
-timeout --signal=KILL $((FUZZ_SECS * 12 + 60)) target/release/examples/fuzz
+timeout --signal=KILL $((FUZZ_SECS * 20 + 60)) target/release/examples/fuzz
 echo "fuzz: done in $(( $(date +%s) - start )) s"

@@ -138,8 +138,10 @@ fn load_seeds(dirs: &[PathBuf]) -> anyhow::Result<Vec<(Vec<u8>, String)>> {
 
 /// The seeds a target wants; a target no seed file fits is fed them all.
 fn target_seeds(target: &Target, all: &[(Vec<u8>, String)]) -> Vec<Seed> {
-    if target.name == "range" {
-        return range_seeds();
+    match target.name {
+        "range" => return range_seeds(),
+        "filename_date" => return name_seeds(),
+        _ => {}
     }
     let wanted: Vec<_> = all.iter().filter(|(_, m)| (target.wants)(m)).collect();
     let chosen = if wanted.is_empty() {
@@ -155,6 +157,24 @@ fn target_seeds(target: &Target, all: &[(Vec<u8>, String)]) -> Vec<Seed> {
         .into_iter()
         .map(|(b, m)| Seed::new(b.clone(), m.clone()))
         .collect()
+}
+
+/// File names of the shapes the parser reads (and one of each kind it refuses).
+fn name_seeds() -> Vec<Seed> {
+    [
+        "IMG_20190305_131457.jpg",
+        "PXL_20210704_093012345.MP.jpg",
+        "Screenshot_2022-01-15-10-20-30.png",
+        "signal-2023-02-01-123456.jpg",
+        "IMG-20190305-WA0001.jpg",
+        "2019-03-05 13.14.57.jpg",
+        "20190305131457.jpg",
+        "IMG_20191305_131457.jpg",
+        "2019-03-0513.14.57.jpg",
+    ]
+    .into_iter()
+    .map(|n| Seed::new(n.as_bytes().to_vec(), String::new()))
+    .collect()
 }
 
 fn range_seeds() -> Vec<Seed> {

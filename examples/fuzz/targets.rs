@@ -88,6 +88,12 @@ pub const TARGETS: &[Target] = &[
         run: extract,
     },
     Target {
+        name: "filename_date",
+        // Its seeds are file names (the driver's `name_seeds`), not files.
+        wants: none,
+        run: filename_date,
+    },
+    Target {
         name: "range",
         wants: none,
         run: range,
@@ -258,17 +264,6 @@ fn facts_hold(f: &MediaFacts) -> Result<(), String> {
     let size = (f.width, f.height);
     let shown = (f.display_width, f.display_height);
     let swapped = (f.height, f.width);
-    let time_ok = |t: &str| {
-        let b = t.as_bytes();
-        b.len() >= 19
-            && b.iter().enumerate().take(19).all(|(i, c)| match i {
-                4 | 7 => *c == b'-',
-                10 => *c == b'T',
-                13 | 16 => *c == b':',
-                _ => c.is_ascii_digit(),
-            })
-            && (b.len() == 19 || (b[19] == b'.' && b[20..].iter().all(u8::is_ascii_digit)))
-    };
     let checks = [
         (f.width != Some(0) && f.height != Some(0), "a zero size"),
         (
@@ -283,8 +278,12 @@ fn facts_hold(f: &MediaFacts) -> Result<(), String> {
         (f.lon.is_none_or(|l| l.abs() <= 180.0), "a longitude"),
         (f.duration_ms.is_none_or(|d| d > 0), "a duration"),
         (
-            f.taken_local.as_deref().is_none_or(time_ok),
+            f.taken_local.as_deref().is_none_or(time_shape),
             "a capture time",
+        ),
+        (
+            f.taken_local.is_some() == f.taken_at_source.is_some(),
+            "a capture time's source",
         ),
         (
             f.taken_offset_minutes.is_none_or(|m| m.abs() < 24 * 60),
@@ -295,6 +294,32 @@ fn facts_hold(f: &MediaFacts) -> Result<(), String> {
         Some((_, what)) => Err(format!("{what} out of its domain: {f:?}")),
         None => Ok(()),
     }
+}
+
+/// `YYYY-MM-DDTHH:MM:SS[.fff]`, the documented shape of a capture time.
+fn time_shape(t: &str) -> bool {
+    let b = t.as_bytes();
+    b.len() >= 19
+        && b.iter().enumerate().take(19).all(|(i, c)| match i {
+            4 | 7 => *c == b'-',
+            10 => *c == b'T',
+            13 | 16 => *c == b':',
+            _ => c.is_ascii_digit(),
+        })
+        && (b.len() == 19 || (b[19] == b'.' && b[20..].iter().all(u8::is_ascii_digit)))
+}
+
+/// The file-name date parser, the input read as a name: a date it gives has the shape of a
+/// capture time and a year the parser accepts.
+fn filename_date(bytes: &[u8], _: &str) -> Result<(), String> {
+    let name = String::from_utf8_lossy(bytes);
+    let Some(date) = media::filename_date::date_in_name(&name) else {
+        return Ok(());
+    };
+    let year: i32 = date.get(..4).and_then(|y| y.parse().ok()).unwrap_or(0);
+    check(time_shape(&date) && (1971..=2099).contains(&year), || {
+        format!("name {name:?} gave {date:?}")
+    })
 }
 
 /// The input is the file length (8 bytes, little-endian) and then the header's value.

@@ -1,14 +1,19 @@
 //! Pure media extractors: a file path (or the bytes already read from it) in, `MediaFacts`
-//! out. Owns type sniffing, dimensions, EXIF (with an XMP fallback), video container facts
-//! and the content-hash rules (`content_hash`), and the pure readers of a photo's sidecar
-//! files, XMP (`sidecar`) and Google Takeout JSON (`takeout`), with their naming rules; must not touch the database, the queue or
-//! SQL (no database access of any kind), and must never panic on what it reads.
+//! out. Owns type sniffing, dimensions, EXIF (with an XMP fallback), video container facts,
+//! the content-hash rules (`content_hash`), where each capture date came from, the end of
+//! the date chain (`fill_undated`: a date in the file name, `filename_date`, else the mtime
+//! the caller hands in), and the pure readers of a photo's sidecar files, XMP (`sidecar`)
+//! and Google Takeout JSON (`takeout`), with their naming rules; must not touch the
+//! database, the queue or SQL (no database access of any kind), and must never panic on
+//! what it reads.
 //! `fuzz` (hidden) hands each private parser to the fuzz driver, examples/fuzz.
 //!
 //! Must not import: store, queue, scan, walks, rusqlite, r2d2
 
 mod container;
 pub mod content_hash;
+mod date_chain;
+pub mod filename_date;
 #[doc(hidden)]
 pub mod fuzz;
 mod photo;
@@ -19,6 +24,7 @@ pub mod values;
 mod video;
 mod xmp;
 
+pub use date_chain::fill_undated;
 pub use sniff::{HEAD_LEN, sniff};
 
 use crate::model::{MediaFacts, MediaKind};

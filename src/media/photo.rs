@@ -5,7 +5,7 @@
 use super::values::{
     clean_text, exif_date, gps_degrees, orientation, utc_offset_minutes, with_subsec,
 };
-use crate::model::MediaFacts;
+use crate::model::{MediaFacts, TakenAtSource};
 use ::exif::{Exif, Field, In, Reader, Tag, Value};
 use std::io::{BufRead, Read, Seek, SeekFrom};
 
@@ -145,6 +145,7 @@ fn apply_date(exif: &Exif, facts: &mut MediaFacts) {
             continue;
         };
         facts.taken_local = Some(with_subsec(date, text(exif, subsec_tag).as_deref()));
+        facts.taken_at_source = Some(TakenAtSource::Exif);
         facts.taken_offset_minutes = [offset_tag, Tag::OffsetTime]
             .into_iter()
             .find_map(|t| text(exif, t).as_deref().and_then(utc_offset_minutes));

@@ -4,7 +4,7 @@
 
 use super::container;
 use super::values::{clean_text, gps_degrees};
-use crate::model::MediaFacts;
+use crate::model::{MediaFacts, TakenAtSource};
 use chrono::{DateTime, Datelike, FixedOffset};
 use nom_exif::{EntryValue, MediaParser, MediaSource, TrackInfo, TrackInfoTag};
 use std::io::{Read, Seek, SeekFrom};
@@ -81,6 +81,7 @@ pub fn apply_date(when: &DateTime<FixedOffset>, facts: &mut MediaFacts) {
     }
     facts.taken_local = Some(text);
     facts.taken_offset_minutes = Some(when.offset().local_minus_utc() / 60);
+    facts.taken_at_source = Some(TakenAtSource::Quicktime);
 }
 
 fn positive_u32(v: i64) -> Option<u32> {

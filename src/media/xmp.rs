@@ -4,7 +4,7 @@
 //! reader (`value`, `items`, `capture_date`) is also the one `sidecar` reads `.xmp` files with.
 
 use super::values::{clean_text, exif_date, utc_offset_minutes};
-use crate::model::MediaFacts;
+use crate::model::{MediaFacts, TakenAtSource};
 use std::io::{Read, Seek, SeekFrom};
 
 const JPEG_XMP: &[u8] = b"http://ns.adobe.com/xap/1.0/\0";
@@ -41,6 +41,7 @@ pub fn apply(xml: &str, facts: &mut MediaFacts) {
     {
         facts.taken_local = Some(local);
         facts.taken_offset_minutes = offset;
+        facts.taken_at_source = Some(TakenAtSource::Xmp);
     }
 }
 
@@ -331,6 +332,7 @@ mod tests {
         assert_eq!(f.model.as_deref(), Some("EOS & R5"));
         assert_eq!(f.taken_local.as_deref(), Some("2021-05-04T10:11:12.34"));
         assert_eq!(f.taken_offset_minutes, Some(120));
+        assert_eq!(f.taken_at_source, Some(TakenAtSource::Xmp));
 
         let mut f = MediaFacts::default();
         apply(ELEMENTS, &mut f);
@@ -345,9 +347,11 @@ mod tests {
         let mut f = MediaFacts {
             make: Some("Apple".into()),
             taken_local: Some("2020-01-01T00:00:00".into()),
+            taken_at_source: Some(TakenAtSource::Exif),
             ..MediaFacts::default()
         };
         apply(ATTRS, &mut f);
+        assert_eq!(f.taken_at_source, Some(TakenAtSource::Exif));
         assert_eq!(f.make.as_deref(), Some("Apple"));
         assert_eq!(f.model.as_deref(), Some("EOS & R5"));
         assert_eq!(f.taken_local.as_deref(), Some("2020-01-01T00:00:00"));

@@ -49,6 +49,8 @@ pub struct MediaFacts {
     pub taken_local: Option<String>,
     /// The UTC offset of `taken_local` in minutes, when the file says so.
     pub taken_offset_minutes: Option<i32>,
+    /// Where `taken_local` came from; `None` exactly when there is no date.
+    pub taken_at_source: Option<TakenAtSource>,
     pub make: Option<String>,
     pub model: Option<String>,
     pub lat: Option<f64>,
@@ -75,6 +77,27 @@ impl MediaFacts {
         })
     }
 }
+
+string_enum!(
+    /// Where an asset's capture date came from. The chain tries them in this order and keeps
+    /// the first that gives a date (issue 15 item 6).
+    TakenAtSource {
+        /// The file's EXIF (`DateTimeOriginal`, then `DateTimeDigitized`, then `DateTime`).
+        Exif => "exif",
+        /// The XMP packet embedded in the file.
+        Xmp => "xmp",
+        /// An XMP sidecar beside the file (`photo.ext.xmp`, `photo.xmp`): not read yet.
+        Sidecar => "sidecar",
+        /// A Google Takeout JSON beside the file: not read yet.
+        Takeout => "takeout",
+        /// The video container's creation time (QuickTime/MP4; a Matroska date counts too).
+        Quicktime => "quicktime",
+        /// A date in the file's name (`IMG_20190305_131457.jpg`): local wall time, no offset.
+        Filename => "filename",
+        /// The file's modification time, as UTC (offset 0): the last resort.
+        Mtime => "mtime",
+    }
+);
 
 string_enum!(
     /// Why a scan processed (read) a file: the diff's verdict, kept on the file row.

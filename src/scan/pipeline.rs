@@ -15,12 +15,16 @@
 //! again (DESIGN.md section 6, "the index heals itself"): the batch names it to be restored
 //! by id, or it is read and stored afresh.
 //!
+//! A changed file's facts end the capture-date chain here, where its name and stamp are at
+//! hand: undated media get the date in the name, else the mtime (`media::fill_undated`).
+//!
 //! Each batch also carries the run's problems met in it, each with its error (what could
 //! not be listed, read or parsed), for the sink to record beside the batch.
 
 use super::diff::{Reason, reason};
 use super::hash::{Checksum, Extract, prefetch, read_once};
 use super::walk::{CHUNK, Stamp, WalkHook, Walked, walk};
+use crate::media;
 use crate::model::{MediaFacts, MediaKind};
 use crate::store::StoreError;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
@@ -517,15 +521,25 @@ fn observe(
 ) -> Observed {
     let path = root.join(&rel);
     match read_once(&path, stamp.size, extract) {
-        Ok(read) => Observed {
-            rel,
-            stamp,
-            reason,
-            checksum: Some(read.checksum),
-            content_hash: Some(read.content_hash),
-            error: read.facts.error.clone(),
-            facts: Some(read.facts),
-        },
+        Ok(mut read) => {
+            // The date chain's last links, after everything the file itself says; a
+            // sidecar's or Takeout JSON's date, once read, is filled in before this call.
+            let name = rel.file_name().map(|n| n.to_string_lossy());
+            media::fill_undated(
+                &mut read.facts,
+                name.as_deref().unwrap_or(""),
+                stamp.mtime_ns,
+            );
+            Observed {
+                rel,
+                stamp,
+                reason,
+                checksum: Some(read.checksum),
+                content_hash: Some(read.content_hash),
+                error: read.facts.error.clone(),
+                facts: Some(read.facts),
+            }
+        }
         // Vanished or unreadable mid-scan: recorded on the file, the run goes on.
         Err(e) => Observed {
             rel,

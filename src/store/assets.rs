@@ -7,7 +7,7 @@
 use super::{Store, StoreError};
 use crate::model::{
     Asset, AssetPath, Claim, ContentHash, ContentTwins, DuplicateGroup, FileState, MediaFacts,
-    MediaKind, Millis, TrashReason,
+    MediaKind, Millis, TakenAtSource, TrashReason,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -20,9 +20,9 @@ pub(super) const INSERT: &str = "
     INSERT INTO assets (owner, checksum, size, mime, kind, width, height, display_width,
                         display_height, taken_local, taken_offset_minutes, make, model, lat, lon,
                         orientation, duration_ms, video_codec, created_at, pending_run,
-                        content_hash, content_hash_scheme)
+                        content_hash, content_hash_scheme, taken_at_source)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-            ?20, ?21, ?22)
+            ?20, ?21, ?22, ?23)
     ON CONFLICT (owner, checksum) DO NOTHING";
 /// Restore by id alone: whatever happened to the row since it was read, this either brings
 /// back the row that is still trashed or matches nothing.
@@ -75,7 +75,7 @@ macro_rules! asset_cols {
         "id, owner, checksum, size, mime, kind, width, height, display_width, display_height, \
          taken_local, taken_offset_minutes, make, model, lat, lon, orientation, duration_ms, \
          video_codec, created_at, trashed_at, trash_reason, content_hash, content_hash_scheme, \
-         faces_scheme"
+         faces_scheme, taken_at_source"
     };
 }
 /// The columns `asset_from_row` reads, for queries built elsewhere in the store.
@@ -177,7 +177,8 @@ fn insert(
         now,
         pending_run,
         content.map(|c| &c.hash[..]),
-        content.map(|c| c.scheme)
+        content.map(|c| c.scheme),
+        f.taken_at_source.map(TakenAtSource::as_str)
     ])?;
     Ok((inserted == 1).then(|| conn.last_insert_rowid()))
 }
@@ -408,6 +409,7 @@ pub(super) fn asset_from_row(r: &Row<'_>) -> rusqlite::Result<Asset> {
             display_height: r.get(9)?,
             taken_local: r.get(10)?,
             taken_offset_minutes: r.get(11)?,
+            taken_at_source: opt_enum(r, 25, TakenAtSource::parse)?,
             make: r.get(12)?,
             model: r.get(13)?,
             lat: r.get(14)?,

@@ -71,6 +71,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "run problems",
         sql: include_str!("../../schema/0011_run_problems.sql"),
     },
+    Migration {
+        version: 12,
+        name: "taken at source",
+        sql: include_str!("../../schema/0012_taken_at_source.sql"),
+    },
 ];
 
 pub(super) fn migrate(

@@ -1,6 +1,6 @@
 //! The asset projection and its path forms.
 
-use crate::model::{self, AssetPath, DetectedFace, FileState, MediaKind, hex};
+use crate::model::{self, AssetPath, DetectedFace, FileState, MediaKind, TakenAtSource, hex};
 use serde::Serialize;
 
 /// Which form a surface gives paths in.
@@ -115,6 +115,8 @@ pub struct Asset {
     pub stored_width: Option<u32>,
     pub stored_height: Option<u32>,
     pub taken_at: Option<String>,
+    /// Where `taken_at` came from (`exif`, `xmp`, ..., `filename`, `mtime`).
+    pub taken_at_source: Option<&'static str>,
     pub make: Option<String>,
     pub model: Option<String>,
     pub lat: Option<f64>,
@@ -148,6 +150,7 @@ impl Asset {
             stored_width: f.width,
             stored_height: f.height,
             taken_at: f.taken_at(),
+            taken_at_source: f.taken_at_source.map(TakenAtSource::as_str),
             make: f.make.clone(),
             model: f.model.clone(),
             lat: f.lat,

@@ -131,6 +131,11 @@ try {
   const id = href.split("/").pop();
   await page.locator("#grid a.tile").first().click();
   await page.locator("dialog#asset[open] #asset-facts dt").first().waitFor();
+  const facts = await (await page.request.get(`${url}api/assets/${id}`)).json();
+  const taken = await page.locator("dialog#asset[open] #asset-facts dd").first().textContent();
+  assert.ok(facts.taken_at_source, "the API says where the date came from");
+  assert.ok(taken.startsWith(facts.taken_at) && /\(from [^)]+\)+$/.test(taken),
+    `the facts panel says where the date came from: ${taken}`);
   await shot("5-asset");
   await page.getByRole("button", { name: "Move to trash" }).click();
   await page.waitForFunction(() => !document.querySelector("dialog#asset").open);

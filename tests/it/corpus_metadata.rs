@@ -131,7 +131,7 @@ fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-fn exiftool(path: &Path) -> Option<Map<String, Value>> {
+pub(crate) fn exiftool(path: &Path) -> Option<Map<String, Value>> {
     let out = Command::new("exiftool")
         .args(["-json", "-n", "-G", "-q", "-q"])
         .arg(path)
@@ -216,8 +216,8 @@ fn oracle_offset(text: &str) -> Option<i64> {
 /// Capture time as exiftool reports it, following the same precedence the extractor
 /// promises: EXIF original → digitized → modify date (each with its sub-seconds and offset),
 /// then XMP, then Apple's QuickTime CreationDate (local + offset), QuickTime CreateDate (UTC),
-/// Matroska's date (UTC).
-fn oracle_taken(t: &Map<String, Value>) -> Option<(String, Option<i64>)> {
+/// Matroska's date (UTC). With it, the `taken_at_source` that precedence names.
+pub(crate) fn oracle_taken(t: &Map<String, Value>) -> Option<(String, Option<i64>, &'static str)> {
     let exif = [
         (
             "EXIF:DateTimeOriginal",
@@ -239,30 +239,31 @@ fn oracle_taken(t: &Map<String, Value>) -> Option<(String, Option<i64>)> {
             let offset = text(t, &[off, "EXIF:OffsetTime"])
                 .as_deref()
                 .and_then(oracle_offset);
-            return Some((local, offset));
+            return Some((local, offset, "exif"));
         }
     }
     for key in ["XMP:DateTimeOriginal", "XMP:CreateDate", "XMP:DateCreated"] {
-        if let Some(found) = text(t, &[key]).as_deref().and_then(oracle_date) {
-            return Some(found);
+        if let Some((local, offset)) = text(t, &[key]).as_deref().and_then(oracle_date) {
+            return Some((local, offset, "xmp"));
         }
     }
-    if let Some(found) = text(t, &["QuickTime:CreationDate"])
+    if let Some((local, offset)) = text(t, &["QuickTime:CreationDate"])
         .as_deref()
         .and_then(oracle_date)
     {
-        return Some(found);
+        return Some((local, offset, "quicktime"));
     }
     if let Some((local, _)) = text(t, &["QuickTime:CreateDate"])
         .as_deref()
         .and_then(oracle_date)
     {
-        return Some((local, Some(0)));
+        return Some((local, Some(0), "quicktime"));
     }
     let mkv = t
         .iter()
         .find(|(k, _)| k.starts_with("Matroska:") && k.ends_with("DateTimeOriginal"));
-    mkv.and_then(|(_, v)| v.as_str()).and_then(oracle_date)
+    let (local, offset) = mkv.and_then(|(_, v)| v.as_str()).and_then(oracle_date)?;
+    Some((local, offset, "quicktime"))
 }
 
 fn oracle_kind(mime: Option<&str>) -> &'static str {
@@ -315,12 +316,17 @@ fn compare(
         (
             "taken_local",
             s(&f.taken_local),
-            media_only(taken.as_ref().map(|(l, _)| V::S(l.clone()))),
+            media_only(taken.as_ref().map(|(l, _, _)| V::S(l.clone()))),
         ),
         (
             "taken_offset",
             f.taken_offset_minutes.map(|m| V::I(i64::from(m))),
-            media_only(taken.and_then(|(_, o)| o).map(V::I)),
+            media_only(taken.as_ref().and_then(|(_, o, _)| *o).map(V::I)),
+        ),
+        (
+            "taken_at_source",
+            f.taken_at_source.map(|s| V::S(s.as_str().into())),
+            media_only(taken.map(|(_, _, source)| V::S(source.into()))),
         ),
         (
             "make",

@@ -8,6 +8,7 @@ mod architecture;
 mod assets;
 mod cli;
 mod content_hash;
+mod corpus_dates;
 mod corpus_metadata;
 mod corpus_scan;
 mod corpus_sidecars;

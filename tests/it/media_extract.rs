@@ -2,66 +2,18 @@
 //! written by kamadak-exif's own writer, and broken inputs (truncated, random, empty,
 //! mislabelled). Every case must return without panicking.
 
-use exif::experimental::Writer;
-use exif::{Field, In, Rational, Tag, Value};
+use crate::support::exif::{ascii, jpeg, jpeg_with_exif, rationals};
+use exif::{Field, In, Tag, Value};
 use mediadex::media::extract;
 use mediadex::model::MediaKind;
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
-
-fn jpeg(width: u32, height: u32) -> Vec<u8> {
-    let img = image::RgbImage::from_fn(width, height, |x, y| image::Rgb([x as u8, y as u8, 90]));
-    let mut out = Cursor::new(Vec::new());
-    img.write_to(&mut out, image::ImageFormat::Jpeg).unwrap();
-    out.into_inner()
-}
 
 fn png(width: u32, height: u32) -> Vec<u8> {
     let img = image::GrayImage::from_fn(width, height, |x, _| image::Luma([x as u8]));
     let mut out = Cursor::new(Vec::new());
     img.write_to(&mut out, image::ImageFormat::Png).unwrap();
     out.into_inner()
-}
-
-fn ascii(tag: Tag, text: &str) -> Field {
-    Field {
-        tag,
-        ifd_num: In::PRIMARY,
-        value: Value::Ascii(vec![text.as_bytes().to_vec()]),
-    }
-}
-
-fn rationals(tag: Tag, parts: &[(u32, u32)]) -> Field {
-    let value = Value::Rational(
-        parts
-            .iter()
-            .map(|&(num, denom)| Rational { num, denom })
-            .collect(),
-    );
-    Field {
-        tag,
-        ifd_num: In::PRIMARY,
-        value,
-    }
-}
-
-/// A JPEG with an APP1 EXIF segment (written by kamadak-exif) right after SOI.
-fn jpeg_with_exif(width: u32, height: u32, fields: &[Field]) -> Vec<u8> {
-    let mut writer = Writer::new();
-    for f in fields {
-        writer.push_field(f);
-    }
-    let mut tiff = Cursor::new(Vec::new());
-    writer.write(&mut tiff, false).unwrap();
-    let tiff = tiff.into_inner();
-    let body = jpeg(width, height);
-    let mut out = body[..2].to_vec();
-    out.extend_from_slice(&[0xFF, 0xE1]);
-    out.extend_from_slice(&((tiff.len() + 8) as u16).to_be_bytes());
-    out.extend_from_slice(b"Exif\0\0");
-    out.extend_from_slice(&tiff);
-    out.extend_from_slice(&body[2..]);
-    out
 }
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {

@@ -598,3 +598,49 @@ fn a_command_start_reads_every_page_only_within_its_budget() {
         Err(StoreError::Damaged { .. })
     ));
 }
+
+/// Migration 12 adds where each date came from: an asset indexed before it keeps its date and
+/// says no source (nothing is guessed), the column refuses a source that is not one of the
+/// chain's, and inserting an asset still builds no temporary table.
+#[test]
+fn an_asset_indexed_before_taken_at_source_keeps_its_date_and_names_no_source() {
+    let (_dir, path, clock) = setup();
+    drop(
+        open(&path, &clock, "old:1:0001", support::schema_up_to(11, ""))
+            .expect("a version-11 database"),
+    );
+    raw(&path)
+        .execute(
+            "INSERT INTO assets (id, checksum, size, kind, taken_local, created_at)
+                  VALUES (7, zeroblob(32), 1, 'image', '2019-03-05T13:14:57', 1)",
+            [],
+        )
+        .expect("an old asset");
+
+    let store = open(&path, &clock, "new:1:0002", MIGRATIONS).expect("the upgrade");
+    let old = store.asset(7).expect("read").expect("the old asset");
+    assert_eq!(
+        old.facts.taken_local.as_deref(),
+        Some("2019-03-05T13:14:57")
+    );
+    assert_eq!(old.facts.taken_at_source, None);
+    drop(store);
+
+    let conn = raw(&path);
+    let err = conn
+        .execute(
+            "UPDATE assets SET taken_at_source = 'guess' WHERE id = 7",
+            [],
+        )
+        .expect_err("an unknown source")
+        .to_string();
+    assert!(err.contains("CHECK constraint failed"), "{err}");
+    for source in mediadex::model::TakenAtSource::ALL {
+        conn.execute(
+            "UPDATE assets SET taken_at_source = ?1 WHERE id = 7",
+            [source.as_str()],
+        )
+        .unwrap_or_else(|e| panic!("{source}: {e}"));
+    }
+    assert!(!asset_insert_is_ephemeral(&conn), "the CHECK is no IN list");
+}

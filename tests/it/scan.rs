@@ -817,3 +817,73 @@ fn a_library_root_that_vanishes_mid_scan_fails_the_run_with_a_successor_and_tras
     assert_eq!(done.state, RunState::Completed, "{:?}", done.reason);
     assert_eq!(lib.assets(false), before, "everything still indexed");
 }
+
+/// Sets `path`'s mtime to `secs` after the epoch.
+fn set_mtime(path: &Path, secs: u64) {
+    let when = std::time::UNIX_EPOCH + Duration::from_secs(secs);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .expect("open")
+        .set_modified(when)
+        .expect("set mtime");
+}
+
+#[test]
+fn each_asset_says_where_its_date_came_from_and_the_chain_keeps_the_first() {
+    use support::exif::{ascii, jpeg, jpeg_with_exif};
+    let env = env();
+    let root = env.dir.path().join("dated");
+    std::fs::create_dir_all(&root).expect("mkdir");
+    let exif = [ascii(exif::Tag::DateTimeOriginal, "2020:02:29 23:59:59")];
+    // EXIF beats the name; the name beats the mtime; the mtime is the last resort.
+    let files: [(&str, Vec<u8>); 4] = [
+        ("IMG_20000101_000000.jpg", jpeg_with_exif(8, 8, &exif)),
+        ("IMG_20190305_131457.jpg", jpeg(9, 8)),
+        ("plain.jpg", jpeg(10, 8)),
+        (
+            "clip.mp4",
+            std::fs::read("tests/fixtures/astronaut.mp4").expect("fixture"),
+        ),
+    ];
+    for (name, bytes) in &files {
+        std::fs::write(root.join(name), bytes).expect("write");
+        // 2021-06-01T12:00:00Z, a time none of the other sources gives.
+        set_mtime(&root.join(name), 1_622_548_800);
+    }
+    let canonical = std::fs::canonicalize(&root).expect("canon");
+    let library =
+        mediadex::app::add_library(&env.store, "dated", &canonical.to_string_lossy()).expect("add");
+    support::scan_now(&env, library.id, "");
+    let dates: BTreeMap<String, (Option<String>, Option<&str>)> = env
+        .store
+        .assets(false)
+        .expect("assets")
+        .into_iter()
+        .map(|a| {
+            let f = &a.facts;
+            let source = f.taken_at_source.map(|s| s.as_str());
+            (a.paths[0].rel_path_text.clone(), (f.taken_at(), source))
+        })
+        .collect();
+    let want = |at: &str, source| (Some(at.to_string()), Some(source));
+    let expected = BTreeMap::from([
+        (
+            "IMG_20000101_000000.jpg".to_string(),
+            want("2020-02-29T23:59:59", "exif"),
+        ),
+        (
+            "IMG_20190305_131457.jpg".to_string(),
+            want("2019-03-05T13:14:57", "filename"),
+        ),
+        (
+            "plain.jpg".to_string(),
+            want("2021-06-01T12:00:00+00:00", "mtime"),
+        ),
+        (
+            "clip.mp4".to_string(),
+            want("2021-08-14T10:00:00+00:00", "quicktime"),
+        ),
+    ]);
+    assert_eq!(dates, expected);
+}

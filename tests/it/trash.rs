@@ -589,6 +589,9 @@ fn item(root: &Path, path: &str, content: u8) -> IngestItem {
     }
 }
 
+/// What migration 12 adds to `assets`, which the store's statements write and read.
+const LATER_ASSET_COLUMN: &str = "ALTER TABLE assets ADD COLUMN taken_at_source TEXT;";
+
 /// The files written and indexed through a scan lease with the statements of the store, as
 /// an old schema allows (the pipeline needs the current one).
 fn indexed_at_schema_3(env: &Env, files: &[(&str, u8)]) -> Lib {
@@ -619,8 +622,10 @@ fn indexed_at_schema_3(env: &Env, files: &[(&str, u8)]) -> Lib {
 
 #[test]
 fn an_old_journal_upgrades_its_pending_moves_to_leased_work_and_keeps_its_last_trash() {
+    // The store's asset statements name the column migration 12 adds: schema 3 gets it for
+    // the indexing, and loses it again (below) before the upgrade adds it for real.
     let env = support::env_with(StoreOptions {
-        migrations: support::schema_up_to(3, ""),
+        migrations: support::schema_up_to(3, LATER_ASSET_COLUMN),
         ..support::options()
     });
     // Two assets, each shown by two files, indexed at schema 3 (as a scan then wrote them).
@@ -657,6 +662,7 @@ fn an_old_journal_upgrades_its_pending_moves_to_leased_work_and_keeps_its_last_t
         old_intent(ly, "trash", "yy/y.png", &ty("yy/y.png"), "pending", t + 9),
     ]
     .concat();
+    let seed = format!("{seed}\nALTER TABLE assets DROP COLUMN taken_at_source;");
     drop(open(dir, &clock, support::schema_up_to(4, &seed)));
     for p in ["y.png", "yy/y.png"] {
         let to = lib.root.join(ty(p));

@@ -6,7 +6,7 @@
 
 use mediadex::model::{
     Asset, AssetPath, ContentHash, ContentTwins, DetectedFace, DuplicateGroup, FileState,
-    MediaFacts, MediaKind, TrashReason,
+    MediaFacts, MediaKind, TakenAtSource, TrashReason,
 };
 use mediadex::wire::{self, PathForm};
 use serde_json::Value;
@@ -111,6 +111,7 @@ fn full_asset(id: i64) -> Asset {
             display_height: Some(1920),
             taken_local: Some("2024-05-01T10:30:00".into()),
             taken_offset_minutes: Some(120),
+            taken_at_source: Some(TakenAtSource::Quicktime),
             make: Some("Apple".into()),
             model: Some("iPhone".into()),
             lat: Some(48.85),
@@ -182,6 +183,16 @@ fn an_asset_in_the_cli_has_the_documented_fields_and_types() {
     all_seen("a CLI asset", &seen, &doc);
     let face = table(FACE);
     all_seen("a face", &check("a face", &full["faces"][0], &face), &face);
+}
+
+#[test]
+fn an_asset_says_where_its_date_came_from_in_the_cli_and_the_api() {
+    for form in [PathForm::Text, PathForm::Files] {
+        let full = json(&wire::Asset::new(&full_asset(1), form));
+        assert_eq!(full["taken_at_source"], "quicktime", "{form:?}");
+        let bare = json(&wire::Asset::new(&bare_asset(), form));
+        assert_eq!(bare["taken_at_source"], Value::Null, "{form:?}");
+    }
 }
 
 #[test]

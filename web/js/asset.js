@@ -64,9 +64,19 @@ function drawFaces(frame, img, f) {
   }
 }
 
+// Where the date came from (docs/json.md, `taken_at_source`): a date guessed from the file's
+// name or its modification time is not the camera's, and the user should see that.
+const TAKEN_FROM = {
+  exif: "camera (EXIF)", xmp: "embedded XMP", sidecar: "XMP sidecar", takeout: "Google Takeout",
+  quicktime: "video container", filename: "file name", mtime: "file modified time, UTC",
+};
+function takenFrom(source) {
+  return source ? ` (from ${TAKEN_FROM[source] || source})` : "";
+}
+
 function renderFacts(a, faces) {
   const rows = [
-    ["Taken", a.taken_at || "unknown"],
+    ["Taken", a.taken_at ? a.taken_at + takenFrom(a.taken_at_source) : "unknown"],
     ["Camera", [a.make, a.model].filter(Boolean).join(" ")],
     ["Size", a.width && a.height ? `${a.width} × ${a.height}` : ""],
     ["Duration", a.kind === "video" ? fmtDuration(a.duration_ms) : ""],

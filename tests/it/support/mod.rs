@@ -112,6 +112,7 @@ impl Env {
         }
     }
 }
+pub mod exif;
 pub mod synthetic;
 
 /// Whether a face walk chain waits or runs.
