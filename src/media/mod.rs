@@ -11,6 +11,7 @@ pub mod content_hash;
 #[doc(hidden)]
 pub mod fuzz;
 mod heif;
+pub mod heif_dec;
 mod photo;
 mod sniff;
 pub mod values;
