@@ -612,3 +612,44 @@ fn heic_and_avif_fixtures_get_real_jpeg_thumbnails() {
         assert_eq!(jpeg_size(&t.bytes), size, "{name}");
     }
 }
+
+/// `status --json` under a PATH holding only `programs` (empty stand-ins).
+#[cfg(unix)]
+fn status_with_programs(programs: &[&str]) -> serde_json::Value {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).expect("bin");
+    for p in programs {
+        let path = bin.join(p);
+        std::fs::write(&path, "#!/bin/sh\nexit 1\n").expect("stand-in");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mediadex"))
+        .env_remove("MEDIADEX_DATA")
+        .env_remove("RUST_LOG")
+        .env("PATH", &bin)
+        .arg("--data")
+        .arg(dir.path().join("data"))
+        .args(["status", "--json"])
+        .output()
+        .expect("run mediadex");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("json")
+}
+
+#[cfg(unix)]
+#[test]
+fn status_names_the_formats_that_get_only_a_placeholder() {
+    let none = status_with_programs(&[]);
+    let all = ["image/heic", "image/heif", "image/avif", "video"];
+    assert_eq!(none["no_thumbnails"], serde_json::json!(all));
+    let old_name = status_with_programs(&["heif-convert", "ffmpeg"]);
+    assert_eq!(old_name["no_thumbnails"], serde_json::json!([]));
+    let new_name = status_with_programs(&["heif-dec"]);
+    assert_eq!(new_name["no_thumbnails"], serde_json::json!(["video"]));
+}
