@@ -106,11 +106,13 @@ fn read_image<R: BufRead + Seek>(
         Ok(())
     };
     xmp::fill_from_xmp(&mut reader, mime, facts);
-    if HEIF_MIMES.contains(&mime) {
+    let heif = HEIF_MIMES.contains(&mime);
+    if heif {
         heif_frame(&mut reader, facts);
     }
     if let (Some(w), Some(h)) = (facts.width, facts.height) {
-        let (dw, dh) = values::display_size(w, h, facts.orientation);
+        let turn = if heif { None } else { facts.orientation };
+        let (dw, dh) = values::display_size(w, h, turn);
         (facts.display_width, facts.display_height) = (Some(dw), Some(dh));
     }
     match (size, exif) {
@@ -125,13 +127,13 @@ pub const HEIF_MIMES: &[&str] = &["image/heic", "image/heif", "image/avif"];
 
 /// A HEIF's only frame anyone can decode is the one libheif hands out, with its clean
 /// aperture, rotation and mirror applied (the coded tiles are not a picture on their own), so
-/// that frame is both its stored and its displayed size; and as MIAF says, the EXIF
-/// orientation is not applied on top of `irot`/`imir` (iPhones write both).
+/// that frame is both its stored and its displayed size. Its EXIF orientation stays the
+/// recorded fact, but as MIAF says it is not applied on top of `irot`/`imir` (iPhones write
+/// both): not to the display size here, nor to the decoded pixels (thumbs, faces).
 fn heif_frame<R: Read + Seek>(reader: &mut R, facts: &mut MediaFacts) {
     if let Some(g) = heif::geometry(reader) {
         (facts.width, facts.height) = (Some(g.display.0), Some(g.display.1));
     }
-    facts.orientation = None;
 }
 
 /// A media extension on a file whose content is something else (or nothing recognisable).
