@@ -331,5 +331,16 @@ mod tests {
             let img = image::load_from_memory(&png).expect("a PNG");
             assert_eq!((img.width(), img.height()), size, "{name}");
         }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let turned = dir.path().join("turned.heic");
+        std::fs::write(&turned, crate::media::tests::turned_bus()).expect("write");
+        let img = image::load_from_memory(&dec.decode_png(&turned).expect("turned")).expect("png");
+        let facts = crate::media::extract(&turned);
+        assert_eq!((img.width(), img.height()), (540, 405), "libheif turns it");
+        assert_eq!(
+            (facts.width, facts.height),
+            (Some(540), Some(405)),
+            "and so do we"
+        );
     }
 }

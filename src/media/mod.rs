@@ -99,17 +99,19 @@ fn read_image<R: BufRead + Seek>(
     complete: Option<Result<(), String>>,
     facts: &mut MediaFacts,
 ) -> Result<(), String> {
-    let size = photo::read_size(&mut reader, facts).and(complete.unwrap_or(Ok(())));
+    let heif = HEIF_MIMES.contains(&mime);
+    let size = if heif {
+        heif_size(&mut reader, facts)
+    } else {
+        photo::read_size(&mut reader, facts)
+    };
+    let size = size.and(complete.unwrap_or(Ok(())));
     let exif = if photo::EXIF_MIMES.contains(&mime) {
         photo::read_exif(&mut reader, mime, facts)
     } else {
         Ok(())
     };
     xmp::fill_from_xmp(&mut reader, mime, facts);
-    let heif = HEIF_MIMES.contains(&mime);
-    if heif {
-        heif_frame(&mut reader, facts);
-    }
     if let (Some(w), Some(h)) = (facts.width, facts.height) {
         let turn = if heif { None } else { facts.orientation };
         let (dw, dh) = values::display_size(w, h, turn);
@@ -127,12 +129,17 @@ pub const HEIF_MIMES: &[&str] = &["image/heic", "image/heif", "image/avif"];
 
 /// A HEIF's only frame anyone can decode is the one libheif hands out, with its clean
 /// aperture, rotation and mirror applied (the coded tiles are not a picture on their own), so
-/// that frame is both its stored and its displayed size. Its EXIF orientation stays the
-/// recorded fact, but as MIAF says it is not applied on top of `irot`/`imir` (iPhones write
-/// both): not to the display size here, nor to the decoded pixels (thumbs, faces).
-fn heif_frame<R: Read + Seek>(reader: &mut R, facts: &mut MediaFacts) {
-    if let Some(g) = heif::geometry(reader) {
-        (facts.width, facts.height) = (Some(g.display.0), Some(g.display.1));
+/// that frame is both its stored and its displayed size; imagesize, which reads the first
+/// `ispe` of any item, is only the fallback for a `meta` this reader cannot follow. Its EXIF
+/// orientation stays the recorded fact, but as MIAF says it is not applied on top of
+/// `irot`/`imir` (iPhones write both): not to the display size, nor to the decoded pixels.
+fn heif_size<R: BufRead + Seek>(reader: &mut R, facts: &mut MediaFacts) -> Result<(), String> {
+    match heif::geometry(reader) {
+        Some(g) => {
+            (facts.width, facts.height) = (Some(g.display.0), Some(g.display.1));
+            Ok(())
+        }
+        None => photo::read_size(reader, facts),
     }
 }
 
@@ -178,14 +185,33 @@ fn join_errors(a: Option<String>, b: Option<String>) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::extract;
     use std::path::Path;
 
-    fn fixture(name: &str) -> std::path::PathBuf {
+    pub fn fixture(name: &str) -> std::path::PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures")
             .join(name)
+    }
+
+    /// bus_half.heic with its primary item's `pixi` property (16 bytes at 388) overwritten by
+    /// an `irot` of a quarter turn padded to the same length: libheif 1.15's heif-convert
+    /// decodes it to 540x405 (exiftool: ImageSize 405x540, Rotation 90).
+    pub fn turned_bus() -> Vec<u8> {
+        let mut b = std::fs::read(fixture("bus_half.heic")).expect("fixture");
+        assert_eq!(&b[392..396], b"pixi", "the fixture's layout");
+        b[388..404].copy_from_slice(&[&[0, 0, 0, 16][..], b"irot", &[1], &[0; 7]].concat());
+        b
+    }
+
+    #[test]
+    fn a_turned_heif_is_indexed_at_the_size_its_decoder_shows() {
+        let facts = super::extract_from(Path::new("turned.heic"), Some(&turned_bus()));
+        assert_eq!(facts.error, None);
+        assert_eq!((facts.width, facts.height), (Some(540), Some(405)));
+        let display = (facts.display_width, facts.display_height);
+        assert_eq!(display, (Some(540), Some(405)));
     }
 
     /// exiftool 12.57 on these files: ImageSize 405x540 (the primary item, a grid over a
