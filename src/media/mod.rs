@@ -1,7 +1,9 @@
 //! Pure media extractors: a file path (or the bytes already read from it) in, `MediaFacts`
-//! out. Owns type sniffing, dimensions, EXIF (with an XMP fallback), video container facts
-//! and the content-hash rules (`content_hash`); must not touch the database, the queue or
-//! SQL (no database access of any kind), and must never panic on what it reads.
+//! out. Owns type sniffing, dimensions (a HEIF's from its own boxes, `heif`), EXIF (with an
+//! XMP fallback), video container facts, the content-hash rules (`content_hash`) and the
+//! run-time HEIF decoder (`heif_dec`: a separate program, bounded, that thumbs and faces
+//! call); must not touch the database, the queue or SQL (no database access of any kind),
+//! and must never panic on what it reads.
 //! `fuzz` (hidden) hands each private parser to the fuzz driver, examples/fuzz.
 //!
 //! Must not import: store, queue, scan, walks, rusqlite, r2d2
