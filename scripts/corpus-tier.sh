@@ -39,3 +39,8 @@ fi
 cargo test --test it -- --ignored --exact \
     http::a_video_gets_a_poster_frame_when_ffmpeg_is_on_path \
     content_hash::an_exiftool_metadata_edit_keeps_the_content_hash_and_a_pixel_change_does_not
+# HEIC and AVIF through heif-dec (libheif-examples, installed above).
+cargo test --test it -- --ignored --exact \
+    thumbs::heic_and_avif_fixtures_get_real_jpeg_thumbnails \
+    faces::heic_and_avif_faces_are_found_through_heif_dec
+cargo test --lib -- --ignored --exact media::heif_dec::tests::heif_dec_decodes_the_fixtures_at_their_display_size

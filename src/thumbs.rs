@@ -3,8 +3,10 @@
 //! applied, cached on disk under `<data dir>/thumbs/` keyed by the asset's checksum
 //! (content-addressed: a cached thumbnail never goes stale). Both paths make a thumbnail
 //! through the same function and cache it under the same key; neither waits for the other.
-//! Videos get a poster frame when `ffmpeg` is on PATH; what cannot be decoded here (HEIC, a
-//! video without ffmpeg, a broken file) gets a placeholder that is not cached. The thumbnails
+//! Videos get a poster frame when `ffmpeg` is on PATH, HEIC/HEIF and AVIF pictures a decode
+//! through `heif-dec` (`media::heif_dec`) when it is; what cannot be decoded here (a HEIF or a
+//! video without its program, a broken file) gets a placeholder that is not cached, and
+//! `lacking` names those formats for `status`. The thumbnails
 //! of an asset the sweep deleted are forgotten, every size. The cache never fills the disk
 //! holding the database: below a reserve of free space (`disk::DEFAULT_RESERVE` unless
 //! configured) it writes nothing and the job waits for space. Touches no database and serves
@@ -15,6 +17,8 @@
 pub mod job;
 
 use crate::disk::{DiskFull, SharedFreeSpace};
+use crate::media::HEIF_MIMES;
+use crate::media::heif_dec::{self, HeifDec};
 use crate::model::MediaKind;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -69,15 +73,35 @@ pub struct Thumbs {
     dir: PathBuf,
     data_dir: PathBuf,
     ffmpeg: Option<PathBuf>,
+    heif: Option<HeifDec>,
     space: SharedFreeSpace,
     /// Bytes kept free on the disk holding the data dir, for the database.
     reserve: u64,
 }
 
 impl Thumbs {
-    /// Thumbnails cached in `<data_dir>/thumbs`, videos through the `ffmpeg` found on PATH.
+    /// Thumbnails cached in `<data_dir>/thumbs`, videos through the `ffmpeg` found on PATH
+    /// and HEIF pictures through its `heif-dec`.
     pub fn new(data_dir: &Path) -> Thumbs {
-        Thumbs::with_ffmpeg(data_dir, find_on_path("ffmpeg"))
+        Thumbs::with_ffmpeg(data_dir, find_on_path("ffmpeg")).with_heif(heif_dec::system().cloned())
+    }
+
+    /// Decodes HEIC, HEIF and AVIF pictures with `heif` (none: they get the placeholder).
+    pub fn with_heif(self, heif: Option<HeifDec>) -> Thumbs {
+        Thumbs { heif, ..self }
+    }
+
+    /// The formats this process gives only a placeholder (its program is missing): the
+    /// HEIF types without `heif-dec`, `video` without `ffmpeg`.
+    pub fn lacking(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if self.heif.is_none() {
+            out.extend_from_slice(HEIF_MIMES);
+        }
+        if self.ffmpeg.is_none() {
+            out.push("video");
+        }
+        out
     }
 
     pub fn with_ffmpeg(data_dir: &Path, ffmpeg: Option<PathBuf>) -> Thumbs {
@@ -85,6 +109,7 @@ impl Thumbs {
             dir: data_dir.join("thumbs"),
             data_dir: data_dir.to_path_buf(),
             ffmpeg,
+            heif: None,
             space: crate::disk::system(),
             reserve: crate::disk::DEFAULT_RESERVE,
         }
@@ -178,6 +203,7 @@ impl Thumbs {
     /// placeholder, and its file need not be looked for).
     pub fn makes(&self, src: &Source<'_>) -> bool {
         match src.kind {
+            Some(MediaKind::Image) if is_heif(src.mime) => self.heif.is_some(),
             Some(MediaKind::Image) => decodable(src.mime),
             Some(MediaKind::Video) => self.ffmpeg.is_some(),
             _ => false,
@@ -218,6 +244,9 @@ impl Thumbs {
     fn picture(&self, src: &Source<'_>, file: &Path) -> Result<Option<Vec<u8>>, ThumbError> {
         if src.pixels.is_some_and(|p| p > MAX_PIXELS) {
             return Ok(None);
+        }
+        if let (true, Some(heif)) = (is_heif(src.mime), &self.heif) {
+            return Ok(heif_picture(heif, file));
         }
         let bytes = std::fs::read(file).map_err(|source| ThumbError::Source {
             path: file.display().to_string(),
@@ -272,7 +301,23 @@ fn jpeg(bytes: Vec<u8>) -> Thumb {
     }
 }
 
-/// The formats this binary decodes (HEIC is not among them: no pure-Rust decoder).
+/// A HEIF through its decoder, which applies the crop, turn and mirror itself: nothing is
+/// turned again here. A file it cannot decode (or that hangs it) gets the placeholder.
+fn heif_picture(heif: &HeifDec, file: &Path) -> Option<Vec<u8>> {
+    match heif.decode_png(file) {
+        Ok(png) => shrink(&png, None),
+        Err(e) => {
+            tracing::info!(error = %e, file = %file.display(), "HEIF picture not decoded; placeholder thumbnail");
+            None
+        }
+    }
+}
+
+fn is_heif(mime: Option<&str>) -> bool {
+    mime.is_some_and(|m| HEIF_MIMES.contains(&m))
+}
+
+/// The formats this binary decodes itself (the HEIF ones go through `heif-dec`).
 fn decodable(mime: Option<&str>) -> bool {
     matches!(
         mime,
@@ -357,6 +402,7 @@ pub fn placeholder(src: &Source<'_>) -> Thumb {
     let label = match (src.kind, src.mime) {
         (Some(MediaKind::Video), _) => "video",
         (_, Some("image/heic" | "image/heif")) => "HEIC",
+        (_, Some("image/avif")) => "AVIF",
         (Some(MediaKind::Image), _) => "picture",
         _ => "file",
     };
@@ -376,11 +422,7 @@ pub fn placeholder(src: &Source<'_>) -> Thumb {
 
 /// The first executable named `name` on PATH.
 pub fn find_on_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    let exe = format!("{name}{}", std::env::consts::EXE_SUFFIX);
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(&exe))
-        .find(|p| p.is_file())
+    heif_dec::on_path(name)
 }
 
 #[cfg(test)]

@@ -90,6 +90,7 @@ struct StatusOut<'a> {
     /// Per walk kind this binary runs: schemes, record and live chain.
     walks: BTreeMap<&'static str, super::walks::WalkOut>,
     disk: &'a DiskStatus,
+    no_thumbnails: &'a [&'static str],
 }
 
 pub fn added(library: &Library, json: bool) -> serde_json::Result<String> {
@@ -293,6 +294,7 @@ pub fn status(s: &Status, json: bool) -> serde_json::Result<String> {
                 .map(|w| (w.kind.as_str(), super::walks::walk_out(w)))
                 .collect(),
             disk: &s.disk,
+            no_thumbnails: &s.no_thumbnails,
         });
     }
     let joined = |m: &BTreeMap<&str, i64>| {
@@ -320,6 +322,11 @@ pub fn status(s: &Status, json: bool) -> serde_json::Result<String> {
             .map(|w| vec![format!("walk {}", w.kind), super::walks::summary(w)]),
     );
     rows.push(vec!["disk".into(), disk_summary(&s.disk)]);
+    let lacking = match s.no_thumbnails.as_slice() {
+        [] => "none".to_string(),
+        formats => formats.join(", "),
+    };
+    rows.push(vec!["no thumbnails".into(), lacking]);
     Ok(table_body(&rows))
 }
 
@@ -483,6 +490,7 @@ mod tests {
             counters: vec![(Counter::FenceRejections, 3)],
             walks: vec![],
             disk: DiskStatus::default(),
+            no_thumbnails: vec!["image/heic", "video"],
         };
         let v: serde_json::Value =
             serde_json::from_str(&status(&s, true).expect("json")).expect("parse");
@@ -490,5 +498,11 @@ mod tests {
         assert_eq!(v["runs_by_state"]["accepted"], 0);
         assert_eq!(v["jobs_by_state"]["queued"], 0);
         assert_eq!(v["counters"]["fence_rejections"], 3);
+        assert_eq!(
+            v["no_thumbnails"],
+            serde_json::json!(["image/heic", "video"])
+        );
+        let human = status(&s, false).expect("text");
+        assert!(human.contains("image/heic, video"), "{human}");
     }
 }

@@ -11,28 +11,37 @@ use std::path::Path;
 pub struct WalkRetinaFace(pub RetinaFace);
 
 impl WalkDetector for WalkRetinaFace {
-    /// An unsupported (HEIC/AVIF, TIFF), oversized or undecodable picture is stamped with no
-    /// faces: the walk only hands over files that still hold the asset's bytes, so this build
-    /// can never do better for them, and the repair walk would otherwise retry them on every
-    /// run (`mediadex faces redetect` still can). A read or model failure stays an error, so
-    /// the asset keeps its old stamp and is tried again by the next walk (a NAS blip passes).
+    /// An unsupported (TIFF), oversized or undecodable picture is stamped with no faces: the
+    /// walk only hands over files that still hold the asset's bytes, so this build can never
+    /// do better for them, and the repair walk would otherwise retry them on every run
+    /// (`mediadex faces redetect` still can). A read or model failure, or a HEIF with no
+    /// `heif-dec` here (it may be installed), stays an error, so the asset keeps its old stamp
+    /// and is tried again by the next walk (a NAS blip passes).
     fn detect(&self, path: &Path) -> Result<Vec<StoredFace>, DetectError> {
-        match self.0.detect(path) {
-            Ok(faces) => Ok(faces.iter().map(stored).collect()),
-            Err(e) if e.is_permanent() => {
-                tracing::info!(path = %path.display(), error = %e, "no face detection for this picture");
-                Ok(Vec::new())
-            }
-            Err(FaceError::Io { source, .. }) => Err(DetectError::Read {
-                path: path.display().to_string(),
-                source,
-            }),
-            Err(e) => Err(DetectError::Detector(e.to_string())),
-        }
+        walk_result(path, self.0.detect(path))
     }
 
     fn version(&self) -> i64 {
         self.0.version()
+    }
+}
+
+/// The walk's answer for a detection's outcome on `path`.
+fn walk_result(
+    path: &Path,
+    outcome: Result<Vec<super::DetectedFace>, FaceError>,
+) -> Result<Vec<StoredFace>, DetectError> {
+    match outcome {
+        Ok(faces) => Ok(faces.iter().map(stored).collect()),
+        Err(e) if e.is_permanent() => {
+            tracing::info!(path = %path.display(), error = %e, "no face detection for this picture");
+            Ok(Vec::new())
+        }
+        Err(FaceError::Io { source, .. }) => Err(DetectError::Read {
+            path: path.display().to_string(),
+            source,
+        }),
+        Err(e) => Err(DetectError::Detector(e.to_string())),
     }
 }
 
@@ -55,11 +64,11 @@ mod tests {
     fn unsupported_is_no_faces_and_a_missing_file_is_an_error() {
         let det = WalkRetinaFace(RetinaFace::new().expect("model"));
         let dir = tempfile::tempdir().expect("tempdir");
-        let heic = dir.path().join("a.heic");
+        let mp4 = dir.path().join("a.mp4");
         let mut bytes = vec![0, 0, 0, 0x18];
-        bytes.extend_from_slice(b"ftypheic\0\0\0\0heicmif1");
-        std::fs::write(&heic, &bytes).expect("write");
-        assert_eq!(det.detect(&heic).ok(), Some(Vec::new()));
+        bytes.extend_from_slice(b"ftypisom\0\0\0\0isomiso2");
+        std::fs::write(&mp4, &bytes).expect("write");
+        assert_eq!(det.detect(&mp4).ok(), Some(Vec::new()));
         let gone = det.detect(&dir.path().join("gone.jpg"));
         match gone {
             // Not found says the same on the next walk (`queue::io_retry`'s tests say it is
@@ -70,6 +79,20 @@ mod tests {
             other => panic!("a missing file is a read error: {other:?}"),
         }
         assert_eq!(det.version(), crate::faces::SCHEME);
+    }
+
+    /// A HEIF with no heif-dec here is not stamped: installing the program must not leave
+    /// it without faces for good.
+    #[test]
+    fn a_heif_without_its_decoder_keeps_its_old_stamp() {
+        let path = Path::new("a.heic");
+        let no_decoder = Err(FaceError::NoDecoder("image/heic".into()));
+        match walk_result(path, no_decoder) {
+            Err(DetectError::Detector(msg)) => assert!(msg.contains("heif-dec"), "{msg}"),
+            other => panic!("not stamped: {other:?}"),
+        }
+        let unsupported = Err(FaceError::Unsupported("image/tiff".into()));
+        assert_eq!(walk_result(path, unsupported).ok(), Some(Vec::new()));
     }
 
     #[test]

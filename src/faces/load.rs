@@ -1,13 +1,16 @@
 //! Decoding for face detection: file bytes → stored-frame RGB pixels plus the EXIF
 //! orientation. Owns the format allow-list and the size bounds (checked from the header before
-//! any pixel is decoded); must not run the model nor rotate pixels.
+//! any pixel is decoded); must not run the model nor rotate pixels. A HEIF file's frame is the
+//! PNG `heif-dec` makes of it (`media::heif_dec`, bounded in time and size), decoded here like
+//! any PNG: its crop, turn and mirror are applied by libheif, and it has no EXIF orientation.
 
 use super::FaceError;
-use crate::media::{HEAD_LEN, sniff};
+use crate::media::heif_dec::{self, HeifDec, HeifDecError};
+use crate::media::{HEAD_LEN, HEIF_MIMES, sniff};
 use image::metadata::Orientation;
 use image::{DynamicImage, ImageDecoder, ImageError, ImageFormat, ImageReader, Limits, RgbImage};
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::io::{BufRead, BufReader, Cursor, Read, Seek, SeekFrom};
 use std::path::Path;
 
 /// Longest side accepted, in stored pixels. Larger pictures are refused before decoding.
@@ -24,11 +27,37 @@ pub struct Decoded {
 }
 
 pub fn open(path: &Path) -> Result<Decoded, FaceError> {
+    open_with(path, heif_dec::system())
+}
+
+/// `open`, with `heif` as the HEIF decoder (none: HEIF files are `NoDecoder`).
+pub fn open_with(path: &Path, heif: Option<&HeifDec>) -> Result<Decoded, FaceError> {
     let file = File::open(path).map_err(|source| FaceError::Io {
         what: path.display().to_string(),
         source,
     })?;
-    read(BufReader::new(file))
+    let mut reader = BufReader::new(file);
+    match mime_of(&mut reader)? {
+        Some(mime) if HEIF_MIMES.contains(&mime.as_str()) => {
+            let heif = heif.ok_or(FaceError::NoDecoder(mime))?;
+            let png = heif.decode_png(path).map_err(heif_error)?;
+            read(Cursor::new(png))
+        }
+        _ => read(reader),
+    }
+}
+
+fn heif_error(e: HeifDecError) -> FaceError {
+    match e {
+        HeifDecError::Run { program, source } => FaceError::Io {
+            what: program,
+            source,
+        },
+        HeifDecError::TooLarge { .. } => FaceError::TooLarge(e.to_string()),
+        HeifDecError::Timeout { .. } | HeifDecError::Failed { .. } => {
+            FaceError::Decode(e.to_string())
+        }
+    }
 }
 
 pub fn read<R: BufRead + Seek>(mut reader: R) -> Result<Decoded, FaceError> {
@@ -47,8 +76,8 @@ pub fn read<R: BufRead + Seek>(mut reader: R) -> Result<Decoded, FaceError> {
     })
 }
 
-/// The decoder for the content (never the file name), or `Unsupported` naming what it is.
-fn format_of<R: Read + Seek>(reader: &mut R) -> Result<ImageFormat, FaceError> {
+/// The content's type (never the file name's), the reader left at the start.
+fn mime_of<R: Read + Seek>(reader: &mut R) -> Result<Option<String>, FaceError> {
     let io = |source| FaceError::Io {
         what: "image data".into(),
         source,
@@ -62,7 +91,12 @@ fn format_of<R: Read + Seek>(reader: &mut R) -> Result<ImageFormat, FaceError> {
     if head.is_empty() {
         return Err(FaceError::Decode("empty file".into()));
     }
-    match sniff(&head).1.as_deref() {
+    Ok(sniff(&head).1)
+}
+
+/// The decoder for the content, or `Unsupported` naming what it is.
+fn format_of<R: Read + Seek>(reader: &mut R) -> Result<ImageFormat, FaceError> {
+    match mime_of(reader)?.as_deref() {
         Some("image/jpeg") => Ok(ImageFormat::Jpeg),
         Some("image/png" | "image/apng") => Ok(ImageFormat::Png),
         Some("image/webp") => Ok(ImageFormat::WebP),
@@ -173,6 +207,51 @@ mod tests {
                 got.err()
             );
         }
+    }
+
+    fn fixture(name: &str) -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(name)
+    }
+
+    /// A stand-in for heif-dec running `body` (`$4` is where the PNG goes).
+    #[cfg(unix)]
+    fn fake_heif_dec(dir: &Path, body: &str) -> HeifDec {
+        use std::os::unix::fs::PermissionsExt;
+        let script = dir.join("heif-dec");
+        std::fs::write(&script, format!("#!/bin/sh\n{body}\n")).expect("script");
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        HeifDec::at(script)
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_heif_is_decoded_through_heif_dec_and_without_it_says_what_is_missing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let heic = fixture("astronaut_half.heic");
+        let png = fixture("astronaut.png");
+        let dec = fake_heif_dec(dir.path(), &format!("cp '{}' \"$4\"", png.display()));
+        let got = open_with(&heic, Some(&dec)).expect("decoded through the program");
+        assert_eq!(got.rgb.dimensions(), (512, 512));
+        assert_eq!(got.orientation, Orientation::NoTransforms);
+
+        match open_with(&heic, None) {
+            Err(e @ FaceError::NoDecoder(_)) => {
+                assert!(
+                    !e.is_permanent() && e.to_string().contains("heif-dec"),
+                    "{e}"
+                );
+            }
+            other => panic!("no decoder: {:?}", other.map(|d| d.rgb.dimensions())),
+        }
+        let failing = fake_heif_dec(dir.path(), "exit 1");
+        match open_with(&fixture("astronaut_384.avif"), Some(&failing)) {
+            Err(e @ FaceError::Decode(_)) => assert!(e.is_permanent(), "{e}"),
+            other => panic!("a failed decode: {:?}", other.map(|d| d.rgb.dimensions())),
+        }
+        let jpeg = open_with(&fixture("rocket.jpg"), None).expect("a JPEG needs no program");
+        assert_eq!(jpeg.rgb.dimensions(), (640, 427));
     }
 
     #[test]

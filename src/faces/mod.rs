@@ -3,7 +3,8 @@
 //! pre- and post-processing. Must not touch the database or the queue, and must never panic
 //! on what it reads. Only `for_walks` knows the face-repair walk's trait.
 //!
-//! The pipeline of `RetinaFace::detect`: decode (bounded) → apply EXIF orientation → scale the
+//! The pipeline of `RetinaFace::detect`: decode (bounded; HEIF through `heif-dec`, already
+//! upright) → apply EXIF orientation → scale the
 //! long side to `TARGET_LONG_SIDE` → run the net → decode priors → score threshold → NMS →
 //! map boxes and landmarks back to stored-pixel coordinates.
 //!
@@ -54,10 +55,14 @@ pub enum FaceError {
         what: String,
         source: std::io::Error,
     },
-    /// Not a format this build can decode (HEIC/AVIF, TIFF, videos, non-media). Permanent:
-    /// asking again gives the same answer.
+    /// Not a format this build can decode (TIFF, videos, non-media). Permanent: asking again
+    /// gives the same answer.
     #[error("face detection does not support {0}")]
     Unsupported(String),
+    /// A HEIF picture (HEIC, HEIF, AVIF) and no `heif-dec` here: not permanent, the program
+    /// may be installed later.
+    #[error("face detection of {0} needs heif-dec (package libheif-examples)")]
+    NoDecoder(String),
     /// Refused before decoding: the picture would need more memory than allowed.
     #[error("image too large for face detection: {0}")]
     TooLarge(String),

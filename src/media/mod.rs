@@ -1,11 +1,12 @@
 //! Pure media extractors: a file path (or the bytes already read from it) in, `MediaFacts`
-//! out. Owns type sniffing, dimensions, EXIF (with an XMP fallback), video container facts,
-//! the content-hash rules (`content_hash`), where each capture date came from, the end of
-//! the date chain (`fill_undated`: a date in the file name, `filename_date`, else the mtime
-//! the caller hands in), and the pure readers of a photo's sidecar files, XMP (`sidecar`)
-//! and Google Takeout JSON (`takeout`), with their naming rules; must not touch the
-//! database, the queue or SQL (no database access of any kind), and must never panic on
-//! what it reads.
+//! out. Owns type sniffing, dimensions (a HEIF's from its own boxes, `heif`), EXIF (with an
+//! XMP fallback), video container facts, the content-hash rules (`content_hash`), the
+//! run-time HEIF decoder (`heif_dec`: a separate program, bounded, that thumbs and faces
+//! call), where each capture date came from, the end of the date chain (`fill_undated`: a
+//! date in the file name, `filename_date`, else the mtime the caller hands in), and the pure
+//! readers of a photo's sidecar files, XMP (`sidecar`) and Google Takeout JSON (`takeout`),
+//! with their naming rules; must not touch the database, the queue or SQL (no database
+//! access of any kind), and must never panic on what it reads.
 //! `fuzz` (hidden) hands each private parser to the fuzz driver, examples/fuzz.
 //!
 //! Must not import: store, queue, scan, walks, rusqlite, r2d2
@@ -16,6 +17,8 @@ mod date_chain;
 pub mod filename_date;
 #[doc(hidden)]
 pub mod fuzz;
+mod heif;
+pub mod heif_dec;
 mod photo;
 pub mod sidecar;
 mod sniff;
@@ -106,7 +109,13 @@ fn read_image<R: BufRead + Seek>(
     complete: Option<Result<(), String>>,
     facts: &mut MediaFacts,
 ) -> Result<(), String> {
-    let size = photo::read_size(&mut reader, facts).and(complete.unwrap_or(Ok(())));
+    let heif = HEIF_MIMES.contains(&mime);
+    let size = if heif {
+        heif_size(&mut reader, facts)
+    } else {
+        photo::read_size(&mut reader, facts)
+    };
+    let size = size.and(complete.unwrap_or(Ok(())));
     let exif = if photo::EXIF_MIMES.contains(&mime) {
         photo::read_exif(&mut reader, mime, facts)
     } else {
@@ -114,13 +123,33 @@ fn read_image<R: BufRead + Seek>(
     };
     xmp::fill_from_xmp(&mut reader, mime, facts);
     if let (Some(w), Some(h)) = (facts.width, facts.height) {
-        let (dw, dh) = values::display_size(w, h, facts.orientation);
+        let turn = if heif { None } else { facts.orientation };
+        let (dw, dh) = values::display_size(w, h, turn);
         (facts.display_width, facts.display_height) = (Some(dw), Some(dh));
     }
     match (size, exif) {
         (Err(a), Err(b)) => Err(format!("{a}; {b}")),
         (Err(e), _) | (_, Err(e)) => Err(e),
         _ => Ok(()),
+    }
+}
+
+/// The HEIF family, whose pictures only a HEIF decoder (`heif_dec`) turns into pixels.
+pub const HEIF_MIMES: &[&str] = &["image/heic", "image/heif", "image/avif"];
+
+/// A HEIF's only frame anyone can decode is the one libheif hands out, with its clean
+/// aperture, rotation and mirror applied (the coded tiles are not a picture on their own), so
+/// that frame is both its stored and its displayed size; imagesize, which reads the first
+/// `ispe` of any item, is only the fallback for a `meta` this reader cannot follow. Its EXIF
+/// orientation stays the recorded fact, but as MIAF says it is not applied on top of
+/// `irot`/`imir` (iPhones write both): not to the display size, nor to the decoded pixels.
+fn heif_size<R: BufRead + Seek>(reader: &mut R, facts: &mut MediaFacts) -> Result<(), String> {
+    match heif::geometry(reader) {
+        Some(g) => {
+            (facts.width, facts.height) = (Some(g.display.0), Some(g.display.1));
+            Ok(())
+        }
+        None => photo::read_size(reader, facts),
     }
 }
 
@@ -162,5 +191,58 @@ fn join_errors(a: Option<String>, b: Option<String>) -> Option<String> {
     match (a, b) {
         (Some(a), Some(b)) => Some(format!("{a}; {b}")),
         (a, b) => a.or(b),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::extract;
+    use std::path::Path;
+
+    pub fn fixture(name: &str) -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(name)
+    }
+
+    /// astronaut_half.heic with its primary item's `pixi` property (a 16-byte box) overwritten
+    /// by an `irot` of a quarter turn padded to the same length: libheif 1.15's heif-convert
+    /// decodes it to 540x405 (exiftool: ImageSize 405x540, Rotation 90).
+    pub fn turned_astronaut() -> Vec<u8> {
+        let mut b = std::fs::read(fixture("astronaut_half.heic")).expect("fixture");
+        let at = b.windows(4).position(|w| w == b"pixi").expect("a pixi box") - 4;
+        assert_eq!(&b[at..at + 4], &[0, 0, 0, 16], "the fixture's layout");
+        b[at..at + 16].copy_from_slice(&[&[0, 0, 0, 16][..], b"irot", &[1], &[0; 7]].concat());
+        b
+    }
+
+    #[test]
+    fn a_turned_heif_is_indexed_at_the_size_its_decoder_shows() {
+        let facts = super::extract_from(Path::new("turned.heic"), Some(&turned_astronaut()));
+        assert_eq!(facts.error, None);
+        assert_eq!((facts.width, facts.height), (Some(540), Some(405)));
+        let display = (facts.display_width, facts.display_height);
+        assert_eq!(display, (Some(540), Some(405)));
+    }
+
+    /// exiftool 12.57 on these files: ImageSize 405x540 (the primary item, a grid over a
+    /// 406-wide HEVC tile) and 384x384.
+    #[test]
+    fn heif_files_report_their_primary_items_size_as_exiftool_does() {
+        for (name, mime, size) in [
+            ("astronaut_half.heic", "image/heic", (405, 540)),
+            ("astronaut_384.avif", "image/avif", (384, 384)),
+        ] {
+            let facts = extract(&fixture(name));
+            assert_eq!(facts.error, None, "{name}");
+            assert_eq!(facts.mime.as_deref(), Some(mime), "{name}");
+            assert_eq!(
+                (facts.width, facts.height),
+                (Some(size.0), Some(size.1)),
+                "{name}"
+            );
+            let display = (facts.display_width, facts.display_height);
+            assert_eq!(display, (Some(size.0), Some(size.1)), "{name}");
+        }
     }
 }

@@ -1,5 +1,6 @@
 //! The status summary (`mediadex status`): the data dir, how many libraries, the run and job
-//! rows per state, the counters, the walks this process runs and the data dir's disk.
+//! rows per state, the counters, the walks this process runs, the data dir's disk and the
+//! formats that get only a placeholder thumbnail here (their program is missing).
 
 use super::{Error, Services};
 use crate::config::Config;
@@ -17,6 +18,8 @@ pub struct Status {
     pub counters: Vec<(Counter, i64)>,
     pub walks: Vec<crate::walks::WalkState>,
     pub disk: DiskStatus,
+    /// Formats this process gives only a placeholder thumbnail (`Thumbs::lacking`).
+    pub no_thumbnails: Vec<&'static str>,
 }
 
 /// The disk holding the data dir, as `status` sees it.
@@ -46,6 +49,7 @@ pub fn status(
         counters: s.store.counters()?,
         walks: super::walks::states(s)?,
         disk: disk(config, thumbs),
+        no_thumbnails: thumbs.lacking(),
     })
 }
 

@@ -28,7 +28,8 @@ pub enum Outcome {
     /// Cached already (by a request, an earlier run, or this job before a crash).
     Cached,
     Made,
-    /// Cannot be made here (undecodable, HEIC, a video without ffmpeg): the placeholder.
+    /// Cannot be made here (undecodable, a HEIF without heif-dec, a video without ffmpeg):
+    /// the placeholder.
     Placeholder,
     /// No file of the asset still holds the bytes the scan indexed.
     NoFile,

@@ -298,18 +298,42 @@ fn broken_and_truncated_files_are_errors() {
 #[test]
 fn unsupported_and_missing_files_say_so() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let heic = dir.path().join("a.heic");
+    let mp4 = dir.path().join("a.mp4");
     let mut bytes = vec![0, 0, 0, 0x18];
-    bytes.extend_from_slice(b"ftypheic\0\0\0\0heicmif1");
+    bytes.extend_from_slice(b"ftypisom\0\0\0\0isomiso2");
     bytes.resize(4096, 0);
-    std::fs::write(&heic, &bytes).expect("write");
-    let err = detector().detect(&heic).expect_err("HEIC is not decoded");
+    std::fs::write(&mp4, &bytes).expect("write");
+    let err = detector()
+        .detect(&mp4)
+        .expect_err("a video is not a picture");
     assert!(matches!(err, FaceError::Unsupported(_)), "{err}");
-    assert!(err.to_string().contains("image/heic"), "{err}");
+    assert!(err.to_string().contains("video/mp4"), "{err}");
 
     let missing = dir.path().join("gone.jpg");
     let err = detector().detect(&missing).expect_err("no file");
     assert!(matches!(err, FaceError::Io { .. }), "{err}");
     assert!(!err.is_permanent());
     assert!(err.to_string().contains("gone.jpg"), "{err}");
+}
+
+/// The fixtures' HEIC (the astronaut cropped to 405x540: one face) and AVIF (the astronaut at 384 px)
+/// through the real heif-dec: their faces are found, inside the decoded (display) frame.
+#[test]
+#[ignore = "needs heif-dec"]
+fn heic_and_avif_faces_are_found_through_heif_dec() {
+    assert!(
+        mediadex::media::heif_dec::HeifDec::find().is_some(),
+        "heif-dec or heif-convert on PATH"
+    );
+    for (name, at_least, frame) in [
+        ("astronaut_half.heic", 1, (405.0, 540.0)),
+        ("astronaut_384.avif", 1, (384.0, 384.0)),
+    ] {
+        let faces = detector().detect(&fixture(name)).expect(name);
+        assert!(faces.len() >= at_least, "{name}: {faces:?}");
+        for f in &faces {
+            let inside = f.x >= -1.0 && f.y >= -1.0 && f.x + f.width <= frame.0 + 1.0;
+            assert!(inside && f.y + f.height <= frame.1 + 1.0, "{name}: {f:?}");
+        }
+    }
 }

@@ -530,3 +530,126 @@ fn the_cache_stops_at_its_reserve_and_carries_on_once_space_is_back() {
     pool.shutdown();
     assert!(a.is_file(), "made once space is back");
 }
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn heif_source<'a>(sum: &'a str, mime: &'a str) -> mediadex::thumbs::Source<'a> {
+    mediadex::thumbs::Source {
+        checksum_hex: sum,
+        kind: Some(MediaKind::Image),
+        mime: Some(mime),
+        orientation: None,
+        pixels: Some(405 * 540),
+    }
+}
+
+/// JPEG magic and the decoded size of a thumbnail.
+fn jpeg_size(bytes: &[u8]) -> (u32, u32) {
+    assert_eq!(bytes.get(..3), Some(&[0xFF, 0xD8, 0xFF][..]), "JPEG magic");
+    let img = image::load_from_memory_with_format(bytes, image::ImageFormat::Jpeg)
+        .expect("decodes as JPEG");
+    (img.width(), img.height())
+}
+
+/// A stand-in for heif-dec that writes `png` where it is told to: the thumbnailer's side of
+/// the decoder, on every machine.
+#[cfg(unix)]
+fn fake_heif_dec(dir: &Path, png: &Path) -> mediadex::media::heif_dec::HeifDec {
+    use std::os::unix::fs::PermissionsExt;
+    let script = dir.join("heif-dec");
+    let body = format!("#!/bin/sh\ncp '{}' \"$4\"\n", png.display());
+    std::fs::write(&script, body).expect("script");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    mediadex::media::heif_dec::HeifDec::at(script)
+}
+
+#[cfg(unix)]
+#[test]
+fn heif_pictures_get_a_jpeg_through_the_decoder_and_a_placeholder_without_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = fixture("astronaut_half.heic");
+    let without = Thumbs::with_ffmpeg(&dir.path().join("a"), None).with_heif(None);
+    let src = heif_source("aa01", "image/heic");
+    let t = without.get(&src, &file).expect("placeholder");
+    assert_eq!(t.content_type, "image/svg+xml");
+    assert_eq!(
+        without.lacking(),
+        ["image/heic", "image/heif", "image/avif", "video"]
+    );
+
+    let decoder = fake_heif_dec(dir.path(), &fixture("astronaut.png"));
+    let with = Thumbs::with_ffmpeg(&dir.path().join("b"), None).with_heif(Some(decoder));
+    for mime in ["image/heic", "image/avif"] {
+        let sum = format!("bb{}", mime.len());
+        let t = with.get(&heif_source(&sum, mime), &file).expect("thumb");
+        assert!(t.immutable && t.content_type == "image/jpeg", "{mime}");
+        assert_eq!(jpeg_size(&t.bytes), (320, 320), "{mime}");
+        assert!(with.cache_path(&sum).is_file(), "{mime} cached");
+    }
+    assert_eq!(with.lacking(), ["video"]);
+}
+
+/// The corpus's HEIC and AVIF through the real heif-dec: JPEG thumbnails of their shape.
+#[test]
+#[ignore = "needs heif-dec"]
+fn heic_and_avif_fixtures_get_real_jpeg_thumbnails() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decoder = mediadex::media::heif_dec::HeifDec::find().expect("heif-dec on PATH");
+    let thumbs = Thumbs::with_ffmpeg(dir.path(), None).with_heif(Some(decoder));
+    for (name, mime, size) in [
+        ("astronaut_half.heic", "image/heic", (240, 320)),
+        ("astronaut_384.avif", "image/avif", (320, 320)),
+    ] {
+        let sum = format!("cc{}", name.len());
+        let t = thumbs
+            .get(&heif_source(&sum, mime), &fixture(name))
+            .expect(name);
+        assert!(t.immutable, "{name}: a real thumbnail");
+        assert_eq!(jpeg_size(&t.bytes), size, "{name}");
+    }
+}
+
+/// `status --json` under a PATH holding only `programs` (empty stand-ins).
+#[cfg(unix)]
+fn status_with_programs(programs: &[&str]) -> serde_json::Value {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).expect("bin");
+    for p in programs {
+        let path = bin.join(p);
+        std::fs::write(&path, "#!/bin/sh\nexit 1\n").expect("stand-in");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mediadex"))
+        .env_remove("MEDIADEX_DATA")
+        .env_remove("RUST_LOG")
+        .env("PATH", &bin)
+        .arg("--data")
+        .arg(dir.path().join("data"))
+        .args(["status", "--json"])
+        .output()
+        .expect("run mediadex");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("json")
+}
+
+#[cfg(unix)]
+#[test]
+fn status_names_the_formats_that_get_only_a_placeholder() {
+    let none = status_with_programs(&[]);
+    let all = ["image/heic", "image/heif", "image/avif", "video"];
+    assert_eq!(none["no_thumbnails"], serde_json::json!(all));
+    let old_name = status_with_programs(&["heif-convert", "ffmpeg"]);
+    assert_eq!(old_name["no_thumbnails"], serde_json::json!([]));
+    let new_name = status_with_programs(&["heif-dec"]);
+    assert_eq!(new_name["no_thumbnails"], serde_json::json!(["video"]));
+}

@@ -1,0 +1,346 @@
+//! The run-time HEIF decoder: libheif's `heif-dec` program (`heif-convert` before libheif
+//! 1.16, Debian package `libheif-examples`), run as a separate process to turn a HEIC, HEIF or
+//! AVIF file into a PNG with its clean aperture, rotation and mirror applied. A separate
+//! program, not a linked library: libheif and its codecs (libde265, dav1d) stay LGPL programs
+//! of their own, and Debian 12's libheif 1.15 is older than `libheif-rs` 2.x needs. Owns
+//! finding the program, its bounds (a deadline after which it is killed, a cap on what it may
+//! write) and its private output directory; must not decide what the pixels are for.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// The names the program has had, newest first.
+pub const PROGRAMS: &[&str] = &["heif-dec", "heif-convert"];
+/// A decode that has not finished by then is killed (a hostile file must not hold a worker).
+pub const TIMEOUT: Duration = Duration::from_secs(30);
+/// Most bytes of PNG the program may write: a 120-megapixel RGBA picture, uncompressed.
+pub const MAX_OUTPUT: u64 = 480 * 1024 * 1024;
+/// How often a running decode is looked at (its exit, its output's size, the deadline).
+const POLL: Duration = Duration::from_millis(20);
+
+#[derive(Debug, thiserror::Error)]
+pub enum HeifDecError {
+    #[error("cannot run {program}: {source}")]
+    Run {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{program} did not finish within {secs} s; stopped")]
+    Timeout { program: String, secs: u64 },
+    #[error("{program} wrote more than {max} bytes; stopped")]
+    TooLarge { program: String, max: u64 },
+    #[error("{program} could not decode the file ({status})")]
+    Failed { program: String, status: String },
+}
+
+impl HeifDecError {
+    /// True when running it again on the same file gives the same answer.
+    pub fn is_permanent(&self) -> bool {
+        !matches!(self, HeifDecError::Run { .. })
+    }
+}
+
+/// One decoder program and its bounds.
+#[derive(Clone, Debug)]
+pub struct HeifDec {
+    program: PathBuf,
+    timeout: Duration,
+    max_output: u64,
+}
+
+/// The decoder on PATH, looked for once per process; its absence is logged once.
+pub fn system() -> Option<&'static HeifDec> {
+    static FOUND: OnceLock<Option<HeifDec>> = OnceLock::new();
+    FOUND
+        .get_or_init(|| {
+            let found = HeifDec::find();
+            match &found {
+                Some(d) => tracing::debug!(program = %d.program.display(), "HEIF decoder"),
+                None => tracing::warn!(
+                    "no heif-dec or heif-convert on PATH (package libheif-examples): HEIC, \
+                     HEIF and AVIF pictures get no thumbnails and no face detection"
+                ),
+            }
+            found
+        })
+        .as_ref()
+}
+
+impl HeifDec {
+    /// The first of `PROGRAMS` on PATH.
+    pub fn find() -> Option<HeifDec> {
+        PROGRAMS.iter().find_map(|p| on_path(p)).map(HeifDec::at)
+    }
+
+    pub fn at(program: PathBuf) -> HeifDec {
+        HeifDec {
+            program,
+            timeout: TIMEOUT,
+            max_output: MAX_OUTPUT,
+        }
+    }
+
+    pub fn with_limits(self, timeout: Duration, max_output: u64) -> HeifDec {
+        HeifDec {
+            timeout,
+            max_output,
+            ..self
+        }
+    }
+
+    pub fn program(&self) -> &Path {
+        &self.program
+    }
+
+    /// The primary picture of `file` as PNG bytes, decoded into a private directory that is
+    /// removed afterwards. `--` ends the options and a relative path is given as `./…`, so
+    /// that no file name is ever read as an option.
+    pub fn decode_png(&self, file: &Path) -> Result<Vec<u8>, HeifDecError> {
+        let out = OutDir::new().map_err(|e| self.run_error(e))?;
+        let input = if file.is_relative() {
+            Path::new(".").join(file)
+        } else {
+            file.to_path_buf()
+        };
+        let child = Command::new(&self.program)
+            .args(["--quiet", "--"])
+            .arg(&input)
+            .arg(out.path.join("out.png"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| self.run_error(e))?;
+        self.watch(child, &out)?;
+        let png = out
+            .written()
+            .ok_or_else(|| self.failed("no picture written"))?;
+        std::fs::read(png).map_err(|e| self.run_error(e))
+    }
+
+    /// Waits for the program, killing it at the deadline or once its output is too large.
+    fn watch(&self, mut child: Child, out: &OutDir) -> Result<(), HeifDecError> {
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            match child.try_wait() {
+                Ok(Some(status)) if status.success() => break,
+                Ok(Some(status)) => return Err(self.failed(&status.to_string())),
+                Ok(None) => {}
+                Err(e) => return Err(self.stop(child, self.run_error(e))),
+            }
+            if out.bytes() > self.max_output {
+                let max = self.max_output;
+                let program = self.name();
+                return Err(self.stop(child, HeifDecError::TooLarge { program, max }));
+            }
+            if Instant::now() >= deadline {
+                let secs = self.timeout.as_secs();
+                let program = self.name();
+                return Err(self.stop(child, HeifDecError::Timeout { program, secs }));
+            }
+            std::thread::sleep(POLL);
+        }
+        if out.bytes() > self.max_output {
+            let (program, max) = (self.name(), self.max_output);
+            return Err(HeifDecError::TooLarge { program, max });
+        }
+        Ok(())
+    }
+
+    fn stop(&self, mut child: Child, why: HeifDecError) -> HeifDecError {
+        let _ = child.kill();
+        let _ = child.wait();
+        why
+    }
+
+    fn name(&self) -> String {
+        self.program.display().to_string()
+    }
+
+    fn run_error(&self, source: std::io::Error) -> HeifDecError {
+        HeifDecError::Run {
+            program: self.name(),
+            source,
+        }
+    }
+
+    fn failed(&self, status: &str) -> HeifDecError {
+        HeifDecError::Failed {
+            program: self.name(),
+            status: status.to_string(),
+        }
+    }
+}
+
+/// A directory of this process's own under the system temp dir, removed on drop.
+struct OutDir {
+    path: PathBuf,
+}
+
+impl OutDir {
+    fn new() -> std::io::Result<OutDir> {
+        static DIRS: AtomicU64 = AtomicU64::new(0);
+        let n = DIRS.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("mediadex-heif-{}-{n}", std::process::id()));
+        let mut builder = std::fs::DirBuilder::new();
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder.create(&path)?;
+        Ok(OutDir { path })
+    }
+
+    /// Bytes written so far, over every file (the program numbers its outputs when a file
+    /// holds several pictures, and may add auxiliary ones).
+    fn bytes(&self) -> u64 {
+        let Ok(entries) = std::fs::read_dir(&self.path) else {
+            return 0;
+        };
+        entries
+            .flatten()
+            .filter_map(|e| e.metadata().ok())
+            .map(|m| m.len())
+            .sum()
+    }
+
+    /// The picture written: `out.png`, or `out-1.png` when the file held several.
+    fn written(&self) -> Option<PathBuf> {
+        ["out.png", "out-1.png"]
+            .iter()
+            .map(|name| self.path.join(name))
+            .find(|p| p.is_file())
+    }
+}
+
+impl Drop for OutDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// The first executable named `name` on PATH.
+pub fn on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    let exe = format!("{name}{}", std::env::consts::EXE_SUFFIX);
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(&exe))
+        .find(|p| p.is_file())
+}
+
+#[cfg(test)]
+#[cfg(unix)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A stand-in for heif-dec: a shell script whose arguments are `$1`..`$4` (`--quiet`,
+    /// `--`, the input, the output).
+    fn fake(dir: &Path, body: &str) -> HeifDec {
+        let path = dir.join("heif-dec");
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write script");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        HeifDec::at(path).with_limits(Duration::from_millis(300), 1024 * 1024)
+    }
+
+    #[test]
+    fn names_go_after_the_end_of_options_and_a_relative_one_starts_with_dot() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let args = dir.path().join("args");
+        let dec = fake(
+            dir.path(),
+            &format!(
+                "printf '%s\\n' \"$@\" > '{}'; printf png > \"$4\"",
+                args.display()
+            ),
+        );
+        let png = dec.decode_png(Path::new("-rf.heic")).expect("decoded");
+        assert_eq!(png, b"png");
+        let seen = std::fs::read_to_string(&args).expect("args");
+        let seen: Vec<&str> = seen.lines().collect();
+        assert_eq!(seen[..3], ["--quiet", "--", "./-rf.heic"], "{seen:?}");
+        assert!(seen[3].ends_with("/out.png"), "{seen:?}");
+        let out_dir = Path::new(seen[3]).parent().expect("parent");
+        assert!(!out_dir.exists(), "the private output directory is removed");
+    }
+
+    #[test]
+    fn a_decoder_that_hangs_is_killed_at_the_deadline() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pid = dir.path().join("pid");
+        let dec = fake(
+            dir.path(),
+            &format!("echo $$ > '{}'; exec sleep 600", pid.display()),
+        );
+        let got = dec.decode_png(Path::new("/x.heic"));
+        assert!(matches!(got, Err(HeifDecError::Timeout { .. })), "{got:?}");
+        let pid = std::fs::read_to_string(&pid).expect("pid");
+        let alive = Path::new("/proc").join(pid.trim()).exists();
+        assert!(!alive, "the decoder process is gone");
+    }
+
+    #[test]
+    fn a_decoder_that_writes_too_much_is_stopped() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let dec = fake(
+            dir.path(),
+            "head -c 3000000 /dev/zero > \"$4\"; exec sleep 600",
+        );
+        let got = dec.decode_png(Path::new("/x.heic"));
+        assert!(matches!(got, Err(HeifDecError::TooLarge { .. })), "{got:?}");
+        let dec = fake(dir.path(), "head -c 3000000 /dev/zero > \"$4\"");
+        let got = dec.decode_png(Path::new("/x.heic"));
+        assert!(
+            matches!(got, Err(HeifDecError::TooLarge { .. })),
+            "quick: {got:?}"
+        );
+    }
+
+    #[test]
+    fn a_failing_or_silent_decoder_is_a_permanent_failure() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for body in ["exit 1", "exit 0"] {
+            let got = fake(dir.path(), body).decode_png(Path::new("/x.heic"));
+            assert!(
+                matches!(&got, Err(HeifDecError::Failed { .. })),
+                "{body}: {got:?}"
+            );
+            assert!(got.err().is_some_and(|e| e.is_permanent()));
+        }
+        let missing = HeifDec::at(dir.path().join("nothing-here"));
+        let got = missing.decode_png(Path::new("/x.heic"));
+        assert!(
+            got.err().is_some_and(|e| !e.is_permanent()),
+            "not installed"
+        );
+    }
+
+    /// The real program, on the fixtures: a PNG of the display size.
+    #[test]
+    #[ignore = "needs heif-dec"]
+    fn heif_dec_decodes_the_fixtures_at_their_display_size() {
+        let dec = HeifDec::find().expect("heif-dec or heif-convert on PATH");
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        for (name, size) in [
+            ("astronaut_half.heic", (405, 540)),
+            ("astronaut_384.avif", (384, 384)),
+        ] {
+            let png = dec.decode_png(&root.join(name)).expect(name);
+            let img = image::load_from_memory(&png).expect("a PNG");
+            assert_eq!((img.width(), img.height()), size, "{name}");
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let turned = dir.path().join("turned.heic");
+        std::fs::write(&turned, crate::media::tests::turned_astronaut()).expect("write");
+        let img = image::load_from_memory(&dec.decode_png(&turned).expect("turned")).expect("png");
+        let facts = crate::media::extract(&turned);
+        assert_eq!((img.width(), img.height()), (540, 405), "libheif turns it");
+        assert_eq!(
+            (facts.width, facts.height),
+            (Some(540), Some(405)),
+            "and so do we"
+        );
+    }
+}
