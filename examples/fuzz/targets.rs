@@ -6,7 +6,7 @@
 
 use mediadex::http::range::{self, Plan};
 use mediadex::media::{self, content_hash, fuzz, sidecar, takeout};
-use mediadex::model::MediaFacts;
+use mediadex::model::{MediaFacts, TakenAtSource};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::path::Path;
@@ -187,9 +187,11 @@ fn sidecar(bytes: &[u8], _: &str) -> Result<(), String> {
     let Ok(f) = sidecar::parse(bytes) else {
         return Ok(());
     };
+    // A sidecar's date is a sidecar date: the source the date chain will give it.
     let as_facts = MediaFacts {
         taken_local: f.taken_local.clone(),
         taken_offset_minutes: f.taken_offset_minutes,
+        taken_at_source: f.taken_local.as_ref().map(|_| TakenAtSource::Sidecar),
         lat: f.lat,
         lon: f.lon,
         ..MediaFacts::default()
