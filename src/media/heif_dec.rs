@@ -186,9 +186,14 @@ impl OutDir {
         static DIRS: AtomicU64 = AtomicU64::new(0);
         let n = DIRS.fetch_add(1, Ordering::Relaxed);
         let path = std::env::temp_dir().join(format!("mediadex-heif-{}-{n}", std::process::id()));
-        let mut builder = std::fs::DirBuilder::new();
         #[cfg(unix)]
-        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        let builder = {
+            let mut b = std::fs::DirBuilder::new();
+            std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+            b
+        };
+        #[cfg(not(unix))]
+        let builder = std::fs::DirBuilder::new();
         builder.create(&path)?;
         Ok(OutDir { path })
     }
