@@ -297,7 +297,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             problems,
             json,
         } => match problems {
-            Some(run) => emit(&run_problems(&open(data)?.1, run, json)?),
+            Some(run) => emit(&run_problems(data, run, json)?),
             None => runs(data, library.as_deref(), limit, json),
         },
         Command::Jobs { limit, json } => emit(&render::jobs(&open(data)?.1.jobs(limit)?, json)?),
@@ -478,12 +478,11 @@ fn open(data: Option<PathBuf>) -> anyhow::Result<(Config, Store)> {
 /// Writes the whole output at once, after every read succeeded: a failing command prints
 /// nothing on stdout. A closed pipe (`| head`) is not an error.
 /// `runs --problems RUN`: every problem the run kept, or an input error for an unknown run.
-fn run_problems(store: &Store, run: i64, json: bool) -> anyhow::Result<String> {
-    if store.scan_run(run)?.is_none() {
-        return Err(ops::Error::NotFound(ops::Thing::ScanRun, run).into());
-    }
-    let listed = store.run_problems(run, 0, mediadex::store::PROBLEMS_PER_RUN)?;
-    Ok(problems::problems(run, &listed, json)?)
+fn run_problems(data: Option<PathBuf>, run: i64, json: bool) -> anyhow::Result<String> {
+    let (config, store) = open(data)?;
+    let s = services(&config, store, false);
+    let page = ops::scans::problems(&s, run, 0, mediadex::store::PROBLEMS_PER_RUN)?;
+    Ok(problems::problems(run, &page.items, json)?)
 }
 
 fn emit(text: &str) -> anyhow::Result<()> {

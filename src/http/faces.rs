@@ -6,7 +6,7 @@
 use super::assets::{DEFAULT_PAGE, MAX_PAGE, get_asset, parse_cursor};
 use super::error::ApiError;
 use super::{AppState, blocking};
-use crate::model::{Asset, DetectedFace};
+use crate::model::Asset;
 use axum::Json;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
@@ -24,7 +24,7 @@ pub struct FacesOut {
     orientation: Option<u16>,
     trashed: bool,
     /// Each in stored pixels: `x`, `y`, `w`, `h`, `score`, five `landmarks` `[x, y]`.
-    faces: Vec<DetectedFace>,
+    faces: Vec<crate::wire::Face>,
 }
 
 fn faces_out(a: &Asset) -> FacesOut {
@@ -35,7 +35,7 @@ fn faces_out(a: &Asset) -> FacesOut {
         stored_height: a.facts.height,
         orientation: a.facts.orientation,
         trashed: a.trashed_at.is_some(),
-        faces: a.faces.clone(),
+        faces: a.faces.iter().map(crate::wire::Face::from).collect(),
     }
 }
 

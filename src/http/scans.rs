@@ -148,21 +148,12 @@ pub struct ProblemsQuery {
 /// One page of a run's problems; `next_cursor` is the `after` of the next page.
 #[derive(serde::Serialize)]
 pub struct ProblemsPage {
-    items: Vec<ProblemOut>,
+    items: Vec<crate::wire::Problem>,
     next_cursor: Option<i64>,
     /// How many problems the run kept.
     total: i64,
     /// The run kept as many as it may: it may have met more (its progress counts them).
     truncated: bool,
-}
-
-#[derive(serde::Serialize)]
-struct ProblemOut {
-    seq: i64,
-    path: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    path_bytes: Option<String>,
-    error: String,
 }
 
 pub async fn problems(
@@ -176,32 +167,17 @@ pub async fn problems(
     if after < 0 {
         return Err(ApiError::bad_request("after must not be negative"));
     }
-    let store = s.ops.store.clone();
-    Ok(Json(
-        blocking(move || {
-            store
-                .scan_run(id)?
-                .ok_or(ops::Error::NotFound(ops::Thing::ScanRun, id))?;
-            let total = store.run_problem_count(id)?;
-            let items: Vec<ProblemOut> = (store.run_problems(id, after, limit)?.into_iter())
-                .map(|(seq, p)| ProblemOut {
-                    seq,
-                    path_bytes: p.bytes_if_lossy(),
-                    path: p.rel_path_text,
-                    error: p.error,
-                })
-                .collect();
-            let next_cursor = items.last().map(|p| p.seq).filter(|&seq| seq < total);
-            let truncated = total >= crate::store::PROBLEMS_PER_RUN;
-            Ok(ProblemsPage {
-                items,
-                next_cursor,
-                total,
-                truncated,
-            })
-        })
-        .await?,
-    ))
+    let page = blocking(move || Ok(ops::scans::problems(&s.ops, id, after, limit)?)).await?;
+    let items: Vec<_> = (page.items.iter())
+        .map(|(seq, p)| crate::wire::Problem::of(*seq, p))
+        .collect();
+    let next_cursor = items.last().map(|p| p.seq).filter(|&seq| seq < page.total);
+    Ok(Json(ProblemsPage {
+        items,
+        next_cursor,
+        total: page.total,
+        truncated: page.truncated,
+    }))
 }
 
 /// Cancels the run's library's waiting and running runs in one write (`ops::scans::cancel_run`):

@@ -58,8 +58,8 @@ impl RelPath {
     }
 }
 
-/// Path bytes as the OS names them. Unix names are bytes, so this is lossless there; other
-/// systems name files in Unicode, and their scans stored UTF-8 (see `scan::job`).
+/// Path bytes as the OS names them, the inverse of `path_to_bytes`. Unix names are bytes, so
+/// this is lossless there; other systems name files in Unicode, and their scans stored UTF-8.
 #[cfg(unix)]
 pub fn path_from_bytes(bytes: &[u8]) -> PathBuf {
     use std::os::unix::ffi::OsStrExt;
@@ -69,6 +69,18 @@ pub fn path_from_bytes(bytes: &[u8]) -> PathBuf {
 #[cfg(not(unix))]
 pub fn path_from_bytes(bytes: &[u8]) -> PathBuf {
     PathBuf::from(String::from_utf8_lossy(bytes).into_owned())
+}
+
+/// A library-relative path's bytes as the scan stores them, `/`-separated (lossless on Unix).
+#[cfg(unix)]
+pub fn path_to_bytes(p: &std::path::Path) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    p.as_os_str().as_bytes().to_vec()
+}
+
+#[cfg(not(unix))]
+pub fn path_to_bytes(p: &std::path::Path) -> Vec<u8> {
+    p.to_string_lossy().replace('\\', "/").into_bytes()
 }
 
 #[cfg(test)]

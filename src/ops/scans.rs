@@ -4,7 +4,7 @@
 
 use super::error::Thing;
 use super::{Error, Services};
-use crate::model::{Library, Provenance, ScanRequest, ScanRun, Target, Trigger};
+use crate::model::{Library, Provenance, RunProblem, ScanRequest, ScanRun, Target, Trigger};
 use crate::store::{Admission, AdmissionOptions, Store};
 
 /// A library-relative folder to scan: `/`-separated names, none `..` or `.`, no empty name,
@@ -151,6 +151,29 @@ pub fn latest(s: &Services, runs: &[ScanRun]) -> Result<Vec<ScanRun>, Error> {
         }
     }
     Ok(latest)
+}
+
+/// One page of a run's problems, in the order it met them.
+pub struct Problems {
+    /// Each with its number in the run's order, from 1.
+    pub items: Vec<(i64, RunProblem)>,
+    /// How many problems the run kept.
+    pub total: i64,
+    /// The run kept as many as it may: it may have met more (its progress counts them).
+    pub truncated: bool,
+}
+
+/// Up to `limit` of run `id`'s problems after number `after`; `NotFound` for no such run.
+pub fn problems(s: &Services, id: i64, after: i64, limit: i64) -> Result<Problems, Error> {
+    s.store
+        .scan_run(id)?
+        .ok_or(Error::NotFound(Thing::ScanRun, id))?;
+    let total = s.store.run_problem_count(id)?;
+    Ok(Problems {
+        items: s.store.run_problems(id, after, limit)?,
+        total,
+        truncated: total >= crate::store::PROBLEMS_PER_RUN,
+    })
 }
 
 /// Each run's reason counts (`new`, `size`, `unchanged`, ...).

@@ -18,7 +18,7 @@ use super::pipeline::{
 };
 use crate::model::{
     ContentHash, FileReason, IngestBatch, IngestItem, KnownFile, Library, MediaFacts, MediaKind,
-    NOT_MEDIA, RunOutcome, RunProblem, ScanEnd, ScanRun, Unseen, WalkRequest,
+    NOT_MEDIA, RunOutcome, RunProblem, ScanEnd, ScanRun, Unseen, WalkRequest, path_to_bytes,
 };
 use crate::queue::{
     CancelReason, Failure, GuardError, ScanDone, ScanHandler, WorkContext, WorkError,
@@ -218,7 +218,7 @@ impl Known for StoreKnown<'_> {
         let trashed = self.trashed.as_ref().unwrap_or(&none);
         let listing = self
             .store
-            .known_dir(self.library_id, &path_bytes(rel_dir))?;
+            .known_dir(self.library_id, &path_to_bytes(rel_dir))?;
         let files = listing
             .files
             .into_iter()
@@ -268,7 +268,7 @@ fn still_gone(root: &Path, gone: Gone) -> Unseen {
             .collect(),
         dirs: (gone.dirs.iter())
             .filter(|d| absent(d))
-            .map(|d| path_bytes(d))
+            .map(|d| path_to_bytes(d))
             .collect(),
     }
 }
@@ -395,7 +395,7 @@ impl Sink for LeaseSink<'_> {
 
 fn run_problem((rel, error): &(PathBuf, String)) -> RunProblem {
     RunProblem {
-        rel_path: path_bytes(rel),
+        rel_path: path_to_bytes(rel),
         rel_path_text: rel.to_string_lossy().replace('\\', "/"),
         error: error.clone(),
     }
@@ -415,7 +415,7 @@ fn ingest_item(o: pipeline::Observed, content_hash_scheme: i64) -> IngestItem {
         (Some(sum), false) => (o.reason, Some(sum), o.error),
     };
     IngestItem {
-        rel_path: path_bytes(&o.rel),
+        rel_path: path_to_bytes(&o.rel),
         rel_path_text: o.rel.to_string_lossy().replace('\\', "/"),
         stamp: o.stamp,
         reason,
@@ -427,18 +427,6 @@ fn ingest_item(o: pipeline::Observed, content_hash_scheme: i64) -> IngestItem {
         facts: if not_media { None } else { o.facts },
         error,
     }
-}
-
-/// Library-relative path bytes, `/`-separated (lossless on Unix).
-#[cfg(unix)]
-fn path_bytes(p: &Path) -> Vec<u8> {
-    use std::os::unix::ffi::OsStrExt;
-    p.as_os_str().as_bytes().to_vec()
-}
-
-#[cfg(not(unix))]
-fn path_bytes(p: &Path) -> Vec<u8> {
-    p.to_string_lossy().replace('\\', "/").into_bytes()
 }
 
 fn os_string(bytes: &[u8]) -> OsString {

@@ -11,6 +11,8 @@
 
 mod assets;
 mod duplicates;
+mod problems;
 
 pub use assets::{Asset, Face, FilePath, PathForm, Paths};
 pub use duplicates::{DuplicateGroup, Twin};
+pub use problems::Problem;

@@ -1,0 +1,27 @@
+//! The JSON shape of one problem a scan run met, as `mediadex runs --problems ID --json` and
+//! `GET /api/scans/{id}/problems` both give it (docs/json.md).
+
+use crate::model::RunProblem;
+use serde::Serialize;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Problem {
+    /// The problem's number in the run's order, from 1.
+    pub seq: i64,
+    /// Library-relative; lossy where `path_bytes` is given.
+    pub path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path_bytes: Option<String>,
+    pub error: String,
+}
+
+impl Problem {
+    pub fn of(seq: i64, p: &RunProblem) -> Problem {
+        Problem {
+            seq,
+            path: p.rel_path_text.clone(),
+            path_bytes: p.bytes_if_lossy(),
+            error: p.error.clone(),
+        }
+    }
+}
