@@ -306,11 +306,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Command::Assets { trashed, json } => {
             emit(&assets::assets(&open(data)?.1.assets(trashed)?, json)?)
         }
-        Command::Trash { id, json } => with_faces(data, id, json, ops::trash::trash),
-        Command::Restore { id, json } => with_faces(data, id, json, ops::trash::restore),
+        Command::Trash { id, json } => one_asset(data, id, json, ops::trash::trash, false),
+        Command::Restore { id, json } => one_asset(data, id, json, ops::trash::restore, false),
         Command::Faces {
             action: FacesAction::Redetect { id, json },
-        } => with_faces(data, id, json, ops::faces::redetect),
+        } => one_asset(data, id, json, ops::faces::redetect, true),
         Command::Serve {
             bind,
             libraries,
@@ -407,16 +407,18 @@ fn scan(data: Option<PathBuf>, what: ScanArgs) -> anyhow::Result<()> {
     emit(&render::runs(&latest, &targets, &reasons, what.json)?)
 }
 
-/// Trash, restore and redetect: one asset's operation, with this build's face detector (a
-/// restore queues the face walk); answers the asset.
-fn with_faces(
+/// Trash, restore and redetect: one asset's operation; answers the asset. Only redetect needs
+/// this build's face detector (loading it costs a fifth of a second); a restore's face walk
+/// is queued by scheme, without it.
+fn one_asset(
     data: Option<PathBuf>,
     id: i64,
     json: bool,
     op: fn(&ops::Services, i64) -> Result<mediadex::model::Asset, ops::Error>,
+    detector: bool,
 ) -> anyhow::Result<()> {
     let (config, store) = open(data)?;
-    let asset = op(&services(&config, store, true), id)?;
+    let asset = op(&services(&config, store, detector), id)?;
     emit(&assets::one(&asset, json)?)
 }
 
