@@ -1,10 +1,10 @@
 //! The use cases, each once (DESIGN.md section 2, `ops/`): add and remove a library, request,
-//! cancel and release a scan, trash and restore with their follow-ups, re-detect a picture's
-//! faces, start and release a walk, cancel and release a job, and the status summary. The
-//! CLI and the HTTP handlers are adapters over these: they parse, call one operation here
-//! and render what it returns. Each operation takes the `Services` it needs and plain
-//! arguments, and answers model values or one typed `Error` that says whether trying again
-//! can help. Parses no arguments, renders no output, holds no SQL.
+//! cancel and release a scan, a run's problems, trash and restore with their follow-ups,
+//! redetect a picture's faces, start and release a walk, cancel and release a job, and the
+//! status summary. The CLI and the HTTP handlers are adapters over these: they parse, call one
+//! operation here and render what it returns. Each operation takes the `Services` it needs and
+//! plain arguments, and answers model values or one typed `Error` that says whether trying
+//! again can help. Parses no arguments, renders no output, holds no SQL.
 //!
 //! Must not import: app, http, wire, axum, clap, rusqlite, r2d2
 

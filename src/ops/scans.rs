@@ -1,6 +1,7 @@
 //! Scan runs: a request through admission with its one scope rule (`Scope::parse`, for the
-//! CLI and the API alike), the start-up scan of every library, cancelling a library's runs or one run, force-releasing a run,
-//! and following a retried run to the successor that carries its work.
+//! CLI and the API alike), the start-up scan of every library, cancelling a library's runs
+//! or one run, force-releasing a run, following a retried run to the successor that carries
+//! its work, and one run's reasons and problems.
 
 use super::error::Thing;
 use super::{Error, Services};
