@@ -17,8 +17,9 @@ pub struct FacesOut {
     asset_id: i64,
     /// The detector version the faces come from; `null` until a detector ran on the asset.
     detector_version: Option<i64>,
-    /// The pixels the boxes are in (as stored, before EXIF orientation), and that
-    /// orientation, so a client can turn them as it shows the picture.
+    /// The pixels the boxes are in (as stored, before EXIF orientation), and the orientation
+    /// still to apply to them (`media::turn`: none for a HEIF), so a client can turn them as
+    /// it shows the picture.
     stored_width: Option<u32>,
     stored_height: Option<u32>,
     orientation: Option<u16>,
@@ -33,7 +34,7 @@ fn faces_out(a: &Asset) -> FacesOut {
         detector_version: a.faces_scheme,
         stored_width: a.facts.width,
         stored_height: a.facts.height,
-        orientation: a.facts.orientation,
+        orientation: crate::media::turn(&a.facts),
         trashed: a.trashed_at.is_some(),
         faces: a.faces.iter().map(crate::wire::Face::from).collect(),
     }

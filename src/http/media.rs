@@ -3,7 +3,8 @@
 //! of it on request, `range.rs`). The file is the one `crate::locate` finds (the rules the
 //! walks and the thumbnail job read by): inside its library root, with the stamp its scan
 //! recorded, a missing one first in the trash folder; nothing outside a library is ever
-//! read, and no other bytes are ever served under the asset's checksum.
+//! read, and no other bytes are ever served under the asset's checksum. Also which formats
+//! get only a placeholder thumbnail here (their decoding program is missing).
 
 use super::assets::get_asset;
 use super::error::{ApiError, Code};
@@ -246,5 +247,20 @@ where
             }
             Err(e) => Some((Err(e), None)),
         }
+    })
+}
+
+/// What `GET /api/thumbnails` answers: the formats this server gives only a placeholder
+/// thumbnail, because the program that decodes them is not installed here (`status` says
+/// the same as `no_thumbnails`).
+#[derive(serde::Serialize)]
+pub struct ThumbnailsOut {
+    no_thumbnails: Vec<&'static str>,
+}
+
+/// `GET /api/thumbnails`: which formats get only a placeholder here, so the page can say so.
+pub async fn lacking(State(s): State<AppState>) -> axum::Json<ThumbnailsOut> {
+    axum::Json(ThumbnailsOut {
+        no_thumbnails: s.thumbs.lacking(),
     })
 }

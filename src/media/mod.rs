@@ -123,8 +123,7 @@ fn read_image<R: BufRead + Seek>(
     };
     xmp::fill_from_xmp(&mut reader, mime, facts);
     if let (Some(w), Some(h)) = (facts.width, facts.height) {
-        let turn = if heif { None } else { facts.orientation };
-        let (dw, dh) = values::display_size(w, h, turn);
+        let (dw, dh) = values::display_size(w, h, turn(facts));
         (facts.display_width, facts.display_height) = (Some(dw), Some(dh));
     }
     match (size, exif) {
@@ -132,6 +131,17 @@ fn read_image<R: BufRead + Seek>(
         (Err(e), _) | (_, Err(e)) => Err(e),
         _ => Ok(()),
     }
+}
+
+/// The EXIF orientation a viewer still applies to the stored pixels: none for a HEIF, whose
+/// only decodable frame is already turned by its own `irot`/`imir` (libheif ignores EXIF, and
+/// an iPhone's EXIF Orientation describes the sensor, not that frame).
+pub fn turn(facts: &MediaFacts) -> Option<u16> {
+    let heif = facts
+        .mime
+        .as_deref()
+        .is_some_and(|m| HEIF_MIMES.contains(&m));
+    if heif { None } else { facts.orientation }
 }
 
 /// The HEIF family, whose pictures only a HEIF decoder (`heif_dec`) turns into pixels.

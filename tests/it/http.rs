@@ -2220,6 +2220,60 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// The page learns which formats get only a placeholder here from the server, as `status`
+/// does: the HEIF types without heif-dec, videos without ffmpeg; and the page shows it.
+#[tokio::test]
+async fn the_formats_without_thumbnails_are_answered_for_the_page() {
+    let without = api_full(loopback(), None, None);
+    let r = without.get("/api/thumbnails").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(
+        r.json()["no_thumbnails"],
+        serde_json::json!(["image/heic", "image/heif", "image/avif", "video"])
+    );
+    let with = api_tweaked(loopback(), None, Some(PathBuf::from("/bin/ffmpeg")), |c| {
+        let heif = mediadex::media::heif_dec::HeifDec::at(PathBuf::from("/bin/heif-dec"));
+        let thumbs = std::mem::replace(&mut c.thumbs, Thumbs::with_ffmpeg(Path::new("/"), None));
+        c.thumbs = thumbs.with_heif(Some(heif));
+    });
+    assert_eq!(
+        with.get("/api/thumbnails").await.json()["no_thumbnails"],
+        serde_json::json!([])
+    );
+    let page = String::from_utf8_lossy(&without.get("/js/lacking.js").await.body).into_owned();
+    assert!(page.contains("/api/thumbnails"), "{page}");
+    let index = String::from_utf8_lossy(&without.get("/").await.body).into_owned();
+    assert!(index.contains(r#"id="lacking""#));
+}
+
+/// A HEIF's boxes are in the frame libheif hands out, already turned by `irot`; its EXIF
+/// Orientation (iPhones write one) is informational and must not be applied again, or a
+/// client turns the boxes off the faces. JPEG's orientation is answered as before.
+#[tokio::test]
+async fn a_heif_answers_no_orientation_for_its_faces_whatever_its_exif_says() {
+    let api = api();
+    let (lib, root) = api.photos("photos");
+    std::fs::copy(fixture("astronaut_exif6.heic"), root.join("astro.heic")).unwrap();
+    api.scan(lib);
+    let astro = api.asset_at("astro.heic");
+    let asset = api.get(&format!("/api/assets/{astro}")).await.json();
+    assert_eq!(
+        (asset["width"].as_u64(), asset["height"].as_u64()),
+        (Some(405), Some(540)),
+        "shown as decoded, not turned again: {asset}"
+    );
+    assert_eq!(
+        asset["orientation"], 6,
+        "the file's own EXIF, as exiftool reads it"
+    );
+    let f = api.get(&format!("/api/assets/{astro}/faces")).await.json();
+    assert!(f["orientation"].is_null(), "{f}");
+    assert_eq!(
+        (f["stored_width"].as_u64(), f["stored_height"].as_u64()),
+        (Some(405), Some(540))
+    );
+}
+
 #[tokio::test]
 async fn faces_of_an_asset_are_redetected_listed_and_refused_where_they_cannot_be() {
     let api = api();

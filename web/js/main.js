@@ -10,6 +10,7 @@ import { loadActivity } from "./activity.js";
 import { loadDuplicates } from "./duplicates.js";
 import { showTrash } from "./trash.js";
 import { startLive } from "./live.js";
+import { showLacking } from "./lacking.js";
 import { currentView, state, views } from "./state.js";
 
 const shows = { photos: showPhotos, libraries: loadLibraries, activity: loadActivity,
@@ -46,3 +47,4 @@ window.addEventListener("hashchange", route);
 state.libraries = await api("GET", "/api/libraries").catch(() => []);
 await startLive();
 route();
+showLacking();
