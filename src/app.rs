@@ -29,6 +29,20 @@ use crate::walks::{WalkJob, WalkKind};
 use anyhow::Context;
 use std::sync::Arc;
 
+/// What `mediadex --version` prints after the name: the version, the git commit it was built
+/// from (`build.rs`), the SQLite inside, and the schemes whose change makes a walk re-read
+/// the library (so a bug report says which index a binary writes).
+pub fn long_version() -> String {
+    format!(
+        "{}\ncommit: {}\nsqlite: {}\ncontent-hash scheme: {}\nface scheme: {}",
+        env!("CARGO_PKG_VERSION"),
+        env!("MEDIADEX_GIT_COMMIT"),
+        crate::store::sqlite_version(),
+        crate::media::content_hash::SCHEME,
+        crate::faces::SCHEME,
+    )
+}
+
 /// Opens the store for `config` with this process's identity and the system clock, after
 /// reading as much of the file as `check` says (`store/vet.rs` has the measured costs).
 ///

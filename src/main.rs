@@ -12,7 +12,7 @@ mod cli;
 #[cfg(windows)]
 mod console;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
@@ -23,8 +23,7 @@ fn main() -> ExitCode {
     #[cfg(all(windows, not(debug_assertions)))]
     console::attach();
     init_logging();
-    // clap reports its own errors (exit 2) and prints --help/--version (exit 0) here.
-    let args = cli::Args::parse();
+    let args = parse_args();
     match cli::run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
@@ -32,6 +31,15 @@ fn main() -> ExitCode {
             ExitCode::from(cli::exit_code(&err))
         }
     }
+}
+
+/// The command line. clap reports its own errors (exit 2) and prints --help and --version
+/// (exit 0) here; `--version` names the build (`app::long_version`), `-V` only the version.
+fn parse_args() -> cli::Args {
+    // Leaked once: clap keeps the text for the life of the process anyway.
+    let long: &'static str = Box::leak(mediadex::app::long_version().into_boxed_str());
+    let matches = cli::Args::command().long_version(long).get_matches();
+    cli::Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
 }
 
 /// Logs go to stderr so that stdout carries only the command's output (`--json`), and, once

@@ -45,6 +45,11 @@ pub use assets::Swept;
 pub use error::{Damage, StoreError};
 pub use jobs::Enqueued;
 pub use migrate::{MIGRATIONS, Migration};
+
+/// The SQLite compiled into this binary (bundled), for `mediadex --version`.
+pub fn sqlite_version() -> &'static str {
+    rusqlite::version()
+}
 pub use problems::PER_RUN as PROBLEMS_PER_RUN;
 pub use scan_runs::{Admission, AdmissionOptions};
 pub use vet::{COMMAND_CHECK_BYTES, StartCheck, move_aside, salvage_libraries};

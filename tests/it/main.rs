@@ -26,6 +26,7 @@ mod locate;
 mod media_extract;
 mod migration;
 mod multiprocess;
+mod packaging;
 mod problems;
 mod scan;
 #[cfg(unix)]
