@@ -132,6 +132,15 @@ fn security(config: &Config, options: &ServeOptions) -> anyhow::Result<crate::ht
              anyone who can reach it can read your library"
         );
     }
+    if security.token_required {
+        // Said once, at start: the first visit from another machine needs it.
+        let data = config.data_dir.display();
+        tracing::info!(
+            "this address needs the access token: the page asks for it once and remembers it; \
+             print it with `mediadex token --data {data}` (as the service's user) or read {}",
+            crate::token::path(&config.data_dir).display()
+        );
+    }
     Ok(security)
 }
 

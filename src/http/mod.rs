@@ -142,6 +142,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/walks/{kind}/release", post(walks::release))
         .route("/api/duplicates", get(assets::duplicates))
         .route("/api/watch", get(watch_status))
+        .route("/api/server", get(server))
         .route("/api", get(api_listing))
         .route("/", get(page::file))
         .route("/index.html", get(page::file))
@@ -210,6 +211,29 @@ async fn method_not_allowed() -> ApiError {
 /// A short HTML listing of the API, for people exploring it with a browser or curl.
 async fn api_listing() -> Html<&'static str> {
     Html(include_str!("api.html"))
+}
+
+/// What `GET /api/server` answers: this server's version and how it is reached, so the page
+/// can keep a banner up while anyone who reaches it may use it.
+#[derive(serde::Serialize)]
+struct ServerOut {
+    version: &'static str,
+    /// `loopback` (this machine only), `token` (another machine, with the access token) or
+    /// `open` (another machine, without it: `--insecure-no-auth`).
+    access: &'static str,
+}
+
+async fn server(State(state): State<AppState>) -> Json<ServerOut> {
+    let s = &state.security;
+    let access = match (s.loopback, s.token_required) {
+        (true, _) => "loopback",
+        (false, true) => "token",
+        (false, false) => "open",
+    };
+    Json(ServerOut {
+        version: env!("CARGO_PKG_VERSION"),
+        access,
+    })
 }
 
 /// How this process watches each library (empty when it does not watch).

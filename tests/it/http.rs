@@ -1491,6 +1491,40 @@ async fn off_loopback_every_api_request_needs_the_token() {
     assert_eq!(r.status, StatusCode::OK, "--insecure-no-auth");
 }
 
+/// The page learns how this server is reached, to keep a banner up while it is open to
+/// anyone (`--insecure-no-auth`, as Syncthing warns of a GUI without a password).
+#[tokio::test]
+async fn the_server_says_how_it_is_reached_for_the_page_banner() {
+    let cases = [
+        (loopback(), "loopback"),
+        (
+            Security::for_bind("0.0.0.0:7468".parse().unwrap(), Some(TOKEN.into()), false),
+            "token",
+        ),
+        (
+            Security::for_bind("0.0.0.0:7468".parse().unwrap(), None, true),
+            "open",
+        ),
+    ];
+    for (security, access) in cases {
+        let request =
+            req(Method::GET, "/api/server").header("authorization", format!("Bearer {TOKEN}"));
+        let r = api_with(security, None)
+            .send(request.body(Body::empty()).unwrap())
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{access}");
+        let out = r.json();
+        assert_eq!(out["access"], access, "{out}");
+        assert_eq!(out["version"], env!("CARGO_PKG_VERSION"));
+    }
+    let api = api();
+    let page = String::from_utf8_lossy(&api.get("/js/access.js").await.body).into_owned();
+    assert!(
+        page.contains("/api/server") && page.contains("--insecure-no-auth"),
+        "{page}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // Events and metrics.
 

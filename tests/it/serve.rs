@@ -7,8 +7,9 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Starts `serve` and returns it with the address it said it listens on.
-fn start(data: &std::path::Path, args: &[&str]) -> (Child, String) {
+/// Starts `serve` and returns it with the address it said it listens on and the lines it
+/// logged up to that one.
+fn start(data: &std::path::Path, args: &[&str]) -> (Child, String, Vec<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_mediadex"))
         .arg("serve")
         .args(args)
@@ -20,9 +21,11 @@ fn start(data: &std::path::Path, args: &[&str]) -> (Child, String) {
         .expect("start mediadex serve");
     let stderr = child.stderr.take().expect("stderr");
     let mut lines = BufReader::new(stderr).lines();
+    let mut before = Vec::new();
     let addr = lines
         .by_ref()
         .map_while(Result::ok)
+        .inspect(|l| before.push(l.clone()))
         .find_map(|l| {
             l.split("listening on http://").nth(1).map(|rest| {
                 rest.trim_end_matches('/')
@@ -35,7 +38,7 @@ fn start(data: &std::path::Path, args: &[&str]) -> (Child, String) {
         .expect("the server says where it listens");
     // Keep draining stderr so the child never blocks on a full pipe.
     std::thread::spawn(move || lines.for_each(drop));
-    (child, addr)
+    (child, addr, before)
 }
 
 /// One raw HTTP/1.1 GET on loopback; returns the status line and the body.
@@ -101,7 +104,7 @@ fn serve_on_loopback_indexes_its_library_and_drains_on_sigterm() {
     image::RgbImage::from_pixel(8, 8, image::Rgb([1, 2, 3]))
         .save(photos.join("a.png"))
         .unwrap();
-    let (child, addr) = start(
+    let (child, addr, log) = start(
         &data,
         &[
             "--bind",
@@ -110,6 +113,10 @@ fn serve_on_loopback_indexes_its_library_and_drains_on_sigterm() {
             photos.to_str().unwrap(),
             "--no-browser",
         ],
+    );
+    assert!(
+        !log.iter().any(|l| l.contains("mediadex token")),
+        "the loopback needs no token: {log:#?}"
     );
     let (status, body) = get(&addr, "/healthz", "127.0.0.1", None);
     assert!(status.contains("200"), "{status}");
@@ -159,7 +166,18 @@ fn serve_on_loopback_indexes_its_library_and_drains_on_sigterm() {
 fn a_non_loopback_bind_needs_the_token() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
-    let (child, addr) = start(&data, &["--bind", "0.0.0.0:0"]);
+    let (child, addr, log) = start(&data, &["--bind", "0.0.0.0:0"]);
+    let hints: Vec<_> = log
+        .iter()
+        .filter(|l| l.contains("mediadex token"))
+        .collect();
+    assert_eq!(
+        hints.len(),
+        1,
+        "the log says once how to get the token: {log:#?}"
+    );
+    let data_text = data.display().to_string();
+    assert!(hints[0].contains(&data_text), "{}", hints[0]);
     let token = token(&data);
     let (status, _) = get(&addr, "/api/libraries", "nas.lan", None);
     assert!(status.contains("401"), "{status}");

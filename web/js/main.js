@@ -11,6 +11,7 @@ import { loadDuplicates } from "./duplicates.js";
 import { showTrash } from "./trash.js";
 import { startLive } from "./live.js";
 import { showLacking } from "./lacking.js";
+import { showAccess } from "./access.js";
 import { currentView, state, views } from "./state.js";
 
 const shows = { photos: showPhotos, libraries: loadLibraries, activity: loadActivity,
@@ -48,3 +49,4 @@ state.libraries = await api("GET", "/api/libraries").catch(() => []);
 await startLive();
 route();
 showLacking();
+showAccess();
