@@ -297,6 +297,11 @@ fn claim_read(
     {
         super::assets::stamp_content(conn, claimed.0, content)?;
     }
+    // A read of the asset's own file brings what lies beside it now (a sidecar created,
+    // changed or deleted since); a duplicate's file leaves the asset as its first file has it.
+    if let (Some(facts), Claim::Kept | Claim::Restored) = (&item.facts, claimed.1) {
+        super::sidecars::refresh(conn, claimed.0, facts)?;
+    }
     Ok(Some(claimed))
 }
 
