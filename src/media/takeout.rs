@@ -1,8 +1,9 @@
 //! Google Takeout JSON (issue 15 item 5): the capture time, place, title and description
 //! Takeout writes beside each exported photo, and the naming rule that ties a JSON file to
 //! its photo (`photo.jpg.json`, `.supplemental-metadata`, the names Takeout cuts short and
-//! the `(1)` counter it moves). Reads only the bytes it is given; must not open files,
-//! merge into a photo's facts or decide precedence (the scan does), and must never panic.
+//! the `(1)` counter it moves), both ways (`photo_for_json`, `json_candidates`). Reads only
+//! the bytes it is given; must not open files, merge into a photo's facts or decide
+//! precedence (`media::beside` does), and must never panic.
 
 use serde::Deserialize;
 

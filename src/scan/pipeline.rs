@@ -16,7 +16,11 @@
 //! by id, or it is read and stored afresh.
 //!
 //! A changed file's facts end the capture-date chain here, where its name and stamp are at
-//! hand: undated media get the date in the name, else the mtime (`media::fill_undated`).
+//! hand: a picture or video takes what its XMP sidecar and Takeout JSON say (`scan::beside`
+//! finds them, `media::beside` merges), then undated media get the date in the name, else
+//! the mtime (`media::fill_undated`). A sidecar or JSON the walk found new, changed or gone
+//! makes the diff read its photo again (reason `sidecar`) when the walk leaves their folder,
+//! whichever of the two it met first and whichever batch took each.
 //!
 //! Each batch also carries the run's problems met in it, each with its error (what could
 //! not be listed, read or parsed), for the sink to record beside the batch.
