@@ -398,10 +398,10 @@ impl<'a> Diffing<'a> {
         match item {
             Walked::Dir { rel } => self.enter(rel)?,
             Walked::File { rel, stamp } => {
-                let known = self.see_file(&rel)?;
+                let (name, known) = self.see_file(&rel)?.unzip();
                 let why = reason(&stamp, known.as_ref().map(|k| &k.stamp), self.forced)
                     .or_else(|| known.and_then(|k| k.again.reason()));
-                self.saw(&rel, stamp, why.is_some());
+                self.saw(&rel, name, stamp, why.is_some());
                 match (why, known) {
                     (None, Some(k)) if k.again == Again::Restore => {
                         self.batch.unchanged += 1;
@@ -442,7 +442,8 @@ impl<'a> Diffing<'a> {
     }
 
     /// The known stamp of file `rel`, which the walk has now seen.
-    fn see_file(&mut self, rel: &Path) -> Result<Option<KnownStamp>, SinkError> {
+    /// Answers its name as the store listed it, so that an unchanged file costs no copy.
+    fn see_file(&mut self, rel: &Path) -> Result<Option<(OsString, KnownStamp)>, SinkError> {
         let parent = rel.parent().unwrap_or(Path::new(""));
         self.leave_until(parent);
         if self.dirs.last().is_none_or(|f| f.rel != parent) {
@@ -456,7 +457,7 @@ impl<'a> Diffing<'a> {
         Ok(self
             .dirs
             .last_mut()
-            .and_then(|f| f.known.files.remove(name)))
+            .and_then(|f| f.known.files.remove_entry(name)))
     }
 
     /// A problem at `rel`: if it is a directory being listed, its listing is incomplete;
@@ -511,10 +512,11 @@ impl<'a> Diffing<'a> {
 
     /// Records that the walk saw file `rel` (`read`: it is to be read), in its folder's frame
     /// (`see_file` made it the innermost), and a sidecar among the changed.
-    fn saw(&mut self, rel: &Path, stamp: Stamp, read: bool) {
+    fn saw(&mut self, rel: &Path, known_name: Option<OsString>, stamp: Stamp, read: bool) {
         let (Some(frame), Some(name)) = (self.dirs.last_mut(), rel.file_name()) else {
             return;
         };
+        let key = known_name.unwrap_or_else(|| name.to_os_string());
         let epoch = self.epoch;
         if read && name.to_str().is_some_and(beside::is_beside) {
             frame.beside.push((name.to_os_string(), epoch));
@@ -524,7 +526,7 @@ impl<'a> Diffing<'a> {
             taken_in: epoch,
             read_in: read.then_some(epoch),
         };
-        frame.seen.insert(name.to_os_string(), seen);
+        frame.seen.insert(key, seen);
     }
 
     /// The walk is done with `frame`: each photo of it whose sidecar or Takeout JSON was
