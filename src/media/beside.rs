@@ -147,7 +147,7 @@ mod tests {
         assert_eq!(
             (f.lat, f.lon),
             (Some(50.0), Some(14.4)),
-            "a half place is none"
+            "the sidecar's half place is none"
         );
         assert_eq!(
             f.notes.title.as_deref(),
