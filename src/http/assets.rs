@@ -31,6 +31,8 @@ pub struct ListQuery {
     model: Option<String>,
     has_gps: Option<String>,
     has_faces: Option<String>,
+    rating_min: Option<String>,
+    tag: Option<String>,
     trashed: Option<String>,
     limit: Option<i64>,
     cursor: Option<String>,
@@ -71,6 +73,25 @@ fn local_time(name: &str, value: Option<String>) -> Result<Option<String>, ApiEr
     Ok(Some(v))
 }
 
+/// `rating_min`: an XMP rating, -1 (rejected) to 5.
+fn rating_min(value: Option<&str>) -> Result<Option<i8>, ApiError> {
+    let Some(v) = value else { return Ok(None) };
+    match v.parse::<i8>() {
+        Ok(r) if (-1..=5).contains(&r) => Ok(Some(r)),
+        _ => Err(ApiError::bad_request(format!(
+            "rating_min must be a rating from -1 to 5, not {v:?}"
+        ))),
+    }
+}
+
+/// `tag`: one tag, matched whole and without ASCII case.
+fn tag(value: Option<String>) -> Result<Option<String>, ApiError> {
+    match value {
+        Some(t) if t.trim().is_empty() => Err(ApiError::bad_request("tag must not be empty")),
+        other => Ok(other),
+    }
+}
+
 fn filter(q: ListQuery) -> Result<(AssetFilter, Option<AssetCursor>, i64), ApiError> {
     let kind = match q.kind.as_deref() {
         None => None,
@@ -90,6 +111,8 @@ fn filter(q: ListQuery) -> Result<(AssetFilter, Option<AssetCursor>, i64), ApiEr
         model: q.model,
         has_gps: flag("has_gps", q.has_gps.as_deref())?,
         has_faces: flag("has_faces", q.has_faces.as_deref())?,
+        rating_min: rating_min(q.rating_min.as_deref())?,
+        tag: tag(q.tag)?,
     };
     Ok((filter, cursor, limit))
 }

@@ -5,12 +5,14 @@
 //! call), where each capture date came from, the end of the date chain (`fill_undated`: a
 //! date in the file name, `filename_date`, else the mtime the caller hands in), and the pure
 //! readers of a photo's sidecar files, XMP (`sidecar`) and Google Takeout JSON (`takeout`),
-//! with their naming rules; must not touch the database, the queue or SQL (no database
+//! with their naming rules, and the merge of what those say into a photo's facts (`beside`);
+//! must not touch the database, the queue or SQL (no database
 //! access of any kind), and must never panic on what it reads.
 //! `fuzz` (hidden) hands each private parser to the fuzz driver, examples/fuzz.
 //!
 //! Must not import: store, queue, scan, walks, rusqlite, r2d2
 
+pub mod beside;
 mod container;
 pub mod content_hash;
 mod date_chain;

@@ -2,8 +2,8 @@
 //! that darktable, digiKam, Lightroom or Capture One wrote beside a photo (rating, tags,
 //! title, description, capture date, GPS), and the naming rule that finds a photo's
 //! sidecar. Reads only the bytes it is given, through `xmp`'s property reader (no second XML
-//! reader); must not open files, merge into a photo's facts or decide precedence (the scan
-//! does), and must never panic on what it reads.
+//! reader); must not open files (the scan finds and reads them), merge into a photo's facts
+//! or decide precedence (`media::beside` does), and must never panic on what it reads.
 
 use super::values::{clean_text, gps_degrees};
 use super::xmp::{self, capture_date};

@@ -1,8 +1,9 @@
 //! Google Takeout JSON (issue 15 item 5): the capture time, place, title and description
 //! Takeout writes beside each exported photo, and the naming rule that ties a JSON file to
 //! its photo (`photo.jpg.json`, `.supplemental-metadata`, the names Takeout cuts short and
-//! the `(1)` counter it moves). Reads only the bytes it is given; must not open files,
-//! merge into a photo's facts or decide precedence (the scan does), and must never panic.
+//! the `(1)` counter it moves), both ways (`photo_for_json`, `json_candidates`). Reads only
+//! the bytes it is given; must not open files, merge into a photo's facts or decide
+//! precedence (`media::beside` does), and must never panic.
 
 use serde::Deserialize;
 
@@ -128,6 +129,40 @@ pub fn photo_for_json<'a>(json: &str, siblings: &[&'a str]) -> Option<&'a str> {
     let mut cut = photos().filter(|p| target.starts(p));
     let first = cut.next()?;
     cut.next().is_none().then_some(first)
+}
+
+/// The names a Takeout JSON describing the photo named `photo` may have, best first: the
+/// inverse of `photo_for_json`, so that a scan reading a photo can look for its JSON among
+/// the names of its folder without matching every JSON there against every photo. Each
+/// still has to pass `photo_for_json` (a cut name may be another photo's).
+pub fn json_candidates(photo: &str) -> Vec<String> {
+    let (stem, ext) = photo.rsplit_once('.').unwrap_or((photo, ""));
+    let (bare, counter) = split_counter(stem);
+    let counter = counter.unwrap_or("");
+    let name = if ext.is_empty() {
+        bare.to_string()
+    } else {
+        format!("{bare}.{ext}")
+    };
+    let mut bases = vec![name.clone(), format!("{name}{SUPPLEMENTAL}")];
+    for base in bases.clone() {
+        for at in [CUT_AT, CUT_AT + 1] {
+            if base.chars().count() > at {
+                bases.push(base.chars().take(at).collect());
+            }
+        }
+    }
+    // `photo.jp.json`: the extension cut short.
+    let cut_ext = ext.char_indices().skip(1).map(|(i, _)| &ext[..i]);
+    bases.extend(cut_ext.map(|e| format!("{bare}.{e}")));
+    let mut names: Vec<String> = Vec::new();
+    for base in bases {
+        let json = format!("{base}{counter}.json");
+        if !names.contains(&json) {
+            names.push(json);
+        }
+    }
+    names
 }
 
 /// What a JSON file's name says of its photo's name.
@@ -345,5 +380,42 @@ mod tests {
         assert_eq!(split_counter("a(12)"), ("a", Some("(12)")));
         assert_eq!(split_counter("a()"), ("a()", None));
         assert_eq!(split_counter("a(x)"), ("a(x)", None));
+    }
+
+    #[test]
+    fn a_photo_s_json_is_among_its_candidates() {
+        let long = "Screenshot_20190614-123456_Instagram_edited_big.jpg";
+        for (json, photo) in [
+            ("IMG_4821.JPG.json", "IMG_4821.JPG"),
+            (
+                "image_7731.jpg.supplemental-metadata.json",
+                "image_7731.jpg",
+            ),
+            ("photo.jpg(1).json", "photo(1).jpg"),
+            ("photo.jpg.supplemental-metadata(1).json", "photo(1).jpg"),
+            ("photo.jp.json", "photo.jpg"),
+            ("photo.he.json", "photo.heic"),
+            ("Screenshot_20190614-123456_Instagram_edited_bi.json", long),
+            (
+                "PXL_20230812_101530123.MP.jpg.supplemental-met.json",
+                "PXL_20230812_101530123.MP.jpg",
+            ),
+            (
+                "IMG_20210101_120000_HDR_some_long_suffix_here.j.json",
+                "IMG_20210101_120000_HDR_some_long_suffix_here.jpg",
+            ),
+        ] {
+            let names = json_candidates(photo);
+            assert!(
+                names.iter().any(|n| n == json),
+                "{photo}: {json} not in {names:?}"
+            );
+            assert_eq!(photo_for_json(json, &[photo]), Some(photo), "{json}");
+        }
+        assert_eq!(
+            json_candidates("a.jpg")[..2],
+            ["a.jpg.json", "a.jpg.supplemental-metadata.json"]
+        );
+        assert!(!json_candidates("a.jpg").contains(&"a.json".to_string()));
     }
 }

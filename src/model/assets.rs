@@ -97,6 +97,10 @@ pub struct AssetFilter {
     pub has_gps: Option<bool>,
     /// Assets whose current face results hold at least one face (or none).
     pub has_faces: Option<bool>,
+    /// Rated at least this (`rating>=`); an unrated asset is left out.
+    pub rating_min: Option<i8>,
+    /// Tagged with this tag (without ASCII case).
+    pub tag: Option<String>,
 }
 
 /// Where a page of the timeline (newest taken first, undated last, then by id) ends: the

@@ -59,8 +59,22 @@ pub struct MediaFacts {
     pub orientation: Option<u16>,
     pub duration_ms: Option<i64>,
     pub video_codec: Option<String>,
+    /// What a sidecar or Takeout JSON beside the file says of it (`media::beside`).
+    pub notes: Notes,
     /// What could not be read, for the file row; `None` when everything parsed.
     pub error: Option<String>,
+}
+
+/// What the user wrote about a picture in another program, read from beside it (an XMP
+/// sidecar; a Takeout JSON's description): empty when nothing lies beside it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Notes {
+    /// `xmp:Rating`: -1 (rejected) to 5.
+    pub rating: Option<i8>,
+    /// Each once (compared without ASCII case), in the order written.
+    pub tags: Vec<String>,
+    pub title: Option<String>,
+    pub description: Option<String>,
 }
 
 impl MediaFacts {
@@ -86,9 +100,9 @@ string_enum!(
         Exif => "exif",
         /// The XMP packet embedded in the file.
         Xmp => "xmp",
-        /// An XMP sidecar beside the file (`photo.ext.xmp`, `photo.xmp`): not read yet.
+        /// An XMP sidecar beside the file (`photo.ext.xmp`, else `photo.xmp`).
         Sidecar => "sidecar",
-        /// A Google Takeout JSON beside the file: not read yet.
+        /// A Google Takeout JSON beside the file (`photoTakenTime`, as UTC).
         Takeout => "takeout",
         /// The video container's creation time (QuickTime/MP4; a Matroska date counts too).
         Quicktime => "quicktime",
@@ -108,6 +122,9 @@ string_enum!(
         Inode => "inode",
         Forced => "forced",
         Error => "error",
+        /// Unchanged itself, read again because its sidecar or Takeout JSON was created,
+        /// changed or deleted.
+        Sidecar => "sidecar",
     }
 );
 
@@ -124,6 +141,7 @@ string_enum!(
         Unchanged => "unchanged",
         Missing => "missing",
         Duplicate => "duplicate",
+        Sidecar => "sidecar",
     }
 );
 
@@ -136,6 +154,7 @@ impl From<FileReason> for Provenance {
             FileReason::Inode => Provenance::Inode,
             FileReason::Forced => Provenance::Forced,
             FileReason::Error => Provenance::Error,
+            FileReason::Sidecar => Provenance::Sidecar,
         }
     }
 }

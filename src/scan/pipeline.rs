@@ -16,11 +16,16 @@
 //! by id, or it is read and stored afresh.
 //!
 //! A changed file's facts end the capture-date chain here, where its name and stamp are at
-//! hand: undated media get the date in the name, else the mtime (`media::fill_undated`).
+//! hand: a picture or video takes what its XMP sidecar and Takeout JSON say (`scan::beside`
+//! finds them, `media::beside` merges), then undated media get the date in the name, else
+//! the mtime (`media::fill_undated`). A sidecar or JSON the walk found new, changed or gone
+//! makes the diff read its photo again (reason `sidecar`) when the walk leaves their folder,
+//! whichever of the two it met first and whichever batch took each.
 //!
 //! Each batch also carries the run's problems met in it, each with its error (what could
 //! not be listed, read or parsed), for the sink to record beside the batch.
 
+use super::beside::{self, Listings};
 use super::diff::{Reason, reason};
 use super::hash::{Checksum, Extract, prefetch, read_once};
 use super::walk::{CHUNK, Stamp, WalkHook, Walked, walk};
@@ -30,7 +35,7 @@ use crate::store::StoreError;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
 use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -97,6 +102,9 @@ pub struct Observed {
     pub content_hash: Option<Checksum>,
     pub facts: Option<MediaFacts>,
     pub error: Option<String>,
+    /// The sidecars or Takeout JSONs beside it that could not be read or parsed, each at its
+    /// own path with its error: their problems, never the photo's.
+    pub beside_problems: Vec<(PathBuf, String)>,
 }
 
 /// What one batch carries to the sink.
@@ -323,6 +331,32 @@ struct Frame {
     /// False when the walk could not list it completely: then what it did not see there
     /// is not gone.
     listed: bool,
+    /// The files the walk saw in it, for the photos a sidecar makes it read again.
+    seen: HashMap<OsString, Seen>,
+    /// Its sidecars and Takeout JSONs the walk found new or changed, each with the batch
+    /// (`Diffing::epoch`) that took it.
+    beside: Vec<(OsString, u64)>,
+}
+
+impl Frame {
+    fn new(rel: PathBuf, known: DirKnown, listed: bool) -> Frame {
+        Frame {
+            rel,
+            known,
+            listed,
+            seen: HashMap::new(),
+            beside: Vec::new(),
+        }
+    }
+}
+
+/// One file the walk saw: its stamp, the batch that took it, and the batch that read it
+/// (`None`: unchanged, not read).
+#[derive(Clone, Copy, Debug)]
+struct Seen {
+    stamp: Stamp,
+    taken_in: u64,
+    read_in: Option<u64>,
 }
 
 /// The diff step's state: the batch being built and the directories on the walk path.
@@ -336,6 +370,8 @@ struct Diffing<'a> {
     to_read_bytes: u64,
     batch: Batch,
     gone: Gone,
+    /// How many batches were flushed: what a file was taken and read in.
+    epoch: u64,
 }
 
 impl<'a> Diffing<'a> {
@@ -349,6 +385,7 @@ impl<'a> Diffing<'a> {
             to_read_bytes: 0,
             batch: Batch::default(),
             gone: Gone::default(),
+            epoch: 0,
         }
     }
 
@@ -361,9 +398,10 @@ impl<'a> Diffing<'a> {
         match item {
             Walked::Dir { rel } => self.enter(rel)?,
             Walked::File { rel, stamp } => {
-                let known = self.see_file(&rel)?;
+                let (name, known) = self.see_file(&rel)?.unzip();
                 let why = reason(&stamp, known.as_ref().map(|k| &k.stamp), self.forced)
                     .or_else(|| known.and_then(|k| k.again.reason()));
+                self.saw(&rel, name, stamp, why.is_some());
                 match (why, known) {
                     (None, Some(k)) if k.again == Again::Restore => {
                         self.batch.unchanged += 1;
@@ -399,33 +437,27 @@ impl<'a> Diffing<'a> {
             top.known.subdirs.remove(name);
         }
         let known = self.known.dir(&rel)?;
-        self.dirs.push(Frame {
-            rel,
-            known,
-            listed: true,
-        });
+        self.dirs.push(Frame::new(rel, known, true));
         Ok(())
     }
 
     /// The known stamp of file `rel`, which the walk has now seen.
-    fn see_file(&mut self, rel: &Path) -> Result<Option<KnownStamp>, SinkError> {
+    /// Answers its name as the store listed it, so that an unchanged file costs no copy.
+    fn see_file(&mut self, rel: &Path) -> Result<Option<(OsString, KnownStamp)>, SinkError> {
         let parent = rel.parent().unwrap_or(Path::new(""));
         self.leave_until(parent);
         if self.dirs.last().is_none_or(|f| f.rel != parent) {
             // Only when the walk starts at a file (a scope naming one): its directory was
             // not listed, so nothing is decided about the rest of it.
             let known = self.known.dir(parent)?;
-            self.dirs.push(Frame {
-                rel: parent.to_path_buf(),
-                known,
-                listed: false,
-            });
+            self.dirs
+                .push(Frame::new(parent.to_path_buf(), known, false));
         }
         let name = rel.file_name().unwrap_or_default();
         Ok(self
             .dirs
             .last_mut()
-            .and_then(|f| f.known.files.remove(name)))
+            .and_then(|f| f.known.files.remove_entry(name)))
     }
 
     /// A problem at `rel`: if it is a directory being listed, its listing is incomplete;
@@ -462,7 +494,10 @@ impl<'a> Diffing<'a> {
     /// Leaves the innermost directory: if it was listed completely, what is left of its
     /// known entries is gone.
     fn leave(&mut self) {
-        let Some(frame) = self.dirs.pop() else { return };
+        let Some(mut frame) = self.dirs.pop() else {
+            return;
+        };
+        self.read_partners(&mut frame);
         if !frame.listed {
             return;
         }
@@ -475,6 +510,88 @@ impl<'a> Diffing<'a> {
             .extend(frame.known.subdirs.iter().map(|name| frame.rel.join(name)));
     }
 
+    /// Records that the walk saw file `rel` (`read`: it is to be read), in its folder's frame
+    /// (`see_file` made it the innermost), and a sidecar among the changed.
+    fn saw(&mut self, rel: &Path, known_name: Option<OsString>, stamp: Stamp, read: bool) {
+        let (Some(frame), Some(name)) = (self.dirs.last_mut(), rel.file_name()) else {
+            return;
+        };
+        let key = known_name.unwrap_or_else(|| name.to_os_string());
+        let epoch = self.epoch;
+        if read && name.to_str().is_some_and(beside::is_beside) {
+            frame.beside.push((name.to_os_string(), epoch));
+        }
+        let seen = Seen {
+            stamp,
+            taken_in: epoch,
+            read_in: read.then_some(epoch),
+        };
+        frame.seen.insert(key, seen);
+    }
+
+    /// The walk is done with `frame`: each photo of it whose sidecar or Takeout JSON was
+    /// created or changed after the photo's read (or that was not read: unchanged), or
+    /// whose sidecar is gone, is read again (reason `sidecar`) and its asset rewritten.
+    /// Walk order does not matter: the whole folder has been seen by now.
+    fn read_partners(&mut self, frame: &mut Frame) {
+        let gone: Vec<&str> = if frame.listed {
+            let names = frame.known.files.keys().filter_map(|n| n.to_str());
+            names.filter(|n| beside::is_beside(n)).collect()
+        } else {
+            Vec::new()
+        };
+        if frame.beside.is_empty() && gone.is_empty() {
+            return;
+        }
+        let seen: HashSet<&str> = frame.seen.keys().filter_map(|n| n.to_str()).collect();
+        let mut stems: HashMap<&str, Vec<&str>> = HashMap::new();
+        for name in &seen {
+            if let Some((stem, _)) = name.rsplit_once('.') {
+                stems.entry(stem).or_default().push(name);
+            }
+        }
+        let stale = |photo: &str, after: Option<u64>| {
+            let read_in = frame.seen.get(OsStr::new(photo)).and_then(|s| s.read_in);
+            match (read_in, after) {
+                (None, _) => true,
+                (Some(read), Some(changed)) => read < changed,
+                (Some(_), None) => false,
+            }
+        };
+        let changed = frame
+            .beside
+            .iter()
+            .filter_map(|(n, at)| Some((n.to_str()?, Some(*at))));
+        let mut again: Vec<String> = changed
+            .chain(gone.iter().map(|n| (*n, None)))
+            .flat_map(|(name, at)| {
+                let partners = beside::partners(name, &seen, &stems);
+                partners.into_iter().filter(move |p| stale(p, at))
+            })
+            .map(str::to_string)
+            .collect();
+        again.sort_unstable();
+        again.dedup();
+        for photo in again {
+            self.read_again(frame, &photo);
+        }
+    }
+
+    /// Queues photo `name` of `frame` to be read again for its sidecar. One counted as
+    /// unchanged in the batch being built is not counted twice.
+    fn read_again(&mut self, frame: &mut Frame, name: &str) {
+        let Some(seen) = frame.seen.get_mut(OsStr::new(name)) else {
+            return;
+        };
+        if seen.read_in.is_none() && seen.taken_in == self.epoch {
+            self.batch.unchanged = self.batch.unchanged.saturating_sub(1);
+        }
+        seen.read_in = Some(self.epoch);
+        self.to_read_bytes += seen.stamp.size;
+        self.to_read
+            .push((frame.rel.join(name), seen.stamp, Reason::Sidecar));
+    }
+
     /// Reads the changed files of this batch on rayon and hands the batch over. Each read
     /// first asks the kernel to start reading the file after it (`prefetch`): rayon hands
     /// each thread a run of neighbours, so a thread's next file comes off the disk while it
@@ -482,6 +599,8 @@ impl<'a> Diffing<'a> {
     fn flush(&mut self, extract: &Extract<'_>, summary: &mut Summary) -> Batch {
         let root = self.root;
         self.to_read_bytes = 0;
+        self.epoch += 1;
+        let listings = Listings::default();
         let to_read = std::mem::take(&mut self.to_read);
         let read: Vec<Observed> = to_read
             .par_iter()
@@ -490,11 +609,14 @@ impl<'a> Diffing<'a> {
                 if let Some((next, next_stamp, _)) = to_read.get(i + 1) {
                     prefetch(&root.join(next), next_stamp.size);
                 }
-                observe(root, rel.clone(), *stamp, *why, extract)
+                observe(root, rel.clone(), *stamp, *why, extract, &listings)
             })
             .collect();
         let mut batch = std::mem::take(&mut self.batch);
         batch.problems.extend(read.iter().filter_map(problem));
+        batch
+            .problems
+            .extend(read.iter().flat_map(|o| o.beside_problems.iter().cloned()));
         batch.changed = read;
         tally(&batch, summary);
         batch
@@ -518,12 +640,19 @@ fn observe(
     stamp: Stamp,
     reason: Reason,
     extract: &Extract<'_>,
+    listings: &Listings,
 ) -> Observed {
     let path = root.join(&rel);
     match read_once(&path, stamp.size, extract) {
         Ok(mut read) => {
-            // The date chain's last links, after everything the file itself says; a
-            // sidecar's or Takeout JSON's date, once read, is filled in before this call.
+            // The date chain after everything the file itself says: its sidecar's, then its
+            // Takeout JSON's (with the notes), then the name's, then the mtime.
+            let mut beside_problems = Vec::new();
+            if read.facts.kind.is_some_and(|k| k != MediaKind::Other) {
+                let (found, problems) = beside::read(root, &rel, listings);
+                media::beside::apply(&mut read.facts, &found);
+                beside_problems = problems;
+            }
             let name = rel.file_name().map(|n| n.to_string_lossy());
             media::fill_undated(
                 &mut read.facts,
@@ -538,6 +667,7 @@ fn observe(
                 content_hash: Some(read.content_hash),
                 error: read.facts.error.clone(),
                 facts: Some(read.facts),
+                beside_problems,
             }
         }
         // Vanished or unreadable mid-scan: recorded on the file, the run goes on.
@@ -549,6 +679,7 @@ fn observe(
             content_hash: None,
             facts: None,
             error: Some(format!("cannot read: {e}")),
+            beside_problems: Vec::new(),
         },
     }
 }
@@ -1028,6 +1159,82 @@ mod tests {
             rel: rel.into(),
             stamp,
         }
+    }
+
+    /// The photos a walk in this order queues to be read again for their sidecar, when the
+    /// store knows `a.jpg` and `a.jpg.xmp` (ids 1 and 2) and `batch` entries make a batch.
+    /// `order`: `/` enters the root, `!` is its listing failing, any other a file in it.
+    fn read_again_in(order: &[&str], sidecar_stamp: Stamp, batch: usize) -> Vec<String> {
+        let stamp = |inode| Stamp {
+            size: 1,
+            mtime_ns: 1,
+            dev: 1,
+            inode,
+        };
+        let mut known = Memory::default();
+        for (id, rel) in [(1, "a.jpg"), (2, "a.jpg.xmp")] {
+            let (stamp, again) = (stamp(id as u64), Again::Nothing);
+            known
+                .0
+                .insert(PathBuf::from(rel), KnownStamp { id, stamp, again });
+        }
+        let settings = Settings::default();
+        let mut state = Diffing::new(Path::new("/nowhere"), &settings, &mut known);
+        let mut again = Vec::new();
+        for entry in order {
+            let item = match *entry {
+                "/" => dir(""),
+                "!" => problem(""),
+                "a.jpg.xmp" => Walked::File {
+                    rel: entry.into(),
+                    stamp: sidecar_stamp,
+                },
+                name => Walked::File {
+                    rel: name.into(),
+                    stamp: stamp(1),
+                },
+            };
+            state.take(item).expect("take");
+            if state.pending() >= batch {
+                // What a flush does to the diff's state, without reading anything.
+                again.extend(state.to_read.drain(..).filter(|t| t.2 == Reason::Sidecar));
+                state.batch = Batch::default();
+                state.epoch += 1;
+            }
+        }
+        state.leave_all();
+        again.extend(state.to_read.drain(..).filter(|t| t.2 == Reason::Sidecar));
+        again
+            .iter()
+            .map(|t| t.0.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn a_changed_or_deleted_sidecar_reads_its_photo_again_whatever_the_walk_order() {
+        let unchanged = Stamp {
+            size: 1,
+            mtime_ns: 1,
+            dev: 1,
+            inode: 2,
+        };
+        let changed = Stamp {
+            mtime_ns: 5,
+            ..unchanged
+        };
+        let photo_first = ["/", "a.jpg", "a.jpg.xmp"];
+        let sidecar_first = ["/", "a.jpg.xmp", "a.jpg"];
+        for batch in [1, 100] {
+            for order in [photo_first, sidecar_first] {
+                let what = format!("batch {batch}, {order:?}");
+                assert_eq!(read_again_in(&order, changed, batch), ["a.jpg"], "{what}");
+                assert!(read_again_in(&order, unchanged, batch).is_empty(), "{what}");
+            }
+        }
+        // Deleted: the listing of its folder no longer has it.
+        assert_eq!(read_again_in(&["/", "a.jpg"], unchanged, 1), ["a.jpg"]);
+        // A folder that could not be listed decides nothing about what it did not see.
+        assert!(read_again_in(&["/", "!", "a.jpg"], unchanged, 1).is_empty());
     }
 
     #[test]

@@ -75,7 +75,7 @@ macro_rules! asset_cols {
         "id, owner, checksum, size, mime, kind, width, height, display_width, display_height, \
          taken_local, taken_offset_minutes, make, model, lat, lon, orientation, duration_ms, \
          video_codec, created_at, trashed_at, trash_reason, content_hash, content_hash_scheme, \
-         faces_scheme, taken_at_source"
+         faces_scheme, taken_at_source, rating, title, description"
     };
 }
 /// The columns `asset_from_row` reads, for queries built elsewhere in the store.
@@ -247,6 +247,7 @@ pub(super) fn claim(
         run_id,
     } = *want;
     if let Some(id) = insert(conn, checksum, size, facts, content, run_id, now)? {
+        super::sidecars::note_new(conn, id, &facts.notes)?;
         return Ok((id, Claim::Created));
     }
     let mut saw_trashed = false;
@@ -263,6 +264,7 @@ pub(super) fn claim(
             }
             None => {
                 if let Some(id) = insert(conn, checksum, size, facts, content, run_id, now)? {
+                    super::sidecars::note_new(conn, id, &facts.notes)?;
                     let claim = if saw_trashed {
                         Claim::Recreated
                     } else {
@@ -417,6 +419,12 @@ pub(super) fn asset_from_row(r: &Row<'_>) -> rusqlite::Result<Asset> {
             orientation: r.get(16)?,
             duration_ms: r.get(17)?,
             video_codec: r.get(18)?,
+            notes: crate::model::Notes {
+                rating: r.get(26)?,
+                tags: Vec::new(),
+                title: r.get(27)?,
+                description: r.get(28)?,
+            },
             error: None,
         },
         created_at: r.get(19)?,
@@ -450,6 +458,7 @@ pub(super) fn load_paths(conn: &Connection, asset: &mut Asset) -> Result<(), Sto
 
 fn with_paths(conn: &Connection, mut asset: Asset) -> Result<Asset, StoreError> {
     load_paths(conn, &mut asset)?;
+    super::sidecars::load_tags(conn, &mut asset)?;
     if let Some(version) = asset.faces_scheme {
         asset.faces = super::faces::of_asset(conn, asset.id, version)?;
     }

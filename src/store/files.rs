@@ -1,7 +1,8 @@
 //! The `files` table and the scan run's fenced writes of data: the known files for the diff
 //! (with what a present file's asset needs: restored from the trash, or claimed afresh),
 //! ingest batches (file rows, asset claims, the restore of unchanged files' trashed assets,
-//! progress, reason counts and the run's problems in one transaction under the scan lease),
+//! the refresh of a kept asset's sidecar facts, progress, reason counts and the run's
+//! problems in one transaction under the scan lease),
 //! progress with the count of unchanged files (which cost no row of their own), and the end
 //! of a full scan (missing files from what the walk found gone, except rows a restore
 //! brought back during the run; orphaned assets; the circuit breaker) committed with the
@@ -296,6 +297,11 @@ fn claim_read(
     if let (Some(content), Claim::Kept | Claim::Duplicate | Claim::Restored) = (content, claimed.1)
     {
         super::assets::stamp_content(conn, claimed.0, content)?;
+    }
+    // A read of the asset's own file brings what lies beside it now (a sidecar created,
+    // changed or deleted since); a duplicate's file leaves the asset as its first file has it.
+    if let (Some(facts), Claim::Kept | Claim::Restored) = (&item.facts, claimed.1) {
+        super::sidecars::refresh(conn, claimed.0, facts)?;
     }
     Ok(Some(claimed))
 }

@@ -76,6 +76,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "taken at source",
         sql: include_str!("../../schema/0012_taken_at_source.sql"),
     },
+    Migration {
+        version: 13,
+        name: "sidecars",
+        sql: include_str!("../../schema/0013_sidecars.sql"),
+    },
 ];
 
 pub(super) fn migrate(

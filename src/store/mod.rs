@@ -35,6 +35,7 @@ mod migrate;
 mod problems;
 mod queries;
 mod scan_runs;
+mod sidecars;
 mod thumbs;
 mod trash;
 mod vet;

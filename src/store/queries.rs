@@ -54,6 +54,11 @@ fn page_sql(filter: &AssetFilter, after: bool) -> String {
         " AND NOT EXISTS (SELECT 1 FROM faces f WHERE f.asset_id = assets.id \
          AND f.detector_version = assets.faces_scheme)",
     );
+    add(filter.rating_min.is_some(), " AND rating >= :rating");
+    add(
+        filter.tag.is_some(),
+        " AND EXISTS (SELECT 1 FROM asset_tags t WHERE t.asset_id = assets.id AND t.tag = :tag)",
+    );
     add(
         after,
         " AND (coalesce(taken_local, '') < :ctaken OR (coalesce(taken_local, '') = :ctaken AND id < :cid))",
@@ -72,7 +77,7 @@ fn page(
     let kind = filter.kind.map(MediaKind::as_str);
     // One more than asked tells whether a next page exists.
     let fetch = limit + 1;
-    let optional: [(&str, Option<&dyn ToSql>); 7] = [
+    let optional: [(&str, Option<&dyn ToSql>); 9] = [
         (":kind", kind.as_ref().map(|k| k as &dyn ToSql)),
         (":from", filter.taken_from.as_ref().map(|v| v as &dyn ToSql)),
         (
@@ -81,6 +86,11 @@ fn page(
         ),
         (":make", filter.make.as_ref().map(|v| v as &dyn ToSql)),
         (":model", filter.model.as_ref().map(|v| v as &dyn ToSql)),
+        (
+            ":rating",
+            filter.rating_min.as_ref().map(|v| v as &dyn ToSql),
+        ),
+        (":tag", filter.tag.as_ref().map(|v| v as &dyn ToSql)),
         (":ctaken", after.map(|c| &c.taken as &dyn ToSql)),
         (":cid", after.map(|c| &c.id as &dyn ToSql)),
     ];
@@ -189,6 +199,7 @@ impl Store {
             let mut page = page(conn, filter, after, limit.max(1))?;
             for asset in &mut page.items {
                 load_paths(conn, asset)?;
+                super::sidecars::load_tags(conn, asset)?;
                 if let Some(version) = asset.faces_scheme {
                     asset.faces = super::faces::of_asset(conn, asset.id, version)?;
                 }

@@ -124,6 +124,14 @@ pub struct Asset {
     pub orientation: Option<u16>,
     pub duration_ms: Option<i64>,
     pub video_codec: Option<String>,
+    /// From the XMP sidecar beside the file: -1 (rejected) to 5.
+    pub rating: Option<i8>,
+    /// From the XMP sidecar (`dc:subject`, then `lr:hierarchicalSubject`).
+    pub tags: Vec<String>,
+    /// From the XMP sidecar.
+    pub title: Option<String>,
+    /// From the XMP sidecar, else the Takeout JSON.
+    pub description: Option<String>,
     pub created_at: i64,
     pub trashed: bool,
     pub trashed_at: Option<i64>,
@@ -158,6 +166,10 @@ impl Asset {
             orientation: f.orientation,
             duration_ms: f.duration_ms,
             video_codec: f.video_codec.clone(),
+            rating: f.notes.rating,
+            tags: f.notes.tags.clone(),
+            title: f.notes.title.clone(),
+            description: f.notes.description.clone(),
             created_at: a.created_at,
             trashed: a.trashed_at.is_some(),
             trashed_at: a.trashed_at,

@@ -12,10 +12,10 @@ use mediadex::model::Asset;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Whether the scan reads sidecars and Takeout JSON yet. Not yet: a photo whose date is only
-/// beside it (`IMG_8103.jpg`'s sidecar, the Takeout photos) falls through to its mtime. When
-/// the SIDE parsers are wired, this turns true and those expect `sidecar` and `takeout`.
-const BESIDE_READ: bool = false;
+/// Whether the scan reads sidecars and Takeout JSON: it does (issue 15 items 4 and 5), so a
+/// photo whose date is only beside it (`IMG_8103.jpg`'s sidecar, the Takeout photos) says
+/// `sidecar` or `takeout`, with the date exiftool reads from that file.
+const BESIDE_READ: bool = true;
 
 /// The manifest beside the library: path → (role, note).
 fn manifest(lib: &Path) -> BTreeMap<String, (String, String)> {
@@ -33,19 +33,40 @@ fn manifest(lib: &Path) -> BTreeMap<String, (String, String)> {
         .collect()
 }
 
-/// The role of each photo that a sidecar or Takeout JSON with a date of its own is for.
-fn dated_beside(man: &BTreeMap<String, (String, String)>) -> BTreeMap<String, &'static str> {
+/// Each photo that a sidecar or Takeout JSON with a date of its own is for: the source it
+/// names and that file's path.
+fn dated_beside(
+    man: &BTreeMap<String, (String, String)>,
+) -> BTreeMap<String, (&'static str, String)> {
     let mut out = BTreeMap::new();
-    for (role, note) in man.values() {
+    for (file, (role, note)) in man {
         let field = |k: &str| note.split(';').find_map(|f| f.strip_prefix(k));
         let Some(photo) = field("for=") else { continue };
-        match role.as_str() {
-            "sidecar" if field("date=").is_some() => out.insert(photo.to_string(), "sidecar"),
-            "takeout_json" => out.insert(photo.to_string(), "takeout"),
-            _ => None,
+        let source = match role.as_str() {
+            "sidecar" if field("date=").is_some() => "sidecar",
+            "takeout_json" => "takeout",
+            _ => continue,
         };
+        out.insert(photo.to_string(), (source, file.clone()));
     }
     out
+}
+
+/// exiftool's reading of the date in a sidecar (its XMP date) or a Takeout JSON (its
+/// `photoTakenTime`, seconds in UTC), as `seconds` gives it.
+fn beside_date(lib: &Path, source: &str, file: &str) -> String {
+    let tags = exiftool(&lib.join(file)).expect("exiftool reads the file beside");
+    if source == "takeout" {
+        let stamp = &tags["JSON:PhotoTakenTimeTimestamp"];
+        let secs = stamp
+            .as_i64()
+            .or_else(|| stamp.as_str().and_then(|s| s.parse().ok()))
+            .expect("photoTakenTime");
+        let at = chrono::DateTime::from_timestamp(secs, 0).expect("a time");
+        return at.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    }
+    let (local, offset, _) = oracle_taken(&tags).expect("the sidecar's date");
+    seconds(&local, offset)
 }
 
 /// The seconds of a date as an instant when it has an offset, else as a wall time.
@@ -68,14 +89,14 @@ fn expected(
     a: &Asset,
     role: &str,
     note: &str,
-    beside: Option<&str>,
+    beside: Option<&(&'static str, String)>,
 ) -> (String, String) {
     let path = support::join_bytes(lib, &a.paths[0].rel_path);
     if let Some((local, offset, source)) = exiftool(&path).as_ref().and_then(oracle_taken) {
         return (source.into(), seconds(&local, offset));
     }
-    if let (Some(source), true) = (beside, BESIDE_READ) {
-        return (source.into(), "(the sidecar's or JSON's)".into());
+    if let (Some((source, file)), true) = (beside, BESIDE_READ) {
+        return ((*source).into(), beside_date(lib, source, file));
     }
     if role == "filename_date" {
         let named = note
@@ -137,7 +158,7 @@ fn every_role_says_where_its_date_came_from_as_exiftool_and_the_names_do() {
     for a in env.store.assets(false).expect("assets") {
         let rel = a.paths[0].rel_path_text.clone();
         let (role, note) = man.get(&rel).cloned().unwrap_or_default();
-        let source = beside.get(&rel).copied();
+        let source = beside.get(&rel);
         let (want_source, want_at) = expected(&lib, &a, &role, &note, source);
         let f = &a.facts;
         let ours_source = f.taken_at_source.map_or("none", |s| s.as_str()).to_string();
@@ -147,7 +168,7 @@ fn every_role_says_where_its_date_came_from_as_exiftool_and_the_names_do() {
             .as_deref()
             .map_or(String::new(), |l| seconds(l, offset));
         let label = match source {
-            Some(s) => format!("{role} (date only in its {s})"),
+            Some((s, _)) => format!("{role} (date only in its {s})"),
             None if role.is_empty() => "(not in the manifest)".to_string(),
             None => role,
         };

@@ -870,6 +870,57 @@ async fn the_has_faces_filter_selects_by_the_current_face_results() {
 }
 
 #[tokio::test]
+async fn the_rating_and_tag_filters_select_by_what_the_sidecars_said() {
+    let api = api();
+    let store = &api.env.store;
+    let lib = api.env.library("pics");
+    let notes = [
+        (Some(5), vec!["Paris", "sea"]),
+        (Some(2), vec!["paris"]),
+        (None, vec![]),
+    ];
+    let items: Vec<_> = (notes.iter().enumerate())
+        .map(|(i, (rating, tags))| {
+            let mut facts = synthetic::facts(i as u64);
+            facts.notes.rating = *rating;
+            facts.notes.tags = tags.iter().map(|t| t.to_string()).collect();
+            synthetic::item(&format!("x/p{i}.jpg"), i as u64, facts)
+        })
+        .collect();
+    synthetic::ingest(store, lib, "x", items).expect("ingest");
+    let id_of = |rel: &str| api.asset_at(rel);
+    let ids: Vec<i64> = (0..3).map(|i| id_of(&format!("x/p{i}.jpg"))).collect();
+    let mut got = Vec::new();
+    for q in [
+        "rating_min=3",
+        "rating_min=2",
+        "rating_min=-1",
+        "tag=PARIS",
+        "tag=sea&rating_min=3",
+    ] {
+        let r = api.get(&format!("/api/assets?{q}")).await;
+        assert_eq!(r.status, StatusCode::OK, "{q}");
+        let mut listed: Vec<i64> = (r.json()["items"].as_array().expect("items").iter())
+            .filter_map(|a| a["id"].as_i64())
+            .collect();
+        listed.sort_unstable();
+        got.push(listed);
+    }
+    let (a, b) = (ids[0], ids[1]);
+    assert_eq!(
+        got,
+        vec![vec![a], vec![a, b], vec![a, b], vec![a, b], vec![a]]
+    );
+    let one = api.get(&format!("/api/assets/{a}")).await.json();
+    assert_eq!(one["tags"], serde_json::json!(["Paris", "sea"]));
+    assert_eq!(one["rating"], 5);
+    for bad in ["rating_min=6", "rating_min=x", "tag="] {
+        let r = api.get(&format!("/api/assets?{bad}")).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{bad}");
+    }
+}
+
+#[tokio::test]
 async fn the_asset_list_uses_the_timeline_index_without_sorting() {
     let api = api();
     let store = &api.env.store;

@@ -31,6 +31,7 @@ mod problems;
 mod scan;
 #[cfg(unix)]
 mod serve;
+mod sidecars;
 mod simulation;
 mod thumbs;
 mod trash;

@@ -644,3 +644,75 @@ fn an_asset_indexed_before_taken_at_source_keeps_its_date_and_names_no_source() 
     }
     assert!(!asset_insert_is_ephemeral(&conn), "the CHECK is no IN list");
 }
+
+/// Migration 13 adds what a sidecar says: an old asset has no rating and no tags, a rating
+/// outside -1..5 is refused, a tag is one per asset without ASCII case, and every file
+/// reason (`sidecar` now too) passes the edited CHECKs of `files` and `scan_run_reasons`,
+/// which still build no temporary table on an insert.
+#[test]
+fn migration_13_adds_ratings_and_tags_and_the_reason_sidecar() {
+    let (_dir, path, clock) = setup();
+    drop(
+        open(&path, &clock, "old:1:0001", support::schema_up_to(12, ""))
+            .expect("a version-12 database"),
+    );
+    raw(&path)
+        .execute(
+            "INSERT INTO assets (id, checksum, size, kind, created_at)
+                  VALUES (7, zeroblob(32), 1, 'image', 1)",
+            [],
+        )
+        .expect("an old asset");
+    let store = open(&path, &clock, "new:1:0002", MIGRATIONS).expect("the upgrade");
+    let old = store.asset(7).expect("read").expect("the old asset");
+    assert_eq!(old.facts.notes, mediadex::model::Notes::default());
+    drop(store);
+
+    let conn = raw(&path);
+    let rate = |r: i64| conn.execute("UPDATE assets SET rating = ?1 WHERE id = 7", [r]);
+    assert!(rate(6).is_err() && rate(-2).is_err(), "outside -1..5");
+    assert!(rate(-1).is_ok() && rate(5).is_ok());
+    let tag = |t: &str| {
+        conn.execute(
+            "INSERT INTO asset_tags (asset_id, tag) VALUES (7, ?1) ON CONFLICT DO NOTHING",
+            [t],
+        )
+    };
+    assert_eq!((tag("Paris").unwrap(), tag("PARIS").unwrap()), (1, 0));
+    conn.execute(
+        "INSERT INTO libraries (id, name, root, created_at) VALUES (1, 'l', '/l', 1)",
+        [],
+    )
+    .expect("library");
+    for (i, reason) in mediadex::model::FileReason::ALL.iter().enumerate() {
+        conn.execute(
+            "INSERT INTO files (library_id, rel_path, rel_path_text, size, mtime_ns, dev, inode,
+                                last_reason, first_seen_run, last_seen_run)
+                  VALUES (1, ?1, 'x', 1, 1, 1, 1, ?2, 1, 1)",
+            rusqlite::params![vec![i as u8], reason.as_str()],
+        )
+        .unwrap_or_else(|e| panic!("files: {reason}: {e}"));
+    }
+    let err = conn
+        .execute(
+            "UPDATE files SET last_reason = 'guess' WHERE rel_path = x'00'",
+            [],
+        )
+        .expect_err("an unknown reason")
+        .to_string();
+    assert!(err.contains("CHECK constraint failed"), "{err}");
+    let sql: String = conn
+        .query_row(
+            "SELECT sql FROM sqlite_schema WHERE name = 'scan_run_reasons'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("schema");
+    for p in mediadex::model::Provenance::ALL {
+        assert!(
+            sql.contains(&format!("'{}'", p.as_str())),
+            "{p} not in {sql}"
+        );
+    }
+    assert!(!asset_insert_is_ephemeral(&conn));
+}

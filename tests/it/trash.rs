@@ -589,8 +589,13 @@ fn item(root: &Path, path: &str, content: u8) -> IngestItem {
     }
 }
 
-/// What migration 12 adds to `assets`, which the store's statements write and read.
-const LATER_ASSET_COLUMN: &str = "ALTER TABLE assets ADD COLUMN taken_at_source TEXT;";
+/// What migrations 12 and 13 add to `assets`, which the store's statements write and read.
+const LATER_ASSET_COLUMN: &str = "ALTER TABLE assets ADD COLUMN taken_at_source TEXT;
+    ALTER TABLE assets ADD COLUMN rating INTEGER;
+    ALTER TABLE assets ADD COLUMN title TEXT;
+    ALTER TABLE assets ADD COLUMN description TEXT;
+    CREATE TABLE asset_tags (asset_id INTEGER NOT NULL, tag TEXT NOT NULL COLLATE NOCASE,
+                             PRIMARY KEY (asset_id, tag));";
 
 /// The files written and indexed through a scan lease with the statements of the store, as
 /// an old schema allows (the pipeline needs the current one).
@@ -662,7 +667,11 @@ fn an_old_journal_upgrades_its_pending_moves_to_leased_work_and_keeps_its_last_t
         old_intent(ly, "trash", "yy/y.png", &ty("yy/y.png"), "pending", t + 9),
     ]
     .concat();
-    let seed = format!("{seed}\nALTER TABLE assets DROP COLUMN taken_at_source;");
+    let seed = format!(
+        "{seed}\nALTER TABLE assets DROP COLUMN taken_at_source;
+         ALTER TABLE assets DROP COLUMN rating; ALTER TABLE assets DROP COLUMN title;
+         ALTER TABLE assets DROP COLUMN description; DROP TABLE asset_tags;"
+    );
     drop(open(dir, &clock, support::schema_up_to(4, &seed)));
     for p in ["y.png", "yy/y.png"] {
         let to = lib.root.join(ty(p));

@@ -268,3 +268,54 @@ fn a_request_refused_by_the_hourly_limit_is_retried_not_lost() {
     );
     watcher.shutdown();
 }
+
+/// Issue 15 item 4: a sidecar written beside a photo is a change of its folder like any
+/// other; the scan the watcher asks for reads the photo again with it, into the same asset.
+#[test]
+fn a_sidecar_written_beside_a_photo_gives_the_watched_photo_its_rating() {
+    use mediadex::queue::{Handlers, PoolConfig, WorkerPool};
+    let env = env();
+    let (library, root) = library(&env);
+    support::photo(&root.join("2024/summer/p.png"), 7);
+    support::scan_now(&env, library.id, "");
+    let asset = |env: &Env| {
+        let all = env.store.assets(false).expect("assets");
+        let p = all
+            .into_iter()
+            .find(|a| a.paths[0].rel_path_text == "2024/summer/p.png");
+        p.expect("the photo's asset")
+    };
+    let before = asset(&env);
+    let watcher = Watcher::start(
+        &env.store,
+        std::slice::from_ref(&library),
+        options(false),
+        no_wake(),
+    );
+    watching(&watcher, library.id, WatchMode::Events);
+    let xmp = r#"<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF><rdf:Description
+        xmlns:xmp="http://ns.adobe.com/xap/1.0/" xmp:Rating="3"/></rdf:RDF></x:xmpmeta>"#;
+    std::fs::write(root.join("2024/summer/p.png.xmp"), xmp).expect("write the sidecar");
+    let run = eventually("a watch-triggered scan request", || {
+        let runs = env.store.scan_runs(Some(library.id), 20).expect("runs");
+        runs.into_iter()
+            .find(|r| r.state == RunState::Accepted && r.trigger == Trigger::Watch)
+    });
+    watcher.shutdown();
+    assert_eq!(run.scope, "2024/summer");
+    let job = mediadex::scan::job::ScanJob {
+        store: env.store.clone(),
+        config: mediadex::scan::job::ScanConfig::default(),
+        extract: mediadex::media::extract_from,
+    };
+    let pool = WorkerPool::start(
+        &env.store,
+        Handlers::default().scan(job),
+        PoolConfig::with_ttl(1, support::TTL),
+    );
+    support::run_ended(&env, run.id);
+    pool.shutdown();
+    let after = asset(&env);
+    assert_eq!(after.id, before.id, "the same asset");
+    assert_eq!(after.facts.notes.rating, Some(3));
+}

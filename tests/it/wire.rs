@@ -6,7 +6,7 @@
 
 use mediadex::model::{
     Asset, AssetPath, ContentHash, ContentTwins, DetectedFace, DuplicateGroup, FileState,
-    MediaFacts, MediaKind, TakenAtSource, TrashReason,
+    MediaFacts, MediaKind, Notes, TakenAtSource, TrashReason,
 };
 use mediadex::wire::{self, PathForm};
 use serde_json::Value;
@@ -119,6 +119,12 @@ fn full_asset(id: i64) -> Asset {
             orientation: Some(6),
             duration_ms: Some(4000),
             video_codec: Some("hevc".into()),
+            notes: Notes {
+                rating: Some(4),
+                tags: vec!["Paris".into(), "Places|France|Paris".into()],
+                title: Some("Tower".into()),
+                description: Some("Evening walk".into()),
+            },
             error: None,
         },
         created_at: 1_800_000_000_000,
@@ -192,6 +198,25 @@ fn an_asset_says_where_its_date_came_from_in_the_cli_and_the_api() {
         assert_eq!(full["taken_at_source"], "quicktime", "{form:?}");
         let bare = json(&wire::Asset::new(&bare_asset(), form));
         assert_eq!(bare["taken_at_source"], Value::Null, "{form:?}");
+    }
+}
+
+#[test]
+fn an_asset_carries_what_its_sidecar_says_in_the_cli_and_the_api() {
+    for form in [PathForm::Text, PathForm::Files] {
+        let full = json(&wire::Asset::new(&full_asset(1), form));
+        assert_eq!(full["rating"], 4, "{form:?}");
+        assert_eq!(
+            full["tags"],
+            serde_json::json!(["Paris", "Places|France|Paris"])
+        );
+        assert_eq!(
+            (full["title"].as_str(), full["description"].as_str()),
+            (Some("Tower"), Some("Evening walk"))
+        );
+        let bare = json(&wire::Asset::new(&bare_asset(), form));
+        assert_eq!(bare["tags"], serde_json::json!([]), "{form:?}");
+        assert_eq!(bare["rating"], Value::Null, "{form:?}");
     }
 }
 

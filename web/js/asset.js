@@ -74,8 +74,19 @@ function takenFrom(source) {
   return source ? ` (from ${TAKEN_FROM[source] || source})` : "";
 }
 
+// What a sidecar says (docs/json.md: `rating` -1 is "rejected", as Lightroom and darktable
+// show it).
+function fmtRating(r) {
+  if (r == null) return "";
+  return r < 0 ? "rejected" : r === 0 ? "unrated (0)" : "★".repeat(r) + "☆".repeat(5 - r);
+}
+
 function renderFacts(a, faces) {
   const rows = [
+    ["Title", a.title],
+    ["Description", a.description],
+    ["Rating", fmtRating(a.rating)],
+    ["Tags", (a.tags || []).join(", ")],
     ["Taken", a.taken_at ? a.taken_at + takenFrom(a.taken_at_source) : "unknown"],
     ["Camera", [a.make, a.model].filter(Boolean).join(" ")],
     ["Size", a.width && a.height ? `${a.width} × ${a.height}` : ""],
