@@ -4,7 +4,8 @@
 //! run-time HEIF decoder (`heif_dec`: a separate program, bounded, that thumbs and faces
 //! call), where each capture date came from, the end of the date chain (`fill_undated`: a
 //! date in the file name, `filename_date`, else the mtime the caller hands in), and the pure
-//! readers of a photo's sidecar files, XMP (`sidecar`) and Google Takeout JSON (`takeout`),
+//! readers of a Live Photo's ContentIdentifier and a motion photo's embedded video
+//! (`motion`), and the pure readers of a photo's sidecar files, XMP (`sidecar`) and Google Takeout JSON (`takeout`),
 //! with their naming rules; must not touch the database, the queue or SQL (no database
 //! access of any kind), and must never panic on what it reads.
 //! `fuzz` (hidden) hands each private parser to the fuzz driver, examples/fuzz.
@@ -19,6 +20,7 @@ pub mod filename_date;
 pub mod fuzz;
 mod heif;
 pub mod heif_dec;
+pub mod motion;
 mod photo;
 pub mod sidecar;
 mod sniff;

@@ -59,6 +59,10 @@ pub struct MediaFacts {
     pub orientation: Option<u16>,
     pub duration_ms: Option<i64>,
     pub video_codec: Option<String>,
+    /// Apple's ContentIdentifier, shared by a Live Photo's still and its MOV.
+    pub content_identifier: Option<String>,
+    /// The MP4 a motion photo carries after its JPEG's end.
+    pub embedded_video: Option<EmbeddedVideo>,
     /// What could not be read, for the file row; `None` when everything parsed.
     pub error: Option<String>,
 }

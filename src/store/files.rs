@@ -1,6 +1,7 @@
 //! The `files` table and the scan run's fenced writes of data: the known files for the diff
 //! (with what a present file's asset needs: restored from the trash, or claimed afresh),
-//! ingest batches (file rows, asset claims, the restore of unchanged files' trashed assets,
+//! ingest batches (file rows, asset claims, a Live Photo's pairing (`motion`), the restore of
+//! unchanged files' trashed assets,
 //! progress, reason counts and the run's problems in one transaction under the scan lease),
 //! progress with the count of unchanged files (which cost no row of their own), and the end
 //! of a full scan (missing files from what the walk found gone, except rows a restore
@@ -335,6 +336,10 @@ pub(super) fn ingest_one(
     )?;
     if let Some(old) = previous.filter(|old| Some(*old) != asset_id) {
         trash_if_orphan(conn, old, TrashReason::Replaced, now)?;
+    }
+    if let (Some(id), Some(facts)) = (claimed_id, &item.facts) {
+        super::motion::stamp(conn, id, facts)?;
+        super::motion::pair(conn, library_id, &item.rel_path, id, facts)?;
     }
     Ok(ItemOutcome {
         file_id,

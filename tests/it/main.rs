@@ -25,6 +25,7 @@ mod lease_protocol;
 mod locate;
 mod media_extract;
 mod migration;
+mod motion;
 mod multiprocess;
 mod problems;
 mod scan;
