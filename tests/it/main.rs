@@ -10,6 +10,7 @@ mod cli;
 mod content_hash;
 mod corpus_dates;
 mod corpus_metadata;
+mod corpus_motion;
 mod corpus_scan;
 mod corpus_sidecars;
 mod corpus_walks;
