@@ -274,6 +274,40 @@ fn pairing_does_not_depend_on_which_of_the_two_is_stored_first() {
     }
 }
 
+/// An index made before migration 15 knows neither identifier: a forced rescan reads the
+/// files again, brings the identifiers and the embedded video to their assets (the same
+/// bytes, so the same assets) and pairs them.
+#[test]
+fn a_forced_rescan_brings_identifiers_and_videos_to_assets_indexed_before_them() {
+    let env = env();
+    let lib = env.library("lib");
+    let mut clip = mov("L/IMG_7001.MOV", "IMG_7001.MOV", 2);
+    let still = read("L/IMG_7001.JPG", &live_still(None), 1);
+    let pxl = read(PXL, &std::fs::read(fixture(PXL)).unwrap(), 3);
+    let (mut old_clip, mut old_pxl) = (clip.clone(), pxl.clone());
+    old_clip.facts.as_mut().unwrap().content_identifier = None;
+    old_pxl.facts.as_mut().unwrap().embedded_video = None;
+    synthetic::ingest(&env.store, lib, "", vec![old_clip, still.clone(), old_pxl]).unwrap();
+    assert_eq!(clip_of(&env, "L/IMG_7001.JPG"), None);
+    let before: Vec<i64> = by_path(&env).values().map(|a| a.id).collect();
+    clip.reason = mediadex::model::FileReason::Forced;
+    synthetic::ingest(&env.store, lib, "", vec![clip, pxl]).unwrap();
+    let all = by_path(&env);
+    assert_eq!(
+        all.values().map(|a| a.id).collect::<Vec<_>>(),
+        before,
+        "the same assets"
+    );
+    assert_eq!(
+        clip_of(&env, "L/IMG_7001.JPG"),
+        Some(all["L/IMG_7001.MOV"].id)
+    );
+    assert_eq!(
+        all[PXL].facts.embedded_video.map(|v| v.length),
+        Some(PXL_VIDEO)
+    );
+}
+
 /// The pairing is part of the second file's fenced batch: a worker whose lease expired
 /// writes neither the file nor the pair.
 #[test]
