@@ -2,7 +2,8 @@
 //! asset is a duplicate, a trashed one is restored by id alone, a swept one is stored afresh,
 //! and a unique-index violation never escapes), trashing orphans, the guarded sweep (never
 //! an asset a present file shows; it names the thumbnails its deletions free), and the
-//! read APIs (assets with their paths, duplicate groups).
+//! read APIs (assets with their paths and a Live Photo's clip, which the lists leave out
+//! while its still shows it: `motion`; duplicate groups).
 
 use super::{Store, StoreError};
 use crate::model::{
@@ -82,13 +83,21 @@ macro_rules! asset_cols {
 }
 /// The columns `asset_from_row` reads, for queries built elsewhere in the store.
 pub(super) const ASSET_COLS: &str = asset_cols!();
+/// A live Live Photo clip is shown by its live still (`store::motion`), not listed itself; a
+/// clip in the trash is listed there, whatever its still.
+macro_rules! not_a_shown_clip {
+    () => {
+        " AND NOT EXISTS (SELECT 1 FROM assets s WHERE s.live_video_id = assets.id \
+           AND assets.trashed_at IS NULL AND s.trashed_at IS NULL AND s.pending_run IS NULL)"
+    };
+}
+/// `not_a_shown_clip!` for the asset list queries built elsewhere in the store.
+pub(super) const NOT_A_SHOWN_CLIP: &str = not_a_shown_clip!();
 const LIST: &str = concat!(
     "SELECT ",
     asset_cols!(),
     " FROM assets WHERE (trashed_at IS NOT NULL) = ?1 AND pending_run IS NULL",
-    // A Live Photo's clip is shown by its still (`store::motion`).
-    " AND NOT EXISTS (SELECT 1 FROM assets s WHERE s.live_video_id = assets.id",
-    " AND s.trashed_at IS NULL AND s.pending_run IS NULL)",
+    not_a_shown_clip!(),
     " ORDER BY id"
 );
 const GET: &str = concat!("SELECT ", asset_cols!(), " FROM assets WHERE id = ?1");

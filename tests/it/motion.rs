@@ -423,6 +423,31 @@ fn a_trashed_still_lets_its_clip_show_and_a_restore_hides_it_again() {
     );
 }
 
+#[test]
+fn a_clip_whose_file_went_missing_is_in_the_trash_and_its_still_shows_none() {
+    let env = env();
+    let lib = live_folder(&env);
+    support::scan_now(&env, lib, "");
+    let r = root(&env, "lib");
+    std::fs::remove_file(r.join("Live/IMG_7001.MOV")).unwrap();
+    let config = mediadex::scan::job::ScanConfig {
+        max_missing_share: 1.0,
+        ..Default::default()
+    };
+    support::scan_now_with(&env, lib, "", config);
+    let trash = env.store.assets(true).unwrap();
+    let trashed: Vec<&str> = trash
+        .iter()
+        .map(|a| a.paths[0].rel_path_text.as_str())
+        .collect();
+    assert_eq!(
+        trashed,
+        ["Live/IMG_7001.MOV"],
+        "listed in the trash, whatever its still"
+    );
+    assert_eq!(by_path(&env)["Live/IMG_7001.JPG"].live_clip, None);
+}
+
 /// The Pixel 7 motion photo of the corpus: its `Container:Directory` says the MP4 is the
 /// last 20,971 bytes (exiftool 12.57: DirectoryItemLength 20971).
 const PXL: &str = "PXL_20230812_101530123.MP.jpg";
@@ -596,6 +621,28 @@ async fn motion_serves_the_embedded_mp4_and_the_live_mov_with_range() {
         .await;
         assert_eq!(none.status, StatusCode::NOT_FOUND, "{plain}");
     }
+    let list = get(&router, "/api/assets", None).await;
+    let list: serde_json::Value = serde_json::from_slice(&list.body).unwrap();
+    let ids: Vec<i64> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_i64().unwrap())
+        .collect();
+    let clip = all["Live/IMG_7001.MOV"].id;
+    assert_eq!(ids.len(), 4, "{list}");
+    assert!(
+        !ids.contains(&clip),
+        "the clip is no item of the API's list: {ids:?}"
+    );
+    let still = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["id"] == all["Live/IMG_7001.JPG"].id)
+        .unwrap();
+    assert_eq!(still["motion"]["asset_id"], clip);
+    assert_eq!(still["motion"]["mime"], "video/quicktime");
     let json = get(&router, &format!("/api/assets/{}", all[PXL].id), None).await;
     let json: serde_json::Value = serde_json::from_slice(&json.body).unwrap();
     assert_eq!(json["motion"]["kind"], "embedded");
