@@ -337,8 +337,11 @@ pub(super) fn ingest_one(
     if let Some(old) = previous.filter(|old| Some(*old) != asset_id) {
         trash_if_orphan(conn, old, TrashReason::Replaced, now)?;
     }
-    if let (Some(id), Some(facts)) = (claimed_id, &item.facts) {
-        super::motion::stamp(conn, id, facts)?;
+    if let (Some((id, claim)), Some(facts)) = (claimed, &item.facts) {
+        // A created asset was inserted with these facts already.
+        if !matches!(claim, Claim::Created | Claim::Recreated) {
+            super::motion::stamp(conn, id, facts)?;
+        }
         super::motion::pair(conn, library_id, &item.rel_path, id, facts)?;
     }
     Ok(ItemOutcome {
