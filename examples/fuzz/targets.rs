@@ -5,7 +5,7 @@
 //! this file by path), so a saved finding is replayed through exactly what found it.
 
 use mediadex::http::range::{self, Plan};
-use mediadex::media::{self, content_hash, fuzz, sidecar, takeout};
+use mediadex::media::{self, content_hash, fuzz, motion, sidecar, takeout};
 use mediadex::model::{MediaFacts, TakenAtSource};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -71,6 +71,16 @@ pub const TARGETS: &[Target] = &[
         name: "takeout",
         wants: text,
         run: takeout,
+    },
+    Target {
+        name: "motion_photo",
+        wants: jpeg,
+        run: motion_photo,
+    },
+    Target {
+        name: "maker_note",
+        wants: any,
+        run: maker_note,
     },
     Target {
         name: "video_track",
@@ -238,6 +248,39 @@ fn takeout(bytes: &[u8], _: &str) -> Result<(), String> {
     )
 }
 
+/// A motion photo's trailer (issue 15): a video it finds is the file's tail and starts with
+/// an `ftyp` box.
+fn motion_photo(bytes: &[u8], mime: &str) -> Result<(), String> {
+    let facts = fuzz::xmp_packet(bytes, mime);
+    facts_hold(&facts)?;
+    let Some(v) = facts.embedded_video else {
+        return Ok(());
+    };
+    let at = usize::try_from(v.offset).unwrap_or(usize::MAX);
+    check(
+        v.offset.checked_add(v.length) == Some(bytes.len() as u64)
+            && bytes.get(at.saturating_add(4)..at.saturating_add(8)) == Some(&b"ftyp"[..]),
+        || format!("embedded video {v:?} in {} bytes", bytes.len()),
+    )
+}
+
+/// An Apple MakerNote, the input taken as its bytes (seeds get the Apple header put in
+/// front): an identifier it gives has the stored shape.
+fn maker_note(bytes: &[u8], _: &str) -> Result<(), String> {
+    let note = [&b"Apple iOS\0\0\x01MM"[..], bytes].concat();
+    for input in [bytes, &note[..]] {
+        let id = motion::apple_content_identifier(input);
+        check(id.as_deref().is_none_or(identifier_shape), || {
+            format!("identifier {id:?}")
+        })?;
+    }
+    Ok(())
+}
+
+fn identifier_shape(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 128 && id.bytes().all(|b| b.is_ascii_graphic())
+}
+
 fn video_track(bytes: &[u8], _: &str) -> Result<(), String> {
     let rotation = fuzz::video_track(bytes).map_or(0, |(_, r)| r);
     check(rotation.is_multiple_of(90) && rotation < 360, || {
@@ -290,6 +333,10 @@ fn facts_hold(f: &MediaFacts) -> Result<(), String> {
         (
             f.taken_offset_minutes.is_none_or(|m| m.abs() < 24 * 60),
             "an offset",
+        ),
+        (
+            f.content_identifier.as_deref().is_none_or(identifier_shape),
+            "a content identifier",
         ),
     ];
     match checks.iter().find(|(ok, _)| !ok) {

@@ -1,6 +1,7 @@
 //! An asset's bytes, by asset id only: its thumbnail (made on first request, cached by
-//! checksum, sent immutable with an ETag) and its original file (streamed; one byte range
-//! of it on request, `range.rs`). The file is the one `crate::locate` finds (the rules the
+//! checksum, sent immutable with an ETag), its original file (streamed; one byte range
+//! of it on request, `range.rs`) and its motion clip (a Live Photo's MOV, or the window of a
+//! motion photo's JPEG that is its MP4, served as a file of its own). The file is the one `crate::locate` finds (the rules the
 //! walks and the thumbnail job read by): inside its library root, with the stamp its scan
 //! recorded, a missing one first in the trash folder; nothing outside a library is ever
 //! read, and no other bytes are ever served under the asset's checksum. Also which formats
@@ -11,7 +12,7 @@ use super::error::{ApiError, Code};
 use super::range;
 use super::{AppState, blocking};
 use crate::locate::{LocateError, locate};
-use crate::model::{Asset, WalkAsset, hex};
+use crate::model::{Asset, EmbeddedVideo, WalkAsset, hex};
 use crate::store::Store;
 use crate::thumbs::{Source, THUMB_VERSION, Thumb, placeholder};
 use axum::body::Body;
@@ -144,45 +145,137 @@ pub async fn original(
     })
     .await?;
     let tag = etag(&hex(&asset.checksum), "");
-    if not_modified(&headers, &tag) {
+    let mime = asset.facts.mime.clone();
+    send(
+        &path,
+        &headers,
+        Sent {
+            id,
+            tag,
+            mime,
+            window: None,
+        },
+    )
+    .await
+}
+
+/// What `send` serves: the asset it is for, its tag and type, and the bytes of the file
+/// that are the body (`None`: all of them).
+struct Sent {
+    id: i64,
+    tag: String,
+    mime: Option<String>,
+    window: Option<EmbeddedVideo>,
+}
+
+/// Streams the file at `path` (or its `window`, addressed as a file of its own), one range
+/// of it on request.
+async fn send(
+    path: &std::path::Path,
+    headers: &HeaderMap,
+    sent: Sent,
+) -> Result<Response, ApiError> {
+    let Sent {
+        id,
+        tag,
+        mime,
+        window,
+    } = sent;
+    if not_modified(headers, &tag) {
         return Ok(StatusCode::NOT_MODIFIED.into_response());
     }
-    let mut file = tokio::fs::File::open(&path)
+    let mut file = tokio::fs::File::open(path)
         .await
         .map_err(|e| unreadable(id, &e))?;
-    let len = file.metadata().await.map_err(|e| unreadable(id, &e))?.len();
-    let (status, body_len, content_range) = match range::plan(&headers, len, &tag) {
-        range::Plan::Full => (StatusCode::OK, len, None),
+    let file_len = file.metadata().await.map_err(|e| unreadable(id, &e))?.len();
+    let (base, len) = match window {
+        // A file rewritten shorter than its scan saw has lost the clip's end.
+        Some(w) if w.offset.saturating_add(w.length) > file_len => {
+            return Err(missing(id, "still holds the clip its scan indexed"));
+        }
+        Some(w) => (w.offset, w.length),
+        None => (0, file_len),
+    };
+    let (status, start, body_len, content_range) = match range::plan(headers, len, &tag) {
+        range::Plan::Full => (StatusCode::OK, 0, len, None),
         range::Plan::Unsatisfiable => return Ok(unsatisfiable(id, len)),
         range::Plan::Part { start, end } => {
-            file.seek(std::io::SeekFrom::Start(start))
-                .await
-                .map_err(|e| unreadable(id, &e))?;
             let range = format!("bytes {start}-{end}/{len}");
-            (StatusCode::PARTIAL_CONTENT, end - start + 1, Some(range))
+            (
+                StatusCode::PARTIAL_CONTENT,
+                start,
+                end - start + 1,
+                Some(range),
+            )
         }
     };
+    file.seek(std::io::SeekFrom::Start(base + start))
+        .await
+        .map_err(|e| unreadable(id, &e))?;
     // Only the asked-for bytes are read, a chunk at a time as the client takes them.
     let mut r = Response::new(Body::from_stream(chunks(file.take(body_len))));
     *r.status_mut() = status;
-    original_headers(r.headers_mut(), &asset, body_len, content_range, &tag);
+    original_headers(
+        r.headers_mut(),
+        mime.as_deref(),
+        body_len,
+        content_range,
+        &tag,
+    );
     Ok(r)
+}
+
+/// A still's motion clip: a Live Photo's MOV (its own asset's file, under its checksum) or
+/// the MP4 inside a motion photo's JPEG (that byte window of the still's file), with Range
+/// as `original`; 404 `not_found` for an asset without one.
+pub async fn motion(
+    State(s): State<AppState>,
+    id: Result<Path<i64>, PathRejection>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let Path(id) = id?;
+    let store = s.ops.store.clone();
+    let (path, sent) = blocking(move || {
+        let still = get_asset(&store, id)?;
+        let (asset, window) = match (&still.live_clip, still.facts.embedded_video) {
+            (Some(clip), _) => (get_asset(&store, clip.asset_id)?, None),
+            (None, Some(video)) => (still, Some(video)),
+            (None, None) => {
+                let why = format!("asset {id} has no motion clip");
+                return Err(ApiError::new(Code::NotFound, why));
+            }
+        };
+        let path = located(&store, &asset)?
+            .ok_or_else(|| missing(asset.id, "still holds the bytes its scan indexed"))?;
+        let sum = hex(&asset.checksum);
+        let (tag, mime) = match window {
+            Some(_) => (etag(&sum, "-motion"), Some("video/mp4".to_string())),
+            None => (etag(&sum, ""), asset.facts.mime.clone()),
+        };
+        Ok((
+            path,
+            Sent {
+                id,
+                tag,
+                mime,
+                window,
+            },
+        ))
+    })
+    .await?;
+    send(&path, &headers, sent).await
 }
 
 /// An original's headers: its type as sniffed, its length and range, its tag, and the rules
 /// that keep it from running as a page of this origin.
 fn original_headers(
     h: &mut HeaderMap,
-    asset: &Asset,
+    mime: Option<&str>,
     body_len: u64,
     content_range: Option<String>,
     tag: &str,
 ) {
-    let mime = asset
-        .facts
-        .mime
-        .as_deref()
-        .unwrap_or("application/octet-stream");
+    let mime = mime.unwrap_or("application/octet-stream");
     let mime =
         HeaderValue::from_str(mime).unwrap_or(HeaderValue::from_static("application/octet-stream"));
     h.insert(header::CONTENT_TYPE, mime);

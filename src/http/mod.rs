@@ -131,6 +131,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/assets/{id}/thumbnail", get(media::thumbnail))
         .route("/api/assets/{id}/original", get(media::original))
         .route("/api/thumbnails", get(media::lacking))
+        .route("/api/assets/{id}/motion", get(media::motion))
         .route("/api/assets/{id}/trash", post(assets::trash))
         .route("/api/assets/{id}/restore", post(assets::restore))
         .route("/api/assets/{id}/faces", get(faces::of_asset))

@@ -1,5 +1,7 @@
 //! Video container facts nom-exif does not expose: the first video track's codec (ISO-BMFF
-//! `stsd` sample entry, Matroska `CodecID`) and its rotation (`tkhd` matrix). Reads are bounded
+//! `stsd` sample entry, Matroska `CodecID`), its rotation (`tkhd` matrix) and the QuickTime
+//! `mdta` metadata a Live Photo's MOV carries its ContentIdentifier in (`moov/meta`:
+//! `keys` + `ilst`). Reads are bounded
 //! and seek past payloads (never reads `mdat`), box/element counts and sizes are capped, so a
 //! corrupt file ends the walk instead of looping or allocating. Must not read photo metadata.
 
@@ -75,6 +77,13 @@ pub fn matrix_rotation(a: i32, b: i32, c: i32, d: i32) -> u16 {
     // A mirror (det < 0) or skew is not a plain rotation; keep only the quarter turns we trust.
     let det = a * d - b * c;
     if det <= 0.0 { 0 } else { snapped }
+}
+
+/// Apple's `com.apple.quicktime.content.identifier`, from a MOV's `moov/meta` (or
+/// `moov/udta/meta`) `keys`/`ilst`: the UUID a Live Photo's MOV shares with its still.
+pub fn content_identifier<R: Read + Seek>(r: &mut R) -> Option<String> {
+    let len = r.seek(SeekFrom::End(0)).ok()?;
+    bmff::mdta_text(r, len, b"com.apple.quicktime.content.identifier")
 }
 
 fn read_small<R: Read>(r: &mut R, len: u64) -> Option<Vec<u8>> {
@@ -180,6 +189,74 @@ mod bmff {
         // version/flags (4), entry_count (4), first entry: size (4), fourcc (4)
         let fourcc: [u8; 4] = stsd.get(12..16)?.try_into().ok()?;
         Some(codec_from_fourcc(&fourcc)).filter(|c| !c.is_empty())
+    }
+
+    /// The UTF-8 value of QuickTime metadata key `key` (namespace `mdta`).
+    pub fn mdta_text<R: Read + Seek>(r: &mut R, len: u64, key: &[u8]) -> Option<String> {
+        let top = children(r, 0, len);
+        let moov = find(&top, b"moov")?;
+        let in_moov = children(r, moov.body, moov.end);
+        let udta_meta = find(&in_moov, b"udta").and_then(|udta| {
+            let inner = children(r, udta.body, udta.end);
+            inner.into_iter().find(|b| &b.kind == b"meta")
+        });
+        let metas = in_moov.iter().filter(|b| &b.kind == b"meta");
+        for meta in metas.chain(udta_meta.as_ref()) {
+            if let Some(text) = meta_text(r, meta, key) {
+                return Some(text);
+            }
+        }
+        None
+    }
+
+    /// QuickTime's `meta` is a plain box, ISO's a full box (4 bytes of version and flags
+    /// first): whichever has a box header where its first child would be.
+    fn meta_text<R: Read + Seek>(r: &mut R, meta: &Box4, key: &[u8]) -> Option<String> {
+        r.seek(SeekFrom::Start(meta.body)).ok()?;
+        let mut head = [0u8; 8];
+        r.read_exact(&mut head).ok()?;
+        let start = if &head[4..8] == b"hdlr" || &head[4..8] == b"keys" {
+            meta.body
+        } else {
+            meta.body + 4
+        };
+        let parts = children(r, start, meta.end);
+        let index = key_index(&payload(r, find(&parts, b"keys")?)?, key)?;
+        let ilst = find(&parts, b"ilst")?;
+        let item = children(r, ilst.body, ilst.end)
+            .into_iter()
+            .find(|b| b.kind == index.to_be_bytes())?;
+        let data = children(r, item.body, item.end)
+            .into_iter()
+            .find(|b| &b.kind == b"data")?;
+        data_text(&payload(r, &data)?)
+    }
+
+    /// The 1-based index of `key` in a `keys` payload (version/flags, count, then entries
+    /// of size, namespace and name).
+    pub fn key_index(keys: &[u8], key: &[u8]) -> Option<u32> {
+        let count = u32::from_be_bytes(keys.get(4..8)?.try_into().ok()?);
+        let mut at = 8usize;
+        for index in 1..=count.min(MAX_CHILDREN as u32) {
+            let size = u32::from_be_bytes(keys.get(at..at + 4)?.try_into().ok()?) as usize;
+            let end = at
+                .checked_add(size)
+                .filter(|e| size >= 8 && *e <= keys.len())?;
+            if keys.get(at + 4..at + 8)? == b"mdta" && keys.get(at + 8..end)? == key {
+                return Some(index);
+            }
+            at = end;
+        }
+        None
+    }
+
+    /// A `data` payload (type indicator, locale, value) holding UTF-8 text (type 1).
+    pub fn data_text(data: &[u8]) -> Option<String> {
+        if data.get(0..4)? != [0, 0, 0, 1] {
+            return None;
+        }
+        let text = std::str::from_utf8(data.get(8..)?).ok()?;
+        super::super::values::clean_text(text)
     }
 
     /// The rotation in a `tkhd` payload (after the box header).
@@ -502,6 +579,75 @@ mod tests {
         }
         let _ = read(&noise);
         assert_eq!(read(b""), None);
+    }
+
+    /// A `moov/meta` with `hdlr mdta`, `keys` and `ilst`; ISO's full box when `full`.
+    fn mdta_meta(full: bool, keys: &[&[u8]], values: &[(u32, &str)]) -> Vec<u8> {
+        let mut k = vec![0, 0, 0, 0];
+        k.extend_from_slice(&(keys.len() as u32).to_be_bytes());
+        for key in keys {
+            k.extend_from_slice(&((key.len() + 8) as u32).to_be_bytes());
+            k.extend_from_slice(b"mdta");
+            k.extend_from_slice(key);
+        }
+        let items: Vec<Vec<u8>> = values
+            .iter()
+            .map(|(index, text)| {
+                let data = cat(&[vec![0, 0, 0, 1, 0, 0, 0, 0], text.as_bytes().to_vec()]);
+                bx(&index.to_be_bytes(), &bx(b"data", &data))
+            })
+            .collect();
+        let mut body = if full { vec![0; 4] } else { Vec::new() };
+        body.extend(cat(&[
+            hdlr(b"mdta"),
+            bx(b"keys", &k),
+            bx(b"ilst", &cat(&items)),
+        ]));
+        bx(b"meta", &body)
+    }
+
+    const ID_KEY: &[u8] = b"com.apple.quicktime.content.identifier";
+    const UUID: &str = "1F7B6A52-3C1D-4E8B-9C0A-5D2E7F4B8A61";
+
+    #[test]
+    fn a_live_photo_movs_content_identifier_is_read_from_its_keys() {
+        let keys: [&[u8]; 2] = [b"com.apple.quicktime.make", ID_KEY];
+        for full in [false, true] {
+            let meta = mdta_meta(full, &keys, &[(1, "Apple"), (2, UUID)]);
+            let moov = cat(&[trak(b"vide", b"hvc1", 0, IDENT), meta]);
+            let id = content_identifier(&mut Cursor::new(mp4(&moov, true)));
+            assert_eq!(id.as_deref(), Some(UUID), "full box: {full}");
+        }
+        let in_udta = bx(b"udta", &mdta_meta(false, &[ID_KEY], &[(1, UUID)]));
+        let file = mp4(&cat(&[trak(b"vide", b"avc1", 0, IDENT), in_udta]), false);
+        assert_eq!(
+            content_identifier(&mut Cursor::new(&file)).as_deref(),
+            Some(UUID)
+        );
+        let other_key = mdta_meta(false, &[b"com.apple.quicktime.model"], &[(1, UUID)]);
+        let file = mp4(&other_key, false);
+        assert_eq!(content_identifier(&mut Cursor::new(&file)), None);
+    }
+
+    #[test]
+    fn a_cut_or_corrupt_keys_box_gives_nothing_and_never_panics() {
+        let good = mp4(&mdta_meta(false, &[ID_KEY], &[(1, UUID)]), false);
+        for cut in 0..good.len() {
+            let _ = content_identifier(&mut Cursor::new(&good[..cut]));
+        }
+        assert_eq!(
+            bmff::key_index(&[0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF], ID_KEY),
+            None
+        );
+        assert_eq!(
+            bmff::key_index(&[0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0], ID_KEY),
+            None
+        );
+        assert_eq!(
+            bmff::data_text(&[0, 0, 0, 2, 0, 0, 0, 0, b'x']),
+            None,
+            "not UTF-8 text"
+        );
     }
 
     fn el(id: u64, body: &[u8]) -> Vec<u8> {

@@ -4,9 +4,10 @@
 //! run-time HEIF decoder (`heif_dec`: a separate program, bounded, that thumbs and faces
 //! call), where each capture date came from, the end of the date chain (`fill_undated`: a
 //! date in the file name, `filename_date`, else the mtime the caller hands in), and the pure
-//! readers of a photo's sidecar files, XMP (`sidecar`) and Google Takeout JSON (`takeout`),
-//! with their naming rules, and the merge of what those say into a photo's facts (`beside`);
-//! must not touch the database, the queue or SQL (no database
+//! readers of a Live Photo's ContentIdentifier and a motion photo's embedded video
+//! (`motion`), the pure readers of a photo's sidecar files, XMP (`sidecar`) and Google
+//! Takeout JSON (`takeout`), with their naming rules, and the merge of what those say into a
+//! photo's facts (`beside`); must not touch the database, the queue or SQL (no database
 //! access of any kind), and must never panic on what it reads.
 //! `fuzz` (hidden) hands each private parser to the fuzz driver, examples/fuzz.
 //!
@@ -21,6 +22,7 @@ pub mod filename_date;
 pub mod fuzz;
 mod heif;
 pub mod heif_dec;
+pub mod motion;
 mod photo;
 pub mod sidecar;
 mod sniff;

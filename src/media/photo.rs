@@ -1,5 +1,6 @@
 //! Photo metadata: stored pixel size (imagesize, header only) and EXIF (kamadak-exif, including
-//! the EXIF of HEIC/AVIF, PNG, WebP and TIFF). Owns the choice of EXIF tags; must not decide the
+//! the EXIF of HEIC/AVIF, PNG, WebP and TIFF). Owns the choice of EXIF tags (and hands
+//! the MakerNote to `motion` for a Live Photo's ContentIdentifier); must not decide the
 //! media kind (that is `sniff`) nor touch video containers.
 
 use super::values::{
@@ -117,6 +118,9 @@ fn apply(exif: &Exif, facts: &mut MediaFacts) {
         .and_then(|f| f.value.get_uint(0))
         .and_then(orientation);
     apply_date(exif, facts);
+    if let Some(Value::Undefined(note, _)) = field(exif, Tag::MakerNote).map(|f| &f.value) {
+        facts.content_identifier = super::motion::apple_content_identifier(note);
+    }
     facts.lat = gps(exif, Tag::GPSLatitude, Tag::GPSLatitudeRef, 90.0);
     facts.lon = gps(exif, Tag::GPSLongitude, Tag::GPSLongitudeRef, 180.0);
     if facts.lat.is_none() || facts.lon.is_none() {

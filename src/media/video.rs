@@ -1,5 +1,6 @@
 //! Video metadata through nom-exif's track parser (MP4, MOV, MKV/WebM): size, duration,
-//! creation time, make/model and GPS; codec and rotation from `container`. Owns the interpretation of container dates; must not
+//! creation time, make/model and GPS; codec, rotation and a Live Photo's ContentIdentifier
+//! from `container`. Owns the interpretation of container dates; must not
 //! read photo EXIF (that is `photo`).
 
 use super::container;
@@ -15,6 +16,8 @@ const FIRST_PLAUSIBLE_YEAR: i32 = 1971;
 pub fn read_track<R: Read + Seek>(mut file: R, facts: &mut MediaFacts) -> Result<(), String> {
     let track = container::video_track(&mut file).unwrap_or_default();
     facts.video_codec = track.codec;
+    facts.content_identifier =
+        container::content_identifier(&mut file).and_then(|id| super::motion::identifier(&id));
     let outcome = read_nom_exif(file, facts);
     if let (Some(w), Some(h)) = (facts.width, facts.height) {
         let (dw, dh) = match track.rotation {

@@ -1,6 +1,7 @@
 //! XMP fallback for photos: the XMP packet of a JPEG (APP1 `http://ns.adobe.com/xap/1.0/`)
 //! or PNG (`iTXt` keyword `XML:com.adobe.xmp`), scanned as text for capture date, make and
-//! model. Bounded reads, no XML parser; must not override what EXIF already said. Its text
+//! model, and the packet in which a JPEG declares a motion photo's video (read by `motion`).
+//! Bounded reads, no XML parser; must not override what EXIF already said. Its text
 //! reader (`value`, `items`, `capture_date`) is also the one `sidecar` reads `.xmp` files with.
 
 use super::values::{clean_text, exif_date, utc_offset_minutes};
@@ -15,8 +16,11 @@ const MAX_PACKET: u64 = 4 * 1024 * 1024;
 const MAX_PARTS: usize = 4096;
 
 /// Fills capture date, make and model from XMP where EXIF left them empty.
+/// A JPEG's packet is read even when EXIF said everything: it is where a motion photo
+/// declares its video (`motion`).
 pub fn fill_from_xmp<R: Read + Seek>(reader: &mut R, mime: &str, facts: &mut MediaFacts) {
-    if facts.taken_local.is_some() && facts.make.is_some() && facts.model.is_some() {
+    let complete = facts.taken_local.is_some() && facts.make.is_some() && facts.model.is_some();
+    if complete && mime != "image/jpeg" {
         return;
     }
     let packet = match mime {
@@ -24,8 +28,13 @@ pub fn fill_from_xmp<R: Read + Seek>(reader: &mut R, mime: &str, facts: &mut Med
         "image/png" => png_packet(reader),
         _ => None,
     };
-    if let Some(packet) = packet {
-        apply(&String::from_utf8_lossy(&packet), facts);
+    let Some(packet) = packet else { return };
+    let xml = String::from_utf8_lossy(&packet);
+    apply(&xml, facts);
+    if mime == "image/jpeg"
+        && let Ok(len) = reader.seek(SeekFrom::End(0))
+    {
+        facts.embedded_video = super::motion::embedded_video(&xml, reader, len);
     }
 }
 

@@ -56,6 +56,8 @@ pub struct Asset {
     pub faces_scheme: Option<i64>,
     /// The faces stored for `faces_scheme`.
     pub faces: Vec<DetectedFace>,
+    /// A Live Photo still's clip, while that clip is not in the trash.
+    pub live_clip: Option<LiveClip>,
 }
 
 /// Files sharing one asset: byte-identical copies.

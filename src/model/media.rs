@@ -61,6 +61,10 @@ pub struct MediaFacts {
     pub video_codec: Option<String>,
     /// What a sidecar or Takeout JSON beside the file says of it (`media::beside`).
     pub notes: Notes,
+    /// Apple's ContentIdentifier, shared by a Live Photo's still and its MOV.
+    pub content_identifier: Option<String>,
+    /// The MP4 a motion photo carries after its JPEG's end.
+    pub embedded_video: Option<EmbeddedVideo>,
     /// What could not be read, for the file row; `None` when everything parsed.
     pub error: Option<String>,
 }

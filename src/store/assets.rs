@@ -2,7 +2,8 @@
 //! asset is a duplicate, a trashed one is restored by id alone, a swept one is stored afresh,
 //! and a unique-index violation never escapes), trashing orphans, the guarded sweep (never
 //! an asset a present file shows; it names the thumbnails its deletions free), and the
-//! read APIs (assets with their paths, duplicate groups).
+//! read APIs (assets with their paths and a Live Photo's clip, which the lists leave out
+//! while its still shows it: `motion`; duplicate groups).
 
 use super::{Store, StoreError};
 use crate::model::{
@@ -20,9 +21,10 @@ pub(super) const INSERT: &str = "
     INSERT INTO assets (owner, checksum, size, mime, kind, width, height, display_width,
                         display_height, taken_local, taken_offset_minutes, make, model, lat, lon,
                         orientation, duration_ms, video_codec, created_at, pending_run,
-                        content_hash, content_hash_scheme, taken_at_source)
+                        content_hash, content_hash_scheme, taken_at_source, content_identifier,
+                        motion_offset, motion_length)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-            ?20, ?21, ?22, ?23)
+            ?20, ?21, ?22, ?23, ?24, ?25, ?26)
     ON CONFLICT (owner, checksum) DO NOTHING";
 /// Restore by id alone: whatever happened to the row since it was read, this either brings
 /// back the row that is still trashed or matches nothing.
@@ -75,15 +77,28 @@ macro_rules! asset_cols {
         "id, owner, checksum, size, mime, kind, width, height, display_width, display_height, \
          taken_local, taken_offset_minutes, make, model, lat, lon, orientation, duration_ms, \
          video_codec, created_at, trashed_at, trash_reason, content_hash, content_hash_scheme, \
-         faces_scheme, taken_at_source, rating, title, description"
+         faces_scheme, taken_at_source, rating, title, description, content_identifier, \
+         motion_offset, motion_length, live_video_id"
     };
 }
 /// The columns `asset_from_row` reads, for queries built elsewhere in the store.
 pub(super) const ASSET_COLS: &str = asset_cols!();
+/// A live Live Photo clip is shown by its live still (`store::motion`), not listed itself; a
+/// clip in the trash is listed there, whatever its still.
+macro_rules! not_a_shown_clip {
+    () => {
+        " AND NOT EXISTS (SELECT 1 FROM assets s WHERE s.live_video_id = assets.id \
+           AND assets.trashed_at IS NULL AND s.trashed_at IS NULL AND s.pending_run IS NULL)"
+    };
+}
+/// `not_a_shown_clip!` for the asset list queries built elsewhere in the store.
+pub(super) const NOT_A_SHOWN_CLIP: &str = not_a_shown_clip!();
 const LIST: &str = concat!(
     "SELECT ",
     asset_cols!(),
-    " FROM assets WHERE (trashed_at IS NOT NULL) = ?1 AND pending_run IS NULL ORDER BY id"
+    " FROM assets WHERE (trashed_at IS NOT NULL) = ?1 AND pending_run IS NULL",
+    not_a_shown_clip!(),
+    " ORDER BY id"
 );
 const GET: &str = concat!("SELECT ", asset_cols!(), " FROM assets WHERE id = ?1");
 const PATHS: &str = "
@@ -178,7 +193,10 @@ fn insert(
         pending_run,
         content.map(|c| &c.hash[..]),
         content.map(|c| c.scheme),
-        f.taken_at_source.map(TakenAtSource::as_str)
+        f.taken_at_source.map(TakenAtSource::as_str),
+        f.content_identifier,
+        f.embedded_video.map(|v| v.offset as i64),
+        f.embedded_video.map(|v| v.length as i64)
     ])?;
     Ok((inserted == 1).then(|| conn.last_insert_rowid()))
 }
@@ -425,6 +443,8 @@ pub(super) fn asset_from_row(r: &Row<'_>) -> rusqlite::Result<Asset> {
                 title: r.get(27)?,
                 description: r.get(28)?,
             },
+            content_identifier: r.get(29)?,
+            embedded_video: super::motion::embedded_cols(r, 30)?,
             error: None,
         },
         created_at: r.get(19)?,
@@ -434,6 +454,7 @@ pub(super) fn asset_from_row(r: &Row<'_>) -> rusqlite::Result<Asset> {
         content_hash: content_hash_cols(r, 22)?,
         faces_scheme: r.get(24)?,
         faces: Vec::new(),
+        live_clip: super::motion::clip_col(r, 32)?,
     })
 }
 
@@ -459,6 +480,7 @@ pub(super) fn load_paths(conn: &Connection, asset: &mut Asset) -> Result<(), Sto
 fn with_paths(conn: &Connection, mut asset: Asset) -> Result<Asset, StoreError> {
     load_paths(conn, &mut asset)?;
     super::sidecars::load_tags(conn, &mut asset)?;
+    super::motion::load_clip(conn, &mut asset)?;
     if let Some(version) = asset.faces_scheme {
         asset.faces = super::faces::of_asset(conn, asset.id, version)?;
     }

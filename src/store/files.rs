@@ -1,8 +1,8 @@
 //! The `files` table and the scan run's fenced writes of data: the known files for the diff
 //! (with what a present file's asset needs: restored from the trash, or claimed afresh),
-//! ingest batches (file rows, asset claims, the restore of unchanged files' trashed assets,
-//! the refresh of a kept asset's sidecar facts, progress, reason counts and the run's
-//! problems in one transaction under the scan lease),
+//! ingest batches (file rows, asset claims, a Live Photo's pairing (`motion`), the restore of
+//! unchanged files' trashed assets, the refresh of a kept asset's sidecar facts, progress,
+//! reason counts and the run's problems in one transaction under the scan lease),
 //! progress with the count of unchanged files (which cost no row of their own), and the end
 //! of a full scan (missing files from what the walk found gone, except rows a restore
 //! brought back during the run; orphaned assets; the circuit breaker) committed with the
@@ -341,6 +341,13 @@ pub(super) fn ingest_one(
     )?;
     if let Some(old) = previous.filter(|old| Some(*old) != asset_id) {
         trash_if_orphan(conn, old, TrashReason::Replaced, now)?;
+    }
+    if let (Some((id, claim)), Some(facts)) = (claimed, &item.facts) {
+        // A created asset was inserted with these facts already.
+        if !matches!(claim, Claim::Created | Claim::Recreated) {
+            super::motion::stamp(conn, id, facts)?;
+        }
+        super::motion::pair(conn, library_id, &item.rel_path, id, facts)?;
     }
     Ok(ItemOutcome {
         file_id,

@@ -81,6 +81,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "sidecars",
         sql: include_str!("../../schema/0013_sidecars.sql"),
     },
+    Migration {
+        version: 14,
+        name: "motion",
+        sql: include_str!("../../schema/0014_motion.sql"),
+    },
 ];
 
 pub(super) fn migrate(

@@ -32,6 +32,7 @@ mod jobs;
 mod lease;
 mod libraries;
 mod migrate;
+mod motion;
 mod problems;
 mod queries;
 mod scan_runs;

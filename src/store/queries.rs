@@ -1,8 +1,9 @@
 //! Read queries of the HTTP API and /metrics: the paged, filtered asset list (keyset
-//! pagination on the `assets_timeline` index of migration 0004) and the metrics snapshot.
+//! pagination on the `assets_timeline` index of migration 0004; a Live Photo's clip left out,
+//! as `assets::LIST` does) and the metrics snapshot.
 //! Reads only, on the pool; must not write.
 
-use super::assets::{ASSET_COLS, asset_from_row, load_paths};
+use super::assets::{ASSET_COLS, NOT_A_SHOWN_CLIP, asset_from_row, load_paths};
 use super::{Store, StoreError};
 use crate::model::{
     AssetCursor, AssetFilter, AssetPage, Counter, MediaKind, MetricsSnapshot, Millis, QueueStats,
@@ -15,6 +16,7 @@ const TAKEN_KEY: &str = "coalesce(taken_local, '')";
 /// The list's SQL for this filter: fixed fragments only, every value bound as a parameter.
 fn page_sql(filter: &AssetFilter, after: bool) -> String {
     let mut sql = format!("SELECT {ASSET_COLS} FROM assets WHERE pending_run IS NULL");
+    sql.push_str(NOT_A_SHOWN_CLIP);
     sql.push_str(if filter.trashed {
         " AND trashed_at IS NOT NULL"
     } else {
@@ -200,6 +202,7 @@ impl Store {
             for asset in &mut page.items {
                 load_paths(conn, asset)?;
                 super::sidecars::load_tags(conn, asset)?;
+                super::motion::load_clip(conn, asset)?;
                 if let Some(version) = asset.faces_scheme {
                     asset.faces = super::faces::of_asset(conn, asset.id, version)?;
                 }
@@ -223,6 +226,7 @@ impl Store {
         self.read(|conn| {
             let mut page = page(conn, &filter, after, limit.max(1))?;
             for asset in &mut page.items {
+                super::motion::load_clip(conn, asset)?;
                 if let Some(version) = asset.faces_scheme {
                     asset.faces = super::faces::of_asset(conn, asset.id, version)?;
                 }

@@ -1,4 +1,4 @@
-//! The asset projection and its path forms.
+//! The asset projection, its path forms and its motion clip.
 
 use crate::model::{self, AssetPath, DetectedFace, FileState, MediaKind, TakenAtSource, hex};
 use serde::Serialize;
@@ -141,6 +141,51 @@ pub struct Asset {
     pub content_hash_scheme: Option<i64>,
     /// The faces stored for the asset's detector version.
     pub faces: Vec<Face>,
+    /// The motion clip of a Live Photo or a motion photo (`GET /api/assets/{id}/motion`).
+    pub motion: Option<Motion>,
+}
+
+/// A still's motion clip: a Live Photo's MOV (an asset of its own, left out of the asset
+/// list) or the MP4 inside a motion photo's JPEG.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Motion {
+    /// `live` or `embedded`.
+    pub kind: &'static str,
+    pub mime: Option<String>,
+    pub duration_ms: Option<i64>,
+    /// The clip's asset (`live` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub asset_id: Option<i64>,
+    /// Where the MP4 sits in the JPEG (`embedded` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub length: Option<u64>,
+}
+
+impl Motion {
+    /// A Live Photo's clip wins over an embedded video (a still has one or the other).
+    pub fn of(a: &model::Asset) -> Option<Motion> {
+        if let Some(clip) = &a.live_clip {
+            return Some(Motion {
+                kind: "live",
+                mime: clip.mime.clone(),
+                duration_ms: clip.duration_ms,
+                asset_id: Some(clip.asset_id),
+                offset: None,
+                length: None,
+            });
+        }
+        let video = a.facts.embedded_video?;
+        Some(Motion {
+            kind: "embedded",
+            mime: Some("video/mp4".into()),
+            duration_ms: None,
+            asset_id: None,
+            offset: Some(video.offset),
+            length: Some(video.length),
+        })
+    }
 }
 
 impl Asset {
@@ -177,6 +222,7 @@ impl Asset {
             content_hash: a.content_hash.map(|c| hex(&c.hash)),
             content_hash_scheme: a.content_hash.map(|c| c.scheme),
             faces: a.faces.iter().map(Face::from).collect(),
+            motion: Motion::of(a),
         }
     }
 }

@@ -589,13 +589,27 @@ fn item(root: &Path, path: &str, content: u8) -> IngestItem {
     }
 }
 
-/// What migrations 12 and 13 add to `assets`, which the store's statements write and read.
+/// What migrations 12, 13 and 14 add to `assets`, which the store's statements write and read.
 const LATER_ASSET_COLUMN: &str = "ALTER TABLE assets ADD COLUMN taken_at_source TEXT;
     ALTER TABLE assets ADD COLUMN rating INTEGER;
     ALTER TABLE assets ADD COLUMN title TEXT;
     ALTER TABLE assets ADD COLUMN description TEXT;
     CREATE TABLE asset_tags (asset_id INTEGER NOT NULL, tag TEXT NOT NULL COLLATE NOCASE,
-                             PRIMARY KEY (asset_id, tag));";
+                             PRIMARY KEY (asset_id, tag));
+    ALTER TABLE assets ADD COLUMN content_identifier TEXT;
+    ALTER TABLE assets ADD COLUMN motion_offset INTEGER;
+    ALTER TABLE assets ADD COLUMN motion_length INTEGER;
+    ALTER TABLE assets ADD COLUMN live_video_id INTEGER;";
+/// `LATER_ASSET_COLUMN` undone, before the upgrade adds them for real.
+const DROP_LATER_ASSET_COLUMN: &str = "ALTER TABLE assets DROP COLUMN taken_at_source;
+    ALTER TABLE assets DROP COLUMN rating;
+    ALTER TABLE assets DROP COLUMN title;
+    ALTER TABLE assets DROP COLUMN description;
+    DROP TABLE asset_tags;
+    ALTER TABLE assets DROP COLUMN content_identifier;
+    ALTER TABLE assets DROP COLUMN motion_offset;
+    ALTER TABLE assets DROP COLUMN motion_length;
+    ALTER TABLE assets DROP COLUMN live_video_id;";
 
 /// The files written and indexed through a scan lease with the statements of the store, as
 /// an old schema allows (the pipeline needs the current one).
@@ -627,8 +641,8 @@ fn indexed_at_schema_3(env: &Env, files: &[(&str, u8)]) -> Lib {
 
 #[test]
 fn an_old_journal_upgrades_its_pending_moves_to_leased_work_and_keeps_its_last_trash() {
-    // The store's asset statements name the column migration 12 adds: schema 3 gets it for
-    // the indexing, and loses it again (below) before the upgrade adds it for real.
+    // The store's asset statements name the columns migrations 12 and 15 add: schema 3 gets
+    // them for the indexing, and loses them again (below) before the upgrade adds them for real.
     let env = support::env_with(StoreOptions {
         migrations: support::schema_up_to(3, LATER_ASSET_COLUMN),
         ..support::options()
@@ -667,11 +681,7 @@ fn an_old_journal_upgrades_its_pending_moves_to_leased_work_and_keeps_its_last_t
         old_intent(ly, "trash", "yy/y.png", &ty("yy/y.png"), "pending", t + 9),
     ]
     .concat();
-    let seed = format!(
-        "{seed}\nALTER TABLE assets DROP COLUMN taken_at_source;
-         ALTER TABLE assets DROP COLUMN rating; ALTER TABLE assets DROP COLUMN title;
-         ALTER TABLE assets DROP COLUMN description; DROP TABLE asset_tags;"
-    );
+    let seed = format!("{seed}\n{DROP_LATER_ASSET_COLUMN}");
     drop(open(dir, &clock, support::schema_up_to(4, &seed)));
     for p in ["y.png", "yy/y.png"] {
         let to = lib.root.join(ty(p));

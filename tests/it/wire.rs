@@ -5,8 +5,8 @@
 //! (`the_api_and_the_cli_give_an_asset_the_same_fields_and_values`).
 
 use mediadex::model::{
-    Asset, AssetPath, ContentHash, ContentTwins, DetectedFace, DuplicateGroup, FileState,
-    MediaFacts, MediaKind, Notes, TakenAtSource, TrashReason,
+    Asset, AssetPath, ContentHash, ContentTwins, DetectedFace, DuplicateGroup, EmbeddedVideo,
+    FileState, LiveClip, MediaFacts, MediaKind, Notes, TakenAtSource, TrashReason,
 };
 use mediadex::wire::{self, PathForm};
 use serde_json::Value;
@@ -125,6 +125,11 @@ fn full_asset(id: i64) -> Asset {
                 title: Some("Tower".into()),
                 description: Some("Evening walk".into()),
             },
+            content_identifier: Some("1F7B6A52-3C1D-4E8B-9C0A-5D2E7F4B8A61".into()),
+            embedded_video: Some(EmbeddedVideo {
+                offset: 40_375,
+                length: 20_971,
+            }),
             error: None,
         },
         created_at: 1_800_000_000_000,
@@ -147,6 +152,11 @@ fn full_asset(id: i64) -> Asset {
             score: 0.9,
             landmarks: [(1.0, 1.5); 5],
         }],
+        live_clip: Some(LiveClip {
+            asset_id: 7,
+            mime: Some("video/quicktime".into()),
+            duration_ms: Some(1530),
+        }),
     }
 }
 
@@ -159,6 +169,7 @@ fn bare_asset() -> Asset {
         content_hash: None,
         faces_scheme: None,
         faces: Vec::new(),
+        live_clip: None,
         paths: vec![path(b"a.jpg", FileState::Present)],
         ..full_asset(3)
     }
@@ -173,8 +184,32 @@ const CLI_PATHS: &str = "**Paths in the CLI**";
 const API_PATHS: &str = "**Paths in the API**";
 const PATH_OBJECT: &str = "**A path object**";
 const FACE: &str = "**A face**";
+const MOTION: &str = "**A motion clip**";
 const GROUP: &str = "**A duplicate group**";
 const TWIN: &str = "**A twin**";
+
+/// Both kinds of clip, each with the fields of its kind only.
+#[test]
+fn a_motion_clip_of_either_kind_has_the_documented_fields_and_types() {
+    let doc = table(MOTION);
+    let live = json(&wire::Asset::new(&full_asset(1), PathForm::Files));
+    let mut seen = check("a live clip", &live["motion"], &doc);
+    assert_eq!(live["motion"]["kind"], "live");
+    assert_eq!(live["motion"]["asset_id"], 7);
+    assert!(live["motion"].get("offset").is_none(), "{live}");
+    let embedded = Asset {
+        live_clip: None,
+        ..full_asset(1)
+    };
+    let embedded = json(&wire::Asset::new(&embedded, PathForm::Files));
+    seen.extend(check("an embedded clip", &embedded["motion"], &doc));
+    assert_eq!(embedded["motion"]["kind"], "embedded");
+    assert_eq!(embedded["motion"]["offset"], 40_375);
+    assert!(embedded["motion"].get("asset_id").is_none(), "{embedded}");
+    all_seen("a motion clip", &seen, &doc);
+    let bare = json(&wire::Asset::new(&bare_asset(), PathForm::Files));
+    assert_eq!(bare["motion"], Value::Null);
+}
 
 #[test]
 fn an_asset_in_the_cli_has_the_documented_fields_and_types() {

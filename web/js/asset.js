@@ -1,4 +1,5 @@
-// The asset view: the picture or video with its faces drawn, its facts, trash and restore.
+// The asset view: the picture or video with its faces drawn, its motion clip played on
+// request, its facts, trash and restore.
 import { $, el, banner, guard } from "./dom.js";
 import { api } from "./api.js";
 import { fmtBytes, fmtDuration } from "./format.js";
@@ -44,10 +45,28 @@ export async function openAsset(id) {
     faces = api("GET", `/api/assets/${id}/faces`).catch(() => null);
     const draw = async () => { const f = await faces; if (f) drawFaces(frame, img, f); };
     if (img.complete) draw(); else img.addEventListener("load", draw);
+    if (asset.motion) frame.append(motionControl(id, frame));
   }
   media.append(frame);
   renderFacts(asset, faces);
   if (!dialog().open) dialog().showModal();
+}
+
+// A Live Photo's or motion photo's clip (docs/api.md, `/motion`), played over the still on
+// request and gone again when it ends, as a phone shows it.
+function motionControl(id, frame) {
+  const play = el("button", { class: "motion-play", title: "Play the motion clip" }, "▶ Motion");
+  play.addEventListener("click", () => {
+    const clip = el("video", { src: `/api/assets/${id}/motion`, autoplay: true, muted: true,
+                               playsinline: true, class: "motion-clip" });
+    clip.muted = true;
+    const done = () => { clip.remove(); play.hidden = false; };
+    clip.addEventListener("ended", done);
+    clip.addEventListener("error", () => { done(); banner("The motion clip cannot be played here."); });
+    play.hidden = true;
+    frame.append(clip);
+  });
+  return play;
 }
 
 // Boxes come in the file's stored pixels; the browser shows the picture upright.
@@ -92,6 +111,9 @@ function renderFacts(a, faces) {
     ["Size", a.width && a.height ? `${a.width} × ${a.height}` : ""],
     ["Duration", a.kind === "video" ? fmtDuration(a.duration_ms) : ""],
     ["Codec", a.video_codec],
+    ["Motion", !a.motion ? "" : a.motion.kind === "live"
+      ? `Live Photo${a.motion.duration_ms ? ", " + fmtDuration(a.motion.duration_ms) : ""}`
+      : "motion photo (video inside the JPEG)"],
     ["File", `${fmtBytes(a.size)} · ${a.mime || "unknown type"}`],
     ["Checksum", a.checksum ? a.checksum.slice(0, 16) + "…" : ""],
   ];

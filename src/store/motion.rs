@@ -1,0 +1,317 @@
+//! Live Photos and motion photos in the store (issue 15 item 3): the pairing of a still and
+//! its MOV, written in the ingest transaction of whichever of the two is stored second (so
+//! it holds whatever the walk's order and batches), a read file's identifier and embedded
+//! video brought to the asset it joined, and a still's clip for the asset read APIs.
+//!
+//! A still (JPEG or HEIF) and a MOV are one Live Photo when both carry the same Apple
+//! ContentIdentifier, wherever they are in the index (the identifier names one capture).
+//! When only the MOV carries one, they pair by name: one folder, one stem (`IMG_7001.HEIC`,
+//! `IMG_7001.MOV`), an Apple still, and capture times within a second. A still with an
+//! identifier never pairs by name, so a same-named MOV of another capture stays apart.
+//! The clip stays an asset of its own; `assets::LIST` leaves out a clip a live still names.
+
+use super::StoreError;
+use crate::model::{Asset, EmbeddedVideo, LiveClip, MediaFacts, MediaKind};
+use chrono::NaiveDateTime;
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+/// The live MOV that carries identifier ?1, the oldest first.
+const CLIP_BY_IDENTIFIER: &str = "
+    SELECT id FROM assets
+     WHERE content_identifier = ?1 AND kind = 'video' AND mime = 'video/quicktime'
+       AND trashed_at IS NULL
+     ORDER BY id LIMIT 1";
+/// Still ?1 shows clip ?2, unless it shows a live clip already.
+const LINK: &str = "
+    UPDATE assets SET live_video_id = ?2
+     WHERE id = ?1 AND live_video_id IS NOT ?2
+       AND (live_video_id IS NULL
+            OR NOT EXISTS (SELECT 1 FROM assets v
+                            WHERE v.id = assets.live_video_id AND v.trashed_at IS NULL))";
+/// The stills that carry identifier ?1.
+const STILLS_BY_IDENTIFIER: &str = "
+    SELECT id FROM assets
+     WHERE content_identifier = ?1 AND kind = 'image'
+       AND (mime = 'image/jpeg' OR mime = 'image/heic' OR mime = 'image/heif')";
+/// The present files of library ?1 in one folder whose names start with one stem and a dot
+/// (the byte range `dir/stem.` ..< `dir/stem/`, `/` following `.`), with their live assets.
+const NAMESAKES: &str = "
+    SELECT f.rel_path, a.id, a.kind, a.mime, a.make, a.content_identifier, a.taken_local,
+           a.taken_offset_minutes
+      FROM files f JOIN assets a ON a.id = f.asset_id
+     WHERE f.library_id = ?1 AND f.rel_path >= ?2 AND f.rel_path < ?3
+       AND f.state = 'present' AND a.trashed_at IS NULL";
+/// A read file's identifier and embedded video, for an asset indexed without them (before
+/// migration 14): the same bytes, so the same facts.
+const STAMP: &str = "
+    UPDATE assets SET content_identifier = ?2, motion_offset = ?3, motion_length = ?4
+     WHERE id = ?1 AND (content_identifier IS NOT ?2 OR motion_offset IS NOT ?3
+                        OR motion_length IS NOT ?4)";
+const CLIP: &str = "SELECT mime, duration_ms FROM assets WHERE id = ?1 AND trashed_at IS NULL";
+
+/// Capture times further apart than this are two captures.
+const SAME_CAPTURE_MS: i64 = 1000;
+
+/// What pairing needs to know of one side.
+struct Side {
+    id: i64,
+    kind: Option<MediaKind>,
+    mime: Option<String>,
+    make: Option<String>,
+    identifier: Option<String>,
+    /// The capture's wall time in milliseconds, and its UTC offset in minutes when known.
+    taken: Option<(i64, Option<i32>)>,
+}
+
+impl Side {
+    fn of(id: i64, f: &MediaFacts) -> Side {
+        Side {
+            id,
+            kind: f.kind,
+            mime: f.mime.clone(),
+            make: f.make.clone(),
+            identifier: f.content_identifier.clone(),
+            taken: instant(f.taken_local.as_deref(), f.taken_offset_minutes),
+        }
+    }
+
+    fn still(&self) -> bool {
+        self.kind == Some(MediaKind::Image)
+            && matches!(
+                self.mime.as_deref(),
+                Some("image/jpeg" | "image/heic" | "image/heif")
+            )
+    }
+
+    fn clip(&self) -> bool {
+        self.kind == Some(MediaKind::Video) && self.mime.as_deref() == Some("video/quicktime")
+    }
+}
+
+fn instant(local: Option<&str>, offset: Option<i32>) -> Option<(i64, Option<i32>)> {
+    let parsed = NaiveDateTime::parse_from_str(local?, "%Y-%m-%dT%H:%M:%S%.f").ok()?;
+    Some((parsed.and_utc().timestamp_millis(), offset))
+}
+
+/// Whether two capture times are one capture: as instants when both know their offset,
+/// else as wall times.
+fn same_capture(a: Option<(i64, Option<i32>)>, b: Option<(i64, Option<i32>)>) -> bool {
+    let utc = |wall: i64, m: i32| wall - i64::from(m) * 60_000;
+    match (a, b) {
+        (Some((a, Some(m))), Some((b, Some(n)))) => {
+            (utc(a, m) - utc(b, n)).abs() <= SAME_CAPTURE_MS
+        }
+        (Some((a, _)), Some((b, _))) => (a - b).abs() <= SAME_CAPTURE_MS,
+        _ => false,
+    }
+}
+
+fn apple(side: &Side) -> bool {
+    side.make
+        .as_deref()
+        .is_some_and(|m| m.eq_ignore_ascii_case("apple"))
+}
+
+/// The name rule, the same whichever of the two was stored second: an Apple still without
+/// an identifier, a MOV with one, capture times within a second (as instants when both
+/// know their offset, else as wall times).
+fn pair_by_name(still: &Side, clip: &Side) -> bool {
+    still.still()
+        && clip.clip()
+        && apple(still)
+        && still.identifier.is_none()
+        && clip.identifier.is_some()
+        && same_capture(still.taken, clip.taken)
+}
+
+/// The folder-and-stem byte range of `rel_path` (see `NAMESAKES`), and the stem's length.
+fn stem_range(rel_path: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+    let name_at = rel_path
+        .iter()
+        .rposition(|b| *b == b'/')
+        .map_or(0, |i| i + 1);
+    let dot = rel_path[name_at..].iter().rposition(|b| *b == b'.')? + name_at;
+    if dot == name_at {
+        return None; // `.hidden`: no stem
+    }
+    let lo = rel_path[..=dot].to_vec();
+    let mut hi = rel_path[..dot].to_vec();
+    hi.push(b'.' + 1);
+    Some((lo, hi))
+}
+
+/// The other files of `rel_path`'s folder and stem, each with its asset.
+fn namesakes(conn: &Connection, library_id: i64, rel_path: &[u8]) -> Result<Vec<Side>, StoreError> {
+    let Some((lo, hi)) = stem_range(rel_path) else {
+        return Ok(Vec::new());
+    };
+    let mut stmt = conn.prepare_cached(NAMESAKES)?;
+    let rows = stmt.query_map(params![library_id, lo, hi], |r| {
+        let path: Vec<u8> = r.get(0)?;
+        let f = MediaFacts {
+            kind: r
+                .get::<_, Option<String>>(2)?
+                .as_deref()
+                .and_then(MediaKind::parse),
+            mime: r.get(3)?,
+            make: r.get(4)?,
+            content_identifier: r.get(5)?,
+            taken_local: r.get(6)?,
+            taken_offset_minutes: r.get(7)?,
+            ..MediaFacts::default()
+        };
+        Ok((path, Side::of(r.get(1)?, &f)))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (path, side) = row?;
+        // `IMG_1.x.MOV` is in the range of `IMG_1.HEIC` but has another stem.
+        let ext = &path[lo.len()..];
+        if path != rel_path && !ext.contains(&b'.') && !ext.contains(&b'/') {
+            out.push(side);
+        }
+    }
+    Ok(out)
+}
+
+fn link(conn: &Connection, still: i64, clip: i64) -> Result<(), StoreError> {
+    conn.prepare_cached(LINK)?.execute(params![still, clip])?;
+    Ok(())
+}
+
+/// Pairs the file at `rel_path`, just stored as asset `asset_id` with `facts`, with the
+/// partner stored before it, if any; part of the file's ingest transaction. Costs nothing
+/// for a file that can be no partner (not a JPEG/HEIF still, nor a MOV with an identifier),
+/// one indexed lookup for one with an identifier, one folder-and-stem range otherwise.
+pub(super) fn pair(
+    conn: &Connection,
+    library_id: i64,
+    rel_path: &[u8],
+    asset_id: i64,
+    facts: &MediaFacts,
+) -> Result<(), StoreError> {
+    let me = Side::of(asset_id, facts);
+    if me.still() {
+        if let Some(id) = &me.identifier {
+            let clip: Option<i64> = conn
+                .prepare_cached(CLIP_BY_IDENTIFIER)?
+                .query_row([id], |r| r.get(0))
+                .optional()?;
+            return clip.map_or(Ok(()), |clip| link(conn, asset_id, clip));
+        }
+        if me.taken.is_none() || !apple(&me) {
+            return Ok(());
+        }
+        let clip = namesakes(conn, library_id, rel_path)?
+            .into_iter()
+            .filter(|other| pair_by_name(&me, other))
+            .min_by_key(|other| other.id);
+        return clip.map_or(Ok(()), |clip| link(conn, asset_id, clip.id));
+    }
+    let Some(id) = me.identifier.as_ref().filter(|_| me.clip()) else {
+        return Ok(());
+    };
+    let stills: Vec<i64> = conn
+        .prepare_cached(STILLS_BY_IDENTIFIER)?
+        .query_map([id], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    for still in stills {
+        link(conn, still, asset_id)?;
+    }
+    for still in namesakes(conn, library_id, rel_path)? {
+        if pair_by_name(&still, &me) {
+            link(conn, still.id, asset_id)?;
+        }
+    }
+    Ok(())
+}
+
+/// Brings a read file's identifier and embedded video to the asset it joined, when the
+/// asset lacks them (indexed before migration 14). Nothing for a file that has neither.
+pub(super) fn stamp(
+    conn: &Connection,
+    asset_id: i64,
+    facts: &MediaFacts,
+) -> Result<(), StoreError> {
+    if facts.content_identifier.is_none() && facts.embedded_video.is_none() {
+        return Ok(());
+    }
+    let video = facts.embedded_video;
+    conn.prepare_cached(STAMP)?.execute(params![
+        asset_id,
+        facts.content_identifier,
+        video.map(|v| v.offset as i64),
+        video.map(|v| v.length as i64)
+    ])?;
+    Ok(())
+}
+
+/// `motion_offset` at `idx` and `motion_length` at `idx + 1`, when both are set.
+pub(super) fn embedded_cols(r: &Row<'_>, idx: usize) -> rusqlite::Result<Option<EmbeddedVideo>> {
+    let offset: Option<i64> = r.get(idx)?;
+    let length: Option<i64> = r.get(idx + 1)?;
+    Ok(offset.zip(length).map(|(o, l)| EmbeddedVideo {
+        offset: o as u64,
+        length: l as u64,
+    }))
+}
+
+/// `live_video_id` at `idx`, to be completed by `load_clip`.
+pub(super) fn clip_col(r: &Row<'_>, idx: usize) -> rusqlite::Result<Option<LiveClip>> {
+    let id: Option<i64> = r.get(idx)?;
+    Ok(id.map(|asset_id| LiveClip {
+        asset_id,
+        mime: None,
+        duration_ms: None,
+    }))
+}
+
+/// The still's clip with its type and duration; none while the clip is in the trash (the
+/// clip is then listed as an asset of its own).
+pub(super) fn load_clip(conn: &Connection, asset: &mut Asset) -> Result<(), StoreError> {
+    let Some(id) = asset.live_clip.as_ref().map(|c| c.asset_id) else {
+        return Ok(());
+    };
+    asset.live_clip = conn
+        .prepare_cached(CLIP)?
+        .query_row([id], |r| {
+            Ok(LiveClip {
+                asset_id: id,
+                mime: r.get(0)?,
+                duration_ms: r.get(1)?,
+            })
+        })
+        .optional()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stem_range_holds_the_folder_and_stem_only() {
+        let (lo, hi) = stem_range(b"a/IMG_1.HEIC").unwrap();
+        assert_eq!(
+            (lo.as_slice(), hi.as_slice()),
+            (&b"a/IMG_1."[..], &b"a/IMG_1/"[..])
+        );
+        let (lo, _) = stem_range(b"IMG_1.MP.jpg").unwrap();
+        assert_eq!(lo, b"IMG_1.MP.");
+        assert_eq!(stem_range(b"a/.hidden"), None);
+        assert_eq!(stem_range(b"a/noext"), None);
+    }
+
+    #[test]
+    fn capture_times_compare_as_instants_when_both_know_their_offset() {
+        let still = instant(Some("2021-08-14T12:00:00.25"), Some(120));
+        let clip = instant(Some("2021-08-14T10:00:00"), Some(0));
+        assert!(same_capture(still, clip), "the corpus's pair: 0.25 s apart");
+        let later = instant(Some("2021-08-14T10:00:01.30"), Some(0));
+        assert!(!same_capture(still, later), "1.05 s apart");
+        let wall = instant(Some("2021-08-14T12:00:00"), None);
+        assert!(same_capture(still, wall), "no offset: wall times");
+        assert!(!same_capture(wall, clip), "wall times two hours apart");
+        assert_eq!(instant(Some("garbage"), None), None);
+    }
+}
