@@ -10,6 +10,7 @@ mod cli;
 mod content_hash;
 mod corpus_dates;
 mod corpus_metadata;
+mod corpus_raw;
 mod corpus_scan;
 mod corpus_sidecars;
 mod corpus_walks;
@@ -27,6 +28,7 @@ mod media_extract;
 mod migration;
 mod multiprocess;
 mod problems;
+mod raw;
 mod scan;
 #[cfg(unix)]
 mod serve;
