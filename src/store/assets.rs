@@ -2,7 +2,7 @@
 //! asset is a duplicate, a trashed one is restored by id alone, a swept one is stored afresh,
 //! and a unique-index violation never escapes), trashing orphans, the guarded sweep (never
 //! an asset a present file shows; it names the thumbnails its deletions free), and the
-//! read APIs (assets with their paths, duplicate groups).
+//! read APIs (assets with their paths and stack, duplicate groups).
 
 use super::{Store, StoreError};
 use crate::model::{
@@ -83,7 +83,10 @@ pub(super) const ASSET_COLS: &str = asset_cols!();
 const LIST: &str = concat!(
     "SELECT ",
     asset_cols!(),
-    " FROM assets WHERE (trashed_at IS NOT NULL) = ?1 AND pending_run IS NULL ORDER BY id"
+    " FROM assets WHERE (trashed_at IS NOT NULL) = ?1 AND pending_run IS NULL",
+    " AND (?1 OR NOT ",
+    stack_hidden!(),
+    ") ORDER BY id"
 );
 const GET: &str = concat!("SELECT ", asset_cols!(), " FROM assets WHERE id = ?1");
 const PATHS: &str = "
@@ -426,6 +429,7 @@ pub(super) fn asset_from_row(r: &Row<'_>) -> rusqlite::Result<Asset> {
         content_hash: content_hash_cols(r, 22)?,
         faces_scheme: r.get(24)?,
         faces: Vec::new(),
+        stack: Vec::new(),
     })
 }
 
@@ -450,6 +454,7 @@ pub(super) fn load_paths(conn: &Connection, asset: &mut Asset) -> Result<(), Sto
 
 fn with_paths(conn: &Connection, mut asset: Asset) -> Result<Asset, StoreError> {
     load_paths(conn, &mut asset)?;
+    asset.stack = super::stacks::of_asset(conn, asset.id)?;
     if let Some(version) = asset.faces_scheme {
         asset.faces = super::faces::of_asset(conn, asset.id, version)?;
     }
@@ -457,7 +462,8 @@ fn with_paths(conn: &Connection, mut asset: Asset) -> Result<Asset, StoreError> 
 }
 
 impl Store {
-    /// Live assets (`trashed = false`) or the trash (`true`), by id, each with its paths.
+    /// Live assets (`trashed = false`) or the trash (`true`), by id, each with its paths and
+    /// stack; a RAW shown by its stack's primary is left out of the live ones.
     pub fn assets(&self, trashed: bool) -> Result<Vec<Asset>, StoreError> {
         self.read(|conn| {
             let list: Vec<Asset> = conn

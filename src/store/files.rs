@@ -1,6 +1,6 @@
 //! The `files` table and the scan run's fenced writes of data: the known files for the diff
 //! (with what a present file's asset needs: restored from the trash, or claimed afresh),
-//! ingest batches (file rows, asset claims, the restore of unchanged files' trashed assets,
+//! ingest batches (file rows, asset claims, the RAW+JPEG pairing of a file read, the restore of unchanged files' trashed assets,
 //! progress, reason counts and the run's problems in one transaction under the scan lease),
 //! progress with the count of unchanged files (which cost no row of their own), and the end
 //! of a full scan (missing files from what the walk found gone, except rows a restore
@@ -9,7 +9,7 @@
 
 use super::assets::{ClaimFor, claim, restore, trash_if_orphan};
 use super::lease::{expect_one, lost};
-use super::{Store, StoreError, parse_col, problems, scan_runs};
+use super::{Store, StoreError, parse_col, problems, scan_runs, stacks};
 use crate::model::{
     BatchReport, Claim, Counter, FileReason, FileStamp, FinishReport, IngestBatch, IngestItem,
     ItemOutcome, KnownDir, KnownFile, Lease, MediaFacts, Millis, Provenance, RunState, ScanEnd,
@@ -333,6 +333,10 @@ pub(super) fn ingest_one(
         asset_id,
         run_id,
     )?;
+    if item.checksum.is_some() {
+        let facts = item.facts.as_ref();
+        stacks::pair(conn, library_id, file_id, &item.rel_path, facts, row.is_some())?;
+    }
     if let Some(old) = previous.filter(|old| Some(*old) != asset_id) {
         trash_if_orphan(conn, old, TrashReason::Replaced, now)?;
     }

@@ -76,6 +76,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "taken at source",
         sql: include_str!("../../schema/0012_taken_at_source.sql"),
     },
+    Migration {
+        version: 14,
+        name: "stacks",
+        sql: include_str!("../../schema/0014_stacks.sql"),
+    },
 ];
 
 pub(super) fn migrate(

@@ -18,7 +18,7 @@ fn page_sql(filter: &AssetFilter, after: bool) -> String {
     sql.push_str(if filter.trashed {
         " AND trashed_at IS NOT NULL"
     } else {
-        " AND trashed_at IS NULL"
+        concat!(" AND trashed_at IS NULL AND NOT ", stack_hidden!())
     });
     let mut add = |on: bool, fragment: &str| {
         if on {
@@ -189,6 +189,7 @@ impl Store {
             let mut page = page(conn, filter, after, limit.max(1))?;
             for asset in &mut page.items {
                 load_paths(conn, asset)?;
+                asset.stack = super::stacks::of_asset(conn, asset.id)?;
                 if let Some(version) = asset.faces_scheme {
                     asset.faces = super::faces::of_asset(conn, asset.id, version)?;
                 }

@@ -133,6 +133,28 @@ pub struct Asset {
     pub content_hash_scheme: Option<i64>,
     /// The faces stored for the asset's detector version.
     pub faces: Vec<Face>,
+    /// The RAW+JPEG stack it is in, its shown (primary) file first; empty when in none.
+    pub stack: Vec<StackFile>,
+}
+
+/// One file of a stack.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StackFile {
+    pub asset_id: i64,
+    pub path: String,
+    pub mime: Option<String>,
+    pub primary: bool,
+}
+
+impl From<&model::StackMember> for StackFile {
+    fn from(m: &model::StackMember) -> StackFile {
+        StackFile {
+            asset_id: m.asset_id,
+            path: m.rel_path_text.clone(),
+            mime: m.mime.clone(),
+            primary: m.primary,
+        }
+    }
 }
 
 impl Asset {
@@ -165,6 +187,7 @@ impl Asset {
             content_hash: a.content_hash.map(|c| hex(&c.hash)),
             content_hash_scheme: a.content_hash.map(|c| c.scheme),
             faces: a.faces.iter().map(Face::from).collect(),
+            stack: a.stack.iter().map(StackFile::from).collect(),
         }
     }
 }

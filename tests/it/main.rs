@@ -33,6 +33,7 @@ mod scan;
 #[cfg(unix)]
 mod serve;
 mod simulation;
+mod stacks;
 mod thumbs;
 mod trash;
 mod walks;

@@ -6,7 +6,7 @@
 
 use mediadex::model::{
     Asset, AssetPath, ContentHash, ContentTwins, DetectedFace, DuplicateGroup, FileState,
-    MediaFacts, MediaKind, TakenAtSource, TrashReason,
+    MediaFacts, MediaKind, StackMember, TakenAtSource, TrashReason,
 };
 use mediadex::wire::{self, PathForm};
 use serde_json::Value;
@@ -141,6 +141,13 @@ fn full_asset(id: i64) -> Asset {
             score: 0.9,
             landmarks: [(1.0, 1.5); 5],
         }],
+        stack: vec![StackMember {
+            asset_id: id,
+            file_id: 1,
+            rel_path_text: "2024/DSC_1.JPG".into(),
+            mime: Some("image/jpeg".into()),
+            primary: true,
+        }],
     }
 }
 
@@ -153,6 +160,7 @@ fn bare_asset() -> Asset {
         content_hash: None,
         faces_scheme: None,
         faces: Vec::new(),
+        stack: Vec::new(),
         paths: vec![path(b"a.jpg", FileState::Present)],
         ..full_asset(3)
     }
@@ -167,6 +175,7 @@ const CLI_PATHS: &str = "**Paths in the CLI**";
 const API_PATHS: &str = "**Paths in the API**";
 const PATH_OBJECT: &str = "**A path object**";
 const FACE: &str = "**A face**";
+const STACK_FILE: &str = "**A stack file**";
 const GROUP: &str = "**A duplicate group**";
 const TWIN: &str = "**A twin**";
 
@@ -183,6 +192,9 @@ fn an_asset_in_the_cli_has_the_documented_fields_and_types() {
     all_seen("a CLI asset", &seen, &doc);
     let face = table(FACE);
     all_seen("a face", &check("a face", &full["faces"][0], &face), &face);
+    let stack = table(STACK_FILE);
+    let member = check("a stack file", &full["stack"][0], &stack);
+    all_seen("a stack file", &member, &stack);
 }
 
 #[test]
