@@ -335,7 +335,14 @@ pub(super) fn ingest_one(
     )?;
     if item.checksum.is_some() {
         let facts = item.facts.as_ref();
-        stacks::pair(conn, library_id, file_id, &item.rel_path, facts, row.is_some())?;
+        stacks::pair(
+            conn,
+            library_id,
+            file_id,
+            &item.rel_path,
+            facts,
+            row.is_some(),
+        )?;
     }
     if let Some(old) = previous.filter(|old| Some(*old) != asset_id) {
         trash_if_orphan(conn, old, TrashReason::Replaced, now)?;

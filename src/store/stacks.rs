@@ -88,7 +88,10 @@ fn candidate(f: &MediaFacts) -> bool {
 
 /// `dir/stem.` of a path and the end of its range (`.` raised to `/`); none without a stem.
 fn stem_range(rel_path: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
-    let name_at = rel_path.iter().rposition(|b| *b == b'/').map_or(0, |i| i + 1);
+    let name_at = rel_path
+        .iter()
+        .rposition(|b| *b == b'/')
+        .map_or(0, |i| i + 1);
     let dot = rel_path[name_at..].iter().rposition(|b| *b == b'.')? + name_at;
     if dot == name_at {
         return None; // `.hidden`: no stem
@@ -191,7 +194,10 @@ mod tests {
     #[test]
     fn a_stem_range_covers_the_names_of_one_stem_in_one_folder() {
         let (lo, hi) = stem_range(b"2021/DSC_0001.DNG").unwrap();
-        assert_eq!((lo.as_slice(), hi.as_slice()), (&b"2021/DSC_0001."[..], &b"2021/DSC_0001/"[..]));
+        assert_eq!(
+            (lo.as_slice(), hi.as_slice()),
+            (&b"2021/DSC_0001."[..], &b"2021/DSC_0001/"[..])
+        );
         assert_eq!(stem_range(b"a.jpg").unwrap().0, b"a.");
         assert_eq!(stem_range(b"dir/.hidden"), None);
         assert_eq!(stem_range(b"dir.x/noext"), None);
@@ -200,10 +206,22 @@ mod tests {
     #[test]
     fn the_same_second_ignores_sub_seconds_and_needs_agreeing_offsets() {
         let t = |s, o| (s, o);
-        assert!(same_time(t("2021-09-18T19:02:33.47", Some(-240)), t("2021-09-18T19:02:33", Some(-240))));
-        assert!(same_time(t("2021-09-18T19:02:33", None), t("2021-09-18T19:02:33.9", Some(60))));
-        assert!(!same_time(t("2021-09-18T19:02:33", Some(-240)), t("2021-09-18T19:02:34", Some(-240))));
-        assert!(!same_time(t("2021-09-18T19:02:33", Some(-240)), t("2021-09-18T19:02:33", Some(60))));
+        assert!(same_time(
+            t("2021-09-18T19:02:33.47", Some(-240)),
+            t("2021-09-18T19:02:33", Some(-240))
+        ));
+        assert!(same_time(
+            t("2021-09-18T19:02:33", None),
+            t("2021-09-18T19:02:33.9", Some(60))
+        ));
+        assert!(!same_time(
+            t("2021-09-18T19:02:33", Some(-240)),
+            t("2021-09-18T19:02:34", Some(-240))
+        ));
+        assert!(!same_time(
+            t("2021-09-18T19:02:33", Some(-240)),
+            t("2021-09-18T19:02:33", Some(60))
+        ));
         assert!(!same_time(t("2021", None), t("2021", None)));
     }
 }

@@ -55,6 +55,13 @@ fn put(root: &Path, rel: &str, bytes: &[u8]) {
     std::fs::write(root.join(rel), bytes).unwrap();
 }
 
+/// `RawPair/DSC_0001.DNG` and `RawPair/DSC_0001.JPG` of one second under `root`.
+pub fn write_pair(root: &Path) {
+    std::fs::create_dir_all(root.join("RawPair")).unwrap();
+    put(root, "RawPair/DSC_0001.DNG", &dng(TAKEN));
+    put(root, "RawPair/DSC_0001.JPG", &jpeg(TAKEN));
+}
+
 fn listed(env: &Env) -> Vec<Asset> {
     env.store.assets(false).unwrap()
 }
@@ -75,12 +82,23 @@ fn assert_one_stack(env: &Env, how: &str) {
     assert_eq!(list.len(), 1, "{how}: the stack is listed once: {list:#?}");
     let jpeg = &list[0];
     assert_eq!(jpeg.facts.mime.as_deref(), Some("image/jpeg"), "{how}");
-    let want = vec![("RawPair/DSC_0001.JPG", true), ("RawPair/DSC_0001.DNG", false)];
+    let want = vec![
+        ("RawPair/DSC_0001.JPG", true),
+        ("RawPair/DSC_0001.DNG", false),
+    ];
     assert_eq!(stack_paths(jpeg), want, "{how}");
     let raw_id = jpeg.stack[1].asset_id;
     assert_ne!(raw_id, jpeg.id, "{how}");
-    let raw = env.store.asset(raw_id).unwrap().expect("the RAW is still an asset");
-    assert_eq!(raw.facts.mime.as_deref(), Some("image/x-adobe-dng"), "{how}");
+    let raw = env
+        .store
+        .asset(raw_id)
+        .unwrap()
+        .expect("the RAW is still an asset");
+    assert_eq!(
+        raw.facts.mime.as_deref(),
+        Some("image/x-adobe-dng"),
+        "{how}"
+    );
     assert_ne!(raw.checksum, jpeg.checksum, "{how}: its own checksum");
     assert_eq!(stack_paths(&raw), want, "{how}: the RAW names its stack");
 }
@@ -89,15 +107,37 @@ fn assert_one_stack(env: &Env, how: &str) {
 fn a_raw_and_a_jpeg_of_one_name_and_second_are_one_stack_whichever_is_stored_first() {
     type Order = [(&'static str, bool); 2];
     let orders: [(&str, Order); 3] = [
-        ("the JPEG first", [("RawPair/DSC_0001.JPG", true), ("RawPair/DSC_0001.DNG", true)]),
-        ("the DNG first", [("RawPair/DSC_0001.DNG", true), ("RawPair/DSC_0001.JPG", true)]),
-        ("in one scan", [("RawPair/DSC_0001.DNG", false), ("RawPair/DSC_0001.JPG", true)]),
+        (
+            "the JPEG first",
+            [
+                ("RawPair/DSC_0001.JPG", true),
+                ("RawPair/DSC_0001.DNG", true),
+            ],
+        ),
+        (
+            "the DNG first",
+            [
+                ("RawPair/DSC_0001.DNG", true),
+                ("RawPair/DSC_0001.JPG", true),
+            ],
+        ),
+        (
+            "in one scan",
+            [
+                ("RawPair/DSC_0001.DNG", false),
+                ("RawPair/DSC_0001.JPG", true),
+            ],
+        ),
     ];
     for (how, steps) in orders {
         let env = env();
         let (lib, root) = library(&env);
         for (rel, scan) in steps {
-            let bytes = if rel.ends_with("DNG") { dng(TAKEN) } else { jpeg(TAKEN) };
+            let bytes = if rel.ends_with("DNG") {
+                dng(TAKEN)
+            } else {
+                jpeg(TAKEN)
+            };
             put(&root, rel, &bytes);
             if scan {
                 scan_now(&env, lib, "");
@@ -143,7 +183,11 @@ fn a_trashed_or_vanished_jpeg_shows_its_raw_alone_again() {
     let list = listed(&env);
     assert_eq!(list.len(), 1, "{list:#?}");
     assert_eq!(list[0].facts.mime.as_deref(), Some("image/x-adobe-dng"));
-    assert!(list[0].stack.is_empty(), "the RAW stands alone: {:?}", list[0].stack);
+    assert!(
+        list[0].stack.is_empty(),
+        "the RAW stands alone: {:?}",
+        list[0].stack
+    );
 
     // The JPEG comes back, and is deleted for good: its file is missing after the scan.
     mediadex::trash::restore(&env.store, jpeg_id).expect("restore");
