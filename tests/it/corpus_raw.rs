@@ -144,3 +144,56 @@ fn raw_files_agree_with_exiftool_and_get_real_thumbnails() {
     }
     assert!(bad.is_empty(), "disagreements:\n{}", bad.join("\n"));
 }
+
+/// The `raw_pair` role: the corpus's DNG and JPEG of one name and second, scanned, are one
+/// stack: the JPEG listed with both files, the DNG its own asset behind it.
+#[test]
+#[ignore = "needs MEDIADEX_CORPUS (a make-corpus --extras library); see scripts/corpus-tier.sh"]
+fn the_raw_pair_is_one_stack() {
+    let lib = lib();
+    let pairs: Vec<String> = raws(&lib)
+        .into_iter()
+        .filter(|(_, role)| role == "raw_pair")
+        .map(|(path, _)| path)
+        .collect();
+    assert!(!pairs.is_empty(), "a corpus without --extras");
+    let env = crate::support::env();
+    let library =
+        mediadex::app::add_library(&env.store, "corpus", &lib.to_string_lossy()).expect("add");
+    for raw in &pairs {
+        let dir = Path::new(raw)
+            .parent()
+            .expect("a folder")
+            .to_string_lossy()
+            .into_owned();
+        crate::support::scan_now(&env, library.id, &dir);
+        let listed = env.store.assets(false).expect("assets");
+        let shown: Vec<_> = listed
+            .iter()
+            .filter(|a| a.stack.iter().any(|m| &m.rel_path_text == raw))
+            .collect();
+        assert_eq!(
+            shown.len(),
+            1,
+            "{raw}: one listed asset names it: {listed:#?}"
+        );
+        let members: Vec<(&str, bool)> = shown[0]
+            .stack
+            .iter()
+            .map(|m| (m.rel_path_text.as_str(), m.primary))
+            .collect();
+        let jpeg = format!("{}.JPG", raw.trim_end_matches(".DNG"));
+        assert_eq!(
+            members,
+            [(jpeg.as_str(), true), (raw.as_str(), false)],
+            "{raw}"
+        );
+        assert!(
+            listed
+                .iter()
+                .all(|a| a.paths.iter().all(|p| &p.rel_path_text != raw)),
+            "{raw}: left out"
+        );
+        println!("raw_pair {raw}: one stack with {jpeg}");
+    }
+}
