@@ -354,7 +354,7 @@ fn decodable(mime: Option<&str>) -> bool {
     matches!(
         mime,
         Some("image/jpeg" | "image/png" | "image/webp" | "image/gif")
-    ) || mime.is_some_and(|m| RAW_MIMES.contains(&m))
+    ) || mime.is_some_and(raw::has_picture)
 }
 
 /// Decodes a picture, turns it upright per its EXIF orientation, and encodes a JPEG

@@ -24,6 +24,11 @@ pub const RAW_MIMES: &[&str] = &[
 const DNG: &str = "image/x-adobe-dng";
 const RAF: &str = "image/x-fujifilm-raf";
 
+/// The RAW formats this module gets a picture of (CR3's is not read).
+pub fn has_picture(mime: &str) -> bool {
+    is_tiff_raw(mime) || mime == RAF
+}
+
 /// The RAW formats whose structure is TIFF's (with their own magic number for ORF and RW2).
 pub fn is_tiff_raw(mime: &str) -> bool {
     RAW_MIMES.contains(&mime) && mime != RAF && mime != "image/x-canon-cr3"
@@ -369,12 +374,22 @@ impl Layout {
     /// The raw image: the biggest full-resolution (NewSubFileType 0) image that is not a
     /// JPEG preview. exiftool's ImageSize of a DNG is this IFD's ImageWidth x ImageHeight.
     fn main(&self) -> Option<&Image> {
+        let area = |i: &&Image| u64::from(i.width) * u64::from(i.height);
         self.images
             .iter()
             .filter(|i| i.subfile & 1 == 0 && i.width > 0 && i.height > 0)
             .filter(|i| i.photometric == 32803 || i.photometric == 34892 || i.subfile == 0)
             .filter(|i| !matches!(i.compression, 6 | 7) || i.photometric == 32803)
-            .max_by_key(|i| u64::from(i.width) * u64::from(i.height))
+            .max_by_key(area)
+    }
+
+    /// The size to index: the raw image's, else (a CR2, whose raw IFD states none: its
+    /// slices do) the biggest image any IFD states, the full-size JPEG beside the raw.
+    fn size(&self) -> Option<(u32, u32)> {
+        let area = |i: &&Image| u64::from(i.width) * u64::from(i.height);
+        self.main()
+            .or_else(|| self.images.iter().filter(|i| area(i) > 0).max_by_key(area))
+            .map(|i| (i.width, i.height))
     }
 
     /// Every embedded JPEG: offset, length and the size its IFD states (0 when it says
@@ -406,11 +421,13 @@ impl Layout {
 /// The raw image's stored size and IFD0's orientation, for a TIFF-structured RAW.
 pub fn geometry<R: Read + Seek>(r: &mut R) -> Result<((u32, u32), Option<u32>), RawError> {
     let layout = layout(r)?;
-    let main = layout.main().ok_or(RawError::Format("no raw image IFD"))?;
-    if main.width > MAX_SIDE || main.height > MAX_SIDE {
+    let (w, h) = layout
+        .size()
+        .ok_or(RawError::Format("no IFD states a size"))?;
+    if w > MAX_SIDE || h > MAX_SIDE {
         return Err(RawError::Format("huge dimensions"));
     }
-    Ok(((main.width, main.height), layout.orientation))
+    Ok(((w, h), layout.orientation))
 }
 
 /// Where a RAW's picture comes from.

@@ -154,3 +154,125 @@ fn faces_are_found_in_a_dngs_preview_in_the_raws_stored_pixels() {
     let close = got.iter().zip(want).all(|(g, w)| (g - w).abs() <= 5.0);
     assert!(close, "got {got:?}, want {want:?}");
 }
+
+/// A RAF as Fujifilm lays it out: its 16-byte magic, and at 84 and 88 (big-endian) the
+/// offset and length of the embedded JPEG that carries the EXIF and the preview.
+fn raf(jpeg: &[u8]) -> Vec<u8> {
+    let mut b = b"FUJIFILMCCD-RAW 0201FF383501".to_vec();
+    b.resize(148, 0);
+    b[84..88].copy_from_slice(&148u32.to_be_bytes());
+    b[88..92].copy_from_slice(&(jpeg.len() as u32).to_be_bytes());
+    b.extend_from_slice(jpeg);
+    b
+}
+
+#[test]
+fn a_raf_has_the_facts_and_the_preview_of_its_embedded_jpeg() {
+    use crate::support::exif::{ascii, jpeg_with_exif};
+    use exif::Tag;
+    let dir = tempfile::tempdir().unwrap();
+    let jpeg = jpeg_with_exif(
+        40,
+        30,
+        &[
+            ascii(Tag::Make, "FUJIFILM"),
+            ascii(Tag::Model, "X-T3"),
+            ascii(Tag::DateTimeOriginal, "2023:03:04 05:06:07"),
+            ascii(Tag::OffsetTimeOriginal, "+01:00"),
+        ],
+    );
+    let path = write(dir.path(), "DSCF0001.RAF", &raf(&jpeg));
+    let f = extract(&path);
+    assert_eq!(f.error, None);
+    assert_eq!(f.kind, Some(MediaKind::Image));
+    assert_eq!(f.mime.as_deref(), Some("image/x-fujifilm-raf"));
+    assert_eq!(
+        (f.make.as_deref(), f.model.as_deref()),
+        (Some("FUJIFILM"), Some("X-T3"))
+    );
+    assert_eq!(f.taken_at().as_deref(), Some("2023-03-04T05:06:07+01:00"));
+    let data = tempfile::tempdir().unwrap();
+    let src = Source {
+        checksum_hex: "0aaf",
+        kind: f.kind,
+        mime: f.mime.as_deref(),
+        orientation: f.orientation,
+        pixels: None,
+    };
+    let thumb = Thumbs::with_ffmpeg(data.path(), None)
+        .get(&src, &path)
+        .unwrap();
+    assert_eq!(thumb.content_type, "image/jpeg");
+    let img = image::load_from_memory(&thumb.bytes).unwrap();
+    assert_eq!((img.width(), img.height()), (40, 30));
+}
+
+/// An ORF is a TIFF with its own magic (`IIRO`): its IFDs read as any TIFF RAW's.
+#[test]
+fn an_orf_reads_like_a_tiff_raw_despite_its_magic() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = dng::with_preview();
+    bytes[2..4].copy_from_slice(b"RO");
+    let f = extract(&write(dir.path(), "P1010001.ORF", &bytes));
+    assert_eq!(f.error, None);
+    assert_eq!(f.mime.as_deref(), Some("image/x-olympus-orf"));
+    assert_eq!(
+        f.make.as_deref(),
+        Some("PENTAX"),
+        "the IFD0 of the test file"
+    );
+    assert_eq!(f.taken_at().as_deref(), Some("2020-05-09T11:12:13+02:00"));
+    assert_eq!((f.width, f.height), (Some(96), Some(64)));
+}
+
+/// A CR3 (ISO media, `crx ` brand) is an image whose picture this build does not read: it
+/// gets the placeholder without an attempt, and its type is named.
+#[test]
+fn a_cr3_is_an_image_with_a_placeholder() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cr3 = b"\0\0\0\x18ftypcrx \0\0\0\x01crx isom".to_vec();
+    cr3.extend_from_slice(&[0, 0, 0, 8, b'f', b'r', b'e', b'e']);
+    let path = write(dir.path(), "IMG_0001.CR3", &cr3);
+    let f = extract(&path);
+    assert_eq!(f.kind, Some(MediaKind::Image));
+    assert_eq!(f.mime.as_deref(), Some("image/x-canon-cr3"));
+    let data = tempfile::tempdir().unwrap();
+    let src = Source {
+        checksum_hex: "0cc3",
+        kind: f.kind,
+        mime: f.mime.as_deref(),
+        orientation: None,
+        pixels: None,
+    };
+    assert!(!Thumbs::with_ffmpeg(data.path(), None).makes(&src));
+}
+
+/// A CR2's raw IFD states no size (its slices do): the size is the full-size JPEG's in IFD0,
+/// the camera's image size, and that JPEG is the preview.
+#[test]
+fn a_cr2_is_sized_by_its_full_size_jpeg_and_previewed_by_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "IMG_0001.CR2",
+        &dng::cr2(&dng::jpeg_of(60, 40, [200, 0, 0]), 60, 40),
+    );
+    let f = extract(&path);
+    assert_eq!(f.error, None);
+    assert_eq!(f.mime.as_deref(), Some("image/x-canon-cr2"));
+    assert_eq!(f.model.as_deref(), Some("Canon EOS 5D Mark IV"));
+    assert_eq!(f.taken_local.as_deref(), Some("2019-01-02T03:04:05"));
+    assert_eq!((f.width, f.height), (Some(60), Some(40)));
+    let data = tempfile::tempdir().unwrap();
+    let src = Source {
+        checksum_hex: "0cc2",
+        kind: f.kind,
+        mime: f.mime.as_deref(),
+        orientation: f.orientation,
+        pixels: None,
+    };
+    let thumb = Thumbs::with_ffmpeg(data.path(), None)
+        .get(&src, &path)
+        .unwrap();
+    assert_eq!(thumb.content_type, "image/jpeg");
+}

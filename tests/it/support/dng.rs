@@ -252,3 +252,43 @@ pub fn raw_only() -> Vec<u8> {
     }
     .bytes()
 }
+
+/// A CR2 in Canon's layout, small: the `CR` header word after the TIFF header, IFD0 with the
+/// full-size JPEG (as StripOffsets, old-style JPEG compression) and the EXIF, and a last IFD
+/// holding the raw data as lossless-JPEG slices with no size tags of its own.
+pub fn cr2(jpeg: &[u8], width: u32, height: u32) -> Vec<u8> {
+    let mut out = b"II*\0\x10\0\0\0CR\x02\0\0\0\0\0".to_vec();
+    let jpeg_at = out.len() as u32;
+    out.extend(jpeg);
+    let slices_at = out.len() as u32;
+    out.extend([0xFF, 0xD8, 0xFF, 0xC3, 0, 0]);
+    let raw = ifd(
+        &mut out,
+        vec![
+            short(0x103, &[6]),
+            long(0x111, &[slices_at]),
+            long(0x117, &[6]),
+            short(0xC5D8, &[1]),
+        ],
+    );
+    let exif = ifd(&mut out, vec![ascii(0x9003, "2019:01:02 03:04:05")]);
+    let at = ifd(
+        &mut out,
+        vec![
+            long(0x100, &[width]),
+            long(0x101, &[height]),
+            short(0x103, &[6]),
+            ascii(0x10F, "Canon"),
+            ascii(0x110, "Canon EOS 5D Mark IV"),
+            long(0x111, &[jpeg_at]),
+            short(0x112, &[1]),
+            long(0x117, &[jpeg.len() as u32]),
+            long(0x8769, &[exif]),
+        ],
+    );
+    // IFD0's next-IFD pointer: the raw IFD (Canon's IFD3, here the second).
+    let next_at = at as usize + 2 + 9 * 12;
+    out[next_at..next_at + 4].copy_from_slice(&raw.to_le_bytes());
+    out[4..8].copy_from_slice(&at.to_le_bytes());
+    out
+}
