@@ -527,7 +527,10 @@ fn bin<R: Read + Seek>(r: &mut R, img: &Image) -> Result<Picture, RawError> {
     let across = img.width.div_ceil(tw);
     for (k, (&off, &count)) in img.offsets.iter().zip(&img.counts).enumerate() {
         let k = k as u32;
-        let (x0, y0) = ((k % across) * tw, (k / across) * th);
+        let (x0, y0) = (
+            (k % across).saturating_mul(tw),
+            (k / across).saturating_mul(th),
+        );
         let need = u64::from(tw) * u64::from(th) * u64::from(img.bits / 8);
         if need > MAX_TILE || u64::from(count) < need {
             return Err(RawError::Format("tile too big or cut short"));
@@ -544,13 +547,13 @@ fn add_tile(bins: &mut Bins, img: &Image, tile: &[u8], (x0, y0): (u32, u32)) {
     let (tw, th) = img.tile;
     let wide = img.bits == 16;
     for ty in 0..th {
-        let y = y0 + ty;
+        let y = y0.saturating_add(ty);
         let oy = y / bins.f;
         if y >= img.height || oy >= bins.height {
             break;
         }
         for tx in 0..tw {
-            let x = x0 + tx;
+            let x = x0.saturating_add(tx);
             let ox = x / bins.f;
             if x >= img.width || ox >= bins.width {
                 break;
