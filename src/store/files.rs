@@ -658,7 +658,7 @@ mod plan_tests {
     use super::{INSERT_FILE, PREVIOUS, UPDATE_FILE};
     use crate::clock::FakeClock;
     use crate::store::assets::INSERT;
-    use crate::store::{Store, StoreOptions};
+    use crate::store::{Store, StoreOptions, stacks};
 
     fn ephemeral_tables(conn: &rusqlite::Connection, sql: &str) -> Vec<i64> {
         let mut stmt = conn.prepare(&format!("EXPLAIN {sql}")).expect("explain");
@@ -695,6 +695,9 @@ mod plan_tests {
                     ("previous", PREVIOUS),
                     ("insert file", INSERT_FILE),
                     ("update file", UPDATE_FILE),
+                    ("stack partners", stacks::PARTNERS),
+                    ("stack insert", stacks::INSERT),
+                    ("stack unpair", stacks::UNPAIR),
                 ]
                 .map(|(name, sql)| (name, ephemeral_tables(conn, sql))))
             })

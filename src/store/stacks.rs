@@ -26,11 +26,11 @@ macro_rules! stack_hidden {
 }
 
 /// A re-read file's old pairings go: its content, date or type may have changed.
-const UNPAIR: &str = "DELETE FROM stacks WHERE raw_file_id = ?1 OR primary_file_id = ?1";
+pub(super) const UNPAIR: &str = "DELETE FROM stacks WHERE raw_file_id = ?1 OR primary_file_id = ?1";
 /// Present files of the library whose path starts with `?2` (`dir/stem.`; `?3` is the
 /// prefix with its last byte raised), other than `?4`, with their asset's type and date: the
 /// UNIQUE (library_id, rel_path) index read as a range.
-const PARTNERS: &str = "
+pub(super) const PARTNERS: &str = "
     SELECT f.id, f.rel_path, a.mime, a.taken_local, a.taken_offset_minutes
       FROM files f JOIN assets a ON a.id = f.asset_id
      WHERE f.library_id = ?1 AND f.rel_path >= ?2 AND f.rel_path < ?3
@@ -38,7 +38,7 @@ const PARTNERS: &str = "
        AND coalesce(a.taken_at_source, 'exif') <> 'mtime'
        AND coalesce(a.taken_at_source, 'exif') <> 'filename'";
 /// A RAW keeps the primary it has (a HEIC and a JPEG of one name: the first stays).
-const INSERT: &str = "
+pub(super) const INSERT: &str = "
     INSERT INTO stacks (raw_file_id, primary_file_id) VALUES (?1, ?2)
     ON CONFLICT (raw_file_id) DO NOTHING";
 /// The stack of asset ?1: the primary file its present files are or stand behind, then that
