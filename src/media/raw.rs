@@ -61,13 +61,24 @@ pub fn raw_mime(head: &[u8]) -> Option<&'static str> {
     let make = ifd0
         .text(&mut cursor, &tiff, TAG_MAKE)?
         .to_ascii_uppercase();
-    let has_sub = ifd0.entry(TAG_SUB_IFDS).is_some();
-    match () {
-        _ if make.starts_with("NIKON") && has_sub => Some("image/x-nikon-nef"),
-        _ if make.starts_with("SONY") => Some("image/x-sony-arw"),
-        _ if make.starts_with("PENTAX") || make.starts_with("RICOH") => Some("image/x-pentax-pef"),
-        _ => None,
+    // A maker's name alone is also on its TIFFs (a Coolscan's, a camera's TIFF mode): its
+    // RAWs carry SubIFDs, a CFA or a vendor compression (Nikon's and Pentax's packed 65535,
+    // Sony's 32767).
+    let photometric = ifd0.uint(&mut cursor, &tiff, TAG_PHOTOMETRIC);
+    let compression = ifd0.uint(&mut cursor, &tiff, TAG_COMPRESSION).unwrap_or(1);
+    let rawish =
+        ifd0.entry(TAG_SUB_IFDS).is_some() || photometric == Some(32803) || compression >= 32767;
+    if !rawish {
+        return None;
     }
+    [
+        ("NIKON", "image/x-nikon-nef"),
+        ("SONY", "image/x-sony-arw"),
+        ("PENTAX", "image/x-pentax-pef"),
+        ("RICOH", "image/x-pentax-pef"),
+    ]
+    .into_iter()
+    .find_map(|(maker, mime)| make.starts_with(maker).then_some(mime))
 }
 
 /// What went wrong reading a RAW's structure.
@@ -621,6 +632,43 @@ mod tests {
         assert_eq!(raw_mime(cr2), Some("image/x-canon-cr2"));
         assert_eq!(raw_mime(b"II*\0\x08\0\0\0\x10\0\0\0"), None, "a plain TIFF");
         assert_eq!(raw_mime(b"\xFF\xD8\xFF\xE0"), None);
+    }
+
+    /// A TIFF head: IFD0 of `entries` plus Make = `make`, stored after the IFD.
+    fn tiff(make: &str, entries: &[(u16, u16, u32, [u8; 4])]) -> Vec<u8> {
+        let mut b = b"II*\0\x08\0\0\0".to_vec();
+        let at = 8 + 2 + (entries.len() as u32 + 1) * 12 + 4;
+        let count = make.len() as u32 + 1;
+        let make_entry = (TAG_MAKE, 2, count, at.to_le_bytes());
+        let entries: Vec<_> = entries.iter().chain([&make_entry]).collect();
+        b.extend((entries.len() as u16).to_le_bytes());
+        for (tag, typ, count, value) in entries {
+            b.extend(tag.to_le_bytes());
+            b.extend(typ.to_le_bytes());
+            b.extend(count.to_le_bytes());
+            b.extend(value);
+        }
+        b.extend([0; 4]);
+        b.extend(make.bytes().chain([0]));
+        b
+    }
+
+    /// A camera maker's name alone is a TIFF (a scanner's, a camera's TIFF mode); its RAW
+    /// has SubIFDs, a CFA or a vendor compression.
+    #[test]
+    fn a_makers_plain_tiff_is_not_its_raw() {
+        let rgb = (TAG_PHOTOMETRIC, 3, 1, [2, 0, 0, 0]);
+        assert_eq!(raw_mime(&tiff("SONY", &[rgb])), None);
+        let subs = (TAG_SUB_IFDS, 4, 1, [200, 0, 0, 0]);
+        assert_eq!(raw_mime(&tiff("SONY", &[subs])), Some("image/x-sony-arw"));
+        assert_eq!(raw_mime(&tiff("PENTAX", &[rgb])), None);
+        let cfa = (TAG_PHOTOMETRIC, 3, 1, [0x23, 0x80, 0, 0]);
+        let pef = Some("image/x-pentax-pef");
+        assert_eq!(raw_mime(&tiff("PENTAX Corporation", &[cfa])), pef);
+        let packed = (TAG_COMPRESSION, 3, 1, [0xFF, 0xFF, 0, 0]);
+        let nef = Some("image/x-nikon-nef");
+        assert_eq!(raw_mime(&tiff("NIKON CORPORATION", &[packed])), nef);
+        assert_eq!(raw_mime(&tiff("Nikon", &[rgb])), None, "a Coolscan TIFF");
     }
 
     #[test]
