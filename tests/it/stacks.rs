@@ -3,7 +3,7 @@
 //! in a later scan: files of one folder can land in different batches). The asset list shows
 //! the JPEG once with both files; the RAW stays its own asset (its own checksum), left out of
 //! the list and still answered by id, naming its stack. Another second is no stack; a trashed
-//! or vanished JPEG shows the RAW alone again.
+//! or vanished JPEG shows the RAW alone again, and a trashed RAW leaves the JPEG alone.
 
 use crate::support::dng::Dng;
 use crate::support::exif::{ascii, jpeg_with_exif};
@@ -193,6 +193,15 @@ fn a_trashed_or_vanished_jpeg_shows_its_raw_alone_again() {
     mediadex::trash::restore(&env.store, jpeg_id).expect("restore");
     assert_one_stack(&env, "restored");
     assert_eq!(listed(&env).len(), 1);
+
+    // The RAW trashed: the JPEG is listed alone, naming no stack; restored, the stack is back.
+    let raw_id = listed(&env)[0].stack[1].asset_id;
+    mediadex::trash::trash(&env.store, raw_id).expect("trash the RAW");
+    let list = listed(&env);
+    assert_eq!(list.len(), 1, "{list:#?}");
+    assert_eq!((list[0].id, list[0].stack.len()), (jpeg_id, 0), "{list:#?}");
+    mediadex::trash::restore(&env.store, raw_id).expect("restore the RAW");
+    assert_one_stack(&env, "the RAW restored");
     std::fs::remove_file(root.join("RawPair/DSC_0001.JPG")).unwrap();
     scan_now(&env, lib, "");
     let list = listed(&env);
