@@ -4,7 +4,8 @@
 //! (content-addressed: a cached thumbnail never goes stale). Both paths make a thumbnail
 //! through the same function and cache it under the same key; neither waits for the other.
 //! Videos get a poster frame when `ffmpeg` is on PATH, HEIC/HEIF and AVIF pictures a decode
-//! through `heif-dec` (`media::heif_dec`) when it is; what cannot be decoded here (a HEIF or a
+//! through `heif-dec` (`media::heif_dec`) when it is, camera RAWs their embedded preview or
+//! their raw data binned (`media::raw`); what cannot be decoded here (a HEIF or a
 //! video without its program, a broken file) gets a placeholder that is not cached, and
 //! `lacking` names those formats for `status`. The thumbnails
 //! of an asset the sweep deleted are forgotten, every size. The cache never fills the disk
@@ -19,6 +20,7 @@ pub mod job;
 use crate::disk::{DiskFull, SharedFreeSpace};
 use crate::media::HEIF_MIMES;
 use crate::media::heif_dec::{self, HeifDec};
+use crate::media::raw::{self, RAW_MIMES};
 use crate::model::MediaKind;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -242,6 +244,9 @@ impl Thumbs {
     }
 
     fn picture(&self, src: &Source<'_>, file: &Path) -> Result<Option<Vec<u8>>, ThumbError> {
+        if let Some(mime) = src.mime.filter(|m| RAW_MIMES.contains(m)) {
+            return raw_picture(file, mime, src.orientation);
+        }
         if src.pixels.is_some_and(|p| p > MAX_PIXELS) {
             return Ok(None);
         }
@@ -313,6 +318,33 @@ fn heif_picture(heif: &HeifDec, file: &Path) -> Option<Vec<u8>> {
     }
 }
 
+/// A RAW's embedded preview, else its raw data binned (bounded by `media::raw`, whatever
+/// the raw's size), turned upright by the file's orientation like any stored picture.
+fn raw_picture(
+    file: &Path,
+    mime: &str,
+    orientation: Option<u16>,
+) -> Result<Option<Vec<u8>>, ThumbError> {
+    let source = |source| ThumbError::Source {
+        path: file.display().to_string(),
+        source,
+    };
+    let mut reader = std::io::BufReader::new(std::fs::File::open(file).map_err(source)?);
+    match raw::picture(&mut reader, mime) {
+        Ok(raw::Picture::Jpeg(jpeg)) => Ok(shrink(&jpeg, orientation)),
+        Ok(raw::Picture::Rgb {
+            width,
+            height,
+            pixels,
+        }) => Ok(image::RgbImage::from_raw(width, height, pixels)
+            .and_then(|rgb| shrink_image(image::DynamicImage::ImageRgb8(rgb), orientation))),
+        Err(e) => {
+            tracing::info!(error = %e, file = %file.display(), "RAW picture not read; placeholder thumbnail");
+            Ok(None)
+        }
+    }
+}
+
 fn is_heif(mime: Option<&str>) -> bool {
     mime.is_some_and(|m| HEIF_MIMES.contains(&m))
 }
@@ -322,7 +354,7 @@ fn decodable(mime: Option<&str>) -> bool {
     matches!(
         mime,
         Some("image/jpeg" | "image/png" | "image/webp" | "image/gif")
-    )
+    ) || mime.is_some_and(raw::has_picture)
 }
 
 /// Decodes a picture, turns it upright per its EXIF orientation, and encodes a JPEG
@@ -331,13 +363,18 @@ pub fn shrink(bytes: &[u8], orientation: Option<u16>) -> Option<Vec<u8>> {
     let reader = image::ImageReader::new(std::io::Cursor::new(bytes))
         .with_guessed_format()
         .ok()?;
-    let mut img = match reader.decode() {
+    let img = match reader.decode() {
         Ok(img) => img,
         Err(e) => {
             tracing::debug!(error = %e, "picture does not decode; placeholder thumbnail");
             return None;
         }
     };
+    shrink_image(img, orientation)
+}
+
+/// `shrink` of pixels already decoded.
+fn shrink_image(mut img: image::DynamicImage, orientation: Option<u16>) -> Option<Vec<u8>> {
     let upright = orientation
         .and_then(|o| u8::try_from(o).ok())
         .and_then(image::metadata::Orientation::from_exif);

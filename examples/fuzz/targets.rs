@@ -98,6 +98,11 @@ pub const TARGETS: &[Target] = &[
         run: extract,
     },
     Target {
+        name: "raw_picture",
+        wants: camera_raw,
+        run: raw_picture,
+    },
+    Target {
         name: "filename_date",
         // Its seeds are file names (the driver's `name_seeds`), not files.
         wants: none,
@@ -129,6 +134,9 @@ fn jpeg(mime: &str) -> bool {
 fn video(mime: &str) -> bool {
     // HEIF/AVIF are ISO-BMFF too: the box walker must survive them.
     mime.starts_with("video/") || matches!(mime, "image/heic" | "image/heif" | "image/avif")
+}
+fn camera_raw(mime: &str) -> bool {
+    media::raw::RAW_MIMES.contains(&mime)
 }
 fn xmp_carrier(mime: &str) -> bool {
     matches!(mime, "image/jpeg" | "image/png")
@@ -290,6 +298,29 @@ fn video_track(bytes: &[u8], _: &str) -> Result<(), String> {
 
 fn read_track(bytes: &[u8], _: &str) -> Result<(), String> {
     facts_hold(&fuzz::read_track(bytes).0)
+}
+
+/// A camera RAW's picture (issue 15), which thumbnails and faces read outside `extract`'s
+/// catch: a preview is a JPEG's bytes, and binned raw data is bounded and whole.
+fn raw_picture(bytes: &[u8], mime: &str) -> Result<(), String> {
+    let mut reader = std::io::Cursor::new(bytes);
+    let _ = media::raw::geometry(&mut reader);
+    match media::raw::picture(&mut reader, mime) {
+        Ok(media::raw::Picture::Jpeg(jpeg)) => check(jpeg.starts_with(&[0xFF, 0xD8]), || {
+            "a preview that is no JPEG".into()
+        }),
+        Ok(media::raw::Picture::Rgb {
+            width,
+            height,
+            pixels,
+        }) => check(
+            width <= media::raw::BIN_SIDE
+                && height <= media::raw::BIN_SIDE
+                && pixels.len() == width as usize * height as usize * 3,
+            || format!("binned {width}x{height} with {} bytes", pixels.len()),
+        ),
+        Err(_) => Ok(()),
+    }
 }
 
 /// `extract_from` catches a parser's panic (its last line of defence): here that is a

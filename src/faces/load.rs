@@ -3,9 +3,12 @@
 //! any pixel is decoded); must not run the model nor rotate pixels. A HEIF file's frame is the
 //! PNG `heif-dec` makes of it (`media::heif_dec`, bounded in time and size), decoded here like
 //! any PNG: its crop, turn and mirror are applied by libheif, and it has no EXIF orientation.
+//! A camera RAW's frame is its embedded preview or its binned raw data (`media::raw`), with
+//! the RAW's own orientation and the raw's size as the frame its faces are answered in.
 
 use super::FaceError;
 use crate::media::heif_dec::{self, HeifDec, HeifDecError};
+use crate::media::raw;
 use crate::media::{HEAD_LEN, HEIF_MIMES, sniff};
 use image::metadata::Orientation;
 use image::{DynamicImage, ImageDecoder, ImageError, ImageFormat, ImageReader, Limits, RgbImage};
@@ -24,6 +27,9 @@ pub const MAX_ALLOC_BYTES: u64 = 256 * 1024 * 1024;
 pub struct Decoded {
     pub rgb: RgbImage,
     pub orientation: Orientation,
+    /// The stored size these pixels stand for when it is not theirs: a RAW's raw image,
+    /// shown through its smaller preview or binned raw data. Faces are answered in it.
+    pub frame: Option<(u32, u32)>,
 }
 
 pub fn open(path: &Path) -> Result<Decoded, FaceError> {
@@ -43,8 +49,43 @@ pub fn open_with(path: &Path, heif: Option<&HeifDec>) -> Result<Decoded, FaceErr
             let png = heif.decode_png(path).map_err(heif_error)?;
             read(Cursor::new(png))
         }
+        Some(mime) if raw::RAW_MIMES.contains(&mime.as_str()) => open_raw(reader, &mime),
         _ => read(reader),
     }
+}
+
+/// A RAW's preview (or its raw data binned), with the raw's orientation and size from its
+/// IFD0 where it has a TIFF structure; a RAF's JPEG carries its own.
+fn open_raw<R: BufRead + Seek>(mut reader: R, mime: &str) -> Result<Decoded, FaceError> {
+    let geometry = raw::geometry(&mut reader).ok();
+    let picture = raw::picture(&mut reader, mime).map_err(|e| match e {
+        raw::RawError::Io(source) => FaceError::Io {
+            what: "raw data".into(),
+            source,
+        },
+        other => FaceError::Unsupported(other.to_string()),
+    })?;
+    let mut decoded = match picture {
+        raw::Picture::Jpeg(jpeg) => read(Cursor::new(jpeg))?,
+        raw::Picture::Rgb {
+            width,
+            height,
+            pixels,
+        } => Decoded {
+            rgb: RgbImage::from_raw(width, height, pixels)
+                .ok_or_else(|| FaceError::Decode("binned raw data of the wrong length".into()))?,
+            orientation: Orientation::NoTransforms,
+            frame: None,
+        },
+    };
+    if let Some((size, orientation)) = geometry {
+        decoded.frame = Some(size);
+        let turn = orientation.and_then(|o| u8::try_from(o).ok());
+        decoded.orientation = turn
+            .and_then(Orientation::from_exif)
+            .unwrap_or(Orientation::NoTransforms);
+    }
+    Ok(decoded)
 }
 
 fn heif_error(e: HeifDecError) -> FaceError {
@@ -73,6 +114,7 @@ pub fn read<R: BufRead + Seek>(mut reader: R) -> Result<Decoded, FaceError> {
     Ok(Decoded {
         rgb: image.into_rgb8(),
         orientation,
+        frame: None,
     })
 }
 

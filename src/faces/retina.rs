@@ -98,7 +98,11 @@ fn guarded<T>(f: impl FnOnce() -> Result<T, FaceError>) -> Result<T, FaceError> 
 }
 
 fn detect_decoded(decoded: Decoded) -> Result<Vec<DetectedFace>, FaceError> {
-    let Decoded { rgb, orientation } = decoded;
+    let Decoded {
+        rgb,
+        orientation,
+        frame,
+    } = decoded;
     let (sw, sh) = rgb.dimensions();
     let input = upright_scaled(rgb, orientation);
     let (iw, ih) = input.dimensions();
@@ -115,7 +119,33 @@ fn detect_decoded(decoded: Decoded) -> Result<Vec<DetectedFace>, FaceError> {
         scale: (dw as f32 / iw as f32, dh as f32 / ih as f32),
     };
     let faces = decode::nms(candidates, NMS_THRESHOLD);
-    Ok(faces.iter().map(|c| geometry.face(c)).collect())
+    let to_frame = frame.map(|(fw, fh)| (fw as f32 / sw as f32, fh as f32 / sh as f32));
+    Ok(faces
+        .iter()
+        .map(|c| {
+            let face = geometry.face(c);
+            match to_frame {
+                Some(k) => scaled(&face, k),
+                None => face,
+            }
+        })
+        .collect())
+}
+
+/// A face in a picture that stands for a stored frame of another size (a RAW's preview),
+/// scaled into that frame's pixels.
+fn scaled(f: &DetectedFace, (kx, ky): (f32, f32)) -> DetectedFace {
+    DetectedFace {
+        x: f.x * kx,
+        y: f.y * ky,
+        width: f.width * kx,
+        height: f.height * ky,
+        score: f.score,
+        landmarks: f.landmarks.map(|p| Point {
+            x: p.x * kx,
+            y: p.y * ky,
+        }),
+    }
 }
 
 /// Orientations 5 to 8 turn the picture a quarter: the displayed width is the stored height.

@@ -1,6 +1,7 @@
 //! Pure media extractors: a file path (or the bytes already read from it) in, `MediaFacts`
 //! out. Owns type sniffing, dimensions (a HEIF's from its own boxes, `heif`), EXIF (with an
 //! XMP fallback), video container facts, the content-hash rules (`content_hash`), the
+//! camera RAW formats (`raw`: their type, raw size and preview or binned raw picture), the
 //! run-time HEIF decoder (`heif_dec`: a separate program, bounded, that thumbs and faces
 //! call), where each capture date came from, the end of the date chain (`fill_undated`: a
 //! date in the file name, `filename_date`, else the mtime the caller hands in), and the pure
@@ -24,6 +25,7 @@ mod heif;
 pub mod heif_dec;
 pub mod motion;
 mod photo;
+pub mod raw;
 pub mod sidecar;
 mod sniff;
 pub mod takeout;
@@ -116,11 +118,13 @@ fn read_image<R: BufRead + Seek>(
     let heif = HEIF_MIMES.contains(&mime);
     let size = if heif {
         heif_size(&mut reader, facts)
+    } else if raw::RAW_MIMES.contains(&mime) {
+        raw_size(&mut reader, mime, facts)
     } else {
         photo::read_size(&mut reader, facts)
     };
     let size = size.and(complete.unwrap_or(Ok(())));
-    let exif = if photo::EXIF_MIMES.contains(&mime) {
+    let exif = if photo::EXIF_MIMES.contains(&mime) || raw::RAW_MIMES.contains(&mime) {
         photo::read_exif(&mut reader, mime, facts)
     } else {
         Ok(())
@@ -167,6 +171,21 @@ fn heif_size<R: BufRead + Seek>(reader: &mut R, facts: &mut MediaFacts) -> Resul
     }
 }
 
+/// A RAW's size is its raw image's (the full-resolution IFD), not its preview's: exiftool's
+/// ImageSize. The formats without a TIFF structure (CR3, RAF) are not sized here.
+fn raw_size<R: BufRead + Seek>(
+    reader: &mut R,
+    mime: &str,
+    facts: &mut MediaFacts,
+) -> Result<(), String> {
+    if !raw::is_tiff_raw(mime) {
+        return Ok(());
+    }
+    let ((w, h), _) = raw::geometry(reader).map_err(|e| e.to_string())?;
+    (facts.width, facts.height) = (Some(w), Some(h));
+    Ok(())
+}
+
 /// A media extension on a file whose content is something else (or nothing recognisable).
 fn mislabel(path: &Path, facts: &MediaFacts) -> Option<String> {
     let ext = path.extension()?.to_str()?.to_ascii_lowercase();
@@ -191,6 +210,15 @@ fn expected_mimes(ext: &str) -> Option<&'static [&'static str]> {
         "gif" => &["image/gif"],
         "webp" => &["image/webp"],
         "tif" | "tiff" => &["image/tiff"],
+        "dng" => &["image/x-adobe-dng"],
+        "cr2" => &["image/x-canon-cr2"],
+        "cr3" => &["image/x-canon-cr3"],
+        "nef" => &["image/x-nikon-nef"],
+        "arw" => &["image/x-sony-arw"],
+        "raf" => &["image/x-fujifilm-raf"],
+        "orf" => &["image/x-olympus-orf"],
+        "rw2" => &["image/x-panasonic-rw2"],
+        "pef" => &["image/x-pentax-pef", "image/x-adobe-dng"],
         "heic" | "heif" => &["image/heic", "image/heif"],
         "avif" => &["image/avif"],
         "mp4" | "m4v" => &["video/mp4", "video/x-m4v", "video/quicktime"],

@@ -1,6 +1,7 @@
 //! Photo metadata: stored pixel size (imagesize, header only) and EXIF (kamadak-exif, including
-//! the EXIF of HEIC/AVIF, PNG, WebP and TIFF). Owns the choice of EXIF tags (and hands
-//! the MakerNote to `motion` for a Live Photo's ContentIdentifier); must not decide the
+//! the EXIF of HEIC/AVIF, PNG, WebP, TIFF and the TIFF-structured RAWs, and a RAF's from its
+//! embedded JPEG; a CR3's EXIF is not read). Owns the choice of EXIF tags (and hands the
+//! MakerNote to `motion` for a Live Photo's ContentIdentifier); must not decide the
 //! media kind (that is `sniff`) nor touch video containers.
 
 use super::values::{
@@ -87,13 +88,23 @@ pub fn read_exif<R: BufRead + Seek>(
     reader.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
     let mut exif_reader = Reader::new();
     exif_reader.continue_on_error(true);
-    let parsed = if mime == "image/tiff" {
+    let parsed = if mime == "image/tiff" || super::raw::is_tiff_raw(mime) {
         let mut buf = Vec::new();
         reader
             .take(TIFF_READ_CAP)
             .read_to_end(&mut buf)
             .map_err(|e| e.to_string())?;
+        tiff_magic(&mut buf);
         exif_reader.read_raw(buf)
+    } else if mime == "image/x-fujifilm-raf" {
+        match super::raw::picture(reader, mime) {
+            Ok(super::raw::Picture::Jpeg(jpeg)) => {
+                exif_reader.read_from_container(&mut std::io::Cursor::new(jpeg))
+            }
+            _ => return Ok(()),
+        }
+    } else if mime == "image/x-canon-cr3" {
+        return Ok(());
     } else {
         exif_reader.read_from_container(reader)
     };
@@ -108,6 +119,15 @@ pub fn read_exif<R: BufRead + Seek>(
         Err("exif: some entries unreadable".into())
     } else {
         Ok(())
+    }
+}
+
+/// ORF and RW2 are TIFF with their own magic number (`RO`, `RS`, `U\0`): as 42, kamadak-exif
+/// reads their IFDs like any TIFF's.
+fn tiff_magic(buf: &mut [u8]) {
+    let le = buf.starts_with(b"II");
+    if let Some(magic) = buf.get_mut(2..4) {
+        magic.copy_from_slice(if le { b"*\0" } else { b"\0*" });
     }
 }
 

@@ -1,4 +1,5 @@
-//! Media type by content: the first few KiB of a file → kind and MIME type (infer). Owns the
+//! Media type by content: the first few KiB of a file → kind and MIME type (infer, and
+//! `raw` for the camera RAW formats, which infer names `image/tiff` or not at all). Owns the
 //! mapping from magic bytes to `MediaKind`; must not look at file names or open files.
 
 use crate::model::MediaKind;
@@ -10,6 +11,9 @@ pub const HEAD_LEN: usize = 8192;
 pub fn sniff(head: &[u8]) -> (Option<MediaKind>, Option<String>) {
     if head.is_empty() {
         return (None, None);
+    }
+    if let Some(raw) = super::raw::raw_mime(head) {
+        return (Some(MediaKind::Image), Some(raw.to_string()));
     }
     let Some(found) = infer::get(head) else {
         return (Some(MediaKind::Other), None);

@@ -58,6 +58,20 @@ pub struct Asset {
     pub faces: Vec<DetectedFace>,
     /// A Live Photo still's clip, while that clip is not in the trash.
     pub live_clip: Option<LiveClip>,
+    /// The RAW+JPEG stack the asset is in: its primary first, then its RAWs; empty when it
+    /// is in none (or its partners are gone).
+    pub stack: Vec<StackMember>,
+}
+
+/// One file of a stack, with the asset it shows.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StackMember {
+    pub asset_id: i64,
+    pub file_id: i64,
+    pub rel_path_text: String,
+    pub mime: Option<String>,
+    /// The shown file (the JPEG or HEIC); the others are the RAWs behind it.
+    pub primary: bool,
 }
 
 /// Files sharing one asset: byte-identical copies.

@@ -2,8 +2,8 @@
 //! asset is a duplicate, a trashed one is restored by id alone, a swept one is stored afresh,
 //! and a unique-index violation never escapes), trashing orphans, the guarded sweep (never
 //! an asset a present file shows; it names the thumbnails its deletions free), and the
-//! read APIs (assets with their paths and a Live Photo's clip, which the lists leave out
-//! while its still shows it: `motion`; duplicate groups).
+//! read APIs (assets with their paths, their stack and a Live Photo's clip, which the lists
+//! leave out while its still shows it: `motion`; duplicate groups).
 
 use super::{Store, StoreError};
 use crate::model::{
@@ -98,7 +98,9 @@ const LIST: &str = concat!(
     asset_cols!(),
     " FROM assets WHERE (trashed_at IS NOT NULL) = ?1 AND pending_run IS NULL",
     not_a_shown_clip!(),
-    " ORDER BY id"
+    " AND (?1 OR NOT ",
+    stack_hidden!(),
+    ") ORDER BY id"
 );
 const GET: &str = concat!("SELECT ", asset_cols!(), " FROM assets WHERE id = ?1");
 const PATHS: &str = "
@@ -455,6 +457,7 @@ pub(super) fn asset_from_row(r: &Row<'_>) -> rusqlite::Result<Asset> {
         faces_scheme: r.get(24)?,
         faces: Vec::new(),
         live_clip: super::motion::clip_col(r, 32)?,
+        stack: Vec::new(),
     })
 }
 
@@ -481,6 +484,7 @@ fn with_paths(conn: &Connection, mut asset: Asset) -> Result<Asset, StoreError> 
     load_paths(conn, &mut asset)?;
     super::sidecars::load_tags(conn, &mut asset)?;
     super::motion::load_clip(conn, &mut asset)?;
+    asset.stack = super::stacks::of_asset(conn, asset.id)?;
     if let Some(version) = asset.faces_scheme {
         asset.faces = super::faces::of_asset(conn, asset.id, version)?;
     }
@@ -488,7 +492,8 @@ fn with_paths(conn: &Connection, mut asset: Asset) -> Result<Asset, StoreError> 
 }
 
 impl Store {
-    /// Live assets (`trashed = false`) or the trash (`true`), by id, each with its paths.
+    /// Live assets (`trashed = false`) or the trash (`true`), by id, each with its paths and
+    /// stack; a RAW shown by its stack's primary is left out of the live ones.
     pub fn assets(&self, trashed: bool) -> Result<Vec<Asset>, StoreError> {
         self.read(|conn| {
             let list: Vec<Asset> = conn

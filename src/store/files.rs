@@ -1,8 +1,9 @@
 //! The `files` table and the scan run's fenced writes of data: the known files for the diff
 //! (with what a present file's asset needs: restored from the trash, or claimed afresh),
-//! ingest batches (file rows, asset claims, a Live Photo's pairing (`motion`), the restore of
-//! unchanged files' trashed assets, the refresh of a kept asset's sidecar facts, progress,
-//! reason counts and the run's problems in one transaction under the scan lease),
+//! ingest batches (file rows, asset claims, a Live Photo's pairing (`motion`), the RAW+JPEG
+//! pairing of a file read (`stacks`), the restore of unchanged files' trashed assets, the
+//! refresh of a kept asset's sidecar facts, progress, reason counts and the run's problems in
+//! one transaction under the scan lease),
 //! progress with the count of unchanged files (which cost no row of their own), and the end
 //! of a full scan (missing files from what the walk found gone, except rows a restore
 //! brought back during the run; orphaned assets; the circuit breaker) committed with the
@@ -10,7 +11,7 @@
 
 use super::assets::{ClaimFor, claim, restore, trash_if_orphan};
 use super::lease::{expect_one, lost};
-use super::{Store, StoreError, parse_col, problems, scan_runs};
+use super::{Store, StoreError, parse_col, problems, scan_runs, stacks};
 use crate::model::{
     BatchReport, Claim, Counter, FileReason, FileStamp, FinishReport, IngestBatch, IngestItem,
     ItemOutcome, KnownDir, KnownFile, Lease, MediaFacts, Millis, Provenance, RunState, ScanEnd,
@@ -339,6 +340,17 @@ pub(super) fn ingest_one(
         asset_id,
         run_id,
     )?;
+    if item.checksum.is_some() {
+        let facts = item.facts.as_ref();
+        stacks::pair(
+            conn,
+            library_id,
+            file_id,
+            &item.rel_path,
+            facts,
+            row.is_some(),
+        )?;
+    }
     if let Some(old) = previous.filter(|old| Some(*old) != asset_id) {
         trash_if_orphan(conn, old, TrashReason::Replaced, now)?;
     }
@@ -660,7 +672,7 @@ mod plan_tests {
     use super::{INSERT_FILE, PREVIOUS, UPDATE_FILE};
     use crate::clock::FakeClock;
     use crate::store::assets::INSERT;
-    use crate::store::{Store, StoreOptions};
+    use crate::store::{Store, StoreOptions, stacks};
 
     fn ephemeral_tables(conn: &rusqlite::Connection, sql: &str) -> Vec<i64> {
         let mut stmt = conn.prepare(&format!("EXPLAIN {sql}")).expect("explain");
@@ -697,6 +709,9 @@ mod plan_tests {
                     ("previous", PREVIOUS),
                     ("insert file", INSERT_FILE),
                     ("update file", UPDATE_FILE),
+                    ("stack partners", stacks::PARTNERS),
+                    ("stack insert", stacks::INSERT),
+                    ("stack unpair", stacks::UNPAIR),
                 ]
                 .map(|(name, sql)| (name, ephemeral_tables(conn, sql))))
             })

@@ -86,6 +86,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "motion",
         sql: include_str!("../../schema/0014_motion.sql"),
     },
+    Migration {
+        version: 15,
+        name: "stacks",
+        sql: include_str!("../../schema/0015_stacks.sql"),
+    },
 ];
 
 pub(super) fn migrate(

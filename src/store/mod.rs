@@ -22,6 +22,8 @@ macro_rules! fenced {
     };
 }
 
+#[macro_use]
+mod stacks;
 mod assets;
 mod conn;
 mod counters;

@@ -20,7 +20,7 @@ fn page_sql(filter: &AssetFilter, after: bool) -> String {
     sql.push_str(if filter.trashed {
         " AND trashed_at IS NOT NULL"
     } else {
-        " AND trashed_at IS NULL"
+        concat!(" AND trashed_at IS NULL AND NOT ", stack_hidden!())
     });
     let mut add = |on: bool, fragment: &str| {
         if on {
@@ -203,6 +203,7 @@ impl Store {
                 load_paths(conn, asset)?;
                 super::sidecars::load_tags(conn, asset)?;
                 super::motion::load_clip(conn, asset)?;
+                asset.stack = super::stacks::of_asset(conn, asset.id)?;
                 if let Some(version) = asset.faces_scheme {
                     asset.faces = super::faces::of_asset(conn, asset.id, version)?;
                 }

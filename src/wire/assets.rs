@@ -143,6 +143,8 @@ pub struct Asset {
     pub faces: Vec<Face>,
     /// The motion clip of a Live Photo or a motion photo (`GET /api/assets/{id}/motion`).
     pub motion: Option<Motion>,
+    /// The RAW+JPEG stack it is in, its shown (primary) file first; empty when in none.
+    pub stack: Vec<StackFile>,
 }
 
 /// A still's motion clip: a Live Photo's MOV (an asset of its own, left out of the asset
@@ -188,6 +190,26 @@ impl Motion {
     }
 }
 
+/// One file of a stack.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StackFile {
+    pub asset_id: i64,
+    pub path: String,
+    pub mime: Option<String>,
+    pub primary: bool,
+}
+
+impl From<&model::StackMember> for StackFile {
+    fn from(m: &model::StackMember) -> StackFile {
+        StackFile {
+            asset_id: m.asset_id,
+            path: m.rel_path_text.clone(),
+            mime: m.mime.clone(),
+            primary: m.primary,
+        }
+    }
+}
+
 impl Asset {
     pub fn new(a: &model::Asset, form: PathForm) -> Asset {
         let f = &a.facts;
@@ -223,6 +245,7 @@ impl Asset {
             content_hash_scheme: a.content_hash.map(|c| c.scheme),
             faces: a.faces.iter().map(Face::from).collect(),
             motion: Motion::of(a),
+            stack: a.stack.iter().map(StackFile::from).collect(),
         }
     }
 }

@@ -2813,3 +2813,38 @@ async fn duplicates_lists_both_kinds_of_twin_as_the_cli_does() {
         "API {dups}\nCLI {cli}"
     );
 }
+
+/// A RAW+JPEG pair (issue 15 item 2) in the API and the CLI: the list shows the JPEG once
+/// with both files in its `stack`; the RAW is left out of both lists and still answers by id,
+/// naming its stack.
+#[tokio::test]
+async fn a_raw_jpeg_stack_is_listed_once_and_its_raw_still_answers() {
+    let api = api();
+    let root = api.env.dir.path().join("pair");
+    crate::stacks::write_pair(&root);
+    let root = std::fs::canonicalize(&root).unwrap();
+    let lib = mediadex::app::add_library(&api.env.store, "pair", &root.to_string_lossy()).unwrap();
+    api.scan(lib.id);
+    let page = api.get("/api/assets").await.json();
+    let items = page["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{page}");
+    let stack = items[0]["stack"].as_array().unwrap().clone();
+    let paths: Vec<&str> = stack.iter().map(|m| m["path"].as_str().unwrap()).collect();
+    assert_eq!(
+        paths,
+        ["RawPair/DSC_0001.JPG", "RawPair/DSC_0001.DNG"],
+        "{page}"
+    );
+    assert_eq!(stack[0]["primary"], true);
+    assert_eq!(stack[1]["mime"], "image/x-adobe-dng");
+    let raw_id = stack[1]["asset_id"].as_i64().unwrap();
+    let raw = api.get(&format!("/api/assets/{raw_id}")).await;
+    assert_eq!(raw.status, StatusCode::OK);
+    let raw = raw.json();
+    assert_eq!(raw["stack"], Value::Array(stack.clone()), "{raw}");
+    assert_ne!(raw["checksum"], items[0]["checksum"]);
+    let cli = cli_json(&api, &["assets", "--json"]);
+    let cli = cli.as_array().unwrap();
+    assert_eq!(cli.len(), 1, "{cli:?}");
+    assert_eq!(cli[0]["stack"], Value::Array(stack));
+}

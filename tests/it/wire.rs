@@ -6,7 +6,7 @@
 
 use mediadex::model::{
     Asset, AssetPath, ContentHash, ContentTwins, DetectedFace, DuplicateGroup, EmbeddedVideo,
-    FileState, LiveClip, MediaFacts, MediaKind, Notes, TakenAtSource, TrashReason,
+    FileState, LiveClip, MediaFacts, MediaKind, Notes, StackMember, TakenAtSource, TrashReason,
 };
 use mediadex::wire::{self, PathForm};
 use serde_json::Value;
@@ -157,6 +157,13 @@ fn full_asset(id: i64) -> Asset {
             mime: Some("video/quicktime".into()),
             duration_ms: Some(1530),
         }),
+        stack: vec![StackMember {
+            asset_id: id,
+            file_id: 1,
+            rel_path_text: "2024/DSC_1.JPG".into(),
+            mime: Some("image/jpeg".into()),
+            primary: true,
+        }],
     }
 }
 
@@ -170,6 +177,7 @@ fn bare_asset() -> Asset {
         faces_scheme: None,
         faces: Vec::new(),
         live_clip: None,
+        stack: Vec::new(),
         paths: vec![path(b"a.jpg", FileState::Present)],
         ..full_asset(3)
     }
@@ -185,6 +193,7 @@ const API_PATHS: &str = "**Paths in the API**";
 const PATH_OBJECT: &str = "**A path object**";
 const FACE: &str = "**A face**";
 const MOTION: &str = "**A motion clip**";
+const STACK_FILE: &str = "**A stack file**";
 const GROUP: &str = "**A duplicate group**";
 const TWIN: &str = "**A twin**";
 
@@ -224,6 +233,9 @@ fn an_asset_in_the_cli_has_the_documented_fields_and_types() {
     all_seen("a CLI asset", &seen, &doc);
     let face = table(FACE);
     all_seen("a face", &check("a face", &full["faces"][0], &face), &face);
+    let stack = table(STACK_FILE);
+    let member = check("a stack file", &full["stack"][0], &stack);
+    all_seen("a stack file", &member, &stack);
 }
 
 #[test]

@@ -100,6 +100,17 @@ function fmtRating(r) {
   return r < 0 ? "rejected" : r === 0 ? "unrated (0)" : "★".repeat(r) + "☆".repeat(5 - r);
 }
 
+// A RAW+JPEG stack (docs/json.md, `stack`): the grid shows its JPEG once; here each of its
+// files is listed, with its type and a download of that file's own asset.
+function renderStack(dl, a) {
+  for (const m of a.stack || []) {
+    const role = m.primary ? "shown" : "RAW";
+    dl.append(el("dt", {}, "Stack"), el("dd", { class: "path" },
+      el("a", { href: `/api/assets/${m.asset_id}/original`, download: "" }, m.path),
+      ` · ${m.mime || "unknown type"} · ${role}${m.asset_id === a.id ? " (this)" : ""}`));
+  }
+}
+
 function renderFacts(a, faces) {
   const rows = [
     ["Title", a.title],
@@ -133,6 +144,7 @@ function renderFacts(a, faces) {
   for (const p of a.paths || []) {
     dl.append(el("dt", {}, "Path"), el("dd", { class: "path" }, p.path + (p.state !== "present" ? ` (${p.state})` : "")));
   }
+  renderStack(dl, a);
   const move = (to) => guard(async () => { await api("POST", `/api/assets/${a.id}/${to}`); afterTrashChange(a.id); });
   $("#asset-actions").replaceChildren(
     el("a", { class: "button", href: `/api/assets/${a.id}/original`, download: "" }, "Download"),

@@ -1,0 +1,227 @@
+//! The `stacks` table (migration 0015): RAW+JPEG stacks. A camera RAW file and a JPEG or HEIC
+//! file with the same name stem in one folder, whose capture times fall in the same second
+//! (sub-seconds ignored: a RAW often carries none; offsets must agree when both say one), are
+//! paired when the second of them is stored, in the scan's fenced batch (`pair`), whatever
+//! the walk's order. The list of live assets leaves out an asset whose present file is a RAW
+//! of a stack with a present, live and published primary (`stack_hidden!`); each asset of a
+//! stack names its members (`of_asset`). Owns no asset or file row.
+
+use super::StoreError;
+use crate::media::HEIF_MIMES;
+use crate::media::raw::RAW_MIMES;
+use crate::model::{MediaFacts, StackMember, TakenAtSource};
+use rusqlite::{Connection, params};
+
+/// The condition, on a row of `assets`, that it is the RAW behind a stack's shown primary:
+/// one of its present files is a stack's RAW whose primary file is present and shows a live,
+/// published asset. Trashing the primary, or its file going missing, shows the RAW again.
+macro_rules! stack_hidden {
+    () => {
+        "EXISTS (SELECT 1 FROM files rf JOIN stacks s ON s.raw_file_id = rf.id \
+           JOIN files pf ON pf.id = s.primary_file_id AND pf.state = 'present' \
+           JOIN assets pa ON pa.id = pf.asset_id AND pa.trashed_at IS NULL \
+                         AND pa.pending_run IS NULL \
+          WHERE rf.asset_id = assets.id AND rf.state = 'present')"
+    };
+}
+
+/// A re-read file's old pairings go: its content, date or type may have changed.
+pub(super) const UNPAIR: &str = "DELETE FROM stacks WHERE raw_file_id = ?1 OR primary_file_id = ?1";
+/// Present files of the library whose path starts with `?2` (`dir/stem.`; `?3` is the
+/// prefix with its last byte raised), other than `?4`, with their asset's type and date: the
+/// UNIQUE (library_id, rel_path) index read as a range.
+pub(super) const PARTNERS: &str = "
+    SELECT f.id, f.rel_path, a.mime, a.taken_local, a.taken_offset_minutes
+      FROM files f JOIN assets a ON a.id = f.asset_id
+     WHERE f.library_id = ?1 AND f.rel_path >= ?2 AND f.rel_path < ?3
+       AND f.state = 'present' AND f.id <> ?4
+       AND coalesce(a.taken_at_source, 'exif') <> 'mtime'
+       AND coalesce(a.taken_at_source, 'exif') <> 'filename'";
+/// A RAW keeps the primary it has (a HEIC and a JPEG of one name: the first stays).
+pub(super) const INSERT: &str = "
+    INSERT INTO stacks (raw_file_id, primary_file_id) VALUES (?1, ?2)
+    ON CONFLICT (raw_file_id) DO NOTHING";
+/// The stack of asset ?1: the primary file its present files are or stand behind, then that
+/// primary's RAW files; each present, with a live and published asset.
+const OF_ASSET: &str = "
+    WITH heads (id) AS (
+        SELECT s.primary_file_id FROM stacks s JOIN files f ON f.id = s.raw_file_id
+         WHERE f.asset_id = ?1 AND f.state = 'present'
+        UNION
+        SELECT s.primary_file_id FROM stacks s JOIN files f ON f.id = s.primary_file_id
+         WHERE f.asset_id = ?1 AND f.state = 'present'),
+    members (file_id, is_primary) AS (
+        SELECT id, 1 FROM heads
+        UNION
+        SELECT s.raw_file_id, 0 FROM stacks s JOIN heads h ON s.primary_file_id = h.id)
+    SELECT f.asset_id, f.id, f.rel_path_text, a.mime, m.is_primary
+      FROM members m JOIN files f ON f.id = m.file_id AND f.state = 'present'
+      JOIN assets a ON a.id = f.asset_id AND a.trashed_at IS NULL AND a.pending_run IS NULL
+     ORDER BY m.is_primary DESC, f.rel_path";
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Raw,
+    Primary,
+}
+
+fn role(mime: Option<&str>) -> Option<Role> {
+    let mime = mime?;
+    if RAW_MIMES.contains(&mime) {
+        Some(Role::Raw)
+    } else if mime == "image/jpeg" || HEIF_MIMES.contains(&mime) {
+        Some(Role::Primary)
+    } else {
+        None
+    }
+}
+
+/// Whether a file read with `facts` can be in a stack: a RAW, JPEG or HEIF with a capture
+/// date of its own (a date from the file name or the mtime says nothing about the capture).
+fn candidate(f: &MediaFacts) -> bool {
+    let captured = !matches!(
+        f.taken_at_source,
+        Some(TakenAtSource::Mtime | TakenAtSource::Filename)
+    );
+    role(f.mime.as_deref()).is_some() && f.taken_local.is_some() && captured
+}
+
+/// `dir/stem.` of a path and the end of its range (`.` raised to `/`); none without a stem.
+fn stem_range(rel_path: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+    let name_at = rel_path
+        .iter()
+        .rposition(|b| *b == b'/')
+        .map_or(0, |i| i + 1);
+    let dot = rel_path[name_at..].iter().rposition(|b| *b == b'.')? + name_at;
+    if dot == name_at {
+        return None; // `.hidden`: no stem
+    }
+    let lo = rel_path[..=dot].to_vec();
+    let mut hi = lo.clone();
+    if let Some(last) = hi.last_mut() {
+        *last += 1;
+    }
+    Some((lo, hi))
+}
+
+/// The same capture second, and the same offset when both say one.
+fn same_time(a: (&str, Option<i32>), b: (&str, Option<i32>)) -> bool {
+    let second = |t: &str| t.get(..19).map(str::to_owned);
+    let offsets_agree = match (a.1, b.1) {
+        (Some(x), Some(y)) => x == y,
+        _ => true,
+    };
+    second(a.0).is_some() && second(a.0) == second(b.0) && offsets_agree
+}
+
+type Partner = (i64, Vec<u8>, Option<String>, Option<String>, Option<i32>);
+
+/// Pairs file `file_id` (just written at `rel_path`, read with `facts`) with the partners
+/// of its stem already stored: a RAW with the first JPEG/HEIC of the same second, a JPEG or
+/// HEIC with every such RAW that has no primary yet. `existed`: the row was there before
+/// this read, so its old pairings are dropped first (a new row has none: no query).
+pub(super) fn pair(
+    conn: &Connection,
+    library_id: i64,
+    file_id: i64,
+    rel_path: &[u8],
+    facts: Option<&MediaFacts>,
+    existed: bool,
+) -> Result<(), StoreError> {
+    if existed {
+        conn.prepare_cached(UNPAIR)?.execute([file_id])?;
+    }
+    let Some(f) = facts.filter(|f| candidate(f)) else {
+        return Ok(());
+    };
+    let (Some(me), Some(taken)) = (role(f.mime.as_deref()), f.taken_local.as_deref()) else {
+        return Ok(());
+    };
+    let Some((lo, hi)) = stem_range(rel_path) else {
+        return Ok(());
+    };
+    let partners: Vec<Partner> = conn
+        .prepare_cached(PARTNERS)?
+        .query_map(params![library_id, lo, hi, file_id], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })?
+        .collect::<Result<_, _>>()?;
+    let mut fitting = partners.into_iter().filter(|(_, path, mime, t, off)| {
+        let rest = &path[lo.len()..];
+        let other = role(mime.as_deref());
+        !rest.contains(&b'/')
+            && !rest.contains(&b'.')
+            && other.is_some_and(|o| o != me)
+            && t.as_deref()
+                .is_some_and(|t| same_time((taken, f.taken_offset_minutes), (t, *off)))
+    });
+    let mut insert = conn.prepare_cached(INSERT)?;
+    if me == Role::Raw {
+        if let Some((primary, ..)) = fitting.next() {
+            insert.execute([file_id, primary])?;
+        }
+    } else {
+        for (raw, ..) in fitting {
+            insert.execute([raw, file_id])?;
+        }
+    }
+    Ok(())
+}
+
+/// The stack asset `asset_id` is in, its primary first; empty unless a primary and at least
+/// one other member remain.
+pub(super) fn of_asset(conn: &Connection, asset_id: i64) -> Result<Vec<StackMember>, StoreError> {
+    let members: Vec<StackMember> = conn
+        .prepare_cached(OF_ASSET)?
+        .query_map([asset_id], |r| {
+            Ok(StackMember {
+                asset_id: r.get(0)?,
+                file_id: r.get(1)?,
+                rel_path_text: r.get(2)?,
+                mime: r.get(3)?,
+                primary: r.get(4)?,
+            })
+        })?
+        .collect::<Result<_, _>>()?;
+    let whole = members.len() >= 2 && members.first().is_some_and(|m| m.primary);
+    Ok(if whole { members } else { Vec::new() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stem_range_covers_the_names_of_one_stem_in_one_folder() {
+        let (lo, hi) = stem_range(b"2021/DSC_0001.DNG").unwrap();
+        assert_eq!(
+            (lo.as_slice(), hi.as_slice()),
+            (&b"2021/DSC_0001."[..], &b"2021/DSC_0001/"[..])
+        );
+        assert_eq!(stem_range(b"a.jpg").unwrap().0, b"a.");
+        assert_eq!(stem_range(b"dir/.hidden"), None);
+        assert_eq!(stem_range(b"dir.x/noext"), None);
+    }
+
+    #[test]
+    fn the_same_second_ignores_sub_seconds_and_needs_agreeing_offsets() {
+        let t = |s, o| (s, o);
+        assert!(same_time(
+            t("2021-09-18T19:02:33.47", Some(-240)),
+            t("2021-09-18T19:02:33", Some(-240))
+        ));
+        assert!(same_time(
+            t("2021-09-18T19:02:33", None),
+            t("2021-09-18T19:02:33.9", Some(60))
+        ));
+        assert!(!same_time(
+            t("2021-09-18T19:02:33", Some(-240)),
+            t("2021-09-18T19:02:34", Some(-240))
+        ));
+        assert!(!same_time(
+            t("2021-09-18T19:02:33", Some(-240)),
+            t("2021-09-18T19:02:33", Some(60))
+        ));
+        assert!(!same_time(t("2021", None), t("2021", None)));
+    }
+}

@@ -1,0 +1,278 @@
+//! Camera RAW files (issue 15 item 2) on DNGs made here in the corpus's two layouts
+//! (`support::dng`): indexed as images with their raw size and EXIF facts, a thumbnail from
+//! the embedded preview or, without one, from the raw data turned upright, and faces found
+//! in the preview, answered in the raw's stored pixels.
+
+use crate::support::dng::{self, Dng};
+use mediadex::faces::{FaceDetector, RetinaFace};
+use mediadex::media::extract;
+use mediadex::model::MediaKind;
+use mediadex::thumbs::{Source, Thumbs};
+use std::path::{Path, PathBuf};
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+#[test]
+fn a_dng_is_an_image_with_its_make_model_date_and_raw_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = extract(&write(dir.path(), "IMGP0421.DNG", &dng::with_preview()));
+    assert_eq!(f.error, None);
+    assert_eq!(f.kind, Some(MediaKind::Image));
+    assert_eq!(f.mime.as_deref(), Some("image/x-adobe-dng"));
+    assert_eq!(f.make.as_deref(), Some("PENTAX"));
+    assert_eq!(f.model.as_deref(), Some("PENTAX K-1 Mark II"));
+    assert_eq!(f.taken_at().as_deref(), Some("2020-05-09T11:12:13+02:00"));
+    // The raw's own size (exiftool's ImageSize), not the 48x32 preview's.
+    assert_eq!((f.width, f.height), (Some(96), Some(64)));
+    assert_eq!((f.display_width, f.display_height), (Some(96), Some(64)));
+}
+
+#[test]
+fn a_dng_without_a_preview_has_its_gps_and_a_turned_display_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = extract(&write(dir.path(), "R0001234.DNG", &dng::raw_only()));
+    assert_eq!(f.error, None);
+    assert_eq!(f.mime.as_deref(), Some("image/x-adobe-dng"));
+    assert_eq!(f.model.as_deref(), Some("RICOH GR III"));
+    assert_eq!(f.taken_at().as_deref(), Some("2022-10-02T08:30:00+09:00"));
+    assert_eq!(f.orientation, Some(6));
+    assert_eq!((f.width, f.height), (Some(128), Some(64)));
+    assert_eq!((f.display_width, f.display_height), (Some(64), Some(128)));
+    let (lat, lon) = (f.lat.unwrap(), f.lon.unwrap());
+    assert!((lat - 35.658581).abs() < 1e-4 && (lon - 139.745433).abs() < 1e-4);
+}
+
+fn thumb_of(path: &Path, orientation: Option<u16>) -> image::RgbImage {
+    let data = tempfile::tempdir().unwrap();
+    let thumbs = Thumbs::with_ffmpeg(data.path(), None);
+    let src = Source {
+        checksum_hex: "00ff",
+        kind: Some(MediaKind::Image),
+        mime: Some("image/x-adobe-dng"),
+        orientation,
+        pixels: None,
+    };
+    let thumb = thumbs.get(&src, path).expect("thumb");
+    assert_eq!(thumb.content_type, "image/jpeg", "a real thumbnail");
+    assert!(thumb.immutable);
+    image::load_from_memory(&thumb.bytes).unwrap().into_rgb8()
+}
+
+#[test]
+fn a_dngs_thumbnail_comes_from_its_preview() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "p.dng", &dng::with_preview());
+    let img = thumb_of(&path, Some(1));
+    assert_eq!(img.dimensions(), (48, 32), "the preview's size");
+    let px = img.get_pixel(24, 16).0;
+    assert!(
+        px[1] > 150 && px[0] < 60 && px[2] < 60,
+        "the green preview, not the blue raw: {px:?}"
+    );
+}
+
+#[test]
+fn a_dng_without_a_preview_gets_a_thumbnail_binned_from_its_raw_data_upright() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "r.dng", &dng::raw_only());
+    let img = thumb_of(&path, Some(6));
+    // 128x64 stored, binned 2x2 to 64x32, turned a quarter clockwise: 32 wide, 64 high.
+    assert_eq!(img.dimensions(), (32, 64));
+    // The stored top half is red: turned clockwise, it is the right half.
+    let right = img.get_pixel(28, 32).0;
+    let left = img.get_pixel(3, 32).0;
+    assert!(
+        right[0] > 200 && right[1] < 60 && right[2] < 60,
+        "right: {right:?}"
+    );
+    assert!(left.iter().all(|c| *c < 40), "left: {left:?}");
+}
+
+#[test]
+fn a_big_raw_is_binned_to_a_bounded_picture() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = Dng {
+        raw: (4096, 2048),
+        ..dng_raw_only_spec()
+    };
+    let path = write(dir.path(), "big.dng", &big.bytes());
+    let mut file = std::fs::File::open(&path).unwrap();
+    let picture = mediadex::media::raw::picture(&mut file, "image/x-adobe-dng").unwrap();
+    match picture {
+        mediadex::media::raw::Picture::Rgb {
+            width,
+            height,
+            pixels,
+        } => {
+            assert_eq!((width, height), (1024, 512), "bin factor 4");
+            assert_eq!(pixels.len(), 1024 * 512 * 3);
+        }
+        other => panic!("binned raw data expected, got {other:?}"),
+    }
+}
+
+fn dng_raw_only_spec() -> Dng {
+    Dng {
+        make: "RICOH IMAGING COMPANY, LTD.",
+        model: "RICOH GR III",
+        taken: "2022:10:02 08:30:00",
+        offset: "+09:00",
+        orientation: 1,
+        gps: None,
+        raw: (128, 64),
+        scene: |_, _, _, _| [0.5, 0.5, 0.5],
+        preview: None,
+    }
+}
+
+/// astronaut.png as the JPEG preview of a DNG whose raw is half its size: her face, as the
+/// reference finds it in the 512x512 picture (see `faces`), at half the coordinates.
+#[test]
+fn faces_are_found_in_a_dngs_preview_in_the_raws_stored_pixels() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/astronaut.png");
+    let astronaut = image::open(fixture).unwrap().into_rgb8();
+    let mut jpeg = std::io::Cursor::new(Vec::new());
+    astronaut
+        .write_to(&mut jpeg, image::ImageFormat::Jpeg)
+        .unwrap();
+    let spec = Dng {
+        raw: (256, 256),
+        preview: Some((jpeg.into_inner(), 512, 512)),
+        ..dng_raw_only_spec()
+    };
+    let path = write(dir.path(), "astronaut.dng", &spec.bytes());
+    let faces = RetinaFace::new().unwrap().detect(&path).expect("detects");
+    assert_eq!(faces.len(), 1, "{faces:?}");
+    let f = &faces[0];
+    let want = [177.5 / 2.0, 56.0 / 2.0, 93.0 / 2.0, 123.0 / 2.0];
+    let got = [f.x, f.y, f.width, f.height];
+    let close = got.iter().zip(want).all(|(g, w)| (g - w).abs() <= 5.0);
+    assert!(close, "got {got:?}, want {want:?}");
+}
+
+/// A RAF as Fujifilm lays it out: its 16-byte magic, and at 84 and 88 (big-endian) the
+/// offset and length of the embedded JPEG that carries the EXIF and the preview.
+fn raf(jpeg: &[u8]) -> Vec<u8> {
+    let mut b = b"FUJIFILMCCD-RAW 0201FF383501".to_vec();
+    b.resize(148, 0);
+    b[84..88].copy_from_slice(&148u32.to_be_bytes());
+    b[88..92].copy_from_slice(&(jpeg.len() as u32).to_be_bytes());
+    b.extend_from_slice(jpeg);
+    b
+}
+
+#[test]
+fn a_raf_has_the_facts_and_the_preview_of_its_embedded_jpeg() {
+    use crate::support::exif::{ascii, jpeg_with_exif};
+    use exif::Tag;
+    let dir = tempfile::tempdir().unwrap();
+    let jpeg = jpeg_with_exif(
+        40,
+        30,
+        &[
+            ascii(Tag::Make, "FUJIFILM"),
+            ascii(Tag::Model, "X-T3"),
+            ascii(Tag::DateTimeOriginal, "2023:03:04 05:06:07"),
+            ascii(Tag::OffsetTimeOriginal, "+01:00"),
+        ],
+    );
+    let path = write(dir.path(), "DSCF0001.RAF", &raf(&jpeg));
+    let f = extract(&path);
+    assert_eq!(f.error, None);
+    assert_eq!(f.kind, Some(MediaKind::Image));
+    assert_eq!(f.mime.as_deref(), Some("image/x-fujifilm-raf"));
+    assert_eq!(
+        (f.make.as_deref(), f.model.as_deref()),
+        (Some("FUJIFILM"), Some("X-T3"))
+    );
+    assert_eq!(f.taken_at().as_deref(), Some("2023-03-04T05:06:07+01:00"));
+    let data = tempfile::tempdir().unwrap();
+    let src = Source {
+        checksum_hex: "0aaf",
+        kind: f.kind,
+        mime: f.mime.as_deref(),
+        orientation: f.orientation,
+        pixels: None,
+    };
+    let thumb = Thumbs::with_ffmpeg(data.path(), None)
+        .get(&src, &path)
+        .unwrap();
+    assert_eq!(thumb.content_type, "image/jpeg");
+    let img = image::load_from_memory(&thumb.bytes).unwrap();
+    assert_eq!((img.width(), img.height()), (40, 30));
+}
+
+/// An ORF is a TIFF with its own magic (`IIRO`): its IFDs read as any TIFF RAW's.
+#[test]
+fn an_orf_reads_like_a_tiff_raw_despite_its_magic() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = dng::with_preview();
+    bytes[2..4].copy_from_slice(b"RO");
+    let f = extract(&write(dir.path(), "P1010001.ORF", &bytes));
+    assert_eq!(f.error, None);
+    assert_eq!(f.mime.as_deref(), Some("image/x-olympus-orf"));
+    assert_eq!(
+        f.make.as_deref(),
+        Some("PENTAX"),
+        "the IFD0 of the test file"
+    );
+    assert_eq!(f.taken_at().as_deref(), Some("2020-05-09T11:12:13+02:00"));
+    assert_eq!((f.width, f.height), (Some(96), Some(64)));
+}
+
+/// A CR3 (ISO media, `crx ` brand) is an image whose picture this build does not read: it
+/// gets the placeholder without an attempt, and its type is named.
+#[test]
+fn a_cr3_is_an_image_with_a_placeholder() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cr3 = b"\0\0\0\x18ftypcrx \0\0\0\x01crx isom".to_vec();
+    cr3.extend_from_slice(&[0, 0, 0, 8, b'f', b'r', b'e', b'e']);
+    let path = write(dir.path(), "IMG_0001.CR3", &cr3);
+    let f = extract(&path);
+    assert_eq!(f.kind, Some(MediaKind::Image));
+    assert_eq!(f.mime.as_deref(), Some("image/x-canon-cr3"));
+    let data = tempfile::tempdir().unwrap();
+    let src = Source {
+        checksum_hex: "0cc3",
+        kind: f.kind,
+        mime: f.mime.as_deref(),
+        orientation: None,
+        pixels: None,
+    };
+    assert!(!Thumbs::with_ffmpeg(data.path(), None).makes(&src));
+}
+
+/// A CR2's raw IFD states no size (its slices do): the size is the full-size JPEG's in IFD0,
+/// the camera's image size, and that JPEG is the preview.
+#[test]
+fn a_cr2_is_sized_by_its_full_size_jpeg_and_previewed_by_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "IMG_0001.CR2",
+        &dng::cr2(&dng::jpeg_of(60, 40, [200, 0, 0]), 60, 40),
+    );
+    let f = extract(&path);
+    assert_eq!(f.error, None);
+    assert_eq!(f.mime.as_deref(), Some("image/x-canon-cr2"));
+    assert_eq!(f.model.as_deref(), Some("Canon EOS 5D Mark IV"));
+    assert_eq!(f.taken_local.as_deref(), Some("2019-01-02T03:04:05"));
+    assert_eq!((f.width, f.height), (Some(60), Some(40)));
+    let data = tempfile::tempdir().unwrap();
+    let src = Source {
+        checksum_hex: "0cc2",
+        kind: f.kind,
+        mime: f.mime.as_deref(),
+        orientation: f.orientation,
+        pixels: None,
+    };
+    let thumb = Thumbs::with_ffmpeg(data.path(), None)
+        .get(&src, &path)
+        .unwrap();
+    assert_eq!(thumb.content_type, "image/jpeg");
+}
