@@ -34,6 +34,8 @@ MEDIADEX_CORPUS="$WORK/lib" cargo test --release --test it corpus_walks:: -- --i
 if [ "$EXTRAS" = 1 ]; then
     MEDIADEX_CORPUS="$WORK/lib" cargo test --release --test it corpus_sidecars:: -- --ignored --nocapture
     MEDIADEX_CORPUS="$WORK/lib" cargo test --release --test it corpus_dates:: -- --ignored --nocapture
+    MEDIADEX_CORPUS="$WORK/lib" cargo test --release --test it corpus_raw:: -- --ignored --nocapture
+    MEDIADEX_CORPUS="$WORK/lib" cargo test --release --test it corpus_motion:: -- --ignored --nocapture
 fi
 # The tests that need one of the tools installed above (ignored in a plain `cargo test`).
 cargo test --test it -- --ignored --exact \

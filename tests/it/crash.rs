@@ -27,6 +27,8 @@ const PER_DIR: usize = 250;
 /// original (so that the killed run and its successor are likely to see one each).
 const COPIES: usize = 6;
 const TTL_MS: &str = "1000";
+/// The restart's lease TTL (see there).
+const RESTART_TTL_MS: &str = "4000";
 /// How long the first scan runs between two looks at its progress.
 const SLICE: Duration = Duration::from_millis(15);
 /// Whole-test guard rails; a normal run takes a few seconds.
@@ -205,7 +207,11 @@ fn a_killed_scan_is_finished_by_its_successor_without_duplicates() {
     // rescues the run and finishes the library.
     let restart_started = Instant::now();
     let restart_log = tmp.path().join("restart.log");
+    // The dead lease expires by the TTL the killed process wrote (1 s); the restart holds
+    // its own for longer, so a loaded machine (a heartbeat late by more than a second) does
+    // not retire the successor too and make the history one attempt longer.
     let restart = mediadex(&data)
+        .env("MEDIADEX_LEASE_TTL_MS", RESTART_TTL_MS)
         .args(["scan", "--wait", "--json"])
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(&restart_log).expect("log file"))
