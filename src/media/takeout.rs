@@ -374,6 +374,10 @@ mod tests {
         ] {
             assert_eq!(photo_for_json(json, &folder), photo, "{json}");
         }
+    }
+
+    #[test]
+    fn an_exact_name_wins_and_only_a_number_in_brackets_is_a_counter() {
         // The exact name wins over a photo it is the start of.
         let both = ["photo.jp", "photo.jpg"];
         assert_eq!(photo_for_json("photo.jp.json", &both), Some("photo.jp"));

@@ -91,6 +91,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "stacks",
         sql: include_str!("../../schema/0015_stacks.sql"),
     },
+    Migration {
+        version: 16,
+        name: "heif faces again",
+        sql: include_str!("../../schema/0016_heif_faces_again.sql"),
+    },
 ];
 
 pub(super) fn migrate(

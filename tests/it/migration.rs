@@ -716,3 +716,43 @@ fn migration_13_adds_ratings_and_tags_and_the_reason_sidecar() {
     }
     assert!(!asset_insert_is_ephemeral(&conn));
 }
+
+/// Migration 16: a HEIF an older binary could not decode was stamped "no faces" under the
+/// face scheme this binary still uses, so the walk would never look at it again. Its stamp
+/// goes; a HEIF with faces, and any other picture, keeps its own.
+#[test]
+fn migration_16_lets_the_walk_look_again_at_heif_pictures_stamped_without_faces() {
+    let (_dir, path, clock) = setup();
+    drop(
+        open(&path, &clock, "old:1:0001", support::schema_up_to(15, ""))
+            .expect("a version-15 database"),
+    );
+    let conn = raw(&path);
+    for (id, mime) in [
+        (1, "image/heic"),
+        (2, "image/avif"),
+        (3, "image/heif"),
+        (4, "image/heic"),
+        (5, "image/jpeg"),
+    ] {
+        conn.execute(
+            "INSERT INTO assets (id, checksum, size, kind, mime, created_at, faces_scheme)
+                  VALUES (?1, randomblob(32), 1, 'image', ?2, 1, 1)",
+            rusqlite::params![id, mime],
+        )
+        .expect("an old asset");
+    }
+    conn.execute(
+        "INSERT INTO faces (asset_id, detector_version, x, y, w, h, score) VALUES (4, 1, 0, 0, 9, 9, 0.9)",
+        [],
+    )
+    .expect("a face");
+    drop(conn);
+    let store = open(&path, &clock, "new:1:0002", MIGRATIONS).expect("the upgrade");
+    let scheme = |id: i64| store.asset(id).expect("read").expect("asset").faces_scheme;
+    assert_eq!(
+        [1, 2, 3, 4, 5].map(scheme),
+        [None, None, None, Some(1), Some(1)],
+        "HEIC, AVIF, HEIF without faces unstamped; a HEIC with faces and a JPEG kept"
+    );
+}
