@@ -124,25 +124,9 @@ fn pair_by_name(still: &Side, clip: &Side) -> bool {
         && same_capture(still.taken, clip.taken)
 }
 
-/// The folder-and-stem byte range of `rel_path` (see `NAMESAKES`), and the stem's length.
-fn stem_range(rel_path: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
-    let name_at = rel_path
-        .iter()
-        .rposition(|b| *b == b'/')
-        .map_or(0, |i| i + 1);
-    let dot = rel_path[name_at..].iter().rposition(|b| *b == b'.')? + name_at;
-    if dot == name_at {
-        return None; // `.hidden`: no stem
-    }
-    let lo = rel_path[..=dot].to_vec();
-    let mut hi = rel_path[..dot].to_vec();
-    hi.push(b'.' + 1);
-    Some((lo, hi))
-}
-
 /// The other files of `rel_path`'s folder and stem, each with its asset.
 fn namesakes(conn: &Connection, library_id: i64, rel_path: &[u8]) -> Result<Vec<Side>, StoreError> {
-    let Some((lo, hi)) = stem_range(rel_path) else {
+    let Some((lo, hi)) = super::files::stem_range(rel_path) else {
         return Ok(Vec::new());
     };
     let mut stmt = conn.prepare_cached(NAMESAKES)?;
@@ -291,15 +275,15 @@ mod tests {
 
     #[test]
     fn the_stem_range_holds_the_folder_and_stem_only() {
-        let (lo, hi) = stem_range(b"a/IMG_1.HEIC").unwrap();
+        let (lo, hi) = crate::store::files::stem_range(b"a/IMG_1.HEIC").unwrap();
         assert_eq!(
             (lo.as_slice(), hi.as_slice()),
             (&b"a/IMG_1."[..], &b"a/IMG_1/"[..])
         );
-        let (lo, _) = stem_range(b"IMG_1.MP.jpg").unwrap();
+        let (lo, _) = crate::store::files::stem_range(b"IMG_1.MP.jpg").unwrap();
         assert_eq!(lo, b"IMG_1.MP.");
-        assert_eq!(stem_range(b"a/.hidden"), None);
-        assert_eq!(stem_range(b"a/noext"), None);
+        assert_eq!(crate::store::files::stem_range(b"a/.hidden"), None);
+        assert_eq!(crate::store::files::stem_range(b"a/noext"), None);
     }
 
     #[test]

@@ -86,24 +86,6 @@ fn candidate(f: &MediaFacts) -> bool {
     role(f.mime.as_deref()).is_some() && f.taken_local.is_some() && captured
 }
 
-/// `dir/stem.` of a path and the end of its range (`.` raised to `/`); none without a stem.
-fn stem_range(rel_path: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
-    let name_at = rel_path
-        .iter()
-        .rposition(|b| *b == b'/')
-        .map_or(0, |i| i + 1);
-    let dot = rel_path[name_at..].iter().rposition(|b| *b == b'.')? + name_at;
-    if dot == name_at {
-        return None; // `.hidden`: no stem
-    }
-    let lo = rel_path[..=dot].to_vec();
-    let mut hi = lo.clone();
-    if let Some(last) = hi.last_mut() {
-        *last += 1;
-    }
-    Some((lo, hi))
-}
-
 /// The same capture second, and the same offset when both say one.
 fn same_time(a: (&str, Option<i32>), b: (&str, Option<i32>)) -> bool {
     let second = |t: &str| t.get(..19).map(str::to_owned);
@@ -137,7 +119,7 @@ pub(super) fn pair(
     let (Some(me), Some(taken)) = (role(f.mime.as_deref()), f.taken_local.as_deref()) else {
         return Ok(());
     };
-    let Some((lo, hi)) = stem_range(rel_path) else {
+    let Some((lo, hi)) = super::files::stem_range(rel_path) else {
         return Ok(());
     };
     let partners: Vec<Partner> = conn
@@ -193,14 +175,14 @@ mod tests {
 
     #[test]
     fn a_stem_range_covers_the_names_of_one_stem_in_one_folder() {
-        let (lo, hi) = stem_range(b"2021/DSC_0001.DNG").unwrap();
+        let (lo, hi) = crate::store::files::stem_range(b"2021/DSC_0001.DNG").unwrap();
         assert_eq!(
             (lo.as_slice(), hi.as_slice()),
             (&b"2021/DSC_0001."[..], &b"2021/DSC_0001/"[..])
         );
-        assert_eq!(stem_range(b"a.jpg").unwrap().0, b"a.");
-        assert_eq!(stem_range(b"dir/.hidden"), None);
-        assert_eq!(stem_range(b"dir.x/noext"), None);
+        assert_eq!(crate::store::files::stem_range(b"a.jpg").unwrap().0, b"a.");
+        assert_eq!(crate::store::files::stem_range(b"dir/.hidden"), None);
+        assert_eq!(crate::store::files::stem_range(b"dir.x/noext"), None);
     }
 
     #[test]

@@ -19,17 +19,10 @@ const BESIDE_READ: bool = true;
 
 /// The manifest beside the library: path → (role, note).
 fn manifest(lib: &Path) -> BTreeMap<String, (String, String)> {
-    let text = std::fs::read_to_string(format!("{}.manifest.tsv", lib.display()))
-        .expect("corpus manifest");
-    text.lines()
-        .skip(1)
-        .filter_map(|l| {
-            let c: Vec<&str> = l.split('\t').collect();
-            Some((
-                c.first()?.to_string(),
-                (c.get(1)?.to_string(), c.get(4)?.to_string()),
-            ))
-        })
+    use crate::support::corpus::{col, manifest_rows};
+    manifest_rows(lib)
+        .iter()
+        .filter_map(|c| Some((col(c, 0)?, (col(c, 1)?, col(c, 4)?))))
         .collect()
 }
 

@@ -13,41 +13,21 @@ use mediadex::model::Asset;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 
 const ROLES: [&str; 4] = ["live_still", "live_video", "live_decoy", "motion_photo"];
 
 /// The manifest beside the library: path -> (role, group).
 fn manifest(lib: &Path) -> BTreeMap<String, (String, String)> {
-    let text = std::fs::read_to_string(format!("{}.manifest.tsv", lib.display()))
-        .expect("corpus manifest");
-    text.lines()
-        .skip(1)
-        .filter_map(|l| {
-            let c: Vec<&str> = l.split('\t').collect();
-            Some((
-                c.first()?.to_string(),
-                (c.get(1)?.to_string(), c.get(2)?.to_string()),
-            ))
-        })
+    use crate::support::corpus::{col, manifest_rows};
+    manifest_rows(lib)
+        .iter()
+        .filter_map(|c| Some((col(c, 0)?, (col(c, 1)?, col(c, 2)?))))
         .collect()
 }
 
 fn oracle(path: &Path) -> Map<String, Value> {
-    let out = Command::new("exiftool")
-        .args([
-            "-json",
-            "-n",
-            "-struct",
-            "-ContentIdentifier",
-            "-MicroVideoOffset",
-            "-Directory",
-        ])
-        .arg(path)
-        .output()
-        .expect("exiftool is on PATH");
-    let parsed: Value = serde_json::from_slice(&out.stdout).expect("exiftool -json");
-    parsed[0].as_object().cloned().expect("one object")
+    let tags = ["-ContentIdentifier", "-MicroVideoOffset", "-Directory"];
+    crate::support::corpus::exiftool(path, &[&["-n", "-struct"][..], &tags].concat())
 }
 
 /// The length of the motion photo's video, as its XMP declares it.

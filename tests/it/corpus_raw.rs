@@ -12,16 +12,9 @@ use mediadex::thumbs::{Source, Thumbs};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn exiftool(path: &Path) -> Map<String, Value> {
-    let out = Command::new("exiftool")
-        .args(["-json", "-n", "-G1"])
-        .arg(path)
-        .output()
-        .expect("exiftool is on PATH");
-    let parsed: Value = serde_json::from_slice(&out.stdout).expect("exiftool -json");
-    parsed[0].as_object().cloned().expect("one object")
+    crate::support::corpus::exiftool(path, &["-n", "-G1"])
 }
 
 fn text(tags: &Map<String, Value>, key: &str) -> Option<String> {
@@ -33,14 +26,10 @@ fn text(tags: &Map<String, Value>, key: &str) -> Option<String> {
 
 /// The RAW files of the two roles, from the manifest beside the library.
 fn raws(lib: &Path) -> Vec<(String, String)> {
-    let text = std::fs::read_to_string(format!("{}.manifest.tsv", lib.display()))
-        .expect("corpus manifest");
-    text.lines()
-        .skip(1)
-        .filter_map(|l| {
-            let c: Vec<&str> = l.split('\t').collect();
-            Some((c.first()?.to_string(), c.get(1)?.to_string()))
-        })
+    use crate::support::corpus::{col, manifest_rows};
+    manifest_rows(lib)
+        .iter()
+        .filter_map(|c| Some((col(c, 0)?, col(c, 1)?)))
         .filter(|(path, role)| {
             (role == "raw" || role == "raw_pair") && !path.to_ascii_lowercase().ends_with(".jpg")
         })

@@ -9,19 +9,14 @@ use mediadex::model::RunState;
 use mediadex::queue::{Handlers, PoolConfig, WorkerPool};
 use mediadex::scan::job::{ScanConfig, ScanJob};
 use std::collections::{BTreeMap, HashSet};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// The manifest `make-corpus` writes beside the library: path, role, ...
 fn manifest(lib: &std::path::Path) -> Vec<(String, String)> {
-    let path = PathBuf::from(format!("{}.manifest.tsv", lib.display()));
-    let text = std::fs::read_to_string(&path).expect("corpus manifest");
-    text.lines()
-        .skip(1)
-        .filter_map(|l| {
-            let mut cols = l.split('\t');
-            Some((cols.next()?.to_string(), cols.next()?.to_string()))
-        })
+    use crate::support::corpus::{col, manifest_rows};
+    manifest_rows(lib)
+        .iter()
+        .filter_map(|c| Some((col(c, 0)?, col(c, 1)?)))
         .collect()
 }
 

@@ -9,7 +9,6 @@ use mediadex::media::{sidecar, takeout};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 const COORD_EPS: f64 = 1e-5;
 
@@ -23,13 +22,7 @@ struct Tally {
 type Table = BTreeMap<(&'static str, &'static str), Tally>;
 
 fn exiftool(path: &Path) -> Map<String, Value> {
-    let out = Command::new("exiftool")
-        .args(["-json", "-n", "-G1"])
-        .arg(path)
-        .output()
-        .expect("exiftool is on PATH");
-    let parsed: Value = serde_json::from_slice(&out.stdout).expect("exiftool -json");
-    parsed[0].as_object().cloned().expect("one object")
+    crate::support::corpus::exiftool(path, &["-n", "-G1"])
 }
 
 /// A tag's value as text items (a list tag, or one scalar).

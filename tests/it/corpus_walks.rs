@@ -13,25 +13,16 @@ use mediadex::scan::job::{ScanConfig, ScanJob};
 use mediadex::walks::WalkJob;
 use mediadex::walks::content_hash::ContentHashWalk;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Manifest rows: (path, role, group, note).
 fn manifest(lib: &Path) -> Vec<(String, String, String, String)> {
-    let path = PathBuf::from(format!("{}.manifest.tsv", lib.display()));
-    let text = std::fs::read_to_string(&path).expect("corpus manifest");
-    text.lines()
-        .skip(1)
-        .filter_map(|l| {
-            let c: Vec<&str> = l.split('\t').collect();
-            Some((
-                c.first()?.to_string(),
-                c.get(1)?.to_string(),
-                c.get(2)?.to_string(),
-                c.get(4)?.to_string(),
-            ))
-        })
+    use crate::support::corpus::{col, manifest_rows};
+    manifest_rows(lib)
+        .iter()
+        .filter_map(|c| Some((col(c, 0)?, col(c, 1)?, col(c, 2)?, col(c, 4)?)))
         .collect()
 }
 

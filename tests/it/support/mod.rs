@@ -112,6 +112,7 @@ impl Env {
         }
     }
 }
+pub mod corpus;
 pub mod dng;
 pub mod exif;
 pub mod synthetic;
