@@ -1,7 +1,8 @@
 //! Pure media extractors: a file path (or the bytes already read from it) in, `MediaFacts`
 //! out. Owns type sniffing, dimensions (a HEIF's from its own boxes, `heif`), EXIF (with an
 //! XMP fallback), video container facts, the content-hash rules (`content_hash`), the
-//! camera RAW formats (`raw`: their type, raw size and preview or binned raw picture), the
+//! camera RAW formats (`raw`: their type, raw size and preview or binned raw picture; `cr3`:
+//! a Canon CR3's boxes, its CMT TIFFs and its PRVW/THMB JPEGs), the
 //! run-time HEIF decoder (`heif_dec`: a separate program, bounded, that thumbs and faces
 //! call), where each capture date came from, the end of the date chain (`fill_undated`: a
 //! date in the file name, `filename_date`, else the mtime the caller hands in), and the pure

@@ -409,3 +409,24 @@ fn a_cr3s_hostile_lengths_are_trusted_only_within_their_box() {
     let error = f.error.expect("a box cut short");
     assert!(!error.contains("panic"), "{error}");
 }
+
+/// tests/fixtures/tiny.cr3, the `raw_picture` fuzz target's CR3 seed, is this builder's
+/// output (its README row): a CR3 in small with every box this reader looks at.
+fn tiny_cr3() -> Vec<u8> {
+    cr3::Cr3 {
+        size: (64, 32),
+        preview: Some((dng::jpeg_of(16, 8, [0, 200, 0]), 16, 8)),
+        thumb: Some((dng::jpeg_of(8, 6, [200, 0, 0]), 8, 6)),
+        ..cr3::r5()
+    }
+    .bytes()
+}
+
+#[test]
+fn the_cr3_fuzz_seed_is_the_builders_tiny_cr3_and_reads_whole() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny.cr3");
+    let f = extract(&fixture);
+    assert_eq!(f.error, None);
+    assert_eq!((f.width, f.height), (Some(64), Some(32)));
+    assert_eq!(std::fs::read(&fixture).unwrap(), tiny_cr3());
+}
