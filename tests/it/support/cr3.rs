@@ -90,7 +90,7 @@ impl Cr3 {
             ascii(0x9004, self.taken),
             ascii(0x9011, self.offset),
         ]);
-        let cmt3 = tiff(vec![short(0x1, &[0; 4])]);
+        let cmt3 = tiff(vec![ascii(0x6, "Canon EOS R5")]);
         let mut out = [
             bx(b"CNCV", b"CanonCR3_001/00.10.00/00.00.00"),
             bx(b"CMT1", &cmt1),
