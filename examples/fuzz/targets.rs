@@ -301,7 +301,8 @@ fn read_track(bytes: &[u8], _: &str) -> Result<(), String> {
 }
 
 /// A camera RAW's picture (issue 15), which thumbnails and faces read outside `extract`'s
-/// catch: a preview is a JPEG's bytes, and binned raw data is bounded and whole.
+/// catch: a preview is a JPEG's bytes, and binned raw data is bounded and whole. A CR3 seed
+/// (tests/fixtures/tiny.cr3) takes `geometry` and `picture` through its boxes (`cr3`).
 fn raw_picture(bytes: &[u8], mime: &str) -> Result<(), String> {
     let mut reader = std::io::Cursor::new(bytes);
     let _ = media::raw::geometry(&mut reader);

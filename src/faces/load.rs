@@ -55,7 +55,7 @@ pub fn open_with(path: &Path, heif: Option<&HeifDec>) -> Result<Decoded, FaceErr
 }
 
 /// A RAW's preview (or its raw data binned), with the raw's orientation and size from its
-/// IFD0 where it has a TIFF structure; a RAF's JPEG carries its own.
+/// IFD0 where it has a TIFF structure (a CR3's CMT1 is one); a RAF's JPEG carries its own.
 fn open_raw<R: BufRead + Seek>(mut reader: R, mime: &str) -> Result<Decoded, FaceError> {
     let geometry = raw::geometry(&mut reader).ok();
     let picture = raw::picture(&mut reader, mime).map_err(|e| match e {

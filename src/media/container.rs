@@ -3,7 +3,8 @@
 //! `mdta` metadata a Live Photo's MOV carries its ContentIdentifier in (`moov/meta`:
 //! `keys` + `ilst`). Reads are bounded
 //! and seek past payloads (never reads `mdat`), box/element counts and sizes are capped, so a
-//! corrupt file ends the walk instead of looping or allocating. Must not read photo metadata.
+//! corrupt file ends the walk instead of looping or allocating. Its ISO-BMFF box walker is
+//! also the one `cr3` walks a Canon CR3 with. Must not read photo metadata.
 
 use std::io::{Read, Seek, SeekFrom};
 
@@ -92,17 +93,19 @@ fn read_small<R: Read>(r: &mut R, len: u64) -> Option<Vec<u8>> {
     Some(buf)
 }
 
-mod bmff {
+pub(super) mod bmff {
     use super::*;
 
-    struct Box4 {
-        kind: [u8; 4],
-        body: u64,
-        end: u64,
+    pub(in crate::media) struct Box4 {
+        pub kind: [u8; 4],
+        pub body: u64,
+        pub end: u64,
+        /// The box claims more than its parent (or the file) holds.
+        pub cut: bool,
     }
 
     /// The boxes directly inside `[start, end)`.
-    fn children<R: Read + Seek>(r: &mut R, start: u64, end: u64) -> Vec<Box4> {
+    pub(in crate::media) fn children<R: Read + Seek>(r: &mut R, start: u64, end: u64) -> Vec<Box4> {
         let mut out = Vec::new();
         let mut pos = start;
         while pos.saturating_add(8) <= end && out.len() < MAX_CHILDREN {
@@ -136,6 +139,7 @@ mod bmff {
                 kind,
                 body: pos + header,
                 end: box_end,
+                cut: pos.saturating_add(size) > end,
             });
             pos = box_end;
         }

@@ -1,7 +1,8 @@
 //! Pure media extractors: a file path (or the bytes already read from it) in, `MediaFacts`
 //! out. Owns type sniffing, dimensions (a HEIF's from its own boxes, `heif`), EXIF (with an
 //! XMP fallback), video container facts, the content-hash rules (`content_hash`), the
-//! camera RAW formats (`raw`: their type, raw size and preview or binned raw picture), the
+//! camera RAW formats (`raw`: their type, raw size and preview or binned raw picture; `cr3`:
+//! a Canon CR3's boxes, its CMT TIFFs and its PRVW/THMB JPEGs), the
 //! run-time HEIF decoder (`heif_dec`: a separate program, bounded, that thumbs and faces
 //! call), where each capture date came from, the end of the date chain (`fill_undated`: a
 //! date in the file name, `filename_date`, else the mtime the caller hands in), and the pure
@@ -17,6 +18,7 @@
 pub mod beside;
 mod container;
 pub mod content_hash;
+mod cr3;
 mod date_chain;
 pub mod filename_date;
 #[doc(hidden)]
@@ -172,17 +174,22 @@ fn heif_size<R: BufRead + Seek>(reader: &mut R, facts: &mut MediaFacts) -> Resul
 }
 
 /// A RAW's size is its raw image's (the full-resolution IFD), not its preview's: exiftool's
-/// ImageSize. The formats without a TIFF structure (CR3, RAF) are not sized here.
+/// ImageSize; a CR3's is its CMT1's IFD0's ImageWidth x ImageHeight, exiftool's, and a box
+/// of it cut short is the file's error. A RAF, without a TIFF structure, is not sized here.
 fn raw_size<R: BufRead + Seek>(
     reader: &mut R,
     mime: &str,
     facts: &mut MediaFacts,
 ) -> Result<(), String> {
-    if !raw::is_tiff_raw(mime) {
+    let cr3 = mime == raw::CR3;
+    if !raw::is_tiff_raw(mime) && !cr3 {
         return Ok(());
     }
     let ((w, h), _) = raw::geometry(reader).map_err(|e| e.to_string())?;
     (facts.width, facts.height) = (Some(w), Some(h));
+    if cr3 {
+        cr3::check_whole(reader).map_err(|e| e.to_string())?;
+    }
     Ok(())
 }
 

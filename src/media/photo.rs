@@ -1,6 +1,6 @@
 //! Photo metadata: stored pixel size (imagesize, header only) and EXIF (kamadak-exif, including
 //! the EXIF of HEIC/AVIF, PNG, WebP, TIFF and the TIFF-structured RAWs, and a RAF's from its
-//! embedded JPEG; a CR3's EXIF is not read). Owns the choice of EXIF tags (and hands the
+//! embedded JPEG, and a CR3's from its CMT1, CMT2 and CMT4 TIFFs). Owns the choice of EXIF tags (and hands the
 //! MakerNote to `motion` for a Live Photo's ContentIdentifier); must not decide the
 //! media kind (that is `sniff`) nor touch video containers.
 
@@ -8,7 +8,7 @@ use super::values::{
     clean_text, exif_date, gps_degrees, orientation, utc_offset_minutes, with_subsec,
 };
 use crate::model::{MediaFacts, TakenAtSource};
-use ::exif::{Exif, Field, In, Reader, Tag, Value};
+use ::exif::{Context, Exif, Field, In, Reader, Tag, Value};
 use std::io::{BufRead, Read, Seek, SeekFrom};
 
 /// A TIFF's EXIF may sit anywhere in the file, so kamadak-exif reads TIFFs whole; cap that.
@@ -103,8 +103,8 @@ pub fn read_exif<R: BufRead + Seek>(
             }
             _ => return Ok(()),
         }
-    } else if mime == "image/x-canon-cr3" {
-        return Ok(());
+    } else if mime == super::raw::CR3 {
+        return read_cr3_exif(reader, &exif_reader, facts);
     } else {
         exif_reader.read_from_container(reader)
     };
@@ -114,12 +114,48 @@ pub fn read_exif<R: BufRead + Seek>(
         Err(Err(::exif::Error::NotFound(_))) => return Ok(()),
         Err(Err(e)) => return Err(format!("exif: {e}")),
     };
-    apply(&exif, facts);
+    apply(&Tags::One(&exif), facts);
     if partial {
         Err("exif: some entries unreadable".into())
     } else {
         Ok(())
     }
+}
+
+/// A CR3 keeps IFD0, the Exif IFD and the GPS IFD as three TIFFs (CMT1, CMT2, CMT4), each
+/// its own IFD0: each is read alone and its tags looked up by number (`Tags::Cr3`). What
+/// could be read is kept when one is cut short or broken, and that is the error.
+fn read_cr3_exif<R: Read + Seek>(
+    reader: &mut R,
+    exif_reader: &Reader,
+    facts: &mut MediaFacts,
+) -> Result<(), String> {
+    let cmts = super::cr3::cmts(reader).map_err(|e| format!("exif: {e}"))?;
+    let mut partial = cmts.cut;
+    let mut parse = |tiff: Option<Vec<u8>>| {
+        let parsed = exif_reader.read_raw(tiff?);
+        match parsed.map_err(|e| e.distill_partial_result(|_| partial = true)) {
+            Ok(exif) | Err(Ok(exif)) => Some(exif),
+            Err(Err(_)) => {
+                partial = true;
+                None
+            }
+        }
+    };
+    let blocks = [parse(cmts.ifd0), parse(cmts.exif), parse(cmts.gps)];
+    apply(&Tags::Cr3(&blocks), facts);
+    if partial {
+        Err("exif: a CR3 metadata block is cut short or unreadable".into())
+    } else {
+        Ok(())
+    }
+}
+
+/// Where `apply` looks tags up: one EXIF, or a CR3's three blocks (IFD0, Exif IFD, GPS
+/// IFD), each read as a TIFF whose IFD0 holds that IFD's tags.
+enum Tags<'a> {
+    One(&'a Exif),
+    Cr3(&'a [Option<Exif>; 3]),
 }
 
 /// ORF and RW2 are TIFF with their own magic number (`RO`, `RS`, `U\0`): as 42, kamadak-exif
@@ -131,7 +167,7 @@ fn tiff_magic(buf: &mut [u8]) {
     }
 }
 
-fn apply(exif: &Exif, facts: &mut MediaFacts) {
+fn apply(exif: &Tags, facts: &mut MediaFacts) {
     facts.make = text(exif, Tag::Make);
     facts.model = text(exif, Tag::Model);
     facts.orientation = field(exif, Tag::Orientation)
@@ -150,7 +186,7 @@ fn apply(exif: &Exif, facts: &mut MediaFacts) {
 
 /// DateTimeOriginal, else DateTimeDigitized, else DateTime — each with its own sub-seconds
 /// and offset tags, the offset falling back to OffsetTime.
-fn apply_date(exif: &Exif, facts: &mut MediaFacts) {
+fn apply_date(exif: &Tags, facts: &mut MediaFacts) {
     let candidates = [
         (
             Tag::DateTimeOriginal,
@@ -177,7 +213,7 @@ fn apply_date(exif: &Exif, facts: &mut MediaFacts) {
     }
 }
 
-fn gps(exif: &Exif, value_tag: Tag, ref_tag: Tag, limit: f64) -> Option<f64> {
+fn gps(exif: &Tags, value_tag: Tag, ref_tag: Tag, limit: f64) -> Option<f64> {
     let Value::Rational(parts) = &field(exif, value_tag)?.value else {
         return None;
     };
@@ -189,11 +225,23 @@ fn gps(exif: &Exif, value_tag: Tag, ref_tag: Tag, limit: f64) -> Option<f64> {
     gps_degrees(dms, text(exif, ref_tag).as_deref(), limit)
 }
 
-fn field(exif: &Exif, tag: Tag) -> Option<&Field> {
-    exif.get_field(tag, In::PRIMARY)
+fn field<'a>(exif: &'a Tags, tag: Tag) -> Option<&'a Field> {
+    match exif {
+        Tags::One(exif) => exif.get_field(tag, In::PRIMARY),
+        Tags::Cr3(blocks) => {
+            let block = match tag.context() {
+                Context::Tiff => 0,
+                Context::Exif => 1,
+                Context::Gps => 2,
+                _ => return None,
+            };
+            let ifd0 = Tag(Context::Tiff, tag.number());
+            blocks[block].as_ref()?.get_field(ifd0, In::PRIMARY)
+        }
+    }
 }
 
-fn text(exif: &Exif, tag: Tag) -> Option<String> {
+fn text(exif: &Tags, tag: Tag) -> Option<String> {
     match &field(exif, tag)?.value {
         Value::Ascii(parts) => {
             let first = parts.iter().find(|p| !p.is_empty())?;

@@ -1,8 +1,9 @@
 //! Camera RAW files: which RAW a file is by its magic and first IFD (DNG, CR2, CR3, NEF, ARW,
 //! RAF, ORF, RW2, PEF, with exiftool's MIME names), the raw image's own size, and the picture
 //! a thumbnail or the face detector starts from: the biggest embedded JPEG preview (IFD0,
-//! SubIFDs, JpgFromRaw, a RAF's JPEG), or, for an uncompressed CFA without one (a DNG
-//! converter's bare output), a 2x2-binned demosaic of the raw data itself. Reads TIFF
+//! SubIFDs, JpgFromRaw, a RAF's JPEG, a CR3's PRVW or THMB through `cr3`), or, for an
+//! uncompressed CFA without one (a DNG converter's bare output), a 2x2-binned demosaic of
+//! the raw data itself. Reads TIFF
 //! structure only (IFDs, strips, tiles); it decodes no compressed raw data, and every read is
 //! bounded (IFD count and length, preview and tile size, output side). Owns no EXIF tag
 //! choice (that is `photo`) and must not touch the database.
@@ -13,7 +14,7 @@ use std::io::{Read, Seek, SeekFrom};
 pub const RAW_MIMES: &[&str] = &[
     DNG,
     "image/x-canon-cr2",
-    "image/x-canon-cr3",
+    CR3,
     "image/x-nikon-nef",
     "image/x-sony-arw",
     RAF,
@@ -23,15 +24,16 @@ pub const RAW_MIMES: &[&str] = &[
 ];
 const DNG: &str = "image/x-adobe-dng";
 const RAF: &str = "image/x-fujifilm-raf";
+pub const CR3: &str = "image/x-canon-cr3";
 
-/// The RAW formats this module gets a picture of (CR3's is not read).
+/// The RAW formats this module gets a picture of: all it knows.
 pub fn has_picture(mime: &str) -> bool {
-    is_tiff_raw(mime) || mime == RAF
+    RAW_MIMES.contains(&mime)
 }
 
 /// The RAW formats whose structure is TIFF's (with their own magic number for ORF and RW2).
 pub fn is_tiff_raw(mime: &str) -> bool {
-    RAW_MIMES.contains(&mime) && mime != RAF && mime != "image/x-canon-cr3"
+    RAW_MIMES.contains(&mime) && mime != RAF && mime != CR3
 }
 
 /// Which RAW the first bytes of a file are, if any. A TIFF is a RAW when its IFD0 carries
@@ -41,7 +43,7 @@ pub fn raw_mime(head: &[u8]) -> Option<&'static str> {
         return Some(RAF);
     }
     if head.get(4..8) == Some(b"ftyp") && head.get(8..12) == Some(b"crx ") {
-        return Some("image/x-canon-cr3");
+        return Some(CR3);
     }
     match head.get(..4)? {
         b"IIRO" | b"IIRS" | b"MMOR" => return Some("image/x-olympus-orf"),
@@ -429,8 +431,12 @@ impl Layout {
     }
 }
 
-/// The raw image's stored size and IFD0's orientation, for a TIFF-structured RAW.
+/// The raw image's stored size and IFD0's orientation, for a TIFF-structured RAW or a CR3
+/// (whose CMT1 is a TIFF's IFD0).
 pub fn geometry<R: Read + Seek>(r: &mut R) -> Result<((u32, u32), Option<u32>), RawError> {
+    if super::cr3::is_cr3(r) {
+        return super::cr3::geometry(r);
+    }
     let layout = layout(r)?;
     let (w, h) = layout
         .size()
@@ -460,6 +466,9 @@ pub enum Picture {
 pub fn picture<R: Read + Seek>(r: &mut R, mime: &str) -> Result<Picture, RawError> {
     if mime == RAF {
         return raf_preview(r).map(Picture::Jpeg);
+    }
+    if mime == CR3 {
+        return super::cr3::preview(r).map(Picture::Jpeg);
     }
     if !is_tiff_raw(mime) {
         return Err(RawError::NoPicture("format without a TIFF structure"));
@@ -625,7 +634,7 @@ mod tests {
     fn raw_magic_is_told_from_a_plain_tiff() {
         assert_eq!(raw_mime(b"FUJIFILMCCD-RAW 0201"), Some(RAF));
         let cr3 = b"\0\0\0\x18ftypcrx \0\0\0\x01crx isom";
-        assert_eq!(raw_mime(cr3), Some("image/x-canon-cr3"));
+        assert_eq!(raw_mime(cr3), Some(CR3));
         assert_eq!(raw_mime(b"IIRO\x08\0\0\0"), Some("image/x-olympus-orf"));
         assert_eq!(raw_mime(b"IIU\0\x08\0\0\0"), Some("image/x-panasonic-rw2"));
         let cr2 = b"II*\0\x10\0\0\0CR\x02\0\0\0\0\0";

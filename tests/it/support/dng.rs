@@ -23,9 +23,9 @@ pub struct Dng {
 const BLACK: u32 = 512;
 const WHITE: u32 = 16383;
 
-struct Entry(u16, u16, u32, Vec<u8>);
+pub(super) struct Entry(pub u16, pub u16, pub u32, pub Vec<u8>);
 
-fn short(tag: u16, v: &[u16]) -> Entry {
+pub(super) fn short(tag: u16, v: &[u16]) -> Entry {
     Entry(
         tag,
         3,
@@ -33,7 +33,7 @@ fn short(tag: u16, v: &[u16]) -> Entry {
         v.iter().flat_map(|x| x.to_le_bytes()).collect(),
     )
 }
-fn long(tag: u16, v: &[u32]) -> Entry {
+pub(super) fn long(tag: u16, v: &[u32]) -> Entry {
     Entry(
         tag,
         4,
@@ -41,15 +41,15 @@ fn long(tag: u16, v: &[u32]) -> Entry {
         v.iter().flat_map(|x| x.to_le_bytes()).collect(),
     )
 }
-fn ascii(tag: u16, s: &str) -> Entry {
+pub(super) fn ascii(tag: u16, s: &str) -> Entry {
     let mut b = s.as_bytes().to_vec();
     b.push(0);
     Entry(tag, 2, b.len() as u32, b)
 }
-fn bytes(tag: u16, v: &[u8]) -> Entry {
+pub(super) fn bytes(tag: u16, v: &[u8]) -> Entry {
     Entry(tag, 1, v.len() as u32, v.to_vec())
 }
-fn rationals(tag: u16, v: &[(u32, u32)]) -> Entry {
+pub(super) fn rationals(tag: u16, v: &[(u32, u32)]) -> Entry {
     let b = v
         .iter()
         .flat_map(|(n, d)| [n.to_le_bytes(), d.to_le_bytes()].concat())
@@ -58,7 +58,7 @@ fn rationals(tag: u16, v: &[(u32, u32)]) -> Entry {
 }
 
 /// Writes an IFD (its long values right after it) at the end of `out`; answers its offset.
-fn ifd(out: &mut Vec<u8>, mut entries: Vec<Entry>) -> u32 {
+pub(super) fn ifd(out: &mut Vec<u8>, mut entries: Vec<Entry>) -> u32 {
     entries.sort_by_key(|e| e.0);
     if out.len() % 2 == 1 {
         out.push(0);
@@ -90,7 +90,7 @@ fn ifd(out: &mut Vec<u8>, mut entries: Vec<Entry>) -> u32 {
     at as u32
 }
 
-fn dms(deg: f64) -> Vec<(u32, u32)> {
+pub(super) fn dms(deg: f64) -> Vec<(u32, u32)> {
     let d = deg.abs();
     let m = (d.fract() * 60.0).floor();
     let s = ((d.fract() * 60.0 - m) * 60.0 * 100.0).round();

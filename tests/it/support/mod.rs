@@ -113,6 +113,7 @@ impl Env {
     }
 }
 pub mod corpus;
+pub mod cr3;
 pub mod dng;
 pub mod exif;
 pub mod synthetic;
