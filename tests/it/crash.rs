@@ -78,12 +78,18 @@ fn committed(run: &Value) -> u64 {
 }
 
 /// Sends a signal with kill(1) (std can only SIGKILL).
+/// Sends `SIGSTOP` or `SIGCONT` to `pid` with kill(2) itself: spawning kill(1) for each
+/// signal took so long on a loaded machine that the child ran far past its slice and
+/// finished the whole scan before the test could see it mid-way (seen at load 9).
 fn signal(which: &str, pid: u32) {
-    let status = Command::new("kill")
-        .args([which, &pid.to_string()])
-        .status()
-        .expect("run kill");
-    assert!(status.success(), "kill {which} {pid} failed");
+    use rustix::process::{Pid, Signal, kill_process};
+    let sig = match which {
+        "-STOP" => Signal::STOP,
+        "-CONT" => Signal::CONT,
+        other => panic!("no such signal here: {other}"),
+    };
+    let pid = Pid::from_raw(pid as i32).expect("a child's pid is positive");
+    kill_process(pid, sig).unwrap_or_else(|e| panic!("kill {which} {pid:?}: {e}"));
 }
 
 /// Kills the child on the way out of a failing test, so no scan outlives it.
