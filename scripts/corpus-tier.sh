@@ -41,6 +41,8 @@ fi
 cargo test --test it -- --ignored --exact \
     http::a_video_gets_a_poster_frame_when_ffmpeg_is_on_path \
     content_hash::an_exiftool_metadata_edit_keeps_the_content_hash_and_a_pixel_change_does_not
+# The tests' synthetic CR3 as exiftool reads it (no real CR3 is in the corpus).
+cargo test --test it -- --ignored --exact raw::exiftool_reads_the_builders_cr3_as_mediadex_does
 # HEIC and AVIF through heif-dec (libheif-examples, installed above).
 cargo test --test it -- --ignored --exact \
     thumbs::heic_and_avif_fixtures_get_real_jpeg_thumbnails \
