@@ -47,20 +47,27 @@ fn a_dng_without_a_preview_has_its_gps_and_a_turned_display_size() {
     assert!((lat - 35.658581).abs() < 1e-4 && (lon - 139.745433).abs() < 1e-4);
 }
 
-fn thumb_of(path: &Path, orientation: Option<u16>) -> image::RgbImage {
+/// The thumbnail of the RAW at `path`, of type `mime`, turned by `orientation`: a real JPEG
+/// (not the placeholder), cached as immutable.
+fn raw_thumb(path: &Path, mime: &str, orientation: Option<u16>) -> image::RgbImage {
     let data = tempfile::tempdir().unwrap();
     let thumbs = Thumbs::with_ffmpeg(data.path(), None);
     let src = Source {
         checksum_hex: "00ff",
         kind: Some(MediaKind::Image),
-        mime: Some("image/x-adobe-dng"),
+        mime: Some(mime),
         orientation,
         pixels: None,
     };
+    assert!(thumbs.makes(&src), "{mime}");
     let thumb = thumbs.get(&src, path).expect("thumb");
     assert_eq!(thumb.content_type, "image/jpeg", "a real thumbnail");
     assert!(thumb.immutable);
     image::load_from_memory(&thumb.bytes).unwrap().into_rgb8()
+}
+
+fn thumb_of(path: &Path, orientation: Option<u16>) -> image::RgbImage {
+    raw_thumb(path, "image/x-adobe-dng", orientation)
 }
 
 #[test]
@@ -192,19 +199,7 @@ fn a_raf_has_the_facts_and_the_preview_of_its_embedded_jpeg() {
         (Some("FUJIFILM"), Some("X-T3"))
     );
     assert_eq!(f.taken_at().as_deref(), Some("2023-03-04T05:06:07+01:00"));
-    let data = tempfile::tempdir().unwrap();
-    let src = Source {
-        checksum_hex: "0aaf",
-        kind: f.kind,
-        mime: f.mime.as_deref(),
-        orientation: f.orientation,
-        pixels: None,
-    };
-    let thumb = Thumbs::with_ffmpeg(data.path(), None)
-        .get(&src, &path)
-        .unwrap();
-    assert_eq!(thumb.content_type, "image/jpeg");
-    let img = image::load_from_memory(&thumb.bytes).unwrap();
+    let img = raw_thumb(&path, f.mime.as_deref().unwrap(), f.orientation);
     assert_eq!((img.width(), img.height()), (40, 30));
 }
 
@@ -251,19 +246,7 @@ fn a_cr3_is_an_image_with_its_make_model_date_gps_orientation_and_size() {
 fn cr3_thumb(bytes: &[u8], orientation: Option<u16>) -> image::RgbImage {
     let dir = tempfile::tempdir().unwrap();
     let path = write(dir.path(), "IMG_0002.CR3", bytes);
-    let src = Source {
-        checksum_hex: "0cc3",
-        kind: Some(MediaKind::Image),
-        mime: Some("image/x-canon-cr3"),
-        orientation,
-        pixels: None,
-    };
-    let data = tempfile::tempdir().unwrap();
-    let thumbs = Thumbs::with_ffmpeg(data.path(), None);
-    assert!(thumbs.makes(&src));
-    let thumb = thumbs.get(&src, &path).expect("thumb");
-    assert_eq!(thumb.content_type, "image/jpeg", "a real thumbnail");
-    image::load_from_memory(&thumb.bytes).unwrap().into_rgb8()
+    raw_thumb(&path, "image/x-canon-cr3", orientation)
 }
 
 #[test]
@@ -369,18 +352,7 @@ fn a_cr2_is_sized_by_its_full_size_jpeg_and_previewed_by_it() {
     assert_eq!(f.model.as_deref(), Some("Canon EOS 5D Mark IV"));
     assert_eq!(f.taken_local.as_deref(), Some("2019-01-02T03:04:05"));
     assert_eq!((f.width, f.height), (Some(60), Some(40)));
-    let data = tempfile::tempdir().unwrap();
-    let src = Source {
-        checksum_hex: "0cc2",
-        kind: f.kind,
-        mime: f.mime.as_deref(),
-        orientation: f.orientation,
-        pixels: None,
-    };
-    let thumb = Thumbs::with_ffmpeg(data.path(), None)
-        .get(&src, &path)
-        .unwrap();
-    assert_eq!(thumb.content_type, "image/jpeg");
+    raw_thumb(&path, "image/x-canon-cr2", f.orientation);
 }
 
 /// A length inside a CR3 is trusted only within its box: a PRVW claiming 4 GB is passed over
