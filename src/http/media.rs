@@ -1,8 +1,9 @@
 //! An asset's bytes, by asset id only: its thumbnail (made on first request, cached by
 //! checksum, sent immutable with an ETag), its original file (streamed; one byte range
 //! of it on request, `range.rs`) and its motion clip (a Live Photo's MOV, or the window of a
-//! motion photo's JPEG that is its MP4, served as a file of its own). The file is the one `crate::locate` finds (the rules the
-//! walks and the thumbnail job read by): inside its library root, with the stamp its scan
+//! motion photo's JPEG that is its MP4, served as a file of its own). The file is the one
+//! `crate::locate` finds (the rules the walks and the thumbnail job read by): inside its
+//! library root, with the stamp its scan
 //! recorded, a missing one first in the trash folder; nothing outside a library is ever
 //! read, and no other bytes are ever served under the asset's checksum. Also which formats
 //! get only a placeholder thumbnail here (their decoding program is missing).
@@ -47,6 +48,12 @@ fn located(store: &Store, asset: &Asset) -> Result<Option<PathBuf>, ApiError> {
         )),
         Err(LocateError::Gone) => Err(missing(asset.id, "is readable now")),
     }
+}
+
+/// The file `original` and `motion` serve: the asset's, which must still hold its bytes.
+fn served_file(store: &Store, asset: &Asset) -> Result<PathBuf, ApiError> {
+    located(store, asset)?
+        .ok_or_else(|| missing(asset.id, "still holds the bytes its scan indexed"))
 }
 
 fn missing(id: i64, why: &str) -> ApiError {
@@ -139,8 +146,7 @@ pub async fn original(
     let (asset, path) = blocking(move || {
         let asset = get_asset(&store, id)?;
         // The bytes its checksum names: those its `ETag` (and so `If-Range`) promises.
-        let path = located(&store, &asset)?
-            .ok_or_else(|| missing(id, "still holds the bytes its scan indexed"))?;
+        let path = served_file(&store, &asset)?;
         Ok((asset, path))
     })
     .await?;
@@ -245,8 +251,7 @@ pub async fn motion(
                 return Err(ApiError::new(Code::NotFound, why));
             }
         };
-        let path = located(&store, &asset)?
-            .ok_or_else(|| missing(asset.id, "still holds the bytes its scan indexed"))?;
+        let path = served_file(&store, &asset)?;
         let sum = hex(&asset.checksum);
         let (tag, mime) = match window {
             Some(_) => (etag(&sum, "-motion"), Some("video/mp4".to_string())),
