@@ -43,11 +43,23 @@ fn main() -> anyhow::Result<()> {
     // Its real stamp: a thumbnail is made only from a file as its scan recorded it.
     first.stamp = mediadex::model::FileStamp::of(&std::fs::metadata(&path)?);
     synthetic::ingest(&store, library.id, "", vec![first])?;
+    // BENCH_FILL=sparse: facts like a real library of small JPEGs, where filters are selective.
+    let facts_of = match std::env::var("BENCH_FILL").as_deref() {
+        Ok("sparse") => synthetic::sparse_facts,
+        _ => synthetic::facts,
+    };
     let start = std::time::Instant::now();
     let mut done = 0;
     while done < n {
         let chunk = (n - done).min(20_000);
-        synthetic::fill(&store, library.id, &format!("s{done}"), done, chunk)?;
+        synthetic::fill_with(
+            &store,
+            library.id,
+            &format!("s{done}"),
+            done,
+            chunk,
+            facts_of,
+        )?;
         done += chunk;
     }
     eprintln!(

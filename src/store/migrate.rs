@@ -96,6 +96,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "heif faces again",
         sql: include_str!("../../schema/0016_heif_faces_again.sql"),
     },
+    Migration {
+        version: 17,
+        name: "a million assets",
+        sql: include_str!("../../schema/0017_a_million_assets.sql"),
+    },
 ];
 
 pub(super) fn migrate(

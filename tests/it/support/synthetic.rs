@@ -106,8 +106,42 @@ pub fn fill(
     first: u64,
     n: u64,
 ) -> Result<(), StoreError> {
+    fill_with(store, library_id, scope, first, n, facts)
+}
+
+/// [`fill`] with the facts of each asset from `facts_of`.
+pub fn fill_with(
+    store: &Store,
+    library_id: i64,
+    scope: &str,
+    first: u64,
+    n: u64,
+    facts_of: fn(u64) -> MediaFacts,
+) -> Result<(), StoreError> {
     let items = (first..first + n)
-        .map(|i| item(&format!("{scope}/{i:07}.jpg"), i, facts(i)))
+        .map(|i| item(&format!("{scope}/{i:07}.jpg"), i, facts_of(i)))
         .collect();
     ingest(store, library_id, scope, items).map(|_| ())
+}
+
+/// The facts of a library like the 1M small JPEGs, where most filters are selective:
+/// every asset a dated JPEG without camera, except one in 1,000 with GPS and one in 1,000 a
+/// video, so `has_gps=true` and `kind=video` match few rows.
+pub fn sparse_facts(i: u64) -> MediaFacts {
+    let mut facts = facts(i);
+    let video = i.is_multiple_of(1000);
+    facts.kind = Some(if video {
+        MediaKind::Video
+    } else {
+        MediaKind::Image
+    });
+    facts.mime = Some(if video { "video/mp4" } else { "image/jpeg" }.to_string());
+    (facts.make, facts.model) = (None, None);
+    let gps = i % 1000 == 500;
+    (facts.lat, facts.lon) = if gps {
+        (Some(48.85), Some(2.35))
+    } else {
+        (None, None)
+    };
+    facts
 }
