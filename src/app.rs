@@ -145,10 +145,13 @@ fn handlers(store: &Store, config: &Config) -> Handlers {
     handlers
 }
 
-/// The thumbnail cache, keeping the configured reserve free on the data dir's disk.
+/// The thumbnail cache at the configured size and cap, keeping the configured reserve free
+/// on the data dir's disk.
 pub fn thumbs(config: &Config) -> crate::thumbs::Thumbs {
     crate::thumbs::Thumbs::new(&config.data_dir)
         .with_space(crate::disk::system(), config.disk_reserve)
+        .with_size(config.thumb_size)
+        .with_cap(config.thumb_cache_max)
 }
 
 fn scan_handler(store: &Store, config: &Config) -> Handlers {
@@ -348,11 +351,13 @@ fn forget_thumbnails(config: &Config) -> impl Fn(&[[u8; 32]]) + Send + 'static {
     move |sums| thumbs.forget(sums)
 }
 
-fn maintenance_config(config: &Config) -> MaintenanceConfig {
+/// The maintenance loop's settings from `config` (public for the tests of the retention).
+pub fn maintenance_config(config: &Config) -> MaintenanceConfig {
     MaintenanceConfig {
         every: config.maintenance_interval,
         job_retention: millis(config.job_retention),
         run_retention: millis(config.run_retention),
+        trash_retention: millis(config.trash_retention),
         ..MaintenanceConfig::default()
     }
 }

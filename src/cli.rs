@@ -13,7 +13,8 @@ mod walks;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use mediadex::config::{Config, ConfigError};
+use mediadex::config::settings::{SERVICE_FILE, desktop_file};
+use mediadex::config::{Config, ConfigError, Settings};
 use mediadex::model::{Provenance, ScanRun, Trigger, WalkKindId};
 use mediadex::ops;
 use mediadex::store::{Store, StoreError};
@@ -28,13 +29,12 @@ use std::path::{Path, PathBuf};
 #[command(name = "mediadex", version)]
 pub struct Args {
     /// Where the database lives [default: the OS data directory, see docs/operations.md]
-    #[arg(
-        long = "data",
-        value_name = "DIR",
-        env = "MEDIADEX_DATA",
-        global = true
-    )]
+    #[arg(long = "data", value_name = "DIR", global = true)]
     pub data: Option<PathBuf>,
+
+    /// The settings file instead of the default one (see docs/configuration.md)
+    #[arg(long = "config", value_name = "FILE", global = true)]
+    pub config: Option<PathBuf>,
 
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -105,9 +105,9 @@ pub enum Command {
     },
     /// Run as a service: workers, maintenance and the HTTP API until SIGTERM/SIGINT
     Serve {
-        /// Address to listen on; a non-loopback address needs the access token
-        #[arg(long, value_name = "ADDR", default_value = mediadex::app::DEFAULT_BIND)]
-        bind: std::net::SocketAddr,
+        /// Address to listen on; off loopback it needs the token [default: 127.0.0.1:7468]
+        #[arg(long, value_name = "ADDR")]
+        bind: Option<std::net::SocketAddr>,
         /// A folder to index (added as a library if it is not one yet); repeatable
         #[arg(long = "library", value_name = "PATH")]
         libraries: Vec<PathBuf>,
@@ -232,6 +232,8 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
             Some(
                 ConfigError::EmptyDataDir
                     | ConfigError::Invalid { .. }
+                    | ConfigError::InFile { .. }
+                    | ConfigError::ConfigFile { .. }
                     | ConfigError::LibraryPath(_)
             )
         );
@@ -279,11 +281,36 @@ fn replaced_line(r: &mediadex::app::IndexReplaced) -> String {
     )
 }
 
-pub fn run(args: Args) -> anyhow::Result<()> {
-    let Some(command) = args.command else {
-        return mediadex::app::desktop(Config::load(args.data)?);
+/// This invocation's settings: the flags over the environment over the config file
+/// (`--config`, else `MEDIADEX_CONFIG`, else the service's file for `serve` and the desktop
+/// one for everything else), in `Settings::resolve`, the one place that layers them.
+pub fn settings(args: &Args) -> Result<Settings, ConfigError> {
+    let mut flags = Settings {
+        data_dir: args.data.clone(),
+        ..Settings::default()
     };
-    let data = args.data;
+    let default_file = match &args.command {
+        Some(Command::Serve {
+            bind, libraries, ..
+        }) => {
+            flags.bind = *bind;
+            flags.libraries = (!libraries.is_empty()).then(|| libraries.clone());
+            Some(PathBuf::from(SERVICE_FILE))
+        }
+        _ => desktop_file(),
+    };
+    Settings::resolve(flags, args.config.clone(), default_file, &|name| {
+        std::env::var_os(name)
+    })
+}
+
+pub fn run(args: Args, settings: &Settings) -> anyhow::Result<()> {
+    let Some(command) = args.command else {
+        let libraries = settings.libraries.clone().unwrap_or_default();
+        let config = Config::load_settings(settings)?;
+        return mediadex::app::desktop(config, settings.bind, libraries);
+    };
+    let data = settings;
     match command {
         Command::Library(LibraryCommand::Add { path, name, json }) => {
             library_add(data, &path, name, json)
@@ -312,13 +339,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             action: FacesAction::Redetect { id, json },
         } => one_asset(data, id, json, ops::faces::redetect, true),
         Command::Serve {
-            bind,
-            libraries,
+            bind: _,
+            libraries: _,
             no_browser: _,
             insecure_no_auth,
-        } => serve(data, bind, libraries, insecure_no_auth),
+        } => serve(data, insecure_no_auth),
         Command::Token => {
-            let config = Config::load(data)?;
+            let config = Config::load_settings(data)?;
             emit(&format!(
                 "{}\n",
                 mediadex::token::load_or_create(&config.data_dir)?
@@ -345,7 +372,7 @@ fn services(config: &Config, store: Store, faces: bool) -> ops::Services {
 }
 
 fn library_add(
-    data: Option<PathBuf>,
+    data: &Settings,
     path: &Path,
     name: Option<String>,
     json: bool,
@@ -357,12 +384,7 @@ fn library_add(
     emit(&render::added(&library, json)?)
 }
 
-fn runs(
-    data: Option<PathBuf>,
-    library: Option<&str>,
-    limit: i64,
-    json: bool,
-) -> anyhow::Result<()> {
+fn runs(data: &Settings, library: Option<&str>, limit: i64, json: bool) -> anyhow::Result<()> {
     let (config, store) = open(data)?;
     let s = services(&config, store, false);
     let filter = library.map(|l| ops::library::find(&s, l)).transpose()?;
@@ -375,14 +397,14 @@ fn runs(
     )?)
 }
 
-fn status(data: Option<PathBuf>, json: bool) -> anyhow::Result<()> {
+fn status(data: &Settings, json: bool) -> anyhow::Result<()> {
     let (config, store) = open(data)?;
     let s = services(&config, store, false);
     let status = ops::status::status(&s, &config, &mediadex::app::thumbs(&config))?;
     emit(&render::status(&status, json)?)
 }
 
-fn scan(data: Option<PathBuf>, what: ScanArgs) -> anyhow::Result<()> {
+fn scan(data: &Settings, what: ScanArgs) -> anyhow::Result<()> {
     let scope = ops::Scope::parse(what.scope.as_deref().unwrap_or("")).map_err(ops::Error::from)?;
     let (config, store) = open(data)?;
     let s = services(&config, store, false);
@@ -411,7 +433,7 @@ fn scan(data: Option<PathBuf>, what: ScanArgs) -> anyhow::Result<()> {
 /// this build's face detector (loading it costs a fifth of a second); a restore's face walk
 /// is queued by scheme, without it.
 fn one_asset(
-    data: Option<PathBuf>,
+    data: &Settings,
     id: i64,
     json: bool,
     op: fn(&ops::Services, i64) -> Result<mediadex::model::Asset, ops::Error>,
@@ -422,26 +444,26 @@ fn one_asset(
     emit(&assets::one(&asset, json)?)
 }
 
-fn serve(
-    data: Option<PathBuf>,
-    bind: std::net::SocketAddr,
-    libraries: Vec<PathBuf>,
-    insecure_no_auth: bool,
-) -> anyhow::Result<()> {
+/// `serve` on the layered settings (its `--bind` and `--library` are in them).
+fn serve(settings: &Settings, insecure_no_auth: bool) -> anyhow::Result<()> {
+    let bind = match settings.bind {
+        Some(bind) => bind,
+        None => mediadex::app::DEFAULT_BIND.parse()?,
+    };
     let options = mediadex::app::ServeOptions {
         bind,
         next_free_port: false,
-        libraries,
+        libraries: settings.libraries.clone().unwrap_or_default(),
         insecure_no_auth,
         open_browser: false,
         adopt_pictures: false,
         claim: None,
     };
-    mediadex::app::serve(Config::load(data)?, options)
+    mediadex::app::serve(Config::load_settings(settings)?, options)
 }
 
 fn walk(
-    data: Option<PathBuf>,
+    data: &Settings,
     kind: WalkKindId,
     restart: bool,
     wait: bool,
@@ -468,8 +490,8 @@ fn run_reasons(
 
 /// The store is returned by value and dropped by the caller before the process exits, so
 /// its connections close and SQLite checkpoints and removes the WAL file.
-fn open(data: Option<PathBuf>) -> anyhow::Result<(Config, Store)> {
-    let config = Config::load(data)?;
+fn open(data: &Settings) -> anyhow::Result<(Config, Store)> {
+    let config = Config::load_settings(data)?;
     let store = mediadex::app::open_store(
         &config,
         mediadex::store::StartCheck::FullUpTo(mediadex::store::COMMAND_CHECK_BYTES),
@@ -480,7 +502,7 @@ fn open(data: Option<PathBuf>) -> anyhow::Result<(Config, Store)> {
 /// Writes the whole output at once, after every read succeeded: a failing command prints
 /// nothing on stdout. A closed pipe (`| head`) is not an error.
 /// `runs --problems RUN`: every problem the run kept, or an input error for an unknown run.
-fn run_problems(data: Option<PathBuf>, run: i64, json: bool) -> anyhow::Result<String> {
+fn run_problems(data: &Settings, run: i64, json: bool) -> anyhow::Result<String> {
     let (config, store) = open(data)?;
     let s = services(&config, store, false);
     let page = ops::scans::problems(&s, run, 0, mediadex::store::PROBLEMS_PER_RUN)?;

@@ -1,10 +1,14 @@
-//! Configuration: turns what the command line and environment said into a validated
-//! `Config` (data dir, database path, runtime knobs), and prepares the data dir on disk.
+//! Configuration: turns what the command line, the environment and `mediadex.toml` said
+//! (layered in `settings`: flag > env > file > default) into a validated `Config` (data
+//! dir, database path, runtime knobs, the defaults), and prepares the data dir on disk.
 //! Owns the OS-convention default data dir. Must not open the database or parse arguments
 //! itself (clap lives in the binary); it only receives the values.
 //!
 //! Must not import: store, http, ops, rusqlite
 
+pub mod settings;
+
+pub use settings::{SETTINGS, Settings, WatchMode};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -67,6 +71,14 @@ pub struct Config {
     pub face_scheme: Option<i64>,
     /// `MEDIADEX_DISK_RESERVE`: bytes the thumbnail cache leaves free for the database.
     pub disk_reserve: u64,
+    /// The longest side of a thumbnail, in pixels (`thumb_size`).
+    pub thumb_size: u32,
+    /// At most this many bytes of cached thumbnails (`thumb_cache_max`); `None`: no cap.
+    pub thumb_cache_max: Option<u64>,
+    /// Trashed assets older than this are swept from the index (`trash_retention_days`).
+    pub trash_retention: Duration,
+    /// The service's and the desktop mode's log file (`log_file`).
+    pub log_file: PathBuf,
 }
 
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
@@ -74,6 +86,9 @@ pub const DEFAULT_WORKERS: usize = 2;
 pub const DEFAULT_MAINTENANCE_INTERVAL: Duration = Duration::from_secs(5);
 pub const DEFAULT_JOB_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 pub const DEFAULT_RUN_RETENTION: Duration = Duration::from_secs(90 * 24 * 3600);
+pub const DEFAULT_TRASH_RETENTION_DAYS: u64 = 30;
+/// The log file's place inside the data dir unless `log_file` says otherwise.
+pub const DEFAULT_LOG_FILE: &str = "logs/mediadex.log";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -106,6 +121,20 @@ pub enum ConfigError {
     LibraryPath(String),
     #[error("invalid setting {name}: {why}")]
     Invalid { name: &'static str, why: String },
+    #[error("cannot read the config file {path}: {source}")]
+    ConfigFile {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `mediadex.toml` holds an unknown key, a bad value or a syntax error.
+    #[error("{path}:{line}:{column}: {why}")]
+    InFile {
+        path: String,
+        line: usize,
+        column: usize,
+        why: String,
+    },
 }
 
 impl Config {
@@ -122,7 +151,27 @@ impl Config {
         data_dir: Option<PathBuf>,
         env: impl Fn(&str) -> Option<std::ffi::OsString>,
     ) -> Result<Config, ConfigError> {
-        let data_dir = absolute_data_dir(data_dir)?;
+        let asked = Settings {
+            data_dir,
+            ..Settings::default()
+        };
+        Config::from_settings(&asked.over(Settings::from_env(&env)?), env)
+    }
+
+    /// The configuration the layered `settings` ask for, the defaults where they are
+    /// silent; the testing knobs come from `env`. Touches nothing on disk.
+    pub fn from_settings(
+        settings: &Settings,
+        env: impl Fn(&str) -> Option<std::ffi::OsString>,
+    ) -> Result<Config, ConfigError> {
+        let data_dir = absolute_data_dir(settings.data_dir.clone())?;
+        let log_file = match &settings.log_file {
+            Some(file) => absolute(file)?,
+            None => data_dir.join(DEFAULT_LOG_FILE),
+        };
+        let days = settings
+            .trash_retention_days
+            .unwrap_or(DEFAULT_TRASH_RETENTION_DAYS);
         let mut config = Config {
             db_path: data_dir.join(DB_FILE),
             data_dir,
@@ -131,23 +180,27 @@ impl Config {
             maintenance_interval: DEFAULT_MAINTENANCE_INTERVAL,
             job_retention: DEFAULT_JOB_RETENTION,
             run_retention: DEFAULT_RUN_RETENTION,
-            scan_hourly_limit: None,
-            watch_enabled: true,
+            scan_hourly_limit: settings.scan_hourly_limit,
+            watch_enabled: settings.watch != Some(WatchMode::Off),
             watch: crate::watch::WatchOptions::default(),
             content_hash_scheme: None,
             face_scheme: None,
-            disk_reserve: crate::disk::DEFAULT_RESERVE,
+            disk_reserve: settings
+                .disk_reserve
+                .unwrap_or(crate::disk::DEFAULT_RESERVE),
+            thumb_size: settings.thumb_size.unwrap_or(crate::thumbs::THUMB_SIZE),
+            thumb_cache_max: settings.thumb_cache_max,
+            trash_retention: Duration::from_secs(days.saturating_mul(86_400)),
+            log_file,
         };
+        config.watch.hourly_limit = config.scan_hourly_limit;
+        config.watch.force_poll = settings.watch == Some(WatchMode::Poll);
+        if let Some(secs) = settings.watch_poll_secs {
+            config.watch.poll_interval = Duration::from_secs(secs);
+        }
         let scheme = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
         config.content_hash_scheme = env_number(&env, CONTENT_HASH_SCHEME_ENV)?.map(scheme);
         config.face_scheme = env_number(&env, FACE_SCHEME_ENV)?.map(scheme);
-        config.scan_hourly_limit =
-            env_number(&env, SCAN_HOURLY_LIMIT_ENV)?.map(|n| u32::try_from(n).unwrap_or(u32::MAX));
-        config.watch.hourly_limit = config.scan_hourly_limit;
-        if let Some(reserve) = env_number(&env, DISK_RESERVE_ENV)? {
-            config.disk_reserve = reserve;
-        }
-        watch_from_env(&mut config, &env)?;
         match env_number(&env, LEASE_TTL_ENV)? {
             None => config.validate()?,
             Some(ms) => config.set_lease_ttl(ms)?,
@@ -175,9 +228,17 @@ impl Config {
         })
     }
 
-    /// `resolve`, then `prepare`: what every command that opens the database calls.
+    /// `resolve`, then `prepare`.
     pub fn load(data_dir: Option<PathBuf>) -> Result<Config, ConfigError> {
         let config = Config::resolve(data_dir)?;
+        config.prepare()?;
+        Ok(config)
+    }
+
+    /// `from_settings` with the process environment, then `prepare`: what every command
+    /// that opens the database calls.
+    pub fn load_settings(settings: &Settings) -> Result<Config, ConfigError> {
+        let config = Config::from_settings(settings, |name| std::env::var_os(name))?;
         config.prepare()?;
         Ok(config)
     }
@@ -231,35 +292,6 @@ impl Config {
     }
 }
 
-/// Applies `MEDIADEX_WATCH` and `MEDIADEX_WATCH_POLL_SECS`.
-fn watch_from_env(
-    config: &mut Config,
-    env: &impl Fn(&str) -> Option<std::ffi::OsString>,
-) -> Result<(), ConfigError> {
-    match env(WATCH_ENV).as_ref().map(|v| v.to_string_lossy()) {
-        None => {}
-        Some(v) if v == "events" => {}
-        Some(v) if v == "poll" => config.watch.force_poll = true,
-        Some(v) if v == "off" => config.watch_enabled = false,
-        Some(v) => {
-            return Err(ConfigError::Invalid {
-                name: WATCH_ENV,
-                why: format!("must be events, poll or off (it is \"{v}\")"),
-            });
-        }
-    }
-    if let Some(secs) = env_number(env, WATCH_POLL_SECS_ENV)? {
-        if secs == 0 {
-            return Err(ConfigError::Invalid {
-                name: WATCH_POLL_SECS_ENV,
-                why: "must be at least 1".into(),
-            });
-        }
-        config.watch.poll_interval = Duration::from_secs(secs);
-    }
-    Ok(())
-}
-
 /// The OS convention: `~/.local/share/mediadex` (or `$XDG_DATA_HOME/mediadex`) on Linux,
 /// `~/Library/Application Support/mediadex` on macOS, `%APPDATA%\mediadex\data` on Windows.
 pub fn default_data_dir() -> Option<PathBuf> {
@@ -303,8 +335,12 @@ fn absolute_data_dir(data_dir: Option<PathBuf>) -> Result<PathBuf, ConfigError> 
     if data_dir.as_os_str().is_empty() {
         return Err(ConfigError::EmptyDataDir);
     }
-    std::path::absolute(&data_dir).map_err(|source| ConfigError::Resolve {
-        path: data_dir.display().to_string(),
+    absolute(&data_dir)
+}
+
+fn absolute(path: &Path) -> Result<PathBuf, ConfigError> {
+    std::path::absolute(path).map_err(|source| ConfigError::Resolve {
+        path: path.display().to_string(),
         source,
     })
 }

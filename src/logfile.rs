@@ -1,5 +1,6 @@
-//! The rolling log file in the data dir (`logs/mediadex.log`, rotated at 10 MiB, five kept),
-//! for the desktop app and the service, whose stderr nobody reads. Logging starts before
+//! The rolling log file (`logs/mediadex.log` in the data dir unless the `log_file` setting
+//! names another, rotated at 10 MiB, five kept), for the desktop app and the service, whose
+//! stderr nobody reads. Logging starts before
 //! the data dir is known, so the file is a process-wide slot that `open` fills; until then
 //! (and for one-shot CLI commands, which never open it) file output is discarded.
 //! Owns the file and its rotation; does not decide what is logged.
@@ -77,12 +78,11 @@ impl Write for RollingFile {
 
 static SLOT: Mutex<Option<RollingFile>> = Mutex::new(None);
 
-/// Starts copying log lines to `<data_dir>/logs/mediadex.log`; returns its path.
-pub fn open(data_dir: &Path) -> io::Result<PathBuf> {
-    let path = data_dir.join("logs").join("mediadex.log");
-    let file = RollingFile::open(&path, MAX_BYTES, KEEP)?;
+/// Starts copying log lines to `path` (its folder made if needed).
+pub fn open(path: &Path) -> io::Result<()> {
+    let file = RollingFile::open(path, MAX_BYTES, KEEP)?;
     *SLOT.lock().unwrap_or_else(|p| p.into_inner()) = Some(file);
-    Ok(path)
+    Ok(())
 }
 
 /// The `MakeWriter` for the file layer: writes into the slot, or nowhere while it is empty.

@@ -22,9 +22,15 @@ const DEFAULT_LOG_FILTER: &str = "info,nom_exif=off";
 fn main() -> ExitCode {
     #[cfg(all(windows, not(debug_assertions)))]
     console::attach();
-    init_logging();
     let args = parse_args();
-    match cli::run(args) {
+    // The settings say the log level, so logging starts once they are read; an error in
+    // them is printed like any other.
+    let settings = cli::settings(&args);
+    init_logging(settings.as_ref().ok().and_then(|s| s.log_level.as_deref()));
+    match settings
+        .map_err(anyhow::Error::from)
+        .and_then(|settings| cli::run(args, &settings))
+    {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("mediadex: error: {}", cli::one_line(&err));
@@ -43,12 +49,15 @@ fn parse_args() -> cli::Args {
 }
 
 /// Logs go to stderr so that stdout carries only the command's output (`--json`), and, once
-/// the desktop app or the service opened it, to the rolling file in the data dir.
-fn init_logging() {
+/// the desktop app or the service opened it, to the rolling log file. The filter is the
+/// `log_level` setting (already checked), else `RUST_LOG`, else the default.
+fn init_logging(level: Option<&str>) {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER));
+    let filter = level
+        .and_then(|l| tracing_subscriber::EnvFilter::try_new(l).ok())
+        .or_else(|| tracing_subscriber::EnvFilter::try_from_default_env().ok())
+        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER));
     let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal());

@@ -10,11 +10,15 @@
 //! `lacking` names those formats for `status`. The thumbnails
 //! of an asset the sweep deleted are forgotten, every size. The cache never fills the disk
 //! holding the database: below a reserve of free space (`disk::DEFAULT_RESERVE` unless
-//! configured) it writes nothing and the job waits for space. Touches no database and serves
-//! nothing itself: the HTTP layer decides which file may be read.
+//! configured) it writes nothing and the job waits for space; with a cap (`cap`) it keeps
+//! at most that many bytes, the least recently used going first. A thumbnail is made at the
+//! configured size and cached under it, so a new size makes new thumbnails (the old ones
+//! stay until the cap or the sweep takes them). Touches no database and serves nothing
+//! itself: the HTTP layer decides which file may be read.
 //!
 //! Must not import: http, ops, rusqlite
 
+mod cap;
 pub mod job;
 
 use crate::disk::{DiskFull, SharedFreeSpace};
@@ -28,7 +32,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-/// The longest side of a thumbnail, in pixels.
+/// The longest side of a thumbnail, in pixels, unless `thumb_size` says otherwise.
 pub const THUMB_SIZE: u32 = 320;
 /// Bumped when thumbnails are made differently, so that caches and ETags move on.
 pub const THUMB_VERSION: u32 = 1;
@@ -79,6 +83,9 @@ pub struct Thumbs {
     space: SharedFreeSpace,
     /// Bytes kept free on the disk holding the data dir, for the database.
     reserve: u64,
+    /// The longest side of the thumbnails made, in pixels.
+    size: u32,
+    cap: Option<std::sync::Arc<cap::Cap>>,
 }
 
 impl Thumbs {
@@ -114,7 +121,26 @@ impl Thumbs {
             heif: None,
             space: crate::disk::system(),
             reserve: crate::disk::DEFAULT_RESERVE,
+            size: THUMB_SIZE,
+            cap: None,
         }
+    }
+
+    /// Makes thumbnails whose longest side is `size` pixels.
+    pub fn with_size(self, size: u32) -> Thumbs {
+        Thumbs { size, ..self }
+    }
+
+    /// Keeps at most `max` bytes of thumbnails (`None`: no cap beside the disk reserve).
+    pub fn with_cap(self, max: Option<u64>) -> Thumbs {
+        let cap = max.map(|m| std::sync::Arc::new(cap::Cap::new(m)));
+        Thumbs { cap, ..self }
+    }
+
+    /// The longest side of the thumbnails this cache makes (in ETags: a new size is new
+    /// bytes).
+    pub fn size(&self) -> u32 {
+        self.size
     }
 
     /// Keeps `reserve` bytes free on the disk holding the data dir, as `space` tells them.
@@ -144,12 +170,16 @@ impl Thumbs {
         Ok(())
     }
 
-    /// Where the thumbnail of these bytes is cached.
+    /// Where the thumbnail of these bytes is cached, at this cache's size. The default size
+    /// keeps the name it had before the size was a setting, so an upgrade remakes nothing.
     pub fn cache_path(&self, checksum_hex: &str) -> PathBuf {
         let shard = checksum_hex.get(..2).unwrap_or("00");
-        self.dir
-            .join(shard)
-            .join(format!("{checksum_hex}-v{THUMB_VERSION}.jpg"))
+        let name = if self.size == THUMB_SIZE {
+            format!("{checksum_hex}-v{THUMB_VERSION}.jpg")
+        } else {
+            format!("{checksum_hex}-{}px-v{THUMB_VERSION}.jpg", self.size)
+        };
+        self.dir.join(shard).join(name)
     }
 
     /// Deletes every cached thumbnail of these checksums, whatever size or version made
@@ -185,7 +215,11 @@ impl Thumbs {
 
     /// The cached thumbnail, if one was made before.
     pub fn cached(&self, checksum_hex: &str) -> Option<Thumb> {
-        let bytes = std::fs::read(self.cache_path(checksum_hex)).ok()?;
+        let path = self.cache_path(checksum_hex);
+        let bytes = std::fs::read(&path).ok()?;
+        if self.cap.is_some() {
+            cap::touch(&path);
+        }
         Some(jpeg(bytes))
     }
 
@@ -234,7 +268,7 @@ impl Thumbs {
         }
         // `makes` said yes: a video with ffmpeg here, or else a decodable picture.
         let made = match (src.kind, &self.ffmpeg) {
-            (Some(MediaKind::Video), Some(ffmpeg)) => poster(ffmpeg, file),
+            (Some(MediaKind::Video), Some(ffmpeg)) => poster(ffmpeg, file, self.size),
             _ => self.picture(src, file)?,
         };
         if let Some(bytes) = &made {
@@ -245,19 +279,19 @@ impl Thumbs {
 
     fn picture(&self, src: &Source<'_>, file: &Path) -> Result<Option<Vec<u8>>, ThumbError> {
         if let Some(mime) = src.mime.filter(|m| RAW_MIMES.contains(m)) {
-            return raw_picture(file, mime, src.orientation);
+            return raw_picture(file, mime, src.orientation, self.size);
         }
         if src.pixels.is_some_and(|p| p > MAX_PIXELS) {
             return Ok(None);
         }
         if let (true, Some(heif)) = (is_heif(src.mime), &self.heif) {
-            return Ok(heif_picture(heif, file));
+            return Ok(heif_picture(heif, file, self.size));
         }
         let bytes = std::fs::read(file).map_err(|source| ThumbError::Source {
             path: file.display().to_string(),
             source,
         })?;
-        Ok(shrink(&bytes, src.orientation))
+        Ok(shrink_to(&bytes, src.orientation, self.size))
     }
 
     /// Writes the cache file atomically (a temp file renamed into place), so that a reader
@@ -279,9 +313,13 @@ impl Thumbs {
             .map_or(Ok(()), std::fs::create_dir_all)
             .and_then(|()| std::fs::write(&tmp, bytes))
             .and_then(|()| std::fs::rename(&tmp, &path));
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&tmp);
-            tracing::warn!(error = %e, path = %path.display(), "could not cache a thumbnail");
+        match (written, &self.cap) {
+            (Err(e), _) => {
+                let _ = std::fs::remove_file(&tmp);
+                tracing::warn!(error = %e, path = %path.display(), "could not cache a thumbnail");
+            }
+            (Ok(()), Some(cap)) => cap.added(&self.dir, bytes.len() as u64),
+            (Ok(()), None) => {}
         }
     }
 }
@@ -308,9 +346,9 @@ fn jpeg(bytes: Vec<u8>) -> Thumb {
 
 /// A HEIF through its decoder, which applies the crop, turn and mirror itself: nothing is
 /// turned again here. A file it cannot decode (or that hangs it) gets the placeholder.
-fn heif_picture(heif: &HeifDec, file: &Path) -> Option<Vec<u8>> {
+fn heif_picture(heif: &HeifDec, file: &Path, size: u32) -> Option<Vec<u8>> {
     match heif.decode_png(file) {
-        Ok(png) => shrink(&png, None),
+        Ok(png) => shrink_to(&png, None, size),
         Err(e) => {
             tracing::info!(error = %e, file = %file.display(), "HEIF picture not decoded; placeholder thumbnail");
             None
@@ -324,6 +362,7 @@ fn raw_picture(
     file: &Path,
     mime: &str,
     orientation: Option<u16>,
+    size: u32,
 ) -> Result<Option<Vec<u8>>, ThumbError> {
     let source = |source| ThumbError::Source {
         path: file.display().to_string(),
@@ -331,13 +370,13 @@ fn raw_picture(
     };
     let mut reader = std::io::BufReader::new(std::fs::File::open(file).map_err(source)?);
     match raw::picture(&mut reader, mime) {
-        Ok(raw::Picture::Jpeg(jpeg)) => Ok(shrink(&jpeg, orientation)),
+        Ok(raw::Picture::Jpeg(jpeg)) => Ok(shrink_to(&jpeg, orientation, size)),
         Ok(raw::Picture::Rgb {
             width,
             height,
             pixels,
         }) => Ok(image::RgbImage::from_raw(width, height, pixels)
-            .and_then(|rgb| shrink_image(image::DynamicImage::ImageRgb8(rgb), orientation))),
+            .and_then(|rgb| shrink_image(image::DynamicImage::ImageRgb8(rgb), orientation, size))),
         Err(e) => {
             tracing::info!(error = %e, file = %file.display(), "RAW picture not read; placeholder thumbnail");
             Ok(None)
@@ -358,8 +397,13 @@ fn decodable(mime: Option<&str>) -> bool {
 }
 
 /// Decodes a picture, turns it upright per its EXIF orientation, and encodes a JPEG
-/// thumbnail. `None` when it does not decode.
+/// thumbnail of the default size. `None` when it does not decode.
 pub fn shrink(bytes: &[u8], orientation: Option<u16>) -> Option<Vec<u8>> {
+    shrink_to(bytes, orientation, THUMB_SIZE)
+}
+
+/// `shrink` to a longest side of `size` pixels.
+pub fn shrink_to(bytes: &[u8], orientation: Option<u16>, size: u32) -> Option<Vec<u8>> {
     let reader = image::ImageReader::new(std::io::Cursor::new(bytes))
         .with_guessed_format()
         .ok()?;
@@ -370,19 +414,23 @@ pub fn shrink(bytes: &[u8], orientation: Option<u16>) -> Option<Vec<u8>> {
             return None;
         }
     };
-    shrink_image(img, orientation)
+    shrink_image(img, orientation, size)
 }
 
 /// `shrink` of pixels already decoded.
-fn shrink_image(mut img: image::DynamicImage, orientation: Option<u16>) -> Option<Vec<u8>> {
+fn shrink_image(
+    mut img: image::DynamicImage,
+    orientation: Option<u16>,
+    size: u32,
+) -> Option<Vec<u8>> {
     let upright = orientation
         .and_then(|o| u8::try_from(o).ok())
         .and_then(image::metadata::Orientation::from_exif);
     if let Some(o) = upright {
         img.apply_orientation(o);
     }
-    if img.width() > THUMB_SIZE || img.height() > THUMB_SIZE {
-        img = img.thumbnail(THUMB_SIZE, THUMB_SIZE);
+    if img.width() > size || img.height() > size {
+        img = img.thumbnail(size, size);
     }
     encode(&img)
 }
@@ -396,11 +444,11 @@ fn encode(img: &image::DynamicImage) -> Option<Vec<u8>> {
 
 /// A poster frame: one frame a second in (or the first, for a shorter video), turned
 /// upright by ffmpeg itself, shrunk like a picture.
-fn poster(ffmpeg: &Path, file: &Path) -> Option<Vec<u8>> {
+fn poster(ffmpeg: &Path, file: &Path, size: u32) -> Option<Vec<u8>> {
     ["1", "0"]
         .iter()
         .find_map(|at| frame_at(ffmpeg, file, at).filter(|b| !b.is_empty()))
-        .and_then(|png| shrink(&png, None))
+        .and_then(|png| shrink_to(&png, None, size))
 }
 
 fn frame_at(ffmpeg: &Path, file: &Path, at: &str) -> Option<Vec<u8>> {
@@ -526,6 +574,94 @@ mod tests {
         assert!(
             !thumbs.cache_path("cd34").exists(),
             "placeholders are not cached"
+        );
+    }
+    fn png(w: u32, h: u32) -> Vec<u8> {
+        let img = image::RgbImage::from_pixel(w, h, image::Rgb([90, 120, 200]));
+        let mut out = std::io::Cursor::new(Vec::new());
+        img.write_to(&mut out, image::ImageFormat::Png)
+            .expect("png");
+        out.into_inner()
+    }
+
+    fn picture(sum: &str) -> Source<'_> {
+        Source {
+            checksum_hex: sum,
+            kind: Some(MediaKind::Image),
+            mime: Some("image/png"),
+            orientation: None,
+            pixels: Some(1000),
+        }
+    }
+
+    #[test]
+    fn the_size_setting_sizes_the_thumbnail_and_each_size_is_cached_apart() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("wide.png");
+        std::fs::write(&file, png(800, 400)).expect("write");
+        let default = Thumbs::with_ffmpeg(dir.path(), None);
+        let small = Thumbs::with_ffmpeg(dir.path(), None).with_size(100);
+        let made = |t: &Thumbs| dims(&t.get(&picture("ab12"), &file).expect("thumb").bytes);
+        assert_eq!(made(&default), (320, 160));
+        assert_eq!(made(&small), (100, 50));
+        // The default size keeps the name it had before it was a setting.
+        assert!(default.cache_path("ab12").ends_with("ab/ab12-v1.jpg"));
+        assert_ne!(default.cache_path("ab12"), small.cache_path("ab12"));
+        let cached = |t: &Thumbs| dims(&t.cached("ab12").expect("cached").bytes);
+        assert_eq!((cached(&default), cached(&small)), ((320, 160), (100, 50)));
+    }
+
+    /// Sets a cached thumbnail's last use `age_secs` ago.
+    fn aged(path: &Path, age_secs: u64) {
+        let when = std::time::SystemTime::now() - Duration::from_secs(age_secs);
+        let f = std::fs::File::options()
+            .append(true)
+            .open(path)
+            .expect("open");
+        f.set_modified(when).expect("set mtime");
+    }
+
+    #[test]
+    fn over_its_cap_the_cache_evicts_the_least_recently_used() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("a.png");
+        std::fs::write(&file, png(300, 300)).expect("write");
+        let probe = Thumbs::with_ffmpeg(dir.path(), None);
+        let one = probe
+            .get(&picture("0000"), &file)
+            .expect("thumb")
+            .bytes
+            .len() as u64;
+        std::fs::remove_file(probe.cache_path("0000")).expect("rm");
+        // Room for three and a half thumbnails.
+        let thumbs = Thumbs::with_ffmpeg(dir.path(), None).with_cap(Some(one * 7 / 2));
+        let sums = ["aa01", "bb02", "cc03"];
+        for (age, sum) in sums.iter().enumerate() {
+            thumbs.get(&picture(sum), &file).expect("thumb");
+            aged(&thumbs.cache_path(sum), 3 * 86_400 - age as u64 * 86_400);
+        }
+        // The oldest was shown a moment ago: it is the most recently used now.
+        aged(&thumbs.cache_path("aa01"), 2 * 3600);
+        assert!(thumbs.cached("aa01").is_some());
+        thumbs
+            .get(&picture("dd04"), &file)
+            .expect("a fourth, over the cap");
+        let kept: Vec<bool> = ["aa01", "bb02", "cc03", "dd04"]
+            .iter()
+            .map(|s| thumbs.cache_path(s).is_file())
+            .collect();
+        assert_eq!(
+            kept,
+            [true, false, true, true],
+            "bb02 was the least recently used"
+        );
+        let uncapped = Thumbs::with_ffmpeg(dir.path(), None);
+        for sum in ["ee05", "ff06"] {
+            uncapped.get(&picture(sum), &file).expect("thumb");
+        }
+        assert!(
+            uncapped.cache_path("cc03").is_file(),
+            "no cap: nothing evicted"
         );
     }
 }

@@ -17,15 +17,24 @@ pub const BROWSER_ENV: &str = "MEDIADEX_BROWSER";
 /// How long a second launch waits for the first to answer (it may still be starting).
 const PATIENCE: Duration = Duration::from_secs(15);
 
-pub fn desktop(config: Config) -> anyhow::Result<()> {
+/// The desktop mode on `config`, serving on `bind` (else the default address) and adding
+/// `libraries` beside the pictures folder (both from the settings).
+pub fn desktop(
+    config: Config,
+    bind: Option<std::net::SocketAddr>,
+    libraries: Vec<std::path::PathBuf>,
+) -> anyhow::Result<()> {
     match instance::claim(&config.data_dir)? {
         Launch::Running(_) => open_running(&config),
         Launch::First(claim) => {
-            let bind = DEFAULT_BIND.parse().context("the default address")?;
+            let bind = match bind {
+                Some(bind) => bind,
+                None => DEFAULT_BIND.parse().context("the default address")?,
+            };
             let options = ServeOptions {
                 bind,
                 next_free_port: true,
-                libraries: Vec::new(),
+                libraries,
                 insecure_no_auth: false,
                 open_browser: true,
                 adopt_pictures: true,

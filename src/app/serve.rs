@@ -97,9 +97,12 @@ pub fn serve(config: Config, mut options: ServeOptions) -> anyhow::Result<()> {
 }
 
 fn open_log_file(config: &Config) {
-    match crate::logfile::open(&config.data_dir) {
-        Ok(path) => tracing::info!(log = %path.display(), "logging to file"),
-        Err(e) => tracing::warn!(error = %e, "cannot write the log file; logging to stderr only"),
+    let log = config.log_file.display();
+    match crate::logfile::open(&config.log_file) {
+        Ok(()) => tracing::info!(%log, "logging to file"),
+        Err(e) => {
+            tracing::warn!(%log, error = %e, "cannot write the log file; logging to stderr only")
+        }
     }
 }
 

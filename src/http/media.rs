@@ -100,7 +100,8 @@ pub async fn thumbnail(
     blocking(move || {
         let asset = get_asset(&store, id)?;
         let sum = hex(&asset.checksum);
-        let tag = etag(&sum, &format!("-t{THUMB_VERSION}"));
+        // The size is in the tag: a new thumb_size must not be answered "not modified".
+        let tag = etag(&sum, &format!("-t{THUMB_VERSION}-{}", thumbs.size()));
         if not_modified(&headers, &tag) {
             return Ok(StatusCode::NOT_MODIFIED.into_response());
         }

@@ -464,6 +464,41 @@ fn the_sweep_deletes_only_assets_trashed_past_the_retention() {
     assert_eq!(back.items[0].claim, Claim::Created);
 }
 
+/// `trash_retention_days` is what the service's maintenance sweeps by: an asset trashed 3
+/// days ago stays under the default 30 days and goes under a setting of 2.
+#[test]
+fn the_trash_retention_setting_decides_what_the_sweep_deletes() {
+    use mediadex::config::{Config, Settings};
+    use mediadex::queue::maintenance::run_round;
+    let env = env();
+    let lib = env.library("photos");
+    let lease = start_scan(&env, lib, "");
+    env.store
+        .ingest_batch(&lease, lib, vec![item("a.jpg", 1, FileReason::New)], "")
+        .unwrap();
+    env.store
+        .finish_full_scan(&lease, lib, ScanEnd::breaker(1.0, true))
+        .unwrap();
+    let lease = start_scan(&env, lib, "");
+    let end = ScanEnd::breaker(1.0, true).unseen(unseen(&env, lib, &["a.jpg"]));
+    env.store.finish_full_scan(&lease, lib, end).unwrap();
+    env.clock.advance(3 * 86_400_000);
+    let sweep_with = |days: Option<u64>| {
+        let settings = Settings {
+            data_dir: Some(env.dir.path().join("data")),
+            trash_retention_days: days,
+            ..Settings::default()
+        };
+        let config = Config::from_settings(&settings, |_| None).unwrap();
+        let maintenance = mediadex::app::maintenance_config(&config);
+        run_round(&env.store, &maintenance, 0, &|_| {}, &|_| {});
+        env.store.assets(true).unwrap().len()
+    };
+    assert_eq!(sweep_with(None), 1, "30 days by default: kept");
+    assert_eq!(sweep_with(Some(4)), 1, "trashed 3 days ago: kept under 4");
+    assert_eq!(sweep_with(Some(2)), 0, "past 2 days: swept");
+}
+
 fn keyed(key: &str, limit: Option<u32>) -> AdmissionOptions {
     AdmissionOptions {
         idempotency_key: Some(key.to_string()),

@@ -86,7 +86,9 @@ fn options(help: &str) -> BTreeSet<String> {
         .lines()
         .skip_while(|l| l.trim() != "Options:")
         .skip(1)
-        .take_while(|l| !l.is_empty() && l.starts_with(' '))
+        // A long help puts each description on its own line and a blank line between
+        // options: the list ends at the next heading, not at a blank line.
+        .take_while(|l| l.is_empty() || l.starts_with(' '))
         .map(|l| l.trim_start())
         .filter(|l| l.starts_with('-'))
         .map(|l| l.split_whitespace().take(2).collect::<Vec<_>>().join(" "))
@@ -198,10 +200,11 @@ fn cli_drift(known: &Commands, lines: &[String]) -> Vec<String> {
             drift.push(format!("`{name}` is not in docs/cli.md"));
             continue;
         };
-        // `--data` is global: documented once, on the top line.
+        // `--data` and `--config` are global: documented once, on the top line.
         let mut wanted = flags.clone();
         if !path.is_empty() {
             wanted.remove("--data");
+            wanted.remove("--config");
         }
         for missing in wanted.difference(doc) {
             drift.push(format!("`{name}` lacks {missing} in docs/cli.md"));

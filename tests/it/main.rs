@@ -35,6 +35,7 @@ mod raw;
 mod scan;
 #[cfg(unix)]
 mod serve;
+mod settings;
 mod sidecars;
 mod simulation;
 mod stacks;
