@@ -11,6 +11,7 @@ use crate::media::content_hash;
 use crate::model::MediaFacts;
 use std::io::{self, Read, Seek};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 /// From this size on a file is memory-mapped instead of read into a buffer.
 const MMAP_FROM: u64 = 4 << 20;
@@ -30,30 +31,60 @@ pub struct Contents {
     /// rules).
     pub content_hash: Checksum,
     pub facts: MediaFacts,
+    /// Where the time of this read went, for the scan's stage figures.
+    pub times: ReadTimes,
+}
+
+/// The wall time of one `read_once` by stage. Three clock reads a file (the vDSO, no
+/// system call), summed per batch by the pipeline (`scan::pipeline::stage_totals`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadTimes {
+    /// Opening and reading the file into memory (zero for a mapped file: its pages are
+    /// read by the hash's page faults, counted in `hash`).
+    pub read: Duration,
+    /// The checksum and the content hash.
+    pub hash: Duration,
+    /// The media facts.
+    pub extract: Duration,
 }
 
 /// Reads the changed file at `path` ONCE and derives its checksum and its facts from that
 /// read. `size` is the walk's stat (only a hint: the file is read to its end whatever it
 /// is now). Whatever else is computed from a file's bytes belongs here, on the same buffer.
 pub fn read_once(path: &Path, size: u64, extract: &Extract<'_>) -> io::Result<Contents> {
+    let start = Instant::now();
     let mut file = std::fs::File::open(path)?;
     if size >= MMAP_FROM && !parsed_in_memory(&mut file, size)? {
         // A file that shrinks or fails to read under the map is an error here, not a SIGBUS
         // (`crate::mapped`); the map starts at the file's start whatever its cursor.
         let checksum = crate::mapped::blake3_file(&file)?;
+        let hashed = Instant::now();
+        let facts = extract(path, None);
         return Ok(Contents {
             checksum,
             content_hash: checksum,
-            facts: extract(path, None),
+            facts,
+            times: ReadTimes {
+                read: Duration::ZERO,
+                hash: hashed - start,
+                extract: hashed.elapsed(),
+            },
         });
     }
     let bytes = read_whole(file, size)?;
+    let read = Instant::now();
     let hashes = content_hash::hashes(&bytes);
+    let hashed = Instant::now();
     let facts = extract(path, Some(&bytes));
     Ok(Contents {
         checksum: hashes.checksum,
         content_hash: hashes.content_hash,
         facts,
+        times: ReadTimes {
+            read: read - start,
+            hash: hashed - read,
+            extract: hashed.elapsed(),
+        },
     })
 }
 
