@@ -25,7 +25,15 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-const SIZES: [usize; 6] = [4 << 10, 64 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20];
+const SIZES: [usize; 7] = [
+    4 << 10,
+    64 << 10,
+    256 << 10,
+    1 << 20,
+    4 << 20,
+    16 << 20,
+    64 << 20,
+];
 
 fn label(size: usize) -> String {
     if size >= 1 << 20 {
@@ -131,9 +139,13 @@ fn jpeg(width: u32, height: u32, exif: usize) -> Vec<u8> {
     image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 90)
         .encode(&pixels, width, height, image::ExtendedColorType::Rgb8)
         .unwrap();
+    // A real Exif header and an empty IFD0, as a camera's APP1 starts: without one, EXIF
+    // readers look for it through the whole entropy-coded data.
+    let mut payload = b"Exif\0\0MM\0*\0\0\0\x08\0\0".to_vec();
+    payload.extend(noise(exif, 3));
     let mut app1 = vec![0xFF, 0xE1];
-    app1.extend_from_slice(&((exif + 2) as u16).to_be_bytes());
-    app1.extend(noise(exif, 3));
+    app1.extend_from_slice(&((payload.len() + 2) as u16).to_be_bytes());
+    app1.extend(payload);
     out.splice(2..2, app1);
     out
 }
