@@ -27,7 +27,7 @@
 
 use super::beside::{self, Listings};
 use super::diff::{Reason, reason};
-use super::hash::{Checksum, Extract, prefetch, read_once};
+use super::hash::{Checksum, Extract, ReadTimes, prefetch, read_once};
 use super::walk::{CHUNK, Stamp, WalkHook, Walked, walk};
 use crate::media;
 use crate::model::{MediaFacts, MediaKind};
@@ -37,8 +37,8 @@ use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 /// What the store knows of one file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -213,6 +213,84 @@ pub struct Summary {
     pub read_errors: u64,
     /// What is gone (meaningful for a walk of the whole library that ran to its end).
     pub unseen: Gone,
+    /// Where this run's time went.
+    pub stages: Stages,
+}
+
+/// Where a run spent its time, by stage (`Summary::stages`; `stage_totals` sums every run
+/// of the process, for benches/scan.rs). Clocks are read per walk chunk, per batch and
+/// three times per file read (the vDSO, no system call), so they are always on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stages {
+    /// The walker thread's CPU time (listing directories, stat of every entry); its waits
+    /// on a full channel are not counted.
+    pub walk: Duration,
+    /// Diffing the walk against what the store knows (its directory reads included).
+    pub diff: Duration,
+    /// Opening and reading changed files, summed over rayon's threads.
+    pub read: Duration,
+    /// Checksums and content hashes, summed over rayon's threads.
+    pub hash: Duration,
+    /// Media facts, summed over rayon's threads.
+    pub extract: Duration,
+    /// Handing batches to the sink (the fenced commits), on the committing thread.
+    pub write: Duration,
+}
+
+impl Stages {
+    fn as_array(&self) -> [Duration; 6] {
+        [
+            self.walk,
+            self.diff,
+            self.read,
+            self.hash,
+            self.extract,
+            self.write,
+        ]
+    }
+}
+
+/// Every run's `Stages` of this process, summed in nanoseconds, in `as_array`'s order.
+static STAGES: [AtomicU64; 6] = [const { AtomicU64::new(0) }; 6];
+
+fn record_stages(stages: &Stages) {
+    for (sum, time) in STAGES.iter().zip(stages.as_array()) {
+        sum.fetch_add(
+            u64::try_from(time.as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+    }
+}
+
+/// The time every scan run of this process has spent in each stage so far.
+pub fn stage_totals() -> Stages {
+    let at = |i: usize| Duration::from_nanos(STAGES[i].load(Ordering::Relaxed));
+    Stages {
+        walk: at(0),
+        diff: at(1),
+        read: at(2),
+        hash: at(3),
+        extract: at(4),
+        write: at(5),
+    }
+}
+
+/// The CPU time of the calling thread so far (its wall time where there is no such clock).
+fn thread_cpu(started: Instant) -> Duration {
+    #[cfg(target_os = "linux")]
+    {
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes one timespec this function owns.
+        if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) } == 0 {
+            let secs = u64::try_from(now.tv_sec).unwrap_or(0);
+            let nanos = u32::try_from(now.tv_nsec).unwrap_or(0);
+            return Duration::new(secs, nanos);
+        }
+    }
+    started.elapsed()
 }
 
 /// How often the committing side looks at the sink's cancellation while it waits.
@@ -229,15 +307,7 @@ pub fn run(
 ) -> Result<Summary, SinkError> {
     // The walker sends chunks of up to CHUNK entries: `channel` entries is this many chunks.
     let (tx, rx) = bounded(settings.channel.div_ceil(CHUNK).max(1));
-    let (walk_root, walk_scope) = (root.to_path_buf(), scope.to_path_buf());
-    let hook = settings.walk_hook.clone();
-    let walker = std::thread::Builder::new()
-        .name("mediadex-walker".into())
-        .spawn(move || walk(&walk_root, &walk_scope, &tx, hook.as_ref()))
-        .map_err(|source| SinkError::Spawn {
-            what: "walker",
-            source,
-        })?;
+    let walker = spawn_walker(root, scope, settings, tx)?;
     let stop = AtomicBool::new(false);
     let outcome = std::thread::scope(|s| {
         // A rendezvous channel: the reader hands batch N+1 over only once batch N is
@@ -253,13 +323,17 @@ pub fn run(
                 what: "scan reader",
                 source,
             })?;
-        let committed = consume(sink, &batch_rx);
+        let mut write = Duration::ZERO;
+        let committed = consume(sink, &batch_rx, &mut write);
         stop.store(true, Ordering::SeqCst);
         drop(batch_rx);
         let read = reader
             .join()
             .unwrap_or_else(|_| Err(SinkError::ReaderPanicked));
-        committed.and(read)
+        committed.and(read).map(|mut summary| {
+            summary.stages.write = write;
+            summary
+        })
     });
     // Dropping the receiver ends a walk still in progress.
     drop(rx);
@@ -267,8 +341,35 @@ pub fn run(
     // only its join tells the two apart, and what the diff found gone is then worthless.
     match (outcome, walker.join()) {
         (Ok(_), Err(panic)) => Err(SinkError::Walker(panic_text(panic.as_ref()))),
+        (Ok(mut summary), Ok(walk_cpu)) => {
+            summary.stages.walk = walk_cpu;
+            record_stages(&summary.stages);
+            Ok(summary)
+        }
         (outcome, _) => outcome,
     }
+}
+
+/// The walker thread; it answers its CPU time.
+fn spawn_walker(
+    root: &Path,
+    scope: &Path,
+    settings: &Settings,
+    tx: Sender<Vec<Walked>>,
+) -> Result<std::thread::JoinHandle<Duration>, SinkError> {
+    let (walk_root, walk_scope) = (root.to_path_buf(), scope.to_path_buf());
+    let hook = settings.walk_hook.clone();
+    std::thread::Builder::new()
+        .name("mediadex-walker".into())
+        .spawn(move || {
+            let started = Instant::now();
+            walk(&walk_root, &walk_scope, &tx, hook.as_ref());
+            thread_cpu(started)
+        })
+        .map_err(|source| SinkError::Spawn {
+            what: "walker",
+            source,
+        })
 }
 
 fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
@@ -281,13 +382,23 @@ fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
 
 /// The committing side: hands each batch to the sink, watching for a cancellation while
 /// it waits for the next one. Returns when the reader is done or on the first refusal.
-fn consume(sink: &mut dyn Sink, batches: &Receiver<Batch>) -> Result<(), SinkError> {
+/// `write` sums the time the sink took over the batches.
+fn consume(
+    sink: &mut dyn Sink,
+    batches: &Receiver<Batch>,
+    write: &mut Duration,
+) -> Result<(), SinkError> {
     loop {
         if sink.cancelled() {
             return Err(SinkError::Cancelled);
         }
         match batches.recv_timeout(CANCEL_POLL) {
-            Ok(batch) => sink.commit(batch)?,
+            Ok(batch) => {
+                let started = Instant::now();
+                let committed = sink.commit(batch);
+                *write += started.elapsed();
+                committed?
+            }
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => return Ok(()),
         }
@@ -308,14 +419,22 @@ fn produce(
     let mut state = Diffing::new(root, settings, known);
     let mut summary = Summary::default();
     let hand_over = |batch: Batch| batches.send(batch).map_err(|_| SinkError::Cancelled);
-    for item in walked.iter().flatten() {
-        if stop.load(Ordering::SeqCst) {
-            return Err(SinkError::Cancelled);
+    for chunk in walked.iter() {
+        let mut diffing = Instant::now();
+        for item in chunk {
+            if stop.load(Ordering::SeqCst) {
+                return Err(SinkError::Cancelled);
+            }
+            state.take(item)?;
+            if state.pending() >= settings.batch.max(1)
+                || state.to_read_bytes >= settings.batch_bytes
+            {
+                summary.stages.diff += diffing.elapsed();
+                hand_over(state.flush(extract, &mut summary))?;
+                diffing = Instant::now();
+            }
         }
-        state.take(item)?;
-        if state.pending() >= settings.batch.max(1) || state.to_read_bytes >= settings.batch_bytes {
-            hand_over(state.flush(extract, &mut summary))?;
-        }
+        summary.stages.diff += diffing.elapsed();
     }
     state.leave_all();
     hand_over(state.flush(extract, &mut summary))?;
@@ -602,7 +721,7 @@ impl<'a> Diffing<'a> {
         self.epoch += 1;
         let listings = Listings::default();
         let to_read = std::mem::take(&mut self.to_read);
-        let read: Vec<Observed> = to_read
+        let (read, times): (Vec<Observed>, Vec<ReadTimes>) = to_read
             .par_iter()
             .enumerate()
             .map(|(i, (rel, stamp, why))| {
@@ -611,7 +730,8 @@ impl<'a> Diffing<'a> {
                 }
                 observe(root, rel.clone(), *stamp, *why, extract, &listings)
             })
-            .collect();
+            .unzip();
+        add_read_times(&mut summary.stages, &times);
         let mut batch = std::mem::take(&mut self.batch);
         batch.problems.extend(read.iter().filter_map(problem));
         batch
@@ -634,6 +754,14 @@ fn problem(o: &Observed) -> Option<(PathBuf, String)> {
     Some((o.rel.clone(), o.error.clone()?))
 }
 
+/// One batch's read, hash and extract times, summed into the run's.
+fn add_read_times(stages: &mut Stages, times: &[ReadTimes]) {
+    let sum = |f: fn(&ReadTimes) -> Duration| times.iter().map(f).sum::<Duration>();
+    stages.read += sum(|t| t.read);
+    stages.hash += sum(|t| t.hash);
+    stages.extract += sum(|t| t.extract);
+}
+
 fn observe(
     root: &Path,
     rel: PathBuf,
@@ -641,7 +769,7 @@ fn observe(
     reason: Reason,
     extract: &Extract<'_>,
     listings: &Listings,
-) -> Observed {
+) -> (Observed, ReadTimes) {
     let path = root.join(&rel);
     match read_once(&path, stamp.size, extract) {
         Ok(mut read) => {
@@ -659,7 +787,7 @@ fn observe(
                 name.as_deref().unwrap_or(""),
                 stamp.mtime_ns,
             );
-            Observed {
+            let observed = Observed {
                 rel,
                 stamp,
                 reason,
@@ -668,19 +796,23 @@ fn observe(
                 error: read.facts.error.clone(),
                 facts: Some(read.facts),
                 beside_problems,
-            }
+            };
+            (observed, read.times)
         }
         // Vanished or unreadable mid-scan: recorded on the file, the run goes on.
-        Err(e) => Observed {
-            rel,
-            stamp,
-            reason,
-            checksum: None,
-            content_hash: None,
-            facts: None,
-            error: Some(format!("cannot read: {e}")),
-            beside_problems: Vec::new(),
-        },
+        Err(e) => {
+            let observed = Observed {
+                rel,
+                stamp,
+                reason,
+                checksum: None,
+                content_hash: None,
+                facts: None,
+                error: Some(format!("cannot read: {e}")),
+                beside_problems: Vec::new(),
+            };
+            (observed, ReadTimes::default())
+        }
     }
 }
 
@@ -841,6 +973,37 @@ mod tests {
         let f0 = sink.changed()["d0/e0/f0.jpg"].checksum;
         assert_eq!(f0, Some(*blake3::hash(b"photo 0").as_bytes()));
         assert_eq!(summary.unseen, Gone::default());
+    }
+
+    /// A first scan says how long it walked, diffed, read, hashed, extracted and wrote; an
+    /// unchanged rescan opened nothing, so it read, hashed and extracted for no time at all.
+    #[test]
+    fn a_run_says_where_its_time_went_by_stage() {
+        let dir = library(40);
+        let mut known = Memory::default();
+        let (first, summary) = scan(dir.path(), &mut known, &small_batches());
+        let s = summary.stages;
+        let named = [
+            ("walk", s.walk),
+            ("diff", s.diff),
+            ("read", s.read),
+            ("hash", s.hash),
+            ("extract", s.extract),
+            ("write", s.write),
+        ];
+        for (name, time) in named {
+            assert!(time > Duration::ZERO, "{name}: {s:?}");
+        }
+        first.remember(&mut known);
+        let (_, rescan) = scan(dir.path(), &mut known, &small_batches());
+        let r = rescan.stages;
+        assert_eq!([r.read, r.hash, r.extract], [Duration::ZERO; 3], "{r:?}");
+        assert!(r.walk > Duration::ZERO && r.diff > Duration::ZERO, "{r:?}");
+        let totals = stage_totals();
+        assert!(
+            totals.read >= s.read && totals.walk >= s.walk + r.walk,
+            "{totals:?}"
+        );
     }
 
     #[test]
