@@ -68,6 +68,14 @@ fn page_sql(filter: &AssetFilter, after: bool) -> String {
     sql
 }
 
+/// The lines of `EXPLAIN QUERY PLAN` for `sql`, every parameter NULL.
+fn plan(conn: &Connection, sql: &str) -> Result<Vec<String>, StoreError> {
+    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+    let nulls = vec![rusqlite::types::Null; stmt.parameter_count()];
+    let rows = stmt.query_map(rusqlite::params_from_iter(nulls), |r| r.get(3))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 fn page(
     conn: &Connection,
     filter: &AssetFilter,
@@ -240,14 +248,12 @@ impl Store {
         filter: &AssetFilter,
         after: bool,
     ) -> Result<Vec<String>, StoreError> {
-        let sql = format!("EXPLAIN QUERY PLAN {}", page_sql(filter, after));
-        self.read(|conn| {
-            let mut stmt = conn.prepare(&sql)?;
-            let n = stmt.parameter_count();
-            let nulls = vec![rusqlite::types::Null; n];
-            let rows = stmt.query_map(rusqlite::params_from_iter(nulls), |r| r.get(3))?;
-            Ok(rows.collect::<Result<_, _>>()?)
-        })
+        self.read(|conn| plan(conn, &page_sql(filter, after)))
+    }
+
+    /// The plan SQLite picks for the stack of one asset, which every listed asset reads.
+    pub fn asset_stack_plan(&self) -> Result<Vec<String>, StoreError> {
+        self.read(|conn| plan(conn, super::stacks::OF_ASSET))
     }
 
     /// What /metrics reports from the database, read in one go.

@@ -42,8 +42,10 @@ pub(super) const INSERT: &str = "
     INSERT INTO stacks (raw_file_id, primary_file_id) VALUES (?1, ?2)
     ON CONFLICT (raw_file_id) DO NOTHING";
 /// The stack of asset ?1: the primary file its present files are or stand behind, then that
-/// primary's RAW files; each present, with a live and published asset.
-const OF_ASSET: &str = "
+/// primary's RAW files; each present, with a live and published asset. The members lead the
+/// join (CROSS JOIN): left to the planner, it read all of `files` for each asset (534 ms per
+/// asset at 1M files, so 100 s for a list page; 0.24 ms led by the members).
+pub(super) const OF_ASSET: &str = "
     WITH heads (id) AS (
         SELECT s.primary_file_id FROM stacks s JOIN files f ON f.id = s.raw_file_id
          WHERE f.asset_id = ?1 AND f.state = 'present'
@@ -55,7 +57,7 @@ const OF_ASSET: &str = "
         UNION
         SELECT s.raw_file_id, 0 FROM stacks s JOIN heads h ON s.primary_file_id = h.id)
     SELECT f.asset_id, f.id, f.rel_path_text, a.mime, m.is_primary
-      FROM members m JOIN files f ON f.id = m.file_id AND f.state = 'present'
+      FROM members m CROSS JOIN files f ON f.id = m.file_id AND f.state = 'present'
       JOIN assets a ON a.id = f.asset_id AND a.trashed_at IS NULL AND a.pending_run IS NULL
      ORDER BY m.is_primary DESC, f.rel_path";
 

@@ -967,6 +967,18 @@ async fn the_asset_list_uses_the_timeline_index_without_sorting() {
     );
 }
 
+/// Every listed asset reads its stack: that read must seek, never read all of `files`
+/// (534 ms per asset at 1M files before the members led the join).
+#[tokio::test]
+async fn the_stack_of_an_asset_reads_no_whole_table() {
+    let api = api();
+    let plan = api.env.store.asset_stack_plan().unwrap();
+    let scans: Vec<_> = (plan.iter())
+        .filter(|l| l.starts_with("SCAN f") || l.starts_with("SCAN a"))
+        .collect();
+    assert!(scans.is_empty(), "{plan:?}");
+}
+
 /// A filter that matches few of a million assets must seek them, not read the whole
 /// timeline for them (0.3-18 s each before migration 0017): each filter's page reads its own
 /// index in timeline order, on every page. A tag is driven from its few rows, then sorted.
