@@ -7,6 +7,7 @@
 //! Must not import: rusqlite, r2d2, axum, http
 
 mod assets;
+mod manpage;
 mod problems;
 mod render;
 mod walks;
@@ -145,6 +146,12 @@ pub enum Command {
         /// Print one JSON array on stdout
         #[arg(long)]
         json: bool,
+    },
+    /// Write the man pages (mediadex.1 and one per subcommand) into DIR, for packagers
+    #[command(hide = true)]
+    Manpage {
+        /// The folder to write them into (created if missing)
+        dir: PathBuf,
     },
 }
 
@@ -362,6 +369,7 @@ pub fn run(args: Args, settings: &Settings) -> anyhow::Result<()> {
             restart,
             json,
         } => walk(data, kind.id(), restart, wait, json),
+        Command::Manpage { dir } => manpage::write(<Args as clap::CommandFactory>::command(), &dir),
     }
 }
 

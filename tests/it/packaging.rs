@@ -52,3 +52,92 @@ fn version_names_the_commit_the_sqlite_and_the_schemes() {
     // `-V` stays one line, for scripts.
     assert_eq!(mediadex(&["-V"]).lines().count(), 1);
 }
+
+/// `mediadex <path> --help`.
+fn help(path: &[String]) -> String {
+    let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+    args.push("--help");
+    mediadex(&args)
+}
+
+/// The names under a help text's `Commands:` heading (clap's own `help` left out).
+fn subcommands(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|l| l.trim() != "Commands:")
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        // A wrapped description continues deeper in; a command sits at two spaces.
+        .filter(|l| !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_string)
+        .collect()
+}
+
+/// The long flags under a help text's `Options:` heading.
+fn long_options(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|l| l.trim() != "Options:")
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("--")))
+        .map(|w| w.trim_end_matches(',').to_string())
+        .collect()
+}
+
+/// Every command `--help` shows, as its path below `mediadex` (`[]` is mediadex itself).
+fn every_command() -> Vec<Vec<String>> {
+    let mut found = vec![];
+    let mut todo = vec![vec![]];
+    while let Some(path) = todo.pop() {
+        for sub in subcommands(&help(&path)) {
+            let mut child = path.clone();
+            child.push(sub);
+            todo.push(child);
+        }
+        found.push(path);
+    }
+    found
+}
+
+/// The page of a command, roff's escaped hyphens read as hyphens.
+fn page(dir: &std::path::Path, path: &[String]) -> String {
+    let name = std::iter::once("mediadex")
+        .chain(path.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join("-");
+    let file = dir.join(format!("{name}.1"));
+    std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("no man page {} for {path:?}: {e}", file.display()))
+        .replace("\\-", "-")
+}
+
+/// The man pages the .deb ships (packaging/README.md) come from the same clap definitions as
+/// `--help`: one page per command, each parent page names its subcommands, and each page
+/// carries every long option its command's `--help` lists, so a new command or flag cannot be
+/// left out of them.
+#[test]
+fn the_man_pages_name_every_subcommand_and_its_options() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    mediadex(&["manpage", dir.path().to_str().expect("utf-8 temp path")]);
+    let commands = every_command();
+    assert!(commands.len() > 10, "{commands:?}");
+    for path in &commands {
+        let text = page(dir.path(), path);
+        let title = format!(
+            ".TH mediadex{} 1 ",
+            path.iter().map(|p| format!("-{p}")).collect::<String>()
+        );
+        assert!(text.contains(&title), "{path:?}: no {title:?} in {text}");
+        for option in long_options(&help(path)) {
+            assert!(text.contains(&option), "{path:?}: page lacks {option}");
+        }
+        if let Some((_, parent)) = path.split_last() {
+            let name = format!("mediadex-{}(1)", path.join("-"));
+            let above = page(dir.path(), parent);
+            assert!(
+                above.contains(&name),
+                "{parent:?}'s page does not name {name}"
+            );
+        }
+    }
+}
