@@ -149,10 +149,16 @@ struct Baseline {
 }
 
 /// One poll: the events since `seen`, and the new baseline. Blocking (store reads).
+/// A walk's event carries its state, whose `left` counts the assets still to visit: at a
+/// million assets that count is a read of the whole table, and a walking chain changes its
+/// mark at every batch. So it is made only while a stream `listening` will relay it; the
+/// marks move on either way, so a stream that connects later gets no stale walk event (the
+/// page reads `/api/walks` when it loads).
 fn poll_once(
     store: &Store,
     walks: &WalkKinds,
     seen: &Baseline,
+    listening: bool,
 ) -> Result<(Vec<BusEvent>, Baseline), crate::store::StoreError> {
     let runs = store.scan_runs(None, WINDOW)?;
     // Oldest first, so that a queued run is announced before its successor.
@@ -163,7 +169,7 @@ fn poll_once(
         .collect();
     let marks = walk_marks(store, walks)?;
     for &(kind, scheme) in walks.iter() {
-        if marks.get(&kind) != seen.walks.get(&kind) {
+        if listening && marks.get(&kind) != seen.walks.get(&kind) {
             let walk = one_state(store, kind, scheme)?;
             out.push(BusEvent {
                 kind: "walk",
@@ -188,7 +194,9 @@ async fn poll(store: Store, every: Duration, walks: WalkKinds, seen: Baseline, e
             _ = shutdown.changed() => return,
         }
         let (reader, kinds, last) = (store.clone(), walks.clone(), seen.clone());
-        let polled = tokio::task::spawn_blocking(move || poll_once(&reader, &kinds, &last)).await;
+        let listening = events.tx.receiver_count() > 0;
+        let polled =
+            tokio::task::spawn_blocking(move || poll_once(&reader, &kinds, &last, listening)).await;
         let (published, next) = match polled {
             Ok(Ok(done)) => done,
             Ok(Err(e)) => {
@@ -298,6 +306,35 @@ mod tests {
         assert_eq!(
             kinds(&never, Some(&waiting)),
             [("scan_finished", RunState::Cancelled)]
+        );
+    }
+
+    /// Nobody listening: a walk queued meanwhile is not announced (its state, which counts
+    /// the assets left, is not made), and not announced late to a stream that connects after.
+    #[test]
+    fn a_walk_change_is_announced_only_while_a_stream_listens() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let clock: crate::clock::SharedClock = std::sync::Arc::new(crate::clock::SystemClock);
+        let options = crate::store::StoreOptions::default();
+        let store = Store::open(&dir.path().join("m.db"), clock, options).expect("store");
+        let walks: WalkKinds = std::sync::Arc::from([(WalkKindId::ContentHash, 1)]);
+        let walk_events = |seen: &Baseline, listening: bool| {
+            let (events, next) = poll_once(&store, &walks, seen, listening).expect("poll");
+            let n = events.iter().filter(|e| e.kind == "walk").count();
+            (n, next)
+        };
+        let start = Baseline {
+            runs: Seen::new(),
+            walks: walk_marks(&store, &walks).expect("marks"),
+        };
+        crate::walks::request(&store, WalkKindId::ContentHash, 1, true).expect("queue");
+        let (unheard, later) = walk_events(&start, false);
+        assert_eq!(unheard, 0, "announced with nobody listening");
+        assert_eq!(walk_events(&later, true).0, 0, "announced late");
+        assert_eq!(
+            walk_events(&start, true).0,
+            1,
+            "a listener hears the change"
         );
     }
 }

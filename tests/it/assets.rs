@@ -432,20 +432,25 @@ fn a_batch_for_another_library_is_refused_whole() {
     );
 }
 
-#[test]
-fn the_sweep_deletes_only_assets_trashed_past_the_retention() {
-    let env = env();
-    let lib = env.library("photos");
-    let lease = start_scan(&env, lib, "");
+/// `a.jpg` indexed by one full scan, then missing from the next: its lone asset trashed.
+fn a_jpg_indexed_then_trashed(env: &Env, lib: i64) {
+    let lease = start_scan(env, lib, "");
     env.store
         .ingest_batch(&lease, lib, vec![item("a.jpg", 1, FileReason::New)], "")
         .unwrap();
     env.store
         .finish_full_scan(&lease, lib, ScanEnd::breaker(1.0, true))
         .unwrap();
-    let lease = start_scan(&env, lib, "");
-    let end = ScanEnd::breaker(1.0, true).unseen(unseen(&env, lib, &["a.jpg"]));
+    let lease = start_scan(env, lib, "");
+    let end = ScanEnd::breaker(1.0, true).unseen(unseen(env, lib, &["a.jpg"]));
     env.store.finish_full_scan(&lease, lib, end).unwrap();
+}
+
+#[test]
+fn the_sweep_deletes_only_assets_trashed_past_the_retention() {
+    let env = env();
+    let lib = env.library("photos");
+    a_jpg_indexed_then_trashed(&env, lib);
     assert_eq!(env.store.assets(true).unwrap().len(), 1);
 
     const DAY: i64 = 86_400_000;
@@ -472,16 +477,7 @@ fn the_trash_retention_setting_decides_what_the_sweep_deletes() {
     use mediadex::queue::maintenance::run_round;
     let env = env();
     let lib = env.library("photos");
-    let lease = start_scan(&env, lib, "");
-    env.store
-        .ingest_batch(&lease, lib, vec![item("a.jpg", 1, FileReason::New)], "")
-        .unwrap();
-    env.store
-        .finish_full_scan(&lease, lib, ScanEnd::breaker(1.0, true))
-        .unwrap();
-    let lease = start_scan(&env, lib, "");
-    let end = ScanEnd::breaker(1.0, true).unseen(unseen(&env, lib, &["a.jpg"]));
-    env.store.finish_full_scan(&lease, lib, end).unwrap();
+    a_jpg_indexed_then_trashed(&env, lib);
     env.clock.advance(3 * 86_400_000);
     let sweep_with = |days: Option<u64>| {
         let settings = Settings {

@@ -4,9 +4,9 @@
 //! router declares is in docs/api.md's route table and vice versa; every `MEDIADEX_*`
 //! variable src reads is in docs/environment.md's table and vice versa.
 
+use crate::support::help::{help, subcommands};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn repo(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
@@ -54,31 +54,6 @@ fn without_unit_tests(text: &str) -> &str {
 }
 
 // ---- the command line ---------------------------------------------------------------------
-
-/// What clap prints for `mediadex ARGS --help`.
-fn help(path: &[String]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_mediadex"))
-        .args(path)
-        .arg("--help")
-        .output()
-        .expect("run mediadex --help");
-    assert!(out.status.success(), "mediadex {path:?} --help: {out:?}");
-    String::from_utf8(out.stdout).expect("help is text")
-}
-
-/// The names listed under a help text's `Commands:` heading (clap's own `help` left out).
-fn subcommands(help: &str) -> Vec<String> {
-    help.lines()
-        .skip_while(|l| l.trim() != "Commands:")
-        .skip(1)
-        .take_while(|l| l.starts_with("  "))
-        // A wrapped description continues deeper in; a command sits at two spaces.
-        .filter(|l| !l.starts_with("   "))
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|name| *name != "help")
-        .map(str::to_string)
-        .collect()
-}
 
 /// The long flags under a help text's `Options:` heading, without the ones clap adds.
 fn options(help: &str) -> BTreeSet<String> {

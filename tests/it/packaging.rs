@@ -2,6 +2,7 @@
 //! exactly, the version, the git commit, the SQLite inside and the schemes that decide when
 //! a walk re-reads the library.
 
+use crate::support::help::{help, subcommands};
 use std::process::Command;
 
 fn mediadex(args: &[&str]) -> String {
@@ -51,27 +52,6 @@ fn version_names_the_commit_the_sqlite_and_the_schemes() {
     }
     // `-V` stays one line, for scripts.
     assert_eq!(mediadex(&["-V"]).lines().count(), 1);
-}
-
-/// `mediadex <path> --help`.
-fn help(path: &[String]) -> String {
-    let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
-    args.push("--help");
-    mediadex(&args)
-}
-
-/// The names under a help text's `Commands:` heading (clap's own `help` left out).
-fn subcommands(help: &str) -> Vec<String> {
-    help.lines()
-        .skip_while(|l| l.trim() != "Commands:")
-        .skip(1)
-        .take_while(|l| l.starts_with("  "))
-        // A wrapped description continues deeper in; a command sits at two spaces.
-        .filter(|l| !l.starts_with("   "))
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|name| *name != "help")
-        .map(str::to_string)
-        .collect()
 }
 
 /// The long flags under a help text's `Options:` heading.

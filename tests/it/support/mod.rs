@@ -116,6 +116,7 @@ pub mod corpus;
 pub mod cr3;
 pub mod dng;
 pub mod exif;
+pub mod help;
 pub mod synthetic;
 
 /// Whether a face walk chain waits or runs.
