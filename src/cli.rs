@@ -351,13 +351,7 @@ pub fn run(args: Args, settings: &Settings) -> anyhow::Result<()> {
             no_browser: _,
             insecure_no_auth,
         } => serve(data, insecure_no_auth),
-        Command::Token => {
-            let config = Config::load_settings(data)?;
-            emit(&format!(
-                "{}\n",
-                mediadex::token::load_or_create(&config.data_dir)?
-            ))
-        }
+        Command::Token => token(data),
         Command::Duplicates { json } => {
             let store = open(data)?.1;
             let twins = store.content_twins()?;
@@ -371,6 +365,15 @@ pub fn run(args: Args, settings: &Settings) -> anyhow::Result<()> {
         } => walk(data, kind.id(), restart, wait, json),
         Command::Manpage { dir } => manpage::write(<Args as clap::CommandFactory>::command(), &dir),
     }
+}
+
+/// `mediadex token`: the data dir's API token, made on first use.
+fn token(settings: &Settings) -> anyhow::Result<()> {
+    let config = Config::load_settings(settings)?;
+    emit(&format!(
+        "{}\n",
+        mediadex::token::load_or_create(&config.data_dir)?
+    ))
 }
 
 /// The services of a command: no workers, no watcher; the face detector only for the
