@@ -1,9 +1,8 @@
-//! The rolling log file (`logs/mediadex.log` in the data dir unless the `log_file` setting
-//! names another, rotated at 10 MiB, five kept), for the desktop app and the service, whose
-//! stderr nobody reads. Logging starts before
-//! the data dir is known, so the file is a process-wide slot that `open` fills; until then
-//! (and for one-shot CLI commands, which never open it) file output is discarded.
-//! Owns the file and its rotation; does not decide what is logged.
+//! The rolling log file (`logs/mediadex.log` in the data dir unless the `log_file` setting names
+//! another, rotated at 10 MiB, five kept), for the desktop app and the service, whose stderr nobody
+//! reads. Logging starts before the data dir is known, so the file is a process-wide slot that
+//! `open` fills; until then (and for one-shot CLI commands, which never open it) file output is
+//! discarded. Owns the file and its rotation; does not decide what is logged.
 //!
 //! Must not import: store, http, ops
 

@@ -291,7 +291,7 @@ impl Thumbs {
             path: file.display().to_string(),
             source,
         })?;
-        Ok(shrink_to(&bytes, src.orientation, self.size))
+        Ok(shrink(&bytes, src.orientation, self.size))
     }
 
     /// Writes the cache file atomically (a temp file renamed into place), so that a reader
@@ -348,7 +348,7 @@ fn jpeg(bytes: Vec<u8>) -> Thumb {
 /// turned again here. A file it cannot decode (or that hangs it) gets the placeholder.
 fn heif_picture(heif: &HeifDec, file: &Path, size: u32) -> Option<Vec<u8>> {
     match heif.decode_png(file) {
-        Ok(png) => shrink_to(&png, None, size),
+        Ok(png) => shrink(&png, None, size),
         Err(e) => {
             tracing::info!(error = %e, file = %file.display(), "HEIF picture not decoded; placeholder thumbnail");
             None
@@ -370,7 +370,7 @@ fn raw_picture(
     };
     let mut reader = std::io::BufReader::new(std::fs::File::open(file).map_err(source)?);
     match raw::picture(&mut reader, mime) {
-        Ok(raw::Picture::Jpeg(jpeg)) => Ok(shrink_to(&jpeg, orientation, size)),
+        Ok(raw::Picture::Jpeg(jpeg)) => Ok(shrink(&jpeg, orientation, size)),
         Ok(raw::Picture::Rgb {
             width,
             height,
@@ -397,13 +397,8 @@ fn decodable(mime: Option<&str>) -> bool {
 }
 
 /// Decodes a picture, turns it upright per its EXIF orientation, and encodes a JPEG
-/// thumbnail of the default size. `None` when it does not decode.
-pub fn shrink(bytes: &[u8], orientation: Option<u16>) -> Option<Vec<u8>> {
-    shrink_to(bytes, orientation, THUMB_SIZE)
-}
-
-/// `shrink` to a longest side of `size` pixels.
-pub fn shrink_to(bytes: &[u8], orientation: Option<u16>, size: u32) -> Option<Vec<u8>> {
+/// thumbnail whose longest side is at most `size`. `None` when it does not decode.
+fn shrink(bytes: &[u8], orientation: Option<u16>, size: u32) -> Option<Vec<u8>> {
     let reader = image::ImageReader::new(std::io::Cursor::new(bytes))
         .with_guessed_format()
         .ok()?;
@@ -448,7 +443,7 @@ fn poster(ffmpeg: &Path, file: &Path, size: u32) -> Option<Vec<u8>> {
     ["1", "0"]
         .iter()
         .find_map(|at| frame_at(ffmpeg, file, at).filter(|b| !b.is_empty()))
-        .and_then(|png| shrink_to(&png, None, size))
+        .and_then(|png| shrink(&png, None, size))
 }
 
 fn frame_at(ffmpeg: &Path, file: &Path, at: &str) -> Option<Vec<u8>> {
@@ -536,8 +531,11 @@ mod tests {
 
     #[test]
     fn orientation_6_turns_a_wide_picture_upright() {
-        assert_eq!(dims(&shrink(&wide_png(), None).expect("thumb")), (40, 20));
-        let turned = shrink(&wide_png(), Some(6)).expect("thumb");
+        assert_eq!(
+            dims(&shrink(&wide_png(), None, THUMB_SIZE).expect("thumb")),
+            (40, 20)
+        );
+        let turned = shrink(&wide_png(), Some(6), THUMB_SIZE).expect("thumb");
         assert_eq!(dims(&turned), (20, 40), "rotated 90 degrees");
         // Rotated clockwise: the left (red) half is now on top.
         let img = image::load_from_memory(&turned).expect("decodes").to_rgb8();

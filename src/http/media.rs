@@ -1,12 +1,11 @@
-//! An asset's bytes, by asset id only: its thumbnail (made on first request, cached by
-//! checksum, sent immutable with an ETag), its original file (streamed; one byte range
-//! of it on request, `range.rs`) and its motion clip (a Live Photo's MOV, or the window of a
-//! motion photo's JPEG that is its MP4, served as a file of its own). The file is the one
-//! `crate::locate` finds (the rules the walks and the thumbnail job read by): inside its
-//! library root, with the stamp its scan
-//! recorded, a missing one first in the trash folder; nothing outside a library is ever
-//! read, and no other bytes are ever served under the asset's checksum. Also which formats
-//! get only a placeholder thumbnail here (their decoding program is missing).
+//! An asset's bytes, by asset id only: its thumbnail (made on first request, cached by checksum,
+//! sent immutable with an ETag), its original file (streamed; one byte range of it on request,
+//! `range.rs`) and its motion clip (a Live Photo's MOV, or the window of a motion photo's JPEG that
+//! is its MP4, served as a file of its own). The file is the one `crate::locate` finds (the rules
+//! the walks and the thumbnail job read by): inside its library root, with the stamp its scan
+//! recorded, a missing one first in the trash folder; nothing outside a library is ever read, and
+//! no other bytes are ever served under the asset's checksum. Also which formats get only a
+//! placeholder thumbnail here (their decoding program is missing).
 
 use super::assets::get_asset;
 use super::error::{ApiError, Code};

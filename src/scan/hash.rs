@@ -1,13 +1,13 @@
-//! Reading a changed file: ONE read gives everything the scan stores about its bytes — the
-//! blake3 checksum over the whole file (the identity of an asset, DESIGN.md section 6), the
-//! content hash (`media::content_hash`) and the media facts. A small file is read into one
-//! buffer that all three are computed from; a large picture with content-hash rules (up to
-//! `content_hash::MAX_PARSED`) is mapped (`crate::mapped::with_map`) and all three come from
-//! the map, without a copy (`one_vs_two_reads/one_read/jpeg_camera`, a 7.9 MB JPEG: 4.35-6.66
-//! ms against 5.21-7.76 ms copied, 0.86x in 3 of 4 alternating pairs, 1.0x in the fourth). Any other large file (a video) is memory-mapped for the
-//! checksum (`crate::mapped`: hashed on rayon, and a file that shrinks or fails to read under
-//! the map is an error, not a SIGBUS), the extractor seeks in it for the few structures it needs,
-//! and its content hash is its checksum. Must not touch the database.
+//! Reading a changed file: ONE read gives everything the scan stores about its bytes — the blake3
+//! checksum over the whole file (the identity of an asset, DESIGN.md section 6), the content hash
+//! (`media::content_hash`) and the media facts. A small file is read into one buffer that all three
+//! are computed from; a large picture with content-hash rules (up to `content_hash::MAX_PARSED`) is
+//! mapped (`crate::mapped::with_map`) and all three come from the map, without a copy
+//! (`one_vs_two_reads/one_read/jpeg_camera`, a 7.9 MB JPEG: 4.35-6.66 ms against 5.21-7.76 ms
+//! copied, 0.86x in 3 of 4 alternating pairs, 1.0x in the fourth). Any other large file (a video)
+//! is memory-mapped for the checksum (`crate::mapped`: hashed on rayon, and a file that shrinks or
+//! fails to read under the map is an error, not a SIGBUS), the extractor seeks in it for the few
+//! structures it needs, and its content hash is its checksum. Must not touch the database.
 
 use crate::media::content_hash;
 use crate::model::MediaFacts;

@@ -279,17 +279,12 @@ pub fn stage_totals() -> Stages {
 fn thread_cpu(started: Instant) -> Duration {
     #[cfg(target_os = "linux")]
     {
-        let mut now = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime writes one timespec this function owns.
-        if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) } == 0 {
-            let secs = u64::try_from(now.tv_sec).unwrap_or(0);
-            let nanos = u32::try_from(now.tv_nsec).unwrap_or(0);
-            return Duration::new(secs, nanos);
-        }
+        let _ = started;
+        let now = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+        let secs = u64::try_from(now.tv_sec).unwrap_or(0);
+        Duration::new(secs, u32::try_from(now.tv_nsec).unwrap_or(0))
     }
+    #[cfg(not(target_os = "linux"))]
     started.elapsed()
 }
 
