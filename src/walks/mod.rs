@@ -48,7 +48,10 @@ pub trait WalkKind: Send + Sync + 'static {
 /// whether it re-visits stamped assets (`--restart`), how many assets it has visited, the
 /// process that enqueued it (`by`, a lease owner: while that one holds a lease, an older
 /// binary leaves the row alone), and whether it walks a rollback (it re-stamps what a newer
-/// scheme stamped).
+/// scheme stamped), and the assets it still has to visit after the cursor (`left`: counted
+/// by the start that scheduled the chain, else by its first batch, and lowered by each
+/// batch since, so that a status of a running walk counts nothing; assets added meanwhile
+/// are visited but not counted).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Payload {
     #[serde(default)]
@@ -63,6 +66,8 @@ pub struct Payload {
     pub by: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub rollback: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left: Option<i64>,
 }
 
 impl Payload {
@@ -134,6 +139,10 @@ impl<K: WalkKind> JobHandler for WalkJob<K> {
         let scheme = kind.scheme();
         let payload = walk_payload(kind.id(), scheme, job);
         ctx.ensure_live()?;
+        let left = match payload.left {
+            Some(left) => left,
+            None => (self.store).walk_left(kind.id(), payload.visit(scheme), payload.after)?,
+        };
         let batch = kind.select(&self.store, payload.after, payload.visit(scheme))?;
         let short = batch.len() < kind.batch_size();
         let results = kind.process(&batch);
@@ -144,6 +153,7 @@ impl<K: WalkKind> JobHandler for WalkJob<K> {
         let next = Payload {
             after: batch.last().map_or(payload.after, |a| a.id),
             done: payload.done + batch.len() as u64,
+            left: Some(left.saturating_sub(batch.len() as i64).max(0)),
             ..payload.clone().by(self.store.owner())
         };
         let commit = WalkCommit {
@@ -235,9 +245,9 @@ pub fn boot(store: &Store, kind: WalkKindId, scheme: i64, ttl: Millis) -> Result
         force: false,
         rollback,
     };
-    let behind = record.scheme < scheme || store.walk_left(kind, visit, 0)? > 0;
-    let chain = if behind {
-        Some(schedule(store, kind, scheme, rollback)?)
+    let left = store.walk_left(kind, visit, 0)?;
+    let chain = if record.scheme < scheme || left > 0 {
+        Some(schedule(store, kind, scheme, rollback, left)?)
     } else {
         None
     };
@@ -288,16 +298,19 @@ fn warn_at_start(
     }
 }
 
-/// Enqueues a chain at start. In a rollback, a live chain that would keep the newer
-/// scheme's stamps (any but a rollback chain of this scheme) is replaced.
+/// Enqueues a chain at start, with the `left` the start counted. In a rollback, a live
+/// chain that would keep the newer scheme's stamps (any but a rollback chain of this
+/// scheme) is replaced.
 fn schedule(
     store: &Store,
     kind: WalkKindId,
     scheme: i64,
     rollback: bool,
+    left: i64,
 ) -> Result<Enqueued, StoreError> {
     let payload = Payload {
         rollback,
+        left: Some(left),
         ..Payload::fresh(scheme, false).by(store.owner())
     };
     let job = chain_job(kind, &payload);
@@ -411,7 +424,8 @@ pub struct ChainState {
     pub scheme: Option<i64>,
     pub cursor: i64,
     pub done: u64,
-    /// Assets still to visit after the cursor (under the chain's scheme).
+    /// Assets still to visit after the cursor (under the chain's scheme): the chain's own
+    /// count (`Payload::left`), or counted here while its first batch has not run.
     pub left: i64,
     /// It re-visits stamped assets too (`--restart`).
     pub restart: bool,
@@ -426,7 +440,10 @@ pub fn state(store: &Store, kind: WalkKindId, current: i64) -> Result<WalkState,
     let chain = match store.live_job(kind.job_kind())? {
         Some(job) => {
             let p = Payload::parse(&job.payload);
-            let left = store.walk_left(kind, p.visit(current), p.after)?;
+            let left = match p.left {
+                Some(left) => left,
+                None => store.walk_left(kind, p.visit(current), p.after)?,
+            };
             Some(ChainState {
                 job_id: job.id,
                 state: job.state,
