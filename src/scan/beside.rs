@@ -24,8 +24,10 @@ pub struct Listings {
 }
 
 impl Listings {
-    /// The names in folder `dir` (absolute). One that cannot be listed has none: its
-    /// photos are read without what lies beside them, as they were before it was readable.
+    /// The names in folder `dir` (absolute) that can be beside a photo (`is_beside`: every
+    /// name `read` looks for is one): a folder of photos alone keeps none, and its photos
+    /// build no candidate names. One that cannot be listed has none: its photos are read
+    /// without what lies beside them, as they were before it was readable.
     fn names(&self, dir: &Path) -> Names {
         let mut dirs = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(names) = dirs.get(dir) {
@@ -35,6 +37,7 @@ impl Listings {
             .map(|entries| {
                 (entries.flatten())
                     .filter_map(|e| e.file_name().into_string().ok())
+                    .filter(|name| is_beside(name))
                     .collect()
             })
             .unwrap_or_default();
@@ -58,6 +61,9 @@ pub fn read(root: &Path, rel: &Path, listings: &Listings) -> (Beside, Vec<(PathB
         return (Beside::default(), problems);
     };
     let names = listings.names(&root.join(dir));
+    if names.is_empty() {
+        return (Beside::default(), problems);
+    }
     let there = |c: &String| names.contains(c.as_str());
     let mut beside = Beside::default();
     for candidate in sidecar::candidates(name).iter().filter(|c| there(c)) {
@@ -151,6 +157,33 @@ mod tests {
             }
         }
         (seen, stems)
+    }
+
+    #[test]
+    fn a_folder_is_listed_for_the_names_that_can_be_beside_a_photo_only() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for name in [
+            "a.jpg",
+            "a.jpg.xmp",
+            "b.JPG",
+            "b.XMP",
+            "c.jpg.json",
+            "d.txt",
+        ] {
+            std::fs::write(dir.path().join(name), b"x").expect("write");
+        }
+        let names = Listings::default().names(dir.path());
+        let mut names: Vec<&str> = names.iter().map(String::as_str).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["a.jpg.xmp", "b.XMP", "c.jpg.json"]);
+        // Every name `read` looks for is such a name: the rest of a folder is never asked.
+        for photo in ["a.jpg", "IMG_0001(1).HEIC", "x", ".jpg"] {
+            let sidecars = sidecar::candidates(photo);
+            let jsons = takeout::json_candidates(photo);
+            for c in sidecars.iter().chain(&jsons) {
+                assert!(is_beside(c), "{photo}: {c}");
+            }
+        }
     }
 
     #[test]

@@ -155,10 +155,36 @@ fn head(file: &mut std::fs::File) -> io::Result<Vec<u8>> {
     Ok(head)
 }
 
-/// The whole file in one buffer, sized from the stat so it is read without regrowing.
-fn read_whole(mut file: std::fs::File, size: u64) -> io::Result<Vec<u8>> {
-    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0).saturating_add(1));
-    file.read_to_end(&mut bytes)?;
+/// The whole file in one buffer, sized from the walk's stat. A file still that size is read
+/// with ONE read call: std's `read_to_end` on a file first asks its size again (statx, lseek)
+/// and then reads once more to see its end, 3 of the 7 system calls of a small file.
+fn read_whole(file: std::fs::File, size: u64) -> io::Result<Vec<u8>> {
+    read_sized(file, size)
+}
+
+/// `read_whole` over any reader. A read that stops exactly at the walk's `size`, short of the
+/// buffer's one spare byte, ends the file as the walk saw it (a regular file reads short only
+/// at its end; a file that grew since has a new stamp, and the next scan reads it again). A
+/// file that fills the buffer grew: it is read on to its end; one that shrank reads 0 sooner.
+fn read_sized(mut file: impl Read, size: u64) -> io::Result<Vec<u8>> {
+    let want = usize::try_from(size).unwrap_or(0);
+    let mut bytes = vec![0u8; want.saturating_add(1)];
+    let mut filled = 0;
+    loop {
+        match file.read(&mut bytes[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+        if filled == want {
+            break;
+        }
+        if filled == bytes.len() {
+            bytes.resize(bytes.len().saturating_mul(2).max(4096), 0);
+        }
+    }
+    bytes.truncate(filled);
     Ok(bytes)
 }
 
@@ -205,6 +231,48 @@ mod tests {
             handed.lock().expect("lock").as_deref(),
             Some(&b"photo bytes"[..])
         );
+    }
+
+    /// A reader that answers at most `step` bytes a call and counts its calls.
+    struct Counted<'a> {
+        bytes: &'a [u8],
+        step: usize,
+        calls: usize,
+    }
+
+    impl Read for Counted<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.calls += 1;
+            let n = buf.len().min(self.step).min(self.bytes.len());
+            buf[..n].copy_from_slice(&self.bytes[..n]);
+            self.bytes = &self.bytes[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_file_of_the_walks_size_is_read_in_one_call_and_any_other_to_its_end() {
+        let body: Vec<u8> = (0..5000).map(|i| (i % 251) as u8).collect();
+        let read = |stat: u64, step: usize| {
+            let mut reader = Counted {
+                bytes: &body,
+                step,
+                calls: 0,
+            };
+            let bytes = read_sized(&mut reader, stat).expect("read");
+            (bytes == body, reader.calls)
+        };
+        assert_eq!(
+            read(5000, usize::MAX),
+            (true, 1),
+            "no second read for its end"
+        );
+        // Short reads before the walk's size, a file that grew or shrank since: read on.
+        assert!(read(5000, 7).0);
+        assert!(read(3, usize::MAX).0);
+        assert!(read(3, 1000).0);
+        assert!(read(9000, usize::MAX).0);
+        assert!(read(0, usize::MAX).0);
     }
 
     #[test]

@@ -101,6 +101,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "a million assets",
         sql: include_str!("../../schema/0017_a_million_assets.sql"),
     },
+    Migration {
+        version: 18,
+        name: "asset insert without trigger",
+        sql: include_str!("../../schema/0018_asset_insert_no_trigger.sql"),
+    },
 ];
 
 pub(super) fn migrate(

@@ -140,7 +140,9 @@ const LAST_SCAN: &str = "
     SELECT l.id, l.name, (SELECT max(finished_at) FROM scan_runs r
                            WHERE r.library_id = l.id AND r.state = 'completed')
       FROM libraries l ORDER BY l.id";
-/// Kept by migration 0017's triggers (a count of a million rows at each scrape was 418 ms).
+/// Kept by migration 0017's triggers (a count of a million rows at each scrape was 418 ms):
+/// an asset is counted when it is published, trashed, restored or deleted (it is inserted
+/// pending, and migration 0018 dropped the insert trigger that never counted one).
 const BY_KIND: &str = "SELECT kind, n FROM live_kinds WHERE n > 0 ORDER BY kind";
 /// Counted by the walks (branch `walks`); 0 until they land.
 const SCHEME_RESTARTS: &str = "scheme_restarts";
