@@ -12,10 +12,12 @@ const WAL_CHECKPOINT_BYTES: i64 = 32 << 20;
 /// Page cache of the writer and of each reader, in KiB. SQLite fills a connection's cache up
 /// to its cap and keeps it, so the caps are the part of a process's memory that grows with
 /// the index (issue 16: peak RSS <= 64 MiB, flat from 100,000 to 1,000,000 files). At 64 MiB
-/// each, a first index of 100,000 small files peaked at 98 MiB (heaptrack: 61 MiB of it
-/// SQLite's page caches) and one of 1,000,000 at 119 MiB; with 16 MiB for the writer and 8
-/// MiB a reader it peaked at 52 MiB (debug build), its CPU time unchanged (11.6 vs 11.0 s
-/// user + sys). A page missing from a cache is a `pread` from the OS's page cache.
+/// each, a first index of 100,000 small files peaked at 93 MiB (heaptrack: 61 of the 61.5
+/// MiB of heap at the peak were SQLite's page caches) and one of 1,000,000 at 119 MiB; with
+/// 16 MiB for the writer and 8 MiB a reader it peaked at 47 MiB, its CPU time unchanged
+/// (release, /usr/bin/time -v). A page missing from a cache is a `pread` from the OS's page
+/// cache; at 1,000,000 files the writer's random index inserts miss more often (see
+/// docs/performance.md for what that costs the first index there).
 const WRITER_CACHE_KIB: i64 = 16 << 10;
 const READER_CACHE_KIB: i64 = 8 << 10;
 
