@@ -128,27 +128,52 @@ const CONTENT_TWINS: &str = "
 /// A new asset waits for its run's completion before anyone sees it.
 /// A run's completion publishes what every run of its library created and left pending
 /// (a retried run's successor finds those files unchanged; its completion publishes them).
+/// One chunk of ids at a time (`?2` ..< `?3`): see `PUBLISH_CHUNK`.
 const PUBLISH: &str = "
     UPDATE assets SET pending_run = NULL
+     WHERE id >= ?2 AND id < ?3
+       AND pending_run IN (SELECT id FROM scan_runs
+                            WHERE library_id = (SELECT library_id FROM scan_runs WHERE id = ?1))";
+
+/// The id range of what a completion of run ?1 is about to publish, then that of the
+/// pictures and videos among it (what the thumbnail job will visit); NULLs when none.
+const TO_PUBLISH: &str = "
+    SELECT min(id), max(id), min(CASE WHEN kind IN ('image', 'video') THEN id END),
+           max(CASE WHEN kind IN ('image', 'video') THEN id END) FROM assets
      WHERE pending_run IN (SELECT id FROM scan_runs
                             WHERE library_id = (SELECT library_id FROM scan_runs WHERE id = ?1))";
 
-/// The id range of the pictures and videos a completion of run ?1 is about to publish
-/// (NULLs when there are none): what the thumbnail job will visit.
-const TO_PUBLISH: &str = "
-    SELECT min(id), max(id) FROM assets
-     WHERE kind IN ('image', 'video')
-       AND pending_run IN (SELECT id FROM scan_runs
-                            WHERE library_id = (SELECT library_id FROM scan_runs WHERE id = ?1))";
+/// Ids published per statement. An UPDATE of `assets` (it has triggers) first collects the
+/// rowid of every row it will change, outside the page cache and its cap: publishing a first
+/// index of 1,000,000 assets in one statement raised the scan's resident memory from 68 to
+/// 86 MiB at its very end (sampled /proc status), where 65,536 ids bound it to about 1.5 MiB.
+const PUBLISH_CHUNK: i64 = 65_536;
 
 /// Publishes what the library's runs left pending. Returns the lowest and highest id of the
 /// pictures and videos among them, when there were any.
 pub(super) fn publish(conn: &Connection, run_id: i64) -> Result<Option<(i64, i64)>, StoreError> {
-    let range: (Option<i64>, Option<i64>) = conn
-        .prepare_cached(TO_PUBLISH)?
-        .query_row([run_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    conn.prepare_cached(PUBLISH)?.execute([run_id])?;
-    Ok(range.0.zip(range.1))
+    publish_in_chunks(conn, run_id, PUBLISH_CHUNK)
+}
+
+fn publish_in_chunks(
+    conn: &Connection,
+    run_id: i64,
+    chunk: i64,
+) -> Result<Option<(i64, i64)>, StoreError> {
+    type Ids = Option<i64>;
+    let (lo, hi, media_lo, media_hi): (Ids, Ids, Ids, Ids) =
+        conn.prepare_cached(TO_PUBLISH)?.query_row([run_id], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })?;
+    if let (Some(mut from), Some(hi)) = (lo, hi) {
+        let mut stmt = conn.prepare_cached(PUBLISH)?;
+        while from <= hi {
+            let to = from.saturating_add(chunk.max(1));
+            stmt.execute(params![run_id, from, to])?;
+            from = to;
+        }
+    }
+    Ok(media_lo.zip(media_hi))
 }
 
 fn find(conn: &Connection, checksum: &[u8; 32]) -> Result<Option<(i64, bool)>, StoreError> {
@@ -817,5 +842,72 @@ mod race_tests {
             )
             .expect("count");
         assert_eq!(missing, 1, "its missing file row stays too");
+    }
+}
+
+#[cfg(test)]
+mod publish_tests {
+    use super::publish_in_chunks;
+    use crate::clock::FakeClock;
+    use crate::model::{FileReason, FileStamp, IngestItem, MediaFacts, MediaKind, ScanRequest};
+    use crate::store::{Store, StoreOptions};
+
+    fn item(n: u8) -> IngestItem {
+        let path = format!("{n}.jpg");
+        IngestItem {
+            rel_path: path.as_bytes().to_vec(),
+            rel_path_text: path,
+            stamp: FileStamp {
+                size: 10,
+                mtime_ns: 1,
+                dev: 1,
+                inode: u64::from(n),
+            },
+            reason: FileReason::New,
+            checksum: Some([n; 32]),
+            content_hash: None,
+            facts: Some(MediaFacts {
+                kind: Some(MediaKind::Image),
+                ..MediaFacts::default()
+            }),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn a_completion_publishes_every_pending_asset_however_many_chunks_they_span() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("p.db");
+        let store = Store::open(&db, FakeClock::new(1_000), StoreOptions::default()).expect("open");
+        let lib = store.add_library("photos", "/photos").expect("library").id;
+        store
+            .request_scan(ScanRequest {
+                library_id: lib,
+                scope: String::new(),
+                trigger: crate::model::Trigger::Manual,
+                watch_event: None,
+            })
+            .expect("request");
+        let (lease, _) = store.claim_scan_run(60_000).expect("claim").expect("run");
+        let items = (1..=7).map(item).collect();
+        store.ingest_batch(&lease, lib, items, "").expect("ingest");
+        let conn = rusqlite::Connection::open(&db).expect("conn");
+        let pending = || -> i64 {
+            conn.query_row(
+                "SELECT count(*) FROM assets WHERE pending_run IS NOT NULL",
+                [],
+                |r| r.get(0),
+            )
+            .expect("count")
+        };
+        assert_eq!(pending(), 7);
+        let range = publish_in_chunks(&conn, lease.id, 3).expect("publish");
+        assert_eq!(pending(), 0, "every chunk was published");
+        let (lo, hi): (i64, i64) = conn
+            .query_row("SELECT min(id), max(id) FROM assets", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .expect("ids");
+        assert_eq!(range, Some((lo, hi)));
     }
 }
