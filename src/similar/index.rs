@@ -56,18 +56,20 @@ pub fn masks(radius: u32) -> Vec<u16> {
 
 /// One hashed picture: its asset, its hash and the first 8 bytes of its content hash (two
 /// different contents share them with a chance of 2^-64 per pair), `None` when it has none.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Entry {
-    pub id: i64,
-    pub hash: u64,
-    pub content: Option<u64>,
+pub use crate::model::PictureHash as Entry;
+
+/// Whether the pair is one picture (the same asset, or the same content): never similar.
+fn same_picture(a: &Entry, b: &Entry) -> bool {
+    a.id == b.id || (a.content.is_some() && a.content == b.content)
 }
 
-impl Entry {
-    /// Whether the pair is one picture (the same asset, or the same content): never similar.
-    fn same_picture(&self, other: &Entry) -> bool {
-        self.id == other.id || (self.content.is_some() && self.content == other.content)
-    }
+/// The band values within the radius of `distance` of each band of `hash`: what to look up
+/// in each band's table (the store's band indexes) for the hashes near it.
+pub fn band_probes(hash: u64, distance: u32) -> Vec<Vec<u16>> {
+    let masks = masks(radius(distance.min(MAX_DISTANCE)));
+    (0..BANDS)
+        .map(|b| masks.iter().map(|m| band(hash, b) ^ m).collect())
+        .collect()
 }
 
 /// One band's table: the entries by band value (a counting sort: `starts[v]..starts[v + 1]`
@@ -145,7 +147,7 @@ impl Index {
         let mut out: Vec<(Entry, u32)> = Vec::new();
         self.each_near(probe.hash, distance, &masks(radius(distance)), |j| {
             let e = self.entries[j];
-            if !e.same_picture(probe) {
+            if !same_picture(&e, probe) {
                 out.push((e, super::distance(probe.hash, e.hash)));
             }
         });
@@ -163,7 +165,7 @@ impl Index {
         let mut sets = Sets::new(self.entries.len());
         for (i, e) in self.entries.iter().enumerate() {
             self.each_near(e.hash, distance, &masks, |j| {
-                if j > i && !e.same_picture(&self.entries[j]) {
+                if j > i && !same_picture(e, &self.entries[j]) {
                     sets.union(i, j);
                 }
             });
@@ -268,7 +270,7 @@ mod tests {
         let mut sets = Sets::new(entries.len());
         for (i, a) in entries.iter().enumerate() {
             for (j, b) in entries.iter().enumerate().skip(i + 1) {
-                if super::super::distance(a.hash, b.hash) <= distance && !a.same_picture(b) {
+                if super::super::distance(a.hash, b.hash) <= distance && !same_picture(a, b) {
                     sets.union(i, j);
                 }
             }
@@ -292,7 +294,7 @@ mod tests {
             let brute: Vec<i64> = entries
                 .iter()
                 .filter(|e| super::super::distance(e.hash, probe.hash) <= 9)
-                .filter(|e| !e.same_picture(probe))
+                .filter(|e| !same_picture(e, probe))
                 .map(|e| e.id)
                 .collect();
             let mut got: Vec<i64> = index.near(probe, 9).iter().map(|(e, _)| e.id).collect();

@@ -4,13 +4,17 @@
 //! the distances the index supports; must not touch the database, the queue or the files'
 //! identity (the walk, `walks::similar`, hands it a file that still holds the asset's bytes).
 //!
-//! The hash is pHash as image_hasher computes it (Mean over a DCT, `HashAlg::Mean` with
-//! `preproc_dct`): the picture as shown (orientation applied) is decoded through the face
-//! walk's decode (`faces::upright_picture`: JPEG, PNG, WebP, GIF, HEIF through heif-dec, RAW
-//! previews), boxed down to `DECODE_SIDE` pixels, made grey, resized to 16x16, transformed,
-//! and its 8x8 lowest frequencies compared with their mean. A re-encode, a resize or a light
-//! tint moves a few bits; two different photos differ in about half of them. Videos have no
-//! hash (their frames would need ffmpeg and a rule of their own).
+//! The hash is image_hasher's Blockhash (blockhash.io) at 8x8: the picture as shown
+//! (orientation applied) is decoded through the face walk's decode (`faces::upright_picture`:
+//! JPEG, PNG, WebP, GIF, HEIF through heif-dec, RAW previews), boxed down to `DECODE_SIDE`
+//! pixels, cut into 8x8 blocks, and each block's brightness compared with the median of its
+//! band of blocks. Chosen by measuring the corpus's Extras/Similar (`examples/
+//! similar_distances.rs`; docs/configuration.md has the figures): against Mean+DCT ("pHash",
+//! whose mean includes the DC term: unrelated photos 0-7 bits apart), Median+DCT, Gradient
+//! (dHash) and Mean, it keeps a re-encode, a half-size copy and a tint within 2 bits and the
+//! 90% crops within 2, 6 and 8, while the closest two unrelated groups are 23 bits apart and
+//! the look-alike scene 28. Videos have no hash (their frames would need ffmpeg and a rule of
+//! their own).
 //!
 //! Must not import: store, queue, http, ops, rusqlite
 
@@ -36,8 +40,7 @@ fn hasher() -> &'static Hasher {
     HASHER.get_or_init(|| {
         HasherConfig::new()
             .hash_size(8, 8)
-            .hash_alg(HashAlg::Mean)
-            .preproc_dct()
+            .hash_alg(HashAlg::Blockhash)
             .to_hasher()
     })
 }

@@ -101,6 +101,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "a million assets",
         sql: include_str!("../../schema/0017_a_million_assets.sql"),
     },
+    Migration {
+        version: 18,
+        name: "similar",
+        sql: include_str!("../../schema/0018_similar.sql"),
+    },
 ];
 
 pub(super) fn migrate(
