@@ -16,6 +16,7 @@ const STAMP: &str = "
 const LIVE: &str = "
     SELECT id, phash, substr(content_hash, 1, 8) FROM assets
      WHERE phash IS NOT NULL AND pending_run IS NULL AND trashed_at IS NULL ORDER BY id";
+const STAMP_OF: &str = "SELECT phash, phash_scheme FROM assets WHERE id = ?1 AND phash_scheme IS NOT NULL";
 const OF_ASSET: &str = "
     SELECT id, phash, substr(content_hash, 1, 8) FROM assets
      WHERE id = ?1 AND phash IS NOT NULL";
@@ -80,6 +81,20 @@ impl Store {
     pub fn picture_hash(&self, id: i64) -> Result<Option<PictureHash>, StoreError> {
         use rusqlite::OptionalExtension;
         self.read(|conn| Ok(conn.prepare_cached(OF_ASSET)?.query_row([id], picture).optional()?))
+    }
+
+    /// The stamp of one asset: its hash (`None`: it cannot be hashed) and the scheme, `None`
+    /// while no walk stamped it.
+    pub fn picture_hash_stamp(&self, id: i64) -> Result<Option<(Option<u64>, i64)>, StoreError> {
+        use rusqlite::OptionalExtension;
+        self.read(|conn| {
+            Ok(conn
+                .prepare_cached(STAMP_OF)?
+                .query_row([id], |r| {
+                    Ok((r.get::<_, Option<i64>>(0)?.map(|h| h as u64), r.get(1)?))
+                })
+                .optional()?)
+        })
     }
 
     /// The live pictures whose band `b` is one of `probes[b]` (`similar::index::band_probes`),
