@@ -34,7 +34,8 @@ fn main() {
     for entry in walkdir::WalkDir::new(&root).sort_by_file_name() {
         let entry = entry.expect("walk");
         if entry.file_type().is_file()
-            && let Ok(img) = mediadex::faces::upright_picture(entry.path(), mediadex::similar::DECODE_SIDE)
+            && let Ok(img) =
+                mediadex::faces::upright_picture(entry.path(), mediadex::similar::DECODE_SIDE)
         {
             pictures.push((entry.path().to_path_buf(), img));
         }
@@ -74,7 +75,11 @@ fn main() {
             }
         }
         all.sort_unstable();
-        println!("{name}: median of all pairs {}, 1st percentile {}", all[all.len() / 2], all[all.len() / 100]);
+        println!(
+            "{name}: median of all pairs {}, 1st percentile {}",
+            all[all.len() / 2],
+            all[all.len() / 100]
+        );
         for (g, ds) in &within {
             println!("  within {g}: {ds:?}");
         }

@@ -36,9 +36,10 @@ pub async fn list(
     let limit = super::error::limit(q.limit, DEFAULT_PAGE, MAX_PAGE)?;
     let after = match q.cursor.as_deref() {
         None => None,
-        Some(text) => Some(text.parse::<i64>().map_err(|_| {
-            ApiError::bad_request("cursor is not one this server handed out")
-        })?),
+        Some(text) => Some(
+            text.parse::<i64>()
+                .map_err(|_| ApiError::bad_request("cursor is not one this server handed out"))?,
+        ),
     };
     let distance = s.ops.similar_distance;
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
@@ -72,6 +73,9 @@ pub async fn of_asset(
     Ok(Json(OfAsset {
         asset_id: id,
         distance,
-        items: near.iter().map(|n| Similar::new(n, PathForm::Files)).collect(),
+        items: near
+            .iter()
+            .map(|n| Similar::new(n, PathForm::Files))
+            .collect(),
     }))
 }

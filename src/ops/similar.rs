@@ -33,7 +33,11 @@ pub fn page(s: &Services, after: Option<i64>, limit: usize) -> Result<GroupPage,
     let next = more.then(|| ids.last().map(|g| g[0])).flatten();
     let groups = ids
         .iter()
-        .map(|g| Ok(Group { assets: assets(s, g)? }))
+        .map(|g| {
+            Ok(Group {
+                assets: assets(s, g)?,
+            })
+        })
         .collect::<Result<_, Error>>()?;
     Ok(GroupPage { groups, next })
 }
@@ -49,7 +53,9 @@ pub fn of_asset(s: &Services, id: i64) -> Result<Vec<(Asset, u32)>, Error> {
         return Ok(Vec::new());
     };
     let distance = s.similar_distance;
-    let candidates = s.store.pictures_in_bands(&band_probes(probe.hash, distance))?;
+    let candidates = s
+        .store
+        .pictures_in_bands(&band_probes(probe.hash, distance))?;
     let near = Index::new(candidates).near(&probe, distance);
     let mut out = Vec::with_capacity(near.len());
     for (entry, d) in near {

@@ -320,7 +320,10 @@ mod tests {
     fn twins_and_the_same_asset_are_never_a_group_and_a_chain_is_one() {
         let e = |id, hash, content| Entry { id, hash, content };
         let twins = Index::new(vec![e(1, 0, Some(7)), e(2, 1, Some(7))]);
-        assert!(twins.groups(6).is_empty(), "the same content is a duplicate");
+        assert!(
+            twins.groups(6).is_empty(),
+            "the same content is a duplicate"
+        );
         assert!(twins.near(&e(1, 0, Some(7)), 6).is_empty());
         // 0 -> 5 bits -> 10 bits: the ends are 10 apart, each step 5.
         let chain = Index::new(vec![e(1, 0, None), e(2, 0x1F, None), e(3, 0x3FF, None)]);

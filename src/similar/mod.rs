@@ -89,11 +89,17 @@ mod tests {
             image::imageops::FilterType::Triangle,
         );
         assert!(distance(a, hash_image(&half)) <= 2, "half size");
-        assert_eq!(hash_file(&path).expect("hash"), hash_file(&path).expect("hash"));
+        assert_eq!(
+            hash_file(&path).expect("hash"),
+            hash_file(&path).expect("hash")
+        );
         let grey = DynamicImage::ImageLuma8(original.to_luma8());
         assert!(distance(a, hash_image(&grey)) <= 2, "grey copy");
         let flipped = original.fliph();
-        assert!(distance(a, hash_image(&flipped)) > 16, "a mirror image is another picture");
+        assert!(
+            distance(a, hash_image(&flipped)) > 16,
+            "a mirror image is another picture"
+        );
     }
 
     #[test]

@@ -16,7 +16,8 @@ const STAMP: &str = "
 const LIVE: &str = "
     SELECT id, phash, substr(content_hash, 1, 8) FROM assets
      WHERE phash IS NOT NULL AND pending_run IS NULL AND trashed_at IS NULL ORDER BY id";
-const STAMP_OF: &str = "SELECT phash, phash_scheme FROM assets WHERE id = ?1 AND phash_scheme IS NOT NULL";
+const STAMP_OF: &str =
+    "SELECT phash, phash_scheme FROM assets WHERE id = ?1 AND phash_scheme IS NOT NULL";
 const OF_ASSET: &str = "
     SELECT id, phash, substr(content_hash, 1, 8) FROM assets
      WHERE id = ?1 AND phash IS NOT NULL";
@@ -80,7 +81,12 @@ impl Store {
     /// The hash of one asset (trashed or not), `None` while it has none.
     pub fn picture_hash(&self, id: i64) -> Result<Option<PictureHash>, StoreError> {
         use rusqlite::OptionalExtension;
-        self.read(|conn| Ok(conn.prepare_cached(OF_ASSET)?.query_row([id], picture).optional()?))
+        self.read(|conn| {
+            Ok(conn
+                .prepare_cached(OF_ASSET)?
+                .query_row([id], picture)
+                .optional()?)
+        })
     }
 
     /// The stamp of one asset: its hash (`None`: it cannot be hashed) and the scheme, `None`
@@ -119,6 +125,10 @@ impl Store {
 
     /// The plans SQLite picks for the four band lookups.
     pub fn pictures_in_bands_plan(&self) -> Result<Vec<Vec<String>>, StoreError> {
-        self.read(|conn| NEAR.iter().map(|sql| super::queries::plan(conn, sql)).collect())
+        self.read(|conn| {
+            NEAR.iter()
+                .map(|sql| super::queries::plan(conn, sql))
+                .collect()
+        })
     }
 }

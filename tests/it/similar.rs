@@ -23,7 +23,9 @@ fn fixture(name: &str) -> PathBuf {
 
 /// A fixture picture boxed down to `side` pixels (small: the default tests stay fast).
 fn small(name: &str, side: u32) -> image::DynamicImage {
-    image::open(fixture(name)).expect("fixture").thumbnail(side, side)
+    image::open(fixture(name))
+        .expect("fixture")
+        .thumbnail(side, side)
 }
 
 fn save_jpeg(img: &image::DynamicImage, path: &Path, quality: u8) {
@@ -83,8 +85,14 @@ impl Lib {
 
     /// Runs the similar walk in this process until no chain of it is left.
     fn walk(&self) {
-        mediadex::app::walk(&self.env.store, &self.config, WalkKindId::Similar, false, true)
-            .expect("walk");
+        mediadex::app::walk(
+            &self.env.store,
+            &self.config,
+            WalkKindId::Similar,
+            false,
+            true,
+        )
+        .expect("walk");
     }
 
     fn services(&self, distance: u32) -> mediadex::ops::Services {
@@ -107,13 +115,21 @@ fn library() -> Lib {
     astronaut.save(root.join("a.png")).unwrap();
     save_jpeg(&astronaut.thumbnail(80, 80), &root.join("a_small.jpg"), 60);
     // A 95% centre crop: the copy furthest from its original (a few bits).
-    save_jpeg(&astronaut.crop_imm(3, 3, 122, 122), &root.join("a_crop.jpg"), 85);
+    save_jpeg(
+        &astronaut.crop_imm(3, 3, 122, 122),
+        &root.join("a_crop.jpg"),
+        85,
+    );
     save_jpeg(&small("rocket.jpg", 128), &root.join("r.jpg"), 85);
     twin_of(&root.join("r.jpg"), &root.join("r_twin.jpg"));
     save_jpeg(&small("chelsea.png", 128), &root.join("c.jpg"), 85);
     std::fs::copy(fixture("astronaut.mp4"), root.join("v.mp4")).unwrap();
     // A JPEG by its first bytes that decodes to nothing: stamped "no hash".
-    std::fs::write(root.join("broken.jpg"), b"\xFF\xD8\xFF\xE0\0\x10JFIF\0garbage").unwrap();
+    std::fs::write(
+        root.join("broken.jpg"),
+        b"\xFF\xD8\xFF\xE0\0\x10JFIF\0garbage",
+    )
+    .unwrap();
     let run = support::scan_now(&env, library, "");
     assert!(run.state.is_terminal(), "{run:?}");
     let mut ids = std::collections::BTreeMap::new();
@@ -133,7 +149,12 @@ fn the_walk_groups_the_copies_and_leaves_twins_and_other_photos_out() {
     let twins = lib.env.store.content_twins().unwrap();
     assert_eq!(twins.len(), 1, "r.jpg and r_twin.jpg share a content hash");
     lib.walk();
-    let record = lib.env.store.walk_record(WalkKindId::Similar).unwrap().unwrap();
+    let record = lib
+        .env
+        .store
+        .walk_record(WalkKindId::Similar)
+        .unwrap()
+        .unwrap();
     assert_eq!(record.scheme, mediadex::similar::SCHEME);
     let groups = lib.groups(mediadex::config::DEFAULT_SIMILAR_DISTANCE);
     let mut astronauts = vec![lib.id("a.png"), lib.id("a_small.jpg"), lib.id("a_crop.jpg")];
@@ -151,10 +172,22 @@ fn the_walk_groups_the_copies_and_leaves_twins_and_other_photos_out() {
     let s = lib.services(7);
     let near = mediadex::ops::similar::of_asset(&s, lib.id("a.png")).unwrap();
     let near: Vec<(i64, u32)> = near.iter().map(|(a, d)| (a.id, *d)).collect();
-    assert_eq!(near[0], (lib.id("a_small.jpg"), 0), "nearest first: {near:?}");
+    assert_eq!(
+        near[0],
+        (lib.id("a_small.jpg"), 0),
+        "nearest first: {near:?}"
+    );
     assert_eq!(near.len(), 2, "{near:?}");
-    assert!(mediadex::ops::similar::of_asset(&s, lib.id("r.jpg")).unwrap().is_empty());
-    assert!(mediadex::ops::similar::of_asset(&s, lib.id("v.mp4")).unwrap().is_empty());
+    assert!(
+        mediadex::ops::similar::of_asset(&s, lib.id("r.jpg"))
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        mediadex::ops::similar::of_asset(&s, lib.id("v.mp4"))
+            .unwrap()
+            .is_empty()
+    );
     assert!(matches!(
         mediadex::ops::similar::of_asset(&s, 9999),
         Err(mediadex::ops::Error::NotFound(..))
@@ -166,7 +199,14 @@ fn the_distance_setting_changes_the_groups_without_a_new_walk() {
     let lib = library();
     lib.walk();
     let jobs = lib.env.store.jobs(1000).unwrap().len();
-    let hash = |name| lib.env.store.picture_hash(lib.id(name)).unwrap().unwrap().hash;
+    let hash = |name| {
+        lib.env
+            .store
+            .picture_hash(lib.id(name))
+            .unwrap()
+            .unwrap()
+            .hash
+    };
     let crop = [("a.png"), ("a_small.jpg")]
         .map(|n| distance(hash(n), hash("a_crop.jpg")))
         .into_iter()
@@ -180,7 +220,11 @@ fn the_distance_setting_changes_the_groups_without_a_new_walk() {
     all.sort_unstable();
     assert_eq!(lib.groups(crop), vec![all]);
     assert_eq!(lib.groups(0), vec![vec![a, small]]);
-    assert_eq!(lib.env.store.jobs(1000).unwrap().len(), jobs, "no walk was asked for");
+    assert_eq!(
+        lib.env.store.jobs(1000).unwrap().len(),
+        jobs,
+        "no walk was asked for"
+    );
 }
 
 #[test]
@@ -192,10 +236,19 @@ fn trashed_pictures_are_skipped_and_a_missing_file_keeps_its_old_stamp() {
     lib.walk();
     let stamp = |name| lib.env.store.picture_hash_stamp(lib.id(name)).unwrap();
     assert_eq!(stamp("c.jpg"), None, "trashed: not walked");
-    assert_eq!(stamp("a_small.jpg"), None, "its file is gone: no stamp, retried later");
+    assert_eq!(
+        stamp("a_small.jpg"),
+        None,
+        "its file is gone: no stamp, retried later"
+    );
     assert!(stamp("a.png").is_some_and(|(h, _)| h.is_some()));
     // The walk completed all the same.
-    let record = lib.env.store.walk_record(WalkKindId::Similar).unwrap().unwrap();
+    let record = lib
+        .env
+        .store
+        .walk_record(WalkKindId::Similar)
+        .unwrap()
+        .unwrap();
     assert_eq!(record.scheme, 1);
 }
 
@@ -208,8 +261,14 @@ fn the_lookup_of_a_pictures_neighbours_reads_no_whole_table() {
     assert_eq!(plans.len(), 4);
     for (b, plan) in plans.iter().enumerate() {
         let index = format!("USING INDEX assets_phash{b}");
-        assert!(plan.iter().any(|l| l.contains(&index)), "band {b}: {plan:?}");
-        assert!(!plan.iter().any(|l| l.starts_with("SCAN assets")), "band {b}: {plan:?}");
+        assert!(
+            plan.iter().any(|l| l.contains(&index)),
+            "band {b}: {plan:?}"
+        );
+        assert!(
+            !plan.iter().any(|l| l.starts_with("SCAN assets")),
+            "band {b}: {plan:?}"
+        );
     }
 }
 
@@ -240,14 +299,27 @@ fn the_cli_lists_the_groups_at_the_distance_asked_for() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|g| g["assets"].as_array().unwrap().iter().map(|a| a["id"].as_i64().unwrap()).collect())
+        .map(|g| {
+            g["assets"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a["id"].as_i64().unwrap())
+                .collect()
+        })
         .collect();
     let (a, small, cropped) = (lib.id("a.png"), lib.id("a_small.jpg"), lib.id("a_crop.jpg"));
     let mut all = vec![a, small, cropped];
     all.sort_unstable();
     assert_eq!(ids, vec![all]);
     let tight = support::cli_json(data, &["similar", "--json", "--distance", "0"]);
-    assert_eq!(tight.as_array().unwrap()[0]["assets"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        tight.as_array().unwrap()[0]["assets"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
     let out = assert_cmd::cargo::cargo_bin_cmd!("mediadex")
         .env_remove("MEDIADEX_DATA")
         .arg("--data")
@@ -255,7 +327,11 @@ fn the_cli_lists_the_groups_at_the_distance_asked_for() {
         .args(["similar", "--distance", "12"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2), "a distance above the bound is refused");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a distance above the bound is refused"
+    );
 }
 
 /// The Extras tier's ground truth: each `xnearN` set (an original, its half-size copy, a
@@ -272,7 +348,9 @@ fn the_corpus_near_duplicates_are_grouped_and_the_look_alike_scene_is_not() {
     mediadex::app::walk(&env.store, &config, WalkKindId::Similar, false, true).expect("walk");
     let mut sets: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     for row in support::corpus::manifest_rows(&lib) {
-        let (Some(path), Some(group)) = (row.first(), row.get(2)) else { continue };
+        let (Some(path), Some(group)) = (row.first(), row.get(2)) else {
+            continue;
+        };
         if group.starts_with("xnear") || group == "xscene1" {
             sets.entry(group.clone()).or_default().push(path.clone());
         }
@@ -294,7 +372,13 @@ fn the_corpus_near_duplicates_are_grouped_and_the_look_alike_scene_is_not() {
         let id = by_path[path];
         groups.iter().position(|g| g.contains(&id))
     };
-    let hash = |path: &str| env.store.picture_hash(by_path[path]).unwrap().expect(path).hash;
+    let hash = |path: &str| {
+        env.store
+            .picture_hash(by_path[path])
+            .unwrap()
+            .expect(path)
+            .hash
+    };
     let mut seen_groups = BTreeSet::new();
     for (set, paths) in &sets {
         if set == "xscene1" {
@@ -308,17 +392,116 @@ fn the_corpus_near_duplicates_are_grouped_and_the_look_alike_scene_is_not() {
             }
             continue;
         }
-        let original = paths.iter().find(|p| !p.contains('_')).expect("the original").clone();
+        let original = paths
+            .iter()
+            .find(|p| !p.contains('_'))
+            .expect("the original")
+            .clone();
         for p in paths {
-            println!("{set}: {p}: {} bits from {original}", distance(hash(p), hash(&original)));
+            println!(
+                "{set}: {p}: {} bits from {original}",
+                distance(hash(p), hash(&original))
+            );
         }
         let home = group_of(&original).unwrap_or_else(|| panic!("{original} in no group"));
         assert!(seen_groups.insert(home), "{set} merged with another set");
         for p in paths {
             if group_of(p) != Some(home) {
                 assert!(p.contains("crop90"), "{p} is not grouped with {original}");
-                println!("{set}: {p} is not in its group at distance {}", config.similar_distance);
+                println!(
+                    "{set}: {p} is not in its group at distance {}",
+                    config.similar_distance
+                );
             }
         }
     }
+}
+
+/// The API answers the groups, paged by their first asset id, and one picture's neighbours.
+#[tokio::test]
+async fn the_api_pages_the_groups_and_answers_one_pictures_neighbours() {
+    use tower::ServiceExt;
+    let lib = library();
+    lib.walk();
+    // A second group: the cat and a re-encode of it.
+    let root = lib.env.dir.path().join("photos");
+    save_jpeg(&small("chelsea.png", 128), &root.join("c_small.jpg"), 50);
+    let library = lib.env.store.libraries().unwrap()[0].id;
+    support::scan_now(&lib.env, library, "");
+    lib.walk();
+    let c_small = lib.env.store.assets(false).unwrap();
+    let c_small = c_small
+        .iter()
+        .find(|a| a.paths[0].rel_path_text == "c_small.jpg")
+        .unwrap()
+        .id;
+    let (_stop, stop_rx) = tokio::sync::watch::channel(false);
+    let config = mediadex::http::HttpConfig {
+        security: mediadex::http::Security::for_bind(
+            "127.0.0.1:7468".parse().unwrap(),
+            None,
+            false,
+        ),
+        thumbs: mediadex::thumbs::Thumbs::with_ffmpeg(lib.env.dir.path(), None),
+        event_poll: std::time::Duration::from_millis(10),
+        ops: lib.services(7),
+    };
+    let router = mediadex::http::router(mediadex::http::AppState::start(config, stop_rx).unwrap());
+    let get = |uri: String| {
+        let router = router.clone();
+        async move {
+            let request = axum::http::Request::get(uri)
+                .header("host", "127.0.0.1:7468")
+                .body(axum::body::Body::empty())
+                .unwrap();
+            let response = router.oneshot(request).await.unwrap();
+            let status = response.status().as_u16();
+            let body = axum::body::to_bytes(response.into_body(), 1 << 24)
+                .await
+                .unwrap();
+            (
+                status,
+                serde_json::from_slice::<serde_json::Value>(&body).unwrap(),
+            )
+        }
+    };
+    let ids = |page: &serde_json::Value| -> Vec<Vec<i64>> {
+        (page["items"].as_array().unwrap().iter())
+            .map(|g| {
+                g["assets"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|a| a["id"].as_i64().unwrap())
+                    .collect()
+            })
+            .collect()
+    };
+    let (status, first) = get("/api/similar?limit=1".into()).await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(first["distance"], 7);
+    let mut astronauts = vec![lib.id("a.png"), lib.id("a_small.jpg"), lib.id("a_crop.jpg")];
+    astronauts.sort_unstable();
+    assert_eq!(ids(&first), vec![astronauts]);
+    let cursor = first["next_cursor"]
+        .as_str()
+        .expect("a next page")
+        .to_string();
+    let (_, second) = get(format!("/api/similar?limit=1&cursor={cursor}")).await;
+    assert_eq!(ids(&second), vec![vec![lib.id("c.jpg"), c_small]]);
+    assert!(second["next_cursor"].is_null());
+    let (status, bad) = get("/api/similar?cursor=x".into()).await;
+    assert_eq!(
+        (status, bad["error"]["code"].as_str()),
+        (400, Some("bad_request"))
+    );
+    let (status, near) = get(format!("/api/assets/{}/similar", lib.id("c.jpg"))).await;
+    assert_eq!(status, 200, "{near}");
+    assert_eq!(near["items"][0]["asset"]["id"], c_small);
+    assert!(near["items"][0]["distance"].as_u64().unwrap() <= 7);
+    let (status, missing) = get("/api/assets/9999/similar".into()).await;
+    assert_eq!(
+        (status, missing["error"]["code"].as_str()),
+        (404, Some("not_found"))
+    );
 }

@@ -271,7 +271,9 @@ impl Which {
                     batch,
                 }),
             )),
-            Which::Similar => Box::new(WalkJob::new(store, Arc::new(SimilarWalk { scheme, batch }))),
+            Which::Similar => {
+                Box::new(WalkJob::new(store, Arc::new(SimilarWalk { scheme, batch })))
+            }
         }
     }
 
