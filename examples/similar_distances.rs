@@ -64,11 +64,9 @@ fn main() {
                 match (ga, gb) {
                     (Some(a), Some(b)) if a == b => within.entry(a.clone()).or_default().push(d),
                     (Some(_), Some(_)) => between = between.min(d),
-                    (Some(a), _) | (_, Some(a)) if a != "scene" => {
-                        if d < nearest_other {
-                            nearest_other = d;
-                            eprintln!("{name}: {d} {pa} {pb}");
-                        }
+                    (Some(a), _) | (_, Some(a)) if a != "scene" && d < nearest_other => {
+                        nearest_other = d;
+                        eprintln!("{name}: {d} {pa} {pb}");
                     }
                     _ => {}
                 }

@@ -179,7 +179,7 @@ pub fn content_walk(config: &Config) -> ContentHashWalk {
 
 /// The similar-photo walk as this process runs it (scheme override from the config).
 pub fn similar_walk(config: &Config) -> SimilarWalk {
-    SimilarWalk::new(config.similar_scheme)
+    SimilarWalk::new(Arc::new(crate::similar::WalkHasher), config.similar_scheme)
 }
 
 /// The face detector this build carries: RetinaFace, its model embedded in the binary. `None`

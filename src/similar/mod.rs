@@ -16,6 +16,8 @@
 //! the look-alike scene 28. Videos have no hash (their frames would need ffmpeg and a rule of
 //! their own).
 //!
+//! Only `WalkHasher` knows the walk's trait.
+//!
 //! Must not import: store, queue, http, ops, rusqlite
 
 pub mod index;
@@ -61,6 +63,29 @@ pub fn hash_image(image: &DynamicImage) -> u64 {
 pub fn hash_file(path: &Path) -> Result<u64, FaceError> {
     let image = crate::faces::upright_picture(path, DECODE_SIDE)?;
     Ok(hash_image(&image))
+}
+
+/// This hash as the similar walk's hasher (`walks::similar::PictureHasher`): a permanent
+/// decode error is "no hash, ever" (the walk stamps it and does not try again), any other
+/// (I/O, no `heif-dec` here yet) leaves the asset's stamp for a later walk.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WalkHasher;
+
+impl crate::walks::similar::PictureHasher for WalkHasher {
+    fn hash(&self, path: &Path) -> Result<Option<u64>, String> {
+        match hash_file(path) {
+            Ok(hash) => Ok(Some(hash)),
+            Err(e) if e.is_permanent() => {
+                tracing::info!(path = %path.display(), error = %e, "no perceptual hash for this picture");
+                Ok(None)
+            }
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    fn version(&self) -> i64 {
+        SCHEME
+    }
 }
 
 /// How many of the 64 bits two hashes differ in.

@@ -230,6 +230,14 @@ fn face_stamps(store: &Store, ids: &[i64]) -> Vec<Option<i64>> {
         .collect()
 }
 
+/// The similar walk of a binary of `scheme`, with the real hasher.
+fn similar_walk(scheme: i64, batch: usize) -> SimilarWalk {
+    SimilarWalk {
+        batch,
+        ..SimilarWalk::new(Arc::new(mediadex::similar::WalkHasher), Some(scheme))
+    }
+}
+
 /// The perceptual-hash scheme stamped on each asset (None: unstamped).
 fn similar_stamps(store: &Store, ids: &[i64]) -> Vec<Option<i64>> {
     ids.iter()
@@ -271,9 +279,7 @@ impl Which {
                     batch,
                 }),
             )),
-            Which::Similar => {
-                Box::new(WalkJob::new(store, Arc::new(SimilarWalk { scheme, batch })))
-            }
+            Which::Similar => Box::new(WalkJob::new(store, Arc::new(similar_walk(scheme, batch)))),
         }
     }
 
@@ -752,10 +758,7 @@ fn a_stale_walkers_batch_lands_nothing(which: Which) {
             step(&env.store, kind, &h)
         }
         Which::Similar => {
-            let inner = SimilarWalk {
-                scheme: 1,
-                batch: 3,
-            };
+            let inner = similar_walk(1, 3);
             let h = WalkJob::new(&env.store, Arc::new(Hooked { inner, hook }));
             step(&env.store, kind, &h)
         }
