@@ -341,10 +341,10 @@ fn the_cli_lists_the_groups_at_the_distance_asked_for() {
 #[test]
 #[ignore = "needs the make-corpus library (MEDIADEX_CORPUS, CORPUS_EXTRAS=1; scripts/corpus-tier.sh)"]
 fn the_corpus_near_duplicates_are_grouped_and_the_look_alike_scene_is_not() {
-    let (env, lib, _library, run) = support::corpus_scan_requested();
-    let done = support::run_ended(&env, run.id);
-    assert!(done.state.is_terminal());
+    let (env, lib, library, run) = support::corpus_scan_requested();
     let config = mediadex::config::Config::resolve(Some(env.dir.path().to_path_buf())).unwrap();
+    mediadex::app::work_until_idle(&env.store, &config, &[library.id]).expect("scan");
+    assert!(support::run_ended(&env, run.id).state.is_terminal());
     mediadex::app::walk(&env.store, &config, WalkKindId::Similar, false, true).expect("walk");
     let mut sets: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     for row in support::corpus::manifest_rows(&lib) {
