@@ -73,10 +73,12 @@ pub fn band_probes(hash: u64, distance: u32) -> Vec<Vec<u16>> {
 }
 
 /// One band's table: the entries by band value (a counting sort: `starts[v]..starts[v + 1]`
-/// of `members` are the entries whose band is `v`).
+/// of `members` are the entries whose band is `v`), each member with its whole hash, so that
+/// a bucket is checked reading its own memory in order (reading each candidate's entry
+/// instead was a cache miss per candidate: 5 times slower at 1M hashes).
 struct Band {
     starts: Vec<u32>,
-    members: Vec<u32>,
+    members: Vec<(u64, u32)>,
 }
 
 impl Band {
@@ -89,16 +91,16 @@ impl Band {
             starts[v + 1] += starts[v];
         }
         let mut next = starts.clone();
-        let mut members = vec![0u32; entries.len()];
+        let mut members = vec![(0u64, 0u32); entries.len()];
         for (i, e) in entries.iter().enumerate() {
             let slot = &mut next[usize::from(band(e.hash, b))];
-            members[*slot as usize] = i as u32;
+            members[*slot as usize] = (e.hash, i as u32);
             *slot += 1;
         }
         Band { starts, members }
     }
 
-    fn bucket(&self, value: u16) -> &[u32] {
+    fn bucket(&self, value: u16) -> &[(u64, u32)] {
         let v = usize::from(value);
         &self.members[self.starts[v] as usize..self.starts[v + 1] as usize]
     }
@@ -124,16 +126,23 @@ impl Index {
         self.entries.is_empty()
     }
 
-    /// Calls `found` with the position of every entry within `distance` of `hash` (each once
-    /// per band it shares within the radius; a caller that needs each once dedupes).
-    fn each_near(&self, hash: u64, distance: u32, masks: &[u16], mut found: impl FnMut(usize)) {
+    /// Calls `found` with the position of every entry after position `after` (all: `None`)
+    /// within `distance` of `hash`, each once per band it shares within the radius (a caller
+    /// that needs each once dedupes).
+    fn each_near(
+        &self,
+        (hash, after): (u64, Option<usize>),
+        distance: u32,
+        masks: &[u16],
+        mut found: impl FnMut(usize),
+    ) {
+        let after = after.map_or(-1, |a| a as i64);
         for (b, table) in (0..BANDS).zip(&self.bands) {
             let value = band(hash, b);
             for m in masks {
-                for &j in table.bucket(value ^ m) {
-                    let j = j as usize;
-                    if super::distance(hash, self.entries[j].hash) <= distance {
-                        found(j);
+                for &(other, j) in table.bucket(value ^ m) {
+                    if i64::from(j) > after && super::distance(hash, other) <= distance {
+                        found(j as usize);
                     }
                 }
             }
@@ -145,12 +154,17 @@ impl Index {
     pub fn near(&self, probe: &Entry, distance: u32) -> Vec<(Entry, u32)> {
         let distance = distance.min(MAX_DISTANCE);
         let mut out: Vec<(Entry, u32)> = Vec::new();
-        self.each_near(probe.hash, distance, &masks(radius(distance)), |j| {
-            let e = self.entries[j];
-            if !same_picture(&e, probe) {
-                out.push((e, super::distance(probe.hash, e.hash)));
-            }
-        });
+        self.each_near(
+            (probe.hash, None),
+            distance,
+            &masks(radius(distance)),
+            |j| {
+                let e = self.entries[j];
+                if !same_picture(&e, probe) {
+                    out.push((e, super::distance(probe.hash, e.hash)));
+                }
+            },
+        );
         out.sort_by_key(|(e, d)| (*d, e.id));
         out.dedup_by_key(|(e, _)| e.id);
         out
@@ -164,8 +178,8 @@ impl Index {
         let masks = masks(radius(distance));
         let mut sets = Sets::new(self.entries.len());
         for (i, e) in self.entries.iter().enumerate() {
-            self.each_near(e.hash, distance, &masks, |j| {
-                if j > i && !same_picture(e, &self.entries[j]) {
+            self.each_near((e.hash, Some(i)), distance, &masks, |j| {
+                if !same_picture(e, &self.entries[j]) {
                     sets.union(i, j);
                 }
             });
