@@ -460,9 +460,13 @@ fn observe(
     // Compare only across two observations made with the same process stopped.
     seen.stopped = stopped.filter(|pid| seen.stopped == Some(*pid));
     for job in &jobs {
-        let walk = [WalkKindId::ContentHash, WalkKindId::Faces]
-            .iter()
-            .any(|k| k.job_kind() == job.kind);
+        let walk = [
+            WalkKindId::ContentHash,
+            WalkKindId::Faces,
+            WalkKindId::Similar,
+        ]
+        .iter()
+        .any(|k| k.job_kind() == job.kind);
         if walk && matches!(job.state, JobState::Queued | JobState::Running) {
             *chains.entry(job.kind.clone()).or_default() += 1;
         }
@@ -688,7 +692,11 @@ fn check_settled(store: &Store, v: &dyn Fn(String)) -> anyhow::Result<()> {
         v(format!("trash intent {} is pending", intent.id));
     }
     let live = store.assets(false)?;
-    for kind in [WalkKindId::ContentHash, WalkKindId::Faces] {
+    for kind in [
+        WalkKindId::ContentHash,
+        WalkKindId::Faces,
+        WalkKindId::Similar,
+    ] {
         let Some(record) = store.walk_record(kind)? else {
             continue;
         };
@@ -702,6 +710,7 @@ fn check_settled(store: &Store, v: &dyn Fn(String)) -> anyhow::Result<()> {
             let stamp = match kind {
                 WalkKindId::ContentHash => a.content_hash.as_ref().map(|c| c.scheme),
                 WalkKindId::Faces => a.faces_scheme,
+                WalkKindId::Similar => store.picture_hash_stamp(a.id)?.map(|(_, s)| s),
             };
             if stamp.is_some_and(|s| s < record.scheme) {
                 v(format!(

@@ -36,6 +36,8 @@ if [ "$EXTRAS" = 1 ]; then
     MEDIADEX_CORPUS="$WORK/lib" cargo test --release --test it corpus_dates:: -- --ignored --nocapture
     MEDIADEX_CORPUS="$WORK/lib" cargo test --release --test it corpus_raw:: -- --ignored --nocapture
     MEDIADEX_CORPUS="$WORK/lib" cargo test --release --test it corpus_motion:: -- --ignored --nocapture
+    # Similar photos against the Extras' ground truth (xnearN grouped, xscene1 not): ~10 s.
+    MEDIADEX_CORPUS="$WORK/lib" cargo test --release --test it similar::the_corpus -- --ignored --nocapture
 fi
 # The tests that need one of the tools installed above (ignored in a plain `cargo test`).
 cargo test --test it -- --ignored --exact \

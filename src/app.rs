@@ -25,6 +25,7 @@ use crate::thumbs::job::ThumbsJob;
 use crate::trash::MoveJob;
 use crate::walks::content_hash::ContentHashWalk;
 use crate::walks::faces::{FaceDetector, FacesWalk};
+use crate::walks::similar::SimilarWalk;
 use crate::walks::{WalkJob, WalkKind};
 use anyhow::Context;
 use std::sync::Arc;
@@ -34,12 +35,13 @@ use std::sync::Arc;
 /// the library (so a bug report says which index a binary writes).
 pub fn long_version() -> String {
     format!(
-        "{}\ncommit: {}\nsqlite: {}\ncontent-hash scheme: {}\nface scheme: {}",
+        "{}\ncommit: {}\nsqlite: {}\ncontent-hash scheme: {}\nface scheme: {}\nsimilar scheme: {}",
         env!("CARGO_PKG_VERSION"),
         env!("MEDIADEX_GIT_COMMIT"),
         crate::store::sqlite_version(),
         crate::media::content_hash::SCHEME,
         crate::faces::SCHEME,
+        crate::similar::SCHEME,
     )
 }
 
@@ -135,6 +137,10 @@ fn handlers(store: &Store, config: &Config) -> Handlers {
         .job(
             WalkKindId::ContentHash.job_kind(),
             WalkJob::new(store, Arc::new(content_walk(config))),
+        )
+        .job(
+            WalkKindId::Similar.job_kind(),
+            WalkJob::new(store, Arc::new(similar_walk(config))),
         );
     if let Some(faces) = faces_walk(config) {
         handlers = handlers.job(
@@ -171,6 +177,11 @@ pub fn content_walk(config: &Config) -> ContentHashWalk {
     ContentHashWalk::new(config.content_hash_scheme)
 }
 
+/// The similar-photo walk as this process runs it (scheme override from the config).
+pub fn similar_walk(config: &Config) -> SimilarWalk {
+    SimilarWalk::new(Arc::new(crate::similar::WalkHasher), config.similar_scheme)
+}
+
 /// The face detector this build carries: RetinaFace, its model embedded in the binary. `None`
 /// only if the model fails to load (a broken build): the face-repair walk is then not
 /// scheduled, and the reason is logged.
@@ -202,6 +213,7 @@ pub fn walk_schemes(config: &Config) -> Vec<(WalkKindId, Option<i64>)> {
     vec![
         (WalkKindId::ContentHash, Some(content_walk(config).scheme)),
         (WalkKindId::Faces, Some(faces_scheme(config))),
+        (WalkKindId::Similar, Some(similar_walk(config).scheme)),
     ]
 }
 
@@ -244,6 +256,11 @@ pub fn walk(
             crate::ops::walks::start_here(&s, kind, walk.scheme(), restart, ttl)?;
             Handlers::default().job(kind.job_kind(), WalkJob::new(store, Arc::new(walk)))
         }
+        WalkKindId::Similar => {
+            let walk = similar_walk(config);
+            crate::ops::walks::start_here(&s, kind, walk.scheme(), restart, ttl)?;
+            Handlers::default().job(kind.job_kind(), WalkJob::new(store, Arc::new(walk)))
+        }
     };
     if wait {
         run_until(store, config, handlers, || {
@@ -266,6 +283,7 @@ pub fn command_services(config: &Config, store: Store, faces: bool) -> crate::op
             None
         },
         restore_faces: Some(faces_follow_up(&store, config)),
+        similar_distance: config.similar_distance,
         ..crate::ops::Services::new(store)
     }
 }
@@ -363,9 +381,14 @@ pub fn maintenance_config(config: &Config) -> MaintenanceConfig {
 }
 
 /// The face walk a scan's completion or a restore queues in its own transaction (it picks
-/// up new assets, and restored ones the walk skipped while they were trashed).
+/// up new assets, and restored ones the walk skipped while they were trashed), and with it
+/// the similar-photo walk, which skips the same assets.
 pub fn faces_follow_up(store: &Store, config: &Config) -> crate::model::WalkRequest {
-    crate::walks::follow_up(store, WalkKindId::Faces, faces_scheme(config))
+    let similar = crate::walks::follow_up(store, WalkKindId::Similar, similar_walk(config).scheme);
+    crate::model::WalkRequest {
+        with: vec![similar],
+        ..crate::walks::follow_up(store, WalkKindId::Faces, faces_scheme(config))
+    }
 }
 
 #[cfg(test)]

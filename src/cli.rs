@@ -126,7 +126,8 @@ pub enum Command {
         #[command(subcommand)]
         action: FacesAction,
     },
-    /// Run a walk over every asset: content-hash (re-stamps content hashes) or faces
+    /// Run a walk over every asset: content-hash (re-stamps content hashes), faces, or
+    /// similar (perceptual hashes of the pictures)
     Walk {
         /// Which walk
         #[arg(value_enum)]
@@ -144,6 +145,16 @@ pub enum Command {
     /// List duplicates: byte-identical files, and the same picture with other metadata
     Duplicates {
         /// Print one JSON array on stdout
+        #[arg(long)]
+        json: bool,
+    },
+    /// List groups of similar pictures (near-duplicates, bursts): perceptual hashes within
+    /// the `similar_distance` setting; byte-identical and same-content copies are duplicates
+    Similar {
+        /// Bits (of 64) two hashes may differ in, instead of the setting [default: 7]
+        #[arg(long, value_name = "BITS", value_parser = clap::value_parser!(u32).range(0..=11))]
+        distance: Option<u32>,
+        /// Print one JSON array of the groups on stdout
         #[arg(long)]
         json: bool,
     },
@@ -193,6 +204,7 @@ pub enum FacesAction {
 pub enum WalkArg {
     ContentHash,
     Faces,
+    Similar,
 }
 
 impl WalkArg {
@@ -200,6 +212,7 @@ impl WalkArg {
         match self {
             WalkArg::ContentHash => WalkKindId::ContentHash,
             WalkArg::Faces => WalkKindId::Faces,
+            WalkArg::Similar => WalkKindId::Similar,
         }
     }
 }
@@ -304,6 +317,10 @@ pub fn settings(args: &Args) -> Result<Settings, ConfigError> {
             flags.libraries = (!libraries.is_empty()).then(|| libraries.clone());
             Some(PathBuf::from(SERVICE_FILE))
         }
+        Some(Command::Similar { distance, .. }) => {
+            flags.similar_distance = *distance;
+            desktop_file()
+        }
         _ => desktop_file(),
     };
     Settings::resolve(flags, args.config.clone(), default_file, &|name| {
@@ -363,6 +380,7 @@ pub fn run(args: Args, settings: &Settings) -> anyhow::Result<()> {
             restart,
             json,
         } => walk(data, kind.id(), restart, wait, json),
+        Command::Similar { distance: _, json } => similar(data, json),
         Command::Manpage { dir } => manpage::write(<Args as clap::CommandFactory>::command(), &dir),
     }
 }
@@ -488,6 +506,14 @@ fn walk(
         &mediadex::walks::state(&s.store, kind, scheme)?,
         json,
     )?)
+}
+
+/// `mediadex similar`: every group, at the layered `similar_distance` (its flag in them).
+fn similar(data: &Settings, json: bool) -> anyhow::Result<()> {
+    let (config, store) = open(data)?;
+    let s = services(&config, store, false);
+    let page = ops::similar::page(&s, None, usize::MAX)?;
+    emit(&assets::similar(&page.groups, s.similar_distance, json)?)
 }
 
 fn run_reasons(

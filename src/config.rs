@@ -40,6 +40,11 @@ pub const WATCH_POLL_SECS_ENV: &str = "MEDIADEX_WATCH_POLL_SECS";
 /// that tests can stage a scheme upgrade or a rollback with one binary. Not settings.
 pub const CONTENT_HASH_SCHEME_ENV: &str = "MEDIADEX_CONTENT_HASH_SCHEME";
 pub const FACE_SCHEME_ENV: &str = "MEDIADEX_FACE_SCHEME";
+pub const SIMILAR_SCHEME_ENV: &str = "MEDIADEX_SIMILAR_SCHEME";
+
+/// How many bits (of 64) two pictures' perceptual hashes may differ in for them to be
+/// similar (`similar_distance`, at most `similar::index::MAX_DISTANCE`).
+pub const SIMILAR_DISTANCE_ENV: &str = "MEDIADEX_SIMILAR_DISTANCE";
 
 /// Everything the process needs to know before it opens the store.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -69,6 +74,10 @@ pub struct Config {
     pub content_hash_scheme: Option<i64>,
     /// `MEDIADEX_FACE_SCHEME`: the face scheme instead of the detector's version (testing).
     pub face_scheme: Option<i64>,
+    /// `MEDIADEX_SIMILAR_SCHEME`: the perceptual-hash scheme instead of this binary's (testing).
+    pub similar_scheme: Option<i64>,
+    /// The Hamming distance within which two pictures are similar (`similar_distance`).
+    pub similar_distance: u32,
     /// `MEDIADEX_DISK_RESERVE`: bytes the thumbnail cache leaves free for the database.
     pub disk_reserve: u64,
     /// The longest side of a thumbnail, in pixels (`thumb_size`).
@@ -87,6 +96,8 @@ pub const DEFAULT_MAINTENANCE_INTERVAL: Duration = Duration::from_secs(5);
 pub const DEFAULT_JOB_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 pub const DEFAULT_RUN_RETENTION: Duration = Duration::from_secs(90 * 24 * 3600);
 pub const DEFAULT_TRASH_RETENTION_DAYS: u64 = 30;
+/// See docs/configuration.md (`similar_distance`) for the distances measured on the corpus.
+pub const DEFAULT_SIMILAR_DISTANCE: u32 = 7;
 /// The log file's place inside the data dir unless `log_file` says otherwise.
 pub const DEFAULT_LOG_FILE: &str = "logs/mediadex.log";
 
@@ -185,6 +196,10 @@ impl Config {
             watch: crate::watch::WatchOptions::default(),
             content_hash_scheme: None,
             face_scheme: None,
+            similar_scheme: None,
+            similar_distance: settings
+                .similar_distance
+                .unwrap_or(DEFAULT_SIMILAR_DISTANCE),
             disk_reserve: settings
                 .disk_reserve
                 .unwrap_or(crate::disk::DEFAULT_RESERVE),
@@ -201,6 +216,7 @@ impl Config {
         let scheme = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
         config.content_hash_scheme = env_number(&env, CONTENT_HASH_SCHEME_ENV)?.map(scheme);
         config.face_scheme = env_number(&env, FACE_SCHEME_ENV)?.map(scheme);
+        config.similar_scheme = env_number(&env, SIMILAR_SCHEME_ENV)?.map(scheme);
         match env_number(&env, LEASE_TTL_ENV)? {
             None => config.validate()?,
             Some(ms) => config.set_lease_ttl(ms)?,

@@ -17,6 +17,7 @@ pub mod model;
 pub mod ops;
 pub mod queue;
 pub mod scan;
+pub mod similar;
 pub mod store;
 pub mod thumbs;
 pub mod token;

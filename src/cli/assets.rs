@@ -1,10 +1,10 @@
-//! Rendering of assets and duplicate groups, for people and as JSON. The JSON is the wire
+//! Rendering of assets, duplicate groups and groups of similar pictures, for people and as JSON. The JSON is the wire
 //! contract's (`mediadex::wire`, the shapes the API gives too, documented in docs/json.md) in
 //! its text path form: a path is its text in `paths`; where that text is lossy the exact
 //! bytes ride beside it in `paths_bytes`. Owns only the tables for people.
 
 use super::render::{human_path, table, to_json};
-use mediadex::model::{Asset, AssetPath, ContentTwins, DuplicateGroup, FileState};
+use mediadex::model::{Asset, AssetPath, ContentTwins, DuplicateGroup, FileState, SimilarGroup};
 use mediadex::wire::{self, PathForm};
 
 fn asset_out(a: &Asset) -> wire::Asset {
@@ -97,4 +97,30 @@ pub fn duplicates(
         ]
     });
     Ok(table(&["KIND", "PATHS"], identical.chain(same).collect()))
+}
+
+/// Groups of similar pictures: one row per group, its assets and their paths.
+pub fn similar(groups: &[SimilarGroup], distance: u32, json: bool) -> serde_json::Result<String> {
+    if json {
+        let out: Vec<wire::SimilarGroup> = (groups.iter())
+            .map(|g| wire::SimilarGroup::new(g, PathForm::Text))
+            .collect();
+        return to_json(&out);
+    }
+    if groups.is_empty() {
+        return Ok(format!("no similar pictures within {distance} bits\n"));
+    }
+    let rows = groups
+        .iter()
+        .map(|g| {
+            let ids: Vec<String> = g.assets.iter().map(|a| a.id.to_string()).collect();
+            let shown: Vec<String> = g
+                .assets
+                .iter()
+                .flat_map(|a| present_shown(&a.paths).into_iter().take(1))
+                .collect();
+            vec![ids.join(", "), shown.join("  ")]
+        })
+        .collect();
+    Ok(table(&["ASSETS", "PATHS"], rows))
 }

@@ -46,6 +46,11 @@ pub const SETTINGS: &[Setting] = &[
         "MEDIADEX_TRASH_RETENTION_DAYS",
         None,
     ),
+    setting(
+        "similar_distance",
+        super::SIMILAR_DISTANCE_ENV,
+        Some("similar --distance"),
+    ),
 ];
 
 /// How library roots are watched.
@@ -71,6 +76,7 @@ pub struct Settings {
     pub thumb_cache_max: Option<u64>,
     pub disk_reserve: Option<u64>,
     pub trash_retention_days: Option<u64>,
+    pub similar_distance: Option<u32>,
 }
 
 /// A value as a layer gives it: a variable's text, or a TOML value.
@@ -95,6 +101,7 @@ impl Settings {
             thumb_cache_max: self.thumb_cache_max.or(beneath.thumb_cache_max),
             disk_reserve: self.disk_reserve.or(beneath.disk_reserve),
             trash_retention_days: self.trash_retention_days.or(beneath.trash_retention_days),
+            similar_distance: self.similar_distance.or(beneath.similar_distance),
         }
     }
 
@@ -185,6 +192,7 @@ impl Settings {
             "thumb_cache_max" => self.thumb_cache_max = Some(whole(&value)?),
             "disk_reserve" => self.disk_reserve = Some(whole(&value)?),
             "trash_retention_days" => self.trash_retention_days = Some(at_least(&value, 1)?),
+            "similar_distance" => self.similar_distance = Some(similar_distance(&value)?),
             other => return Err(format!("unknown setting {other:?}")),
         }
         Ok(())
@@ -333,6 +341,17 @@ fn thumb_size(value: &Given<'_>) -> Result<u32, String> {
                 THUMB_SIZES.end()
             )
         })
+}
+
+/// Bits two perceptual hashes may differ in: the index finds every pair up to
+/// `MAX_DISTANCE` (a wider radius would cost it 5 times the lookups).
+fn similar_distance(value: &Given<'_>) -> Result<u32, String> {
+    let n = whole(value)?;
+    let max = crate::similar::index::MAX_DISTANCE;
+    u32::try_from(n)
+        .ok()
+        .filter(|n| *n <= max)
+        .ok_or_else(|| format!("must be 0 to {max} bits (it is {n})"))
 }
 
 /// The desktop mode's config file: `mediadex.toml` in the OS config dir
@@ -485,6 +504,10 @@ mod tests {
             ),
             ("log_level = \"[\"", "log_level: \"[\" is not a log level"),
             ("bind = ", "/etc/mediadex/mediadex.toml:1:"),
+            (
+                "similar_distance = 12",
+                ":1:20: similar_distance: must be 0 to 11 bits (it is 12)",
+            ),
         ];
         for (text, wanted) in cases {
             let err = file(text).expect_err(text).to_string();

@@ -1,7 +1,9 @@
 //! Face detection: an image file in, the faces in it out, in the file's stored (un-rotated)
 //! pixel coordinates. Owns the `FaceDetector` trait, the embedded RetinaFace model and its
 //! pre- and post-processing. Must not touch the database or the queue, and must never panic
-//! on what it reads. Only `for_walks` knows the face-repair walk's trait.
+//! on what it reads. Only `for_walks` knows the face-repair walk's trait. Its decode is also
+//! lent, as `upright_picture`, to the perceptual hash (`similar`), so both read the same
+//! formats the same way.
 //!
 //! The pipeline of `RetinaFace::detect`: decode (bounded; HEIF through `heif-dec`, already
 //! upright) → apply EXIF orientation → scale the
@@ -25,6 +27,23 @@ use std::path::Path;
 /// Detector version stamped on stored faces (`faces_scheme`). Bump it when anything that
 /// changes the output changes: the model, the input size, the thresholds, the decode.
 pub const SCHEME: i64 = 1;
+
+/// A picture's pixels as shown (EXIF or RAW orientation applied), scaled down (a fast box
+/// filter) so that its long side is at most `long_side`: what face detection decodes (JPEG,
+/// PNG, WebP, GIF, HEIF through `heif-dec`, RAW previews), for the perceptual hash. A decoder
+/// panic is a `Decode` error, as in detection.
+pub fn upright_picture(path: &Path, long_side: u32) -> Result<image::DynamicImage, FaceError> {
+    retina::guarded(|| {
+        let decoded = load::open(path)?;
+        let mut image = image::DynamicImage::ImageRgb8(decoded.rgb);
+        let (w, h) = (image.width(), image.height());
+        if w.max(h) > long_side {
+            image = image.thumbnail(long_side, long_side);
+        }
+        image.apply_orientation(decoded.orientation);
+        Ok(image)
+    })
+}
 
 /// A point in stored-pixel coordinates (continuous: the image spans `0..width`, `0..height`).
 #[derive(Debug, Clone, Copy, PartialEq)]

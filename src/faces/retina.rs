@@ -92,7 +92,7 @@ impl FaceDetector for RetinaFace {
 }
 
 /// A decoder or model panic on a hostile file becomes an error for that file.
-fn guarded<T>(f: impl FnOnce() -> Result<T, FaceError>) -> Result<T, FaceError> {
+pub(super) fn guarded<T>(f: impl FnOnce() -> Result<T, FaceError>) -> Result<T, FaceError> {
     catch_unwind(AssertUnwindSafe(f))
         .unwrap_or_else(|_| Err(FaceError::Decode("decoder panicked on this file".into())))
 }

@@ -18,7 +18,8 @@ mod page;
 pub mod range;
 mod scans;
 pub mod security;
-pub mod sse;
+mod similar;
+mod sse;
 pub mod walks;
 
 pub use error::{ApiError, Code};
@@ -137,6 +138,8 @@ pub fn router(state: AppState) -> Router {
         .route("/api/assets/{id}/faces", get(faces::of_asset))
         .route("/api/assets/{id}/faces/redetect", post(faces::redetect))
         .route("/api/faces", get(faces::list))
+        .route("/api/similar", get(similar::list))
+        .route("/api/assets/{id}/similar", get(similar::of_asset))
         .route("/api/walks", get(walks::list))
         .route("/api/walks/{kind}", get(walks::one))
         .route("/api/walks/{kind}/start", post(walks::start))

@@ -1,4 +1,5 @@
-//! Content hashes and the walk chains: records, files, visits, detected faces. Plain data (see
+//! Content hashes and the walk chains: records, files, visits, detected faces, perceptual
+//! hashes and the groups of similar pictures. Plain data (see
 //! the parent module); must not depend on any other module of the crate.
 
 use super::*;
@@ -16,6 +17,7 @@ string_enum!(
     WalkKindId {
         ContentHash => "content-hash",
         Faces => "faces",
+        Similar => "similar",
     }
 );
 
@@ -25,19 +27,22 @@ impl WalkKindId {
         match self {
             WalkKindId::ContentHash => "walk:content-hash",
             WalkKindId::Faces => "walk:faces",
+            WalkKindId::Similar => "walk:similar",
         }
     }
 }
 
 /// A request for a walk that a completion makes in its own transaction (a scan's or a
 /// restore's face follow-up): the chain row to enqueue (the live chain takes its place) and
-/// the scheme to raise the record's `seen` to. Built by `walks::follow_up`, written by the
-/// store; the scan and the trash only carry it.
+/// the scheme to raise the record's `seen` to, and the walks asked for `with` it (the layers
+/// derived from the same new pictures: the perceptual hash beside the faces). Built by
+/// `walks::follow_up`, written by the store; the scan and the trash only carry it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WalkRequest {
     pub kind: WalkKindId,
     pub scheme: i64,
     pub job: NewJob,
+    pub with: Vec<WalkRequest>,
 }
 
 /// The walk record of one kind: `scheme` = the last scheme a walk covered to the end,
@@ -90,6 +95,12 @@ pub enum WalkResults {
         version: i64,
         found: Vec<(i64, Vec<DetectedFace>)>,
     },
+    /// Perceptual hashes under `scheme`; `None`: the picture can never be hashed (stamped
+    /// "no hash", so the walk does not try it again).
+    Similar {
+        scheme: i64,
+        hashes: Vec<(i64, Option<u64>)>,
+    },
 }
 
 impl WalkResults {
@@ -97,12 +108,30 @@ impl WalkResults {
         match self {
             WalkResults::ContentHashes(v) => v.len(),
             WalkResults::Faces { found, .. } => found.len(),
+            WalkResults::Similar { hashes, .. } => hashes.len(),
         }
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// A live picture's perceptual hash, as the grouping of similar photos reads it: its asset,
+/// the hash, and the first 8 bytes of its content hash (`None` without one): two assets of
+/// one content are the same picture, never "similar".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PictureHash {
+    pub id: i64,
+    pub hash: u64,
+    pub content: Option<u64>,
+}
+
+/// One group of similar pictures (`ops::similar`): its assets, by id (the first is the
+/// group's key for paging).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimilarGroup {
+    pub assets: Vec<Asset>,
 }
 
 /// One fenced walk batch commit: the results, the chain's advance (`next`, the follow-up

@@ -1,6 +1,6 @@
 //! The use cases, each once (DESIGN.md section 2, `ops/`): add and remove a library, request,
 //! cancel and release a scan, a run's problems, trash and restore with their follow-ups,
-//! redetect a picture's faces, start and release a walk, cancel and release a job, and the
+//! redetect a picture's faces, similar photos, start and release a walk, cancel and release a job, and the
 //! status summary. The CLI and the HTTP handlers are adapters over these: they parse, call one
 //! operation here and render what it returns. Each operation takes the `Services` it needs and
 //! plain arguments, and answers model values or one typed `Error` that says whether trying
@@ -13,6 +13,7 @@ pub mod faces;
 pub mod jobs;
 pub mod library;
 pub mod scans;
+pub mod similar;
 pub mod status;
 pub mod trash;
 pub mod walks;
@@ -45,6 +46,8 @@ pub struct Services {
     /// The face walk a restore queues in the transaction that makes its asset live again
     /// (`app::faces_follow_up`); `None`: a restore queues none.
     pub restore_faces: Option<crate::model::WalkRequest>,
+    /// Bits two pictures' hashes may differ in to be similar (`similar_distance`).
+    pub similar_distance: u32,
     /// No workers run in this process (a CLI command): a trash or restore first carries on
     /// the moves whose holder died, as a worker would.
     pub without_workers: bool,
@@ -61,6 +64,7 @@ impl Services {
             walks: Arc::new([]),
             faces: None,
             restore_faces: None,
+            similar_distance: crate::config::DEFAULT_SIMILAR_DISTANCE,
             without_workers: true,
         }
     }

@@ -106,6 +106,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "asset insert without trigger",
         sql: include_str!("../../schema/0018_asset_insert_no_trigger.sql"),
     },
+    Migration {
+        version: 19,
+        name: "similar",
+        sql: include_str!("../../schema/0019_similar.sql"),
+    },
 ];
 
 pub(super) fn migrate(

@@ -39,6 +39,7 @@ mod problems;
 mod queries;
 mod scan_runs;
 mod sidecars;
+mod similar;
 mod thumbs;
 mod trash;
 mod vet;

@@ -69,7 +69,7 @@ fn page_sql(filter: &AssetFilter, after: bool) -> String {
 }
 
 /// The lines of `EXPLAIN QUERY PLAN` for `sql`, every parameter NULL.
-fn plan(conn: &Connection, sql: &str) -> Result<Vec<String>, StoreError> {
+pub(super) fn plan(conn: &Connection, sql: &str) -> Result<Vec<String>, StoreError> {
     let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
     let nulls = vec![rusqlite::types::Null; stmt.parameter_count()];
     let rows = stmt.query_map(rusqlite::params_from_iter(nulls), |r| r.get(3))?;

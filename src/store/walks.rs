@@ -45,6 +45,12 @@ const FACES_BATCH: &str = "
      WHERE id > ?1 AND trashed_at IS NULL AND kind = 'image'
        AND (?3 OR faces_scheme IS NULL OR faces_scheme < ?2 OR (?5 AND faces_scheme > ?2))
      ORDER BY id LIMIT ?4";
+/// Perceptual hashes: live images only, like faces.
+const SIMILAR_BATCH: &str = "
+    SELECT id, checksum, trashed_at IS NOT NULL FROM assets
+     WHERE id > ?1 AND trashed_at IS NULL AND kind = 'image'
+       AND (?3 OR phash_scheme IS NULL OR phash_scheme < ?2 OR (?5 AND phash_scheme > ?2))
+     ORDER BY id LIMIT ?4";
 const CONTENT_LEFT: &str = "
     SELECT count(*) FROM assets
      WHERE id > ?1 AND (?3 OR content_hash_scheme IS NULL OR content_hash_scheme < ?2
@@ -53,6 +59,10 @@ const FACES_LEFT: &str = "
     SELECT count(*) FROM assets
      WHERE id > ?1 AND trashed_at IS NULL AND kind = 'image'
        AND (?3 OR faces_scheme IS NULL OR faces_scheme < ?2 OR (?4 AND faces_scheme > ?2))";
+const SIMILAR_LEFT: &str = "
+    SELECT count(*) FROM assets
+     WHERE id > ?1 AND trashed_at IS NULL AND kind = 'image'
+       AND (?3 OR phash_scheme IS NULL OR phash_scheme < ?2 OR (?4 AND phash_scheme > ?2))";
 const FILES: &str = "
     SELECT l.root, f.rel_path, f.state = 'present', f.size, f.mtime_ns, f.dev, f.inode
       FROM files f
@@ -116,6 +126,9 @@ fn write_results(
                 faces::replace(conn, *id, (*version, rollback), list)?;
             }
         }
+        WalkResults::Similar { scheme, hashes } => {
+            super::similar::stamp(conn, *scheme, hashes, rollback)?;
+        }
     }
     Ok(())
 }
@@ -130,7 +143,11 @@ pub(super) fn request_in(
 ) -> Result<super::Enqueued, StoreError> {
     conn.prepare_cached(SEEN)?
         .execute(params![req.kind.as_str(), req.scheme, now])?;
-    super::jobs::insert(conn, &req.job, now)
+    let enqueued = super::jobs::insert(conn, &req.job, now)?;
+    for also in &req.with {
+        request_in(conn, also, now)?;
+    }
+    Ok(enqueued)
 }
 
 fn raise_record(
@@ -193,6 +210,7 @@ impl Store {
         let sql = match kind {
             WalkKindId::ContentHash => CONTENT_BATCH,
             WalkKindId::Faces => FACES_BATCH,
+            WalkKindId::Similar => SIMILAR_BATCH,
         };
         self.read(|conn| {
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
@@ -231,6 +249,7 @@ impl Store {
         let sql = match kind {
             WalkKindId::ContentHash => CONTENT_LEFT,
             WalkKindId::Faces => FACES_LEFT,
+            WalkKindId::Similar => SIMILAR_LEFT,
         };
         self.read(|conn| {
             Ok(conn

@@ -78,7 +78,7 @@ impl FacesWalk {
 
 /// The first candidate file that still holds the asset's bytes (its scan stamp, or else its
 /// checksum, says so).
-fn file_of(asset: &WalkAsset) -> Option<PathBuf> {
+pub(super) fn file_of(asset: &WalkAsset) -> Option<PathBuf> {
     candidates(asset)
         .into_iter()
         .find(|Candidate { path, stamp }| {

@@ -15,6 +15,7 @@
 
 pub mod content_hash;
 pub mod faces;
+pub mod similar;
 
 use crate::model::{
     Job, Millis, NewJob, WalkAsset, WalkCommit, WalkKindId, WalkRequest, WalkResults, WalkVisit,
@@ -345,6 +346,7 @@ pub fn follow_up(store: &Store, kind: WalkKindId, scheme: i64) -> WalkRequest {
         kind,
         scheme,
         job: chain_job(kind, &Payload::fresh(scheme, false).by(store.owner())),
+        with: Vec::new(),
     }
 }
 

@@ -1,4 +1,4 @@
-//! The wire contract: the JSON shapes of assets and duplicate groups that `mediadex ...
+//! The wire contract: the JSON shapes of assets, duplicate and similar groups that `mediadex ...
 //! --json` and the HTTP API both give, built from model values. One projection for both
 //! surfaces; only the path fields take each surface's form (`PathForm`: texts with their
 //! exact bytes beside them for the CLI, one object per file for the API; docs/json.md,
@@ -12,7 +12,9 @@
 mod assets;
 mod duplicates;
 mod problems;
+mod similar;
 
 pub use assets::{Asset, Face, FilePath, PathForm, Paths};
 pub use duplicates::{DuplicateGroup, Twin};
 pub use problems::Problem;
+pub use similar::{Similar, SimilarGroup};

@@ -99,7 +99,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "services",
         &[
-            "scan", "walks", "queue", "trash", "thumbs", "faces", "watch", "config", "metrics",
+            "scan", "walks", "queue", "trash", "thumbs", "faces", "similar", "watch", "config",
+            "metrics",
         ],
     ),
     ("store", &["store"]),

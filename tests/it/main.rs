@@ -37,6 +37,7 @@ mod scan;
 mod serve;
 mod settings;
 mod sidecars;
+mod similar;
 mod simulation;
 mod stacks;
 mod thumbs;

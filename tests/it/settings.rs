@@ -2,7 +2,8 @@
 //! commented and all set, and names every setting; the real binary layers flag > env > file,
 //! and stops on an unknown key or a bad value with one line naming the file and line; and
 //! `serve` run on a file alone listens where it says, logs where it says and serves
-//! thumbnails at its size.
+//! thumbnails at its size; `similar_distance` is refused beyond the index's bound and layered
+//! like the others.
 
 use mediadex::config::settings::{SETTINGS, Settings};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -182,6 +183,47 @@ fn a_bad_value_stops_the_binary_with_the_file_line_and_key() {
         config.display()
     );
     assert!(err.starts_with(&wanted), "{err}");
+}
+
+#[test]
+fn a_similar_distance_beyond_what_the_index_finds_stops_the_binary_with_the_file_and_line() {
+    let (err, config) = refused("\nsimilar_distance = 12\n");
+    let wanted = format!(
+        "mediadex: error: {}:2:20: similar_distance: must be 0 to 11 bits (it is 12)",
+        config.display()
+    );
+    assert!(err.starts_with(&wanted), "{err}");
+}
+
+/// `mediadex similar` reads `similar_distance` flag > variable > file, and says which.
+#[test]
+fn the_similar_distance_is_the_flag_over_the_variable_over_the_file() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let config = tmp.path().join("mediadex.toml");
+    std::fs::write(&config, "similar_distance = 3\n").expect("write");
+    let (config, data) = (config.to_str().unwrap(), tmp.path().join("data"));
+    let data = data.to_str().unwrap();
+    let base = ["--config", config, "--data", data, "similar"];
+    let said = |extra: &[&str], env: &[(&str, &Path)]| {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        let out = mediadex(&args, env);
+        assert!(out.status.success(), "{}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let var = [("MEDIADEX_SIMILAR_DISTANCE", Path::new("5"))];
+    assert_eq!(said(&[], &[]), "no similar pictures within 3 bits");
+    assert_eq!(said(&[], &var), "no similar pictures within 5 bits");
+    assert_eq!(
+        said(&["--distance", "9"], &var),
+        "no similar pictures within 9 bits"
+    );
+    let bad = mediadex(&base, &[("MEDIADEX_SIMILAR_DISTANCE", Path::new("64"))]);
+    assert_eq!(bad.status.code(), Some(2));
+    let err = stderr(&bad);
+    assert!(
+        err.contains("MEDIADEX_SIMILAR_DISTANCE") && err.contains("0 to 11"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -5,7 +5,8 @@
 //! unreadable file does not block completion. Mixed versions on one database: an older
 //! binary never claims, restarts or re-stamps a newer one's chain while that one holds a
 //! lease, and its requests never lower the record; a rollback (no newer lease) re-walks under
-//! the older scheme. Both walks: content hash and faces (with a deterministic fake detector).
+//! the older scheme. The walks: content hash, faces (with a deterministic fake detector) and
+//! similar (perceptual hashes; the seeded files are no pictures, stamped "no hash").
 
 use crate::support;
 
@@ -17,6 +18,7 @@ use mediadex::queue::{JobDone, JobHandler, LeaseGuard, NoHooks, Registry, WorkEr
 use mediadex::store::Store;
 use mediadex::walks::content_hash::ContentHashWalk;
 use mediadex::walks::faces::{DetectError, FaceDetector, FacesWalk};
+use mediadex::walks::similar::SimilarWalk;
 use mediadex::walks::{self, Payload, WalkJob, WalkKind};
 use std::path::Path;
 use std::sync::{Arc, Barrier, Mutex};
@@ -233,11 +235,28 @@ fn face_stamps(store: &Store, ids: &[i64]) -> Vec<Option<i64>> {
         .collect()
 }
 
+/// The similar walk of a binary of `scheme`, with the real hasher.
+fn similar_walk(scheme: i64, batch: usize) -> SimilarWalk {
+    SimilarWalk {
+        batch,
+        ..SimilarWalk::new(Arc::new(mediadex::similar::WalkHasher), Some(scheme))
+    }
+}
+
+/// The perceptual-hash scheme stamped on each asset (None: unstamped).
+fn similar_stamps(store: &Store, ids: &[i64]) -> Vec<Option<i64>> {
+    ids.iter()
+        .map(|&id| store.picture_hash_stamp(id).expect("stamp").map(|(_, s)| s))
+        .collect()
+}
+
 /// The two walks, run the same way by the tests that hold for both.
 #[derive(Clone, Copy, Debug)]
 enum Which {
     Content,
     Faces,
+    /// The seeded files are no pictures: the similar walk stamps them "no hash".
+    Similar,
 }
 
 impl Which {
@@ -245,6 +264,7 @@ impl Which {
         match self {
             Which::Content => WalkKindId::ContentHash,
             Which::Faces => WalkKindId::Faces,
+            Which::Similar => WalkKindId::Similar,
         }
     }
 
@@ -264,6 +284,7 @@ impl Which {
                     batch,
                 }),
             )),
+            Which::Similar => Box::new(WalkJob::new(store, Arc::new(similar_walk(scheme, batch)))),
         }
     }
 
@@ -271,6 +292,7 @@ impl Which {
         match self {
             Which::Content => content_stamps(store, ids),
             Which::Faces => face_stamps(store, ids),
+            Which::Similar => similar_stamps(store, ids),
         }
     }
 }
@@ -333,6 +355,11 @@ fn faces_restart_with_the_next_row_queued_continues_the_one_chain() {
     restart_with_next_row_queued(Which::Faces);
 }
 
+#[test]
+fn similar_restart_with_the_next_row_queued_continues_the_one_chain() {
+    restart_with_next_row_queued(Which::Similar);
+}
+
 /// A process dies holding the chain's row: a restart finds the running row (no second
 /// chain), maintenance reclaims it, and the walk resumes at that row's cursor.
 fn restart_with_row_running_under_a_dead_lease(which: Which) {
@@ -383,6 +410,12 @@ fn content_hash_restart_with_the_row_running_under_a_dead_lease_makes_no_second_
 #[test]
 fn faces_restart_with_the_row_running_under_a_dead_lease_makes_no_second_chain() {
     restart_with_row_running_under_a_dead_lease(Which::Faces);
+}
+
+/// A similar walk killed mid-way (its row held by a dead process) resumes at its cursor.
+#[test]
+fn similar_restart_with_the_row_running_under_a_dead_lease_makes_no_second_chain() {
+    restart_with_row_running_under_a_dead_lease(Which::Similar);
 }
 
 #[test]
@@ -622,6 +655,11 @@ fn faces_binaries_of_schemes_1_and_2_claiming_in_turn_complete_under_2() {
     two_binaries_claiming_in_turn(Which::Faces);
 }
 
+#[test]
+fn similar_binaries_of_schemes_1_and_2_claiming_in_turn_complete_under_2() {
+    two_binaries_claiming_in_turn(Which::Similar);
+}
+
 /// The older binary's scans and restores ask for walks (`walks::request`) while a newer
 /// binary is live: the record the newer one raised stays, and the chain the older one
 /// asked for re-stamps nothing the newer one stamped.
@@ -630,7 +668,7 @@ fn the_older_binarys_requests_after_scans_and_restores_never_lower_the_record() 
     let env = support::env();
     let lib = seed(&env, 4);
     let newer_store = env.other_process("newer:2:0002");
-    for which in [Which::Content, Which::Faces] {
+    for which in [Which::Content, Which::Faces, Which::Similar] {
         let kind = which.kind();
         walks::boot(&env.store, kind, 1, TTL).expect("the older binary started first");
         walks::boot(&newer_store, kind, 2, TTL).expect("boot 2");
@@ -773,6 +811,11 @@ fn a_stale_walkers_batch_lands_nothing(which: Which) {
             let h = WalkJob::new(&env.store, Arc::new(Hooked { inner, hook }));
             step(&env.store, kind, &h)
         }
+        Which::Similar => {
+            let inner = similar_walk(1, 3);
+            let h = WalkJob::new(&env.store, Arc::new(Hooked { inner, hook }));
+            step(&env.store, kind, &h)
+        }
     };
     assert!(
         matches!(result, Some(Err(WorkError::Guard(_)))),
@@ -801,6 +844,11 @@ fn a_stale_content_hash_walkers_batch_lands_nothing() {
 #[test]
 fn a_stale_face_walkers_batch_lands_nothing() {
     a_stale_walkers_batch_lands_nothing(Which::Faces);
+}
+
+#[test]
+fn a_stale_similar_walkers_batch_lands_nothing() {
+    a_stale_walkers_batch_lands_nothing(Which::Similar);
 }
 
 /// The older binary's face batch is processed when the newer binary re-detects one of its

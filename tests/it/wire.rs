@@ -321,6 +321,28 @@ fn duplicate_groups_of_both_kinds_have_the_documented_fields_and_types() {
     }
 }
 
+#[test]
+fn similar_groups_and_pictures_have_the_documented_fields_and_types() {
+    let group = mediadex::model::SimilarGroup {
+        assets: vec![full_asset(1), bare_asset()],
+    };
+    let doc = table("**A group of similar pictures**");
+    for form in [PathForm::Text, PathForm::Files] {
+        let g = json(&wire::SimilarGroup::new(&group, form));
+        let seen = check(&format!("{form:?} similar group"), &g, &doc);
+        all_seen("a similar group", &seen, &doc);
+        assert_eq!(
+            g["assets"][0],
+            json(&wire::Asset::new(&group.assets[0], form))
+        );
+    }
+    let doc = table("**A similar picture**");
+    let near = json(&wire::Similar::new(&(full_asset(2), 5), PathForm::Files));
+    let seen = check("a similar picture", &near, &doc);
+    all_seen("a similar picture", &seen, &doc);
+    assert_eq!(near["distance"], 5);
+}
+
 /// The parser reads what it is given: a field missing from a table, or one of another type,
 /// is caught (so a test above passing means the table matches).
 #[test]

@@ -8,6 +8,7 @@ import { closeAssetDialog, dialog, openAsset } from "./asset.js";
 import { initLibraries, loadLibraries } from "./libraries.js";
 import { loadActivity } from "./activity.js";
 import { loadDuplicates } from "./duplicates.js";
+import { loadSimilar } from "./similar.js";
 import { showTrash } from "./trash.js";
 import { startLive } from "./live.js";
 import { showLacking } from "./lacking.js";
@@ -15,7 +16,7 @@ import { showAccess } from "./access.js";
 import { currentView, state, views } from "./state.js";
 
 const shows = { photos: showPhotos, libraries: loadLibraries, activity: loadActivity,
-                duplicates: loadDuplicates, trash: showTrash };
+                duplicates: loadDuplicates, similar: loadSimilar, trash: showTrash };
 
 function route() {
   const hash = location.hash.replace(/^#\/?/, "") || "photos";
