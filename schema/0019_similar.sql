@@ -1,4 +1,4 @@
--- 0018: similar photos (DESIGN.md section 8, issue 17). `phash`: a picture's 64-bit perceptual
+-- 0019: similar photos (DESIGN.md section 8, issue 17). `phash`: a picture's 64-bit perceptual
 -- hash (src/similar), NULL with a `phash_scheme` when it cannot be hashed. Four 16-bit bands,
 -- each indexed: src/similar/index.rs finds the hashes within a distance through them.
 ALTER TABLE assets ADD COLUMN phash INTEGER;
