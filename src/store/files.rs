@@ -694,6 +694,16 @@ mod plan_tests {
     use crate::store::assets::INSERT;
     use crate::store::{Store, StoreOptions, stacks};
 
+    /// A new database with every migration applied (by the writer, whose connection the
+    /// tests explain their statements on).
+    fn fresh_store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let clock = FakeClock::new(1_800_000_000_000);
+        let store =
+            Store::open(&dir.path().join("m.db"), clock, StoreOptions::default()).expect("open");
+        (dir, store)
+    }
+
     /// The addresses of `opcode` in the program of `sql`.
     fn opcodes(conn: &rusqlite::Connection, sql: &str, opcode: &str) -> Vec<i64> {
         let mut stmt = conn.prepare(&format!("EXPLAIN {sql}")).expect("explain");
@@ -722,10 +732,7 @@ mod plan_tests {
 
     #[test]
     fn the_per_file_statements_open_no_ephemeral_table_on_the_writer() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let clock = FakeClock::new(1_800_000_000_000);
-        let store =
-            Store::open(&dir.path().join("m.db"), clock, StoreOptions::default()).expect("open");
+        let (_dir, store) = fresh_store();
         // On the writer's own connection: the one that ran the migrations.
         let found = store
             .write(|conn, _| {
@@ -753,10 +760,7 @@ mod plan_tests {
     /// insert trigger, migration 0017) that was 9 page writes per asset and 5x its CPU.
     #[test]
     fn the_first_index_inserts_run_no_trigger_on_the_writer() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let clock = FakeClock::new(1_800_000_000_000);
-        let store =
-            Store::open(&dir.path().join("m.db"), clock, StoreOptions::default()).expect("open");
+        let (_dir, store) = fresh_store();
         let found = store
             .write(|conn, _| {
                 Ok([("insert asset", INSERT), ("insert file", INSERT_FILE)]

@@ -295,19 +295,7 @@ fn the_cli_lists_the_groups_at_the_distance_asked_for() {
     lib.walk();
     let data = lib.env.dir.path();
     let groups = support::cli_json(data, &["similar", "--json"]);
-    let ids: Vec<Vec<i64>> = groups
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|g| {
-            g["assets"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|a| a["id"].as_i64().unwrap())
-                .collect()
-        })
-        .collect();
+    let ids = json_group_ids(&groups);
     let (a, small, cropped) = (lib.id("a.png"), lib.id("a_small.jpg"), lib.id("a_crop.jpg"));
     let mut all = vec![a, small, cropped];
     all.sort_unstable();
@@ -465,18 +453,7 @@ async fn the_api_pages_the_groups_and_answers_one_pictures_neighbours() {
             )
         }
     };
-    let ids = |page: &serde_json::Value| -> Vec<Vec<i64>> {
-        (page["items"].as_array().unwrap().iter())
-            .map(|g| {
-                g["assets"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|a| a["id"].as_i64().unwrap())
-                    .collect()
-            })
-            .collect()
-    };
+    let ids = |page: &serde_json::Value| json_group_ids(&page["items"]);
     let (status, first) = get("/api/similar?limit=1".into()).await;
     assert_eq!(status, 200, "{first}");
     assert_eq!(first["distance"], 7);
@@ -504,4 +481,15 @@ async fn the_api_pages_the_groups_and_answers_one_pictures_neighbours() {
         (status, missing["error"]["code"].as_str()),
         (404, Some("not_found"))
     );
+}
+
+/// The asset ids of each group of a JSON array of similar groups (the CLI's `--json`, the
+/// API's `items`).
+fn json_group_ids(groups: &serde_json::Value) -> Vec<Vec<i64>> {
+    let ids = |g: &serde_json::Value| -> Vec<i64> {
+        (g["assets"].as_array().unwrap().iter())
+            .map(|a| a["id"].as_i64().unwrap())
+            .collect()
+    };
+    groups.as_array().unwrap().iter().map(ids).collect()
 }
