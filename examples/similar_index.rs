@@ -8,29 +8,20 @@
 
 use mediadex::model::PictureHash;
 use mediadex::similar::index::Index;
+use rand::{RngCore, SeedableRng};
 use std::time::Instant;
 
-/// xorshift64*: deterministic, no seed crate.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-}
-
+/// Deterministic: the same hashes on every run.
 fn hashes(n: usize) -> Vec<PictureHash> {
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x9E37_79B9_7F4A_7C15);
     let mut centre = 0;
     (0..n)
         .map(|i| {
             if i % 10 == 0 {
-                centre = rng.next();
+                centre = rng.next_u64();
             }
-            let flips = rng.next() % 5;
-            let hash = (0..flips).fold(centre, |h, _| h ^ (1 << (rng.next() % 64)));
+            let flips = rng.next_u64() % 5;
+            let hash = (0..flips).fold(centre, |h, _| h ^ (1 << (rng.next_u64() % 64)));
             PictureHash {
                 id: i as i64 + 1,
                 hash,

@@ -1,6 +1,6 @@
 //! Content hashes and the walk chains: records, files, visits, detected faces, perceptual
-//! hashes and the groups of similar pictures. Plain data (see
-//! the parent module); must not depend on any other module of the crate.
+//! hashes and the groups of similar pictures. Plain data (see the parent module); must not
+//! depend on any other module of the crate.
 
 use super::*;
 

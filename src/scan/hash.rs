@@ -157,16 +157,12 @@ fn head(file: &mut std::fs::File) -> io::Result<Vec<u8>> {
 
 /// The whole file in one buffer, sized from the walk's stat. A file still that size is read
 /// with ONE read call: std's `read_to_end` on a file first asks its size again (statx, lseek)
-/// and then reads once more to see its end, 3 of the 7 system calls of a small file.
-fn read_whole(file: std::fs::File, size: u64) -> io::Result<Vec<u8>> {
-    read_sized(file, size)
-}
-
-/// `read_whole` over any reader. A read that stops exactly at the walk's `size`, short of the
-/// buffer's one spare byte, ends the file as the walk saw it (a regular file reads short only
-/// at its end; a file that grew since has a new stamp, and the next scan reads it again). A
-/// file that fills the buffer grew: it is read on to its end; one that shrank reads 0 sooner.
-fn read_sized(mut file: impl Read, size: u64) -> io::Result<Vec<u8>> {
+/// and then reads once more to see its end, 3 of the 7 system calls of a small file. A read
+/// that stops exactly at the walk's `size`, short of the buffer's one spare byte, ends the
+/// file as the walk saw it (a regular file reads short only at its end; a file that grew
+/// since has a new stamp, and the next scan reads it again). A file that fills the buffer
+/// grew: it is read on to its end; one that shrank reads 0 sooner.
+fn read_whole(mut file: impl Read, size: u64) -> io::Result<Vec<u8>> {
     let want = usize::try_from(size).unwrap_or(0);
     let mut bytes = vec![0u8; want.saturating_add(1)];
     let mut filled = 0;
@@ -259,7 +255,7 @@ mod tests {
                 step,
                 calls: 0,
             };
-            let bytes = read_sized(&mut reader, stat).expect("read");
+            let bytes = read_whole(&mut reader, stat).expect("read");
             (bytes == body, reader.calls)
         };
         assert_eq!(

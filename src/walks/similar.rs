@@ -1,11 +1,12 @@
 //! The similar-photo walk (DESIGN.md section 8): stamps every live image that lacks the
 //! current hash scheme with its perceptual hash; trashed assets and videos are skipped, as in
 //! the face walk. The hasher is a trait object (`similar::WalkHasher` implements it, as
-//! `faces::for_walks` does the detector), so the walks do not import the hash rule. A file is used only if it still has its scan stamp
-//! or the asset's checksum (`faces::file_of`). A picture that can never be hashed (not a format
-//! this build decodes, too large, broken) is stamped "no hash", so that the walk does not try
-//! it again on every run; one whose file cannot be read, or a HEIF with no `heif-dec` here
-//! yet, keeps its old stamp and does not block the walk.
+//! `faces::for_walks` does the detector), so the walks do not import the hash rule. A file
+//! is used only if it still has its scan stamp or the asset's checksum (`faces::file_of`).
+//! A picture that can never be hashed (not a format this build decodes, too large, broken)
+//! is stamped "no hash", so that the walk does not try it again on every run; one whose file
+//! cannot be read, or a HEIF with no `heif-dec` here yet, keeps its old stamp and does not
+//! block the walk.
 
 use super::WalkKind;
 use super::faces::file_of;

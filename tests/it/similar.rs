@@ -79,6 +79,13 @@ struct Lib {
 }
 
 impl Lib {
+    /// The similar walk's record.
+    fn record(&self) -> mediadex::model::WalkRecord {
+        (self.env.store.walk_record(WalkKindId::Similar))
+            .unwrap()
+            .unwrap()
+    }
+
     fn id(&self, name: &str) -> i64 {
         self.ids[name]
     }
@@ -149,12 +156,7 @@ fn the_walk_groups_the_copies_and_leaves_twins_and_other_photos_out() {
     let twins = lib.env.store.content_twins().unwrap();
     assert_eq!(twins.len(), 1, "r.jpg and r_twin.jpg share a content hash");
     lib.walk();
-    let record = lib
-        .env
-        .store
-        .walk_record(WalkKindId::Similar)
-        .unwrap()
-        .unwrap();
+    let record = lib.record();
     assert_eq!(record.scheme, mediadex::similar::SCHEME);
     let groups = lib.groups(mediadex::config::DEFAULT_SIMILAR_DISTANCE);
     let mut astronauts = vec![lib.id("a.png"), lib.id("a_small.jpg"), lib.id("a_crop.jpg")];
@@ -243,12 +245,7 @@ fn trashed_pictures_are_skipped_and_a_missing_file_keeps_its_old_stamp() {
     );
     assert!(stamp("a.png").is_some_and(|(h, _)| h.is_some()));
     // The walk completed all the same.
-    let record = lib
-        .env
-        .store
-        .walk_record(WalkKindId::Similar)
-        .unwrap()
-        .unwrap();
+    let record = lib.record();
     assert_eq!(record.scheme, 1);
 }
 
