@@ -12,6 +12,7 @@ pub mod locate;
 pub mod logfile;
 pub mod mapped;
 pub mod media;
+pub mod memory;
 pub mod metrics;
 pub mod model;
 pub mod ops;

@@ -20,6 +20,8 @@ use std::process::ExitCode;
 const DEFAULT_LOG_FILTER: &str = "info,nom_exif=off";
 
 fn main() -> ExitCode {
+    // Before any thread: the cap on malloc's arenas holds peak RSS flat (`memory`).
+    mediadex::memory::limit_arenas();
     #[cfg(all(windows, not(debug_assertions)))]
     console::attach();
     let args = parse_args();

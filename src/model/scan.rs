@@ -140,6 +140,10 @@ pub struct IngestItem {
     pub facts: Option<MediaFacts>,
     /// What went wrong reading or parsing the file, kept on its row.
     pub error: Option<String>,
+    /// Whether another file of its folder may share its stem: `false` only when the scan
+    /// listed the folder and found none, and the writer then skips the stack and Live Photo
+    /// lookups by name. `true` is always correct, only slower.
+    pub namesake: bool,
 }
 
 /// What became of one ingested file.

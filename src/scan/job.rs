@@ -426,6 +426,7 @@ fn ingest_item(o: pipeline::Observed, content_hash_scheme: i64) -> IngestItem {
         }),
         facts: if not_media { None } else { o.facts },
         error,
+        namesake: o.namesake,
     }
 }
 

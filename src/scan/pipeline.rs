@@ -105,6 +105,8 @@ pub struct Observed {
     /// The sidecars or Takeout JSONs beside it that could not be read or parsed, each at its
     /// own path with its error: their problems, never the photo's.
     pub beside_problems: Vec<(PathBuf, String)>,
+    /// Whether another name in its folder may share its stem (`beside::Listings::namesake`).
+    pub namesake: bool,
 }
 
 /// What one batch carries to the sink.
@@ -770,11 +772,12 @@ fn observe(
         Ok(mut read) => {
             // The date chain after everything the file itself says: its sidecar's, then its
             // Takeout JSON's (with the notes), then the name's, then the mtime.
-            let mut beside_problems = Vec::new();
+            let (mut beside_problems, mut namesake) = (Vec::new(), true);
             if read.facts.kind.is_some_and(|k| k != MediaKind::Other) {
                 let (found, problems) = beside::read(root, &rel, listings);
                 media::beside::apply(&mut read.facts, &found);
                 beside_problems = problems;
+                namesake = listings.namesake(root, &rel);
             }
             let name = rel.file_name().map(|n| n.to_string_lossy());
             media::fill_undated(
@@ -791,6 +794,7 @@ fn observe(
                 error: read.facts.error.clone(),
                 facts: Some(read.facts),
                 beside_problems,
+                namesake,
             };
             (observed, read.times)
         }
@@ -805,6 +809,7 @@ fn observe(
                 facts: None,
                 error: Some(format!("cannot read: {e}")),
                 beside_problems: Vec::new(),
+                namesake: true,
             };
             (observed, ReadTimes::default())
         }

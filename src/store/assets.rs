@@ -657,6 +657,7 @@ mod race_tests {
             content_hash: None,
             facts: Some(MediaFacts::default()),
             error: None,
+            namesake: true,
         }
     }
 
@@ -871,6 +872,7 @@ mod publish_tests {
                 ..MediaFacts::default()
             }),
             error: None,
+            namesake: true,
         }
     }
 

@@ -340,16 +340,12 @@ pub(super) fn ingest_one(
         asset_id,
         run_id,
     )?;
+    // A file whose folder holds no namesake (`IngestItem::namesake`) has no partner to look
+    // up by name, in a stack or a Live Photo.
+    let namesakes = item.namesake.then_some(&item.rel_path[..]);
     if item.checksum.is_some() {
         let facts = item.facts.as_ref();
-        stacks::pair(
-            conn,
-            library_id,
-            file_id,
-            &item.rel_path,
-            facts,
-            row.is_some(),
-        )?;
+        stacks::pair(conn, library_id, file_id, namesakes, facts, row.is_some())?;
     }
     if let Some(old) = previous.filter(|old| Some(*old) != asset_id) {
         trash_if_orphan(conn, old, TrashReason::Replaced, now)?;
@@ -359,7 +355,7 @@ pub(super) fn ingest_one(
         if !matches!(claim, Claim::Created | Claim::Recreated) {
             super::motion::stamp(conn, id, facts)?;
         }
-        super::motion::pair(conn, library_id, &item.rel_path, id, facts)?;
+        super::motion::pair(conn, library_id, namesakes, id, facts)?;
     }
     Ok(ItemOutcome {
         file_id,
@@ -664,9 +660,6 @@ impl Store {
     }
 }
 
-/// The statements a first index runs for every file must not build a temporary table per
-/// execution: SQLite does that for a `RETURNING` clause and for a CHECK with an `IN` list of
-/// more than two constants, and it cost a third of the writer's time.
 /// `dir/stem.` of a library-relative path and the end of its range (`.` raised to `/`):
 /// the names of one stem in one folder, as a range of the UNIQUE (library_id, rel_path) index
 /// (a Live Photo's and a stack's namesakes); none without a stem.
@@ -730,6 +723,9 @@ mod plan_tests {
         }
     }
 
+    /// The statements a first index runs for every file must not build a temporary table per
+    /// execution: SQLite does that for a `RETURNING` clause and for a CHECK with an `IN` list
+    /// of more than two constants, and it cost a third of the writer's time.
     #[test]
     fn the_per_file_statements_open_no_ephemeral_table_on_the_writer() {
         let (_dir, store) = fresh_store();

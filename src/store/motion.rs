@@ -106,10 +106,8 @@ fn same_capture(a: Option<(i64, Option<i32>)>, b: Option<(i64, Option<i32>)>) ->
     }
 }
 
-fn apple(side: &Side) -> bool {
-    side.make
-        .as_deref()
-        .is_some_and(|m| m.eq_ignore_ascii_case("apple"))
+fn apple(make: Option<&str>) -> bool {
+    make.is_some_and(|m| m.eq_ignore_ascii_case("apple"))
 }
 
 /// The name rule, the same whichever of the two was stored second: an Apple still without
@@ -118,7 +116,7 @@ fn apple(side: &Side) -> bool {
 fn pair_by_name(still: &Side, clip: &Side) -> bool {
     still.still()
         && clip.clip()
-        && apple(still)
+        && apple(still.make.as_deref())
         && still.identifier.is_none()
         && clip.identifier.is_some()
         && same_capture(still.taken, clip.taken)
@@ -158,6 +156,14 @@ fn namesakes(conn: &Connection, library_id: i64, rel_path: &[u8]) -> Result<Vec<
     Ok(out)
 }
 
+/// Whether a file read with `facts` can pair at all, asked before its `Side` is built (a
+/// date parse and three copies): a still or a clip with an identifier, or an Apple still
+/// with a namesake (`namesake`) to pair with by name.
+fn may_pair(f: &MediaFacts, namesake: bool) -> bool {
+    f.content_identifier.is_some()
+        || (namesake && apple(f.make.as_deref()) && f.taken_local.is_some())
+}
+
 fn link(conn: &Connection, still: i64, clip: i64) -> Result<(), StoreError> {
     conn.prepare_cached(LINK)?.execute(params![still, clip])?;
     Ok(())
@@ -167,13 +173,17 @@ fn link(conn: &Connection, still: i64, clip: i64) -> Result<(), StoreError> {
 /// partner stored before it, if any; part of the file's ingest transaction. Costs nothing
 /// for a file that can be no partner (not a JPEG/HEIF still, nor a MOV with an identifier),
 /// one indexed lookup for one with an identifier, one folder-and-stem range otherwise.
+/// `rel_path` is `None` when the file's folder holds no other name of its stem.
 pub(super) fn pair(
     conn: &Connection,
     library_id: i64,
-    rel_path: &[u8],
+    rel_path: Option<&[u8]>,
     asset_id: i64,
     facts: &MediaFacts,
 ) -> Result<(), StoreError> {
+    if !may_pair(facts, rel_path.is_some()) {
+        return Ok(());
+    }
     let me = Side::of(asset_id, facts);
     if me.still() {
         if let Some(id) = &me.identifier {
@@ -183,9 +193,10 @@ pub(super) fn pair(
                 .optional()?;
             return clip.map_or(Ok(()), |clip| link(conn, asset_id, clip));
         }
-        if me.taken.is_none() || !apple(&me) {
+        let Some(rel_path) = rel_path.filter(|_| me.taken.is_some() && apple(me.make.as_deref()))
+        else {
             return Ok(());
-        }
+        };
         let clip = namesakes(conn, library_id, rel_path)?
             .into_iter()
             .filter(|other| pair_by_name(&me, other))
@@ -202,7 +213,7 @@ pub(super) fn pair(
     for still in stills {
         link(conn, still, asset_id)?;
     }
-    for still in namesakes(conn, library_id, rel_path)? {
+    for still in rel_path.map_or(Ok(Vec::new()), |p| namesakes(conn, library_id, p))? {
         if pair_by_name(&still, &me) {
             link(conn, still.id, asset_id)?;
         }

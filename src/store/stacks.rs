@@ -104,18 +104,19 @@ type Partner = (i64, Vec<u8>, Option<String>, Option<String>, Option<i32>);
 /// of its stem already stored: a RAW with the first JPEG/HEIC of the same second, a JPEG or
 /// HEIC with every such RAW that has no primary yet. `existed`: the row was there before
 /// this read, so its old pairings are dropped first (a new row has none: no query).
+/// `rel_path` is `None` when the file's folder holds no other name of its stem: no partner.
 pub(super) fn pair(
     conn: &Connection,
     library_id: i64,
     file_id: i64,
-    rel_path: &[u8],
+    rel_path: Option<&[u8]>,
     facts: Option<&MediaFacts>,
     existed: bool,
 ) -> Result<(), StoreError> {
     if existed {
         conn.prepare_cached(UNPAIR)?.execute([file_id])?;
     }
-    let Some(f) = facts.filter(|f| candidate(f)) else {
+    let (Some(f), Some(rel_path)) = (facts.filter(|f| candidate(f)), rel_path) else {
         return Ok(());
     };
     let (Some(me), Some(taken)) = (role(f.mime.as_deref()), f.taken_local.as_deref()) else {

@@ -37,6 +37,7 @@ fn item(path: &str, content: u8, reason: FileReason) -> IngestItem {
             ..MediaFacts::default()
         }),
         error: None,
+        namesake: true,
     }
 }
 

@@ -391,6 +391,7 @@ fn item(path: &str, content: u8, kind: MediaKind) -> IngestItem {
             ..MediaFacts::default()
         }),
         error: None,
+        namesake: true,
     }
 }
 

@@ -586,6 +586,7 @@ fn item(root: &Path, path: &str, content: u8) -> IngestItem {
             ..MediaFacts::default()
         }),
         error: None,
+        namesake: true,
     }
 }
 

@@ -83,6 +83,7 @@ fn seed_in(env: &Env, name: &str, photos: std::ops::Range<u32>) -> Lib {
                     ..MediaFacts::default()
                 }),
                 error: None,
+                namesake: true,
             }
         })
         .collect();

@@ -68,6 +68,7 @@ pub fn item(path: &str, seed: u64, facts: MediaFacts) -> IngestItem {
         content_hash: None,
         facts: Some(facts),
         error: None,
+        namesake: true,
     }
 }
 
