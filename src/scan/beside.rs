@@ -204,19 +204,25 @@ mod tests {
         (seen, stems)
     }
 
+    /// A folder holding a small file of each of `names`.
+    fn folder_of(names: &[&str]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for name in names {
+            std::fs::write(dir.path().join(name), b"x").expect("write");
+        }
+        dir
+    }
+
     #[test]
     fn a_photo_has_a_namesake_when_another_name_of_its_folder_has_its_stem_or_when_unknown() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        for name in [
+        let dir = folder_of(&[
             "IMG_1.JPG",
             "IMG_1.CR2",
             "IMG_2.HEIC",
             "IMG_2.jpg.xmp",
             "x",
             ".jpg",
-        ] {
-            std::fs::write(dir.path().join(name), b"x").expect("write");
-        }
+        ]);
         let listings = Listings::default();
         let namesake = |rel: &str| listings.namesake(dir.path(), Path::new(rel));
         assert!(namesake("IMG_1.JPG") && namesake("IMG_1.CR2"));
@@ -229,17 +235,14 @@ mod tests {
 
     #[test]
     fn a_folder_is_listed_for_the_names_that_can_be_beside_a_photo_only() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        for name in [
+        let dir = folder_of(&[
             "a.jpg",
             "a.jpg.xmp",
             "b.JPG",
             "b.XMP",
             "c.jpg.json",
             "d.txt",
-        ] {
-            std::fs::write(dir.path().join(name), b"x").expect("write");
-        }
+        ]);
         let folder = Listings::default().folder(dir.path());
         let listed = folder.as_ref().as_ref().expect("listed");
         let mut names: Vec<&str> = listed.names.iter().map(String::as_str).collect();
