@@ -243,31 +243,35 @@ pub fn walk(
     restart: bool,
     wait: bool,
 ) -> anyhow::Result<()> {
-    let s = crate::ops::Services::new(store.clone());
     let ttl = millis(config.lease_ttl);
     let handlers = match kind {
-        WalkKindId::ContentHash => {
-            let walk = content_walk(config);
-            crate::ops::walks::start_here(&s, kind, walk.scheme(), restart, ttl)?;
-            Handlers::default().job(kind.job_kind(), WalkJob::new(store, Arc::new(walk)))
-        }
+        WalkKindId::ContentHash => start_walk(store, kind, content_walk(config), restart, ttl),
         WalkKindId::Faces => {
             let walk = faces_walk(config).ok_or(crate::ops::Error::NoDetector)?;
-            crate::ops::walks::start_here(&s, kind, walk.scheme(), restart, ttl)?;
-            Handlers::default().job(kind.job_kind(), WalkJob::new(store, Arc::new(walk)))
+            start_walk(store, kind, walk, restart, ttl)
         }
-        WalkKindId::Similar => {
-            let walk = similar_walk(config);
-            crate::ops::walks::start_here(&s, kind, walk.scheme(), restart, ttl)?;
-            Handlers::default().job(kind.job_kind(), WalkJob::new(store, Arc::new(walk)))
-        }
-    };
+        WalkKindId::Similar => start_walk(store, kind, similar_walk(config), restart, ttl),
+    }?;
     if wait {
         run_until(store, config, handlers, || {
             Ok(store.live_job(kind.job_kind())?.is_some())
         })?;
     }
     Ok(())
+}
+
+/// Starts a walk of `kind` run by `walk` here (`ops::walks::start_here`) and answers the
+/// handlers that run its batches.
+fn start_walk<K: WalkKind + 'static>(
+    store: &Store,
+    kind: WalkKindId,
+    walk: K,
+    restart: bool,
+    ttl: i64,
+) -> anyhow::Result<Handlers> {
+    let s = crate::ops::Services::new(store.clone());
+    crate::ops::walks::start_here(&s, kind, walk.scheme(), restart, ttl)?;
+    Ok(Handlers::default().job(kind.job_kind(), WalkJob::new(store, Arc::new(walk))))
 }
 
 /// The services of a command (no workers, no watcher): `config`'s hourly limit and walks,

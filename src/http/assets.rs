@@ -3,6 +3,8 @@
 //! restore through `ops::trash` (journaled file moves), and both kinds of duplicates. The
 //! JSON is the wire contract's (`crate::wire`, what the CLI's `--json` gives too) with one
 //! object per file: its text, its exact bytes in base64 beside it where the text is lossy.
+//! The page sizes, the `limit`/`cursor` query and the bad-cursor error are the other paged
+//! lists' too (`/api/faces`, `/api/similar`).
 
 use super::error::ApiError;
 use super::{AppState, blocking};
@@ -15,6 +17,19 @@ use axum::extract::{Path, Query, State};
 
 pub const DEFAULT_PAGE: i64 = 100;
 pub const MAX_PAGE: i64 = 500;
+
+/// The query of a list paged by `limit` and `cursor` alone (`/api/faces`, `/api/similar`).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PageQuery {
+    pub limit: Option<i64>,
+    pub cursor: Option<String>,
+}
+
+/// A cursor that no page of this server handed out.
+pub(super) fn bad_cursor() -> ApiError {
+    ApiError::bad_request("cursor is not one this server handed out")
+}
 
 /// The API's asset: the wire contract's, with one object per file.
 pub fn asset_out(a: Asset) -> AssetOut {
@@ -123,11 +138,10 @@ pub(super) fn cursor_text(c: &AssetCursor) -> String {
 }
 
 pub(super) fn parse_cursor(text: &str) -> Result<AssetCursor, ApiError> {
-    let bad = || ApiError::bad_request("cursor is not one this server handed out");
-    let (id, taken) = text.split_once('_').ok_or_else(bad)?;
+    let (id, taken) = text.split_once('_').ok_or_else(bad_cursor)?;
     Ok(AssetCursor {
         taken: taken.to_string(),
-        id: id.parse().map_err(|_| bad())?,
+        id: id.parse().map_err(|_| bad_cursor())?,
     })
 }
 

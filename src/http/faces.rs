@@ -3,7 +3,7 @@
 //! through the same operation as `mediadex faces redetect` (`ops::faces::redetect`),
 //! and the paged list of assets with faces (the asset list's keyset paging). Holds no SQL.
 
-use super::assets::{DEFAULT_PAGE, MAX_PAGE, get_asset, parse_cursor};
+use super::assets::{DEFAULT_PAGE, MAX_PAGE, PageQuery, get_asset, parse_cursor};
 use super::error::ApiError;
 use super::{AppState, blocking};
 use crate::model::Asset;
@@ -63,13 +63,6 @@ pub async fn redetect(
     Ok(Json(faces_out(&asset)))
 }
 
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ListQuery {
-    limit: Option<i64>,
-    cursor: Option<String>,
-}
-
 #[derive(serde::Serialize)]
 pub struct Page {
     items: Vec<FacesOut>,
@@ -80,7 +73,7 @@ pub struct Page {
 /// its faces; keyset paging as `/api/assets`.
 pub async fn list(
     State(s): State<AppState>,
-    q: Result<Query<ListQuery>, QueryRejection>,
+    q: Result<Query<PageQuery>, QueryRejection>,
 ) -> Result<Json<Page>, ApiError> {
     let Query(q) = q?;
     let limit = super::error::limit(q.limit, DEFAULT_PAGE, MAX_PAGE)?;

@@ -3,20 +3,13 @@
 //! nearest first. Both read the distance the settings give (`similar_distance`) through
 //! `ops::similar`. Holds no SQL and no grouping rule.
 
-use super::assets::{DEFAULT_PAGE, MAX_PAGE};
+use super::assets::{DEFAULT_PAGE, MAX_PAGE, PageQuery, bad_cursor};
 use super::error::ApiError;
 use super::{AppState, blocking};
 use crate::wire::{PathForm, Similar, SimilarGroup};
 use axum::Json;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ListQuery {
-    limit: Option<i64>,
-    cursor: Option<String>,
-}
 
 #[derive(serde::Serialize)]
 pub struct Page {
@@ -30,17 +23,13 @@ pub struct Page {
 /// `GET /api/similar?limit=&cursor=`: groups of live similar pictures.
 pub async fn list(
     State(s): State<AppState>,
-    q: Result<Query<ListQuery>, QueryRejection>,
+    q: Result<Query<PageQuery>, QueryRejection>,
 ) -> Result<Json<Page>, ApiError> {
     let Query(q) = q?;
     let limit = super::error::limit(q.limit, DEFAULT_PAGE, MAX_PAGE)?;
-    let after = match q.cursor.as_deref() {
-        None => None,
-        Some(text) => Some(
-            text.parse::<i64>()
-                .map_err(|_| ApiError::bad_request("cursor is not one this server handed out"))?,
-        ),
-    };
+    let after = (q.cursor.as_deref())
+        .map(|text| text.parse::<i64>().map_err(|_| bad_cursor()))
+        .transpose()?;
     let distance = s.ops.similar_distance;
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
     let page = blocking(move || Ok(crate::ops::similar::page(&s.ops, after, limit)?)).await?;

@@ -1,6 +1,6 @@
 //! Similar photos on request (DESIGN.md section 8): the groups of the live pictures whose
-//! perceptual hashes are within `Services::similar_distance` (the setting is read at every
-//! call and the hashes are stored, so a new distance needs no walk), a page of them, and the
+//! perceptual hashes are within `Services::similar_distance` (applied at every call to the
+//! stored hashes, so a new distance needs no walk), a page of them, and the
 //! pictures similar to one asset, found through the store's band indexes. The grouping rule is
 //! `similar::index`'s; this only reads, pages and loads the assets.
 
