@@ -4,12 +4,18 @@
 //! nothing: one asset per distinct content, every file under exactly one asset, and the
 //! duplicates are exactly the byte-identical copies the test made.
 //!
-//! Everything goes through the real binary. `MEDIADEX_LEASE_TTL_MS=1000` (a testing knob)
-//! makes the rescue take about a second instead of 30. There is no hook in the scan to stop
-//! it mid-way. The first scan runs in short slices between SIGSTOP and SIGCONT, and the
-//! test looks at its progress while it is frozen: once a batch is committed (and, 10,000
-//! files being ten batches, the scan far from done) it is SIGKILLed exactly in the
-//! state the test saw, on a fast machine as on a slow one.
+//! Everything goes through the real binary. There is no hook in the scan to stop it
+//! mid-way. The first scan runs in short slices between SIGSTOP and SIGCONT, and the test
+//! looks at its progress while it is frozen: once a batch is committed (and, 10,000 files
+//! being ten batches, the scan far from done) it is SIGKILLed exactly in the state the test
+//! saw, on a fast machine as on a slow one.
+//!
+//! The first scan holds its leases for far longer than the test can take
+//! (`MEDIADEX_LEASE_TTL_MS`, a testing knob), so that no freeze, however long on a loaded
+//! machine, lets them run out while it lives: with a 1 s ttl a freeze of over a second let
+//! the scan's own maintenance loop retire its run before the kill (seen once under load).
+//! Once it is dead the test ends its leases itself, the deterministic stand-in for waiting
+//! out the ttl, and the restart rescues the run at once.
 
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -26,7 +32,8 @@ const PER_DIR: usize = 250;
 /// Byte-identical copies of some of the photos, each in another directory than its
 /// original (so that the killed run and its successor are likely to see one each).
 const COPIES: usize = 6;
-const TTL_MS: &str = "1000";
+/// The first scan's lease ttl: longer than the whole test's guard rails.
+const TTL_MS: &str = "600000";
 /// The restart's lease TTL (see there).
 const RESTART_TTL_MS: &str = "4000";
 /// How long the first scan runs between two looks at its progress.
@@ -84,6 +91,19 @@ fn runs_beside_a_frozen_writer(data: &Path) -> Option<Vec<Value>> {
     assert!(out.status.success(), "mediadex runs failed: {stderr}");
     let runs: Value = serde_json::from_slice(&out.stdout).expect("runs prints JSON");
     Some(runs.as_array().expect("runs is an array").clone())
+}
+
+/// Ends every lease the (dead) first scan held, as its ttl running out would: the rows stay
+/// `running` with their lease, only its expiry moves into the past.
+fn expire_leases(data: &Path) {
+    let db = rusqlite::Connection::open(data.join("mediadex.db")).expect("open the index");
+    for table in ["scan_runs", "jobs"] {
+        db.execute(
+            &format!("UPDATE {table} SET lease_expires_at = 1 WHERE state = 'running'"),
+            [],
+        )
+        .unwrap_or_else(|e| panic!("expire the leases of {table}: {e}"));
+    }
 }
 
 /// Files committed so far by a running run, from its progress text.
@@ -232,13 +252,16 @@ fn a_killed_scan_is_finished_by_its_successor_without_duplicates() {
         "the killed run had committed everything ({committed_at_kill} of {total})"
     );
 
-    // The restart: same data dir, a new process. It waits out the dead process's lease,
+    // The dead process's leases run out: the only step of the ttl the test does not wait for.
+    expire_leases(&data);
+
+    // The restart: same data dir, a new process. It finds the dead process's lease expired,
     // rescues the run and finishes the library.
     let restart_started = Instant::now();
     let restart_log = tmp.path().join("restart.log");
-    // The dead lease expires by the TTL the killed process wrote (1 s); the restart holds
-    // its own for longer, so a loaded machine (a heartbeat late by more than a second) does
-    // not retire the successor too and make the history one attempt longer.
+    // The restart holds its own lease for a few seconds, so a loaded machine (a heartbeat
+    // late by more than a second) does not retire the successor too and make the history
+    // one attempt longer.
     let restart = mediadex(&data)
         .env("MEDIADEX_LEASE_TTL_MS", RESTART_TTL_MS)
         .args(["scan", "--wait", "--json"])
