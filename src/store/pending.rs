@@ -5,8 +5,9 @@
 //! a library settles the pending assets its runs held (published where another library
 //! shows them, deleted where no file does); `Store::publish_stranded` publishes what an
 //! older binary left pending on a run that is gone or ended. Pruning keeps a run that still
-//! holds pending assets (`scan_runs::PRUNE`). Every query here starts from the
-//! `assets_pending` partial index, so its cost is the pending rows, never the whole table.
+//! holds pending assets (`scan_runs::PRUNE`). Every search for pending assets here starts
+//! from the `assets_pending` partial index (the others read one asset by id), so its cost is
+//! the pending rows, never the whole table.
 
 use super::{Store, StoreError};
 use crate::model::{Millis, TrashReason};
