@@ -14,9 +14,10 @@ impl WalkDetector for WalkRetinaFace {
     /// An unsupported (TIFF), oversized or undecodable picture is stamped with no faces: the
     /// walk only hands over files that still hold the asset's bytes, so this build can never
     /// do better for them, and the repair walk would otherwise retry them on every run
-    /// (`mediadex faces redetect` still can). A read or model failure, or a HEIF with no
-    /// `heif-dec` here (it may be installed), stays an error, so the asset keeps its old stamp
-    /// and is tried again by the next walk (a NAS blip passes).
+    /// (`mediadex faces redetect` still can). A read or model failure, a HEIF with no
+    /// `heif-dec` here (it may be installed) or a `heif-dec` stopped before it finished (its
+    /// deadline, a signal) stays an error, so the asset keeps its old stamp and is tried
+    /// again by the next walk (a NAS blip passes).
     fn detect(&self, path: &Path) -> Result<Vec<StoredFace>, DetectError> {
         walk_result(path, self.0.detect(path))
     }
@@ -41,6 +42,7 @@ fn walk_result(
             path: path.display().to_string(),
             source,
         }),
+        Err(e @ FaceError::Stopped(_)) => Err(DetectError::Stopped(e.to_string())),
         Err(e) => Err(DetectError::Detector(e.to_string())),
     }
 }
@@ -90,6 +92,18 @@ mod tests {
         match walk_result(path, no_decoder) {
             Err(DetectError::Detector(msg)) => assert!(msg.contains("heif-dec"), "{msg}"),
             other => panic!("not stamped: {other:?}"),
+        }
+        let stopped = Err(FaceError::Stopped(
+            "heif-dec was stopped by signal 9".into(),
+        ));
+        // As transient as a NAS timeout.
+        let blip = DetectError::Read {
+            path: "a.heic".into(),
+            source: std::io::ErrorKind::TimedOut.into(),
+        };
+        match walk_result(path, stopped) {
+            Err(e @ DetectError::Stopped(_)) => assert_eq!(e.retry(), blip.retry()),
+            other => panic!("a stopped decoder is not stamped: {other:?}"),
         }
         let unsupported = Err(FaceError::Unsupported("image/tiff".into()));
         assert_eq!(walk_result(path, unsupported).ok(), Some(Vec::new()));

@@ -95,9 +95,10 @@ fn heif_error(e: HeifDecError) -> FaceError {
             source,
         },
         HeifDecError::TooLarge { .. } => FaceError::TooLarge(e.to_string()),
-        HeifDecError::Timeout { .. } | HeifDecError::Failed { .. } => {
-            FaceError::Decode(e.to_string())
+        HeifDecError::Timeout { .. } | HeifDecError::Killed { .. } => {
+            FaceError::Stopped(e.to_string())
         }
+        HeifDecError::Failed { .. } => FaceError::Decode(e.to_string()),
     }
 }
 
@@ -294,6 +295,28 @@ mod tests {
         }
         let jpeg = open_with(&fixture("rocket.jpg"), None).expect("a JPEG needs no program");
         assert_eq!(jpeg.rgb.dimensions(), (640, 427));
+    }
+
+    /// A heif-dec stopped before it finished (killed at the deadline, or by a signal: the
+    /// OOM killer, a shutdown) said nothing about the file: the picture must not be stamped
+    /// "no faces" or "no hash" for good, while one that exits with a failure is.
+    #[cfg(unix)]
+    #[test]
+    fn a_heif_dec_timeout_or_kill_is_transient_and_its_failure_permanent() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let heic = fixture("astronaut_half.heic");
+        let deadline = std::time::Duration::from_millis(200);
+        for (what, body) in [("timeout", "exec sleep 600"), ("SIGKILL", "kill -KILL $$")] {
+            // One script path: each is written just before it runs.
+            let dec = fake_heif_dec(dir.path(), body).with_limits(deadline, 1024 * 1024);
+            match open_with(&heic, Some(&dec)) {
+                Err(e) => assert!(!e.is_permanent(), "{what}: {e}"),
+                Ok(_) => panic!("{what}: decoded"),
+            }
+        }
+        let failing = fake_heif_dec(dir.path(), "exit 1");
+        let failed = open_with(&heic, Some(&failing)).err().expect("an error");
+        assert!(failed.is_permanent(), "{failed}");
     }
 
     #[test]

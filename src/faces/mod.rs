@@ -88,6 +88,10 @@ pub enum FaceError {
     /// Corrupt, truncated or otherwise undecodable image data.
     #[error("cannot decode image: {0}")]
     Decode(String),
+    /// The external decoder (`heif-dec`) was stopped before it finished, at its deadline or
+    /// by a signal: it said nothing about the file, so this is not permanent.
+    #[error("the decoder stopped before it finished: {0}")]
+    Stopped(String),
     /// The embedded model failed to load or to run (a bug, not the file's fault).
     #[error("face model failed: {0}")]
     Model(String),
@@ -95,7 +99,7 @@ pub enum FaceError {
 
 impl FaceError {
     /// True when retrying the same file cannot help (the file is unsupported, too large or
-    /// broken); false for I/O and model failures, which may pass.
+    /// broken); false for I/O and model failures and a stopped decoder, which may pass.
     pub fn is_permanent(&self) -> bool {
         matches!(
             self,

@@ -29,8 +29,12 @@ pub enum HeifDecError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{program} did not finish within {secs} s; stopped")]
-    Timeout { program: String, secs: u64 },
+    #[error("{program} did not finish within {after:?}; stopped")]
+    Timeout { program: String, after: Duration },
+    /// Ended by a signal (the OOM killer, a shutdown, an operator), not by exiting: it
+    /// said nothing about the file.
+    #[error("{program} was stopped by {status} before it finished")]
+    Killed { program: String, status: String },
     #[error("{program} wrote more than {max} bytes; stopped")]
     TooLarge { program: String, max: u64 },
     #[error("{program} could not decode the file ({status})")]
@@ -38,9 +42,16 @@ pub enum HeifDecError {
 }
 
 impl HeifDecError {
-    /// True when running it again on the same file gives the same answer.
+    /// True when running it again on the same file gives the same answer: the program
+    /// said the file cannot be decoded (it exited with a failure) or its picture is too
+    /// large. A program that could not be run, or was stopped before it finished (the
+    /// deadline on a busy machine, a signal), said nothing about the file: a later try may
+    /// decode it.
     pub fn is_permanent(&self) -> bool {
-        !matches!(self, HeifDecError::Run { .. })
+        matches!(
+            self,
+            HeifDecError::Failed { .. } | HeifDecError::TooLarge { .. }
+        )
     }
 }
 
@@ -128,6 +139,10 @@ impl HeifDec {
         loop {
             match child.try_wait() {
                 Ok(Some(status)) if status.success() => break,
+                Ok(Some(status)) if killed(&status) => {
+                    let (program, status) = (self.name(), status.to_string());
+                    return Err(HeifDecError::Killed { program, status });
+                }
                 Ok(Some(status)) => return Err(self.failed(&status.to_string())),
                 Ok(None) => {}
                 Err(e) => return Err(self.stop(child, self.run_error(e))),
@@ -138,9 +153,8 @@ impl HeifDec {
                 return Err(self.stop(child, HeifDecError::TooLarge { program, max }));
             }
             if Instant::now() >= deadline {
-                let secs = self.timeout.as_secs();
-                let program = self.name();
-                return Err(self.stop(child, HeifDecError::Timeout { program, secs }));
+                let (program, after) = (self.name(), self.timeout);
+                return Err(self.stop(child, HeifDecError::Timeout { program, after }));
             }
             std::thread::sleep(POLL);
         }
@@ -174,6 +188,18 @@ impl HeifDec {
             status: status.to_string(),
         }
     }
+}
+
+/// Whether the program ended by a signal rather than by exiting (`abort` on a failed
+/// assertion is a signal too, but libheif's programs report a bad file by exiting 1).
+#[cfg(unix)]
+fn killed(status: &std::process::ExitStatus) -> bool {
+    std::os::unix::process::ExitStatusExt::signal(status).is_some()
+}
+
+#[cfg(not(unix))]
+fn killed(_: &std::process::ExitStatus) -> bool {
+    false
 }
 
 /// A directory of this process's own under the system temp dir, removed on drop.
@@ -320,6 +346,18 @@ mod tests {
             got.err().is_some_and(|e| !e.is_permanent()),
             "not installed"
         );
+    }
+
+    /// Stopped before it finished, the program said nothing about the file: run again (a
+    /// quieter machine, no OOM killer), it may decode it.
+    #[test]
+    fn a_decoder_killed_by_a_signal_or_at_the_deadline_is_not_permanent() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for body in ["kill -KILL $$", "kill -TERM $$", "exec sleep 600"] {
+            let got = fake(dir.path(), body).decode_png(Path::new("/x.heic"));
+            let e = got.expect_err("an error");
+            assert!(!e.is_permanent(), "{body}: {e}");
+        }
     }
 
     /// The real program, on the fixtures: a PNG of the display size.

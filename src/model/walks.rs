@@ -135,13 +135,15 @@ pub struct SimilarGroup {
 }
 
 /// One fenced walk batch commit: the results, the chain's advance (`next`, the follow-up
-/// row carrying the cursor) or, for the last (short) batch, the walk record's raise to
-/// `complete_scheme`. Exactly one of `next` and `complete_scheme` is set.
+/// row carrying the cursor) or, for the last (short) batch (`complete_scheme` set), the walk
+/// record's raise to `complete_scheme`. `next` is always given: the last batch's continues
+/// the chain instead when an asset was made live behind its cursor meanwhile (a restore),
+/// which the store alone can tell in the commit's transaction.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WalkCommit {
     pub kind: WalkKindId,
     pub results: WalkResults,
-    pub next: Option<NewJob>,
+    pub next: NewJob,
     pub complete_scheme: Option<i64>,
     /// The chain walks a rollback: it re-stamps what a newer scheme stamped.
     pub rollback: bool,

@@ -59,7 +59,8 @@ pub fn hash_image(image: &DynamicImage) -> u64 {
 
 /// The perceptual hash of the picture at `path`. A permanent error (`is_permanent`: not a
 /// picture this build decodes, too large, broken) means no hash will ever come of this file;
-/// the others (I/O, no `heif-dec` here yet) may pass.
+/// the others (I/O, no `heif-dec` here yet, a `heif-dec` stopped at its deadline or by a
+/// signal) may pass.
 pub fn hash_file(path: &Path) -> Result<u64, FaceError> {
     let image = crate::faces::upright_picture(path, DECODE_SIDE)?;
     Ok(hash_image(&image))
@@ -67,7 +68,8 @@ pub fn hash_file(path: &Path) -> Result<u64, FaceError> {
 
 /// This hash as the similar walk's hasher (`walks::similar::PictureHasher`): a permanent
 /// decode error is "no hash, ever" (the walk stamps it and does not try again), any other
-/// (I/O, no `heif-dec` here yet) leaves the asset's stamp for a later walk.
+/// (I/O, no `heif-dec` here yet, a stopped `heif-dec`) leaves the asset's stamp for a later
+/// walk.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WalkHasher;
 

@@ -241,12 +241,17 @@ pub(super) fn stamp_content(
 }
 
 /// Restores a trashed asset by id alone. `false`: the row is no longer trashed (or gone).
+/// A walk chain that skipped it while it was trashed goes back for it (`walks::made_live`).
 pub(super) fn restore(conn: &Connection, id: i64) -> Result<bool, StoreError> {
-    Ok(conn
+    let restored = conn
         .prepare_cached(RESTORE)?
         .query_row([id], |r| r.get::<_, i64>(0))
         .optional()?
-        .is_some())
+        .is_some();
+    if restored {
+        super::walks::made_live(conn, id)?;
+    }
+    Ok(restored)
 }
 
 /// Whether the asset exists, and if so whether it is trashed.

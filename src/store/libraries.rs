@@ -13,9 +13,6 @@ const INSERT: &str = "INSERT INTO libraries (name, root, created_at) VALUES (?1,
 const LIBRARY_ASSETS: &str =
     "SELECT DISTINCT asset_id FROM files WHERE library_id = ?1 AND asset_id IS NOT NULL";
 const DELETE: &str = "DELETE FROM libraries WHERE id = ?1";
-/// An asset no file of any library shows any more goes with the library.
-const DELETE_IF_UNSHOWN: &str = "
-    DELETE FROM assets WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM files WHERE asset_id = ?1)";
 
 const SET_IDENTITY: &str = "UPDATE libraries SET root_dev = ?2, marker_id = ?3 WHERE id = ?1";
 const GET_IDENTITY: &str = "SELECT root_dev, marker_id FROM libraries WHERE id = ?1";
@@ -108,22 +105,27 @@ impl Store {
     }
 
     /// Forgets a library: its files, scan runs, admission keys and journal rows go by
-    /// cascade, and so do the assets no other library shows. A worker still scanning it
-    /// finds its lease gone at its next fenced write and stops. Files on disk are untouched.
-    /// Returns how many assets were forgotten.
+    /// cascade, and so do the assets no other library shows. An asset its runs held pending
+    /// that another library shows is published (`pending::settle`): no run of the library
+    /// is left to. A worker still scanning it finds its lease gone at its next fenced write
+    /// and stops. Files on disk are untouched. Returns how many assets were forgotten.
     pub fn remove_library(&self, id: i64) -> Result<u64, StoreError> {
-        self.write(move |conn, _| {
-            let assets: Vec<i64> = conn
+        self.write(move |conn, now| {
+            let mut assets: Vec<i64> = conn
                 .prepare_cached(LIBRARY_ASSETS)?
                 .query_map([id], |r| r.get(0))?
                 .collect::<Result<_, _>>()?;
+            // A pending asset its runs made may no longer be shown by its files (the file
+            // changed since): it is read now, while the runs still name the library.
+            assets.extend(super::pending::held_by_library(conn, id)?);
+            assets.sort_unstable();
+            assets.dedup();
             if conn.prepare_cached(DELETE)?.execute([id])? == 0 {
                 return Err(StoreError::NotFound(format!("no library with id {id}")));
             }
             let mut gone = 0;
-            let mut stmt = conn.prepare_cached(DELETE_IF_UNSHOWN)?;
             for asset in assets {
-                gone += stmt.execute([asset])? as u64;
+                gone += u64::from(super::pending::settle(conn, asset, now)?);
             }
             Ok(gone)
         })

@@ -35,6 +35,7 @@ mod lease;
 mod libraries;
 mod migrate;
 mod motion;
+mod pending;
 mod problems;
 mod queries;
 mod scan_runs;

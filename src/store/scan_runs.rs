@@ -163,14 +163,17 @@ const EXPIRED: &str = concat!(
     " FROM scan_runs WHERE state = 'running' AND lease_expires_at <= ?1 ORDER BY id"
 );
 /// Finished runs past retention, except each library's newest finished and newest completed
-/// run (they answer "when did this library last scan, and last scan cleanly?").
+/// run (they answer "when did this library last scan, and last scan cleanly?") and a run
+/// that still holds pending assets: it ties them to its library, whose next completion
+/// publishes them (DESIGN.md section 6); gone, it would leave them with no owner.
 const PRUNE: &str = "
     DELETE FROM scan_runs
      WHERE state NOT IN ('accepted', 'running') AND finished_at < ?1
        AND id NOT IN (SELECT max(id) FROM scan_runs
                        WHERE state NOT IN ('accepted', 'running') GROUP BY library_id)
        AND id NOT IN (SELECT max(id) FROM scan_runs
-                       WHERE state = 'completed' GROUP BY library_id)";
+                       WHERE state = 'completed' GROUP BY library_id)
+       AND NOT EXISTS (SELECT 1 FROM assets WHERE pending_run = scan_runs.id)";
 
 fn get(conn: &Connection, id: i64) -> Result<Option<ScanRun>, StoreError> {
     Ok(conn
@@ -378,8 +381,9 @@ pub(super) fn finish(
     // transaction: they exist only if the completion committed, and a crash right after it
     // loses none of them.
     if n == 1 && matches!(state, RunState::Completed | RunState::Suspect) {
-        let published = super::assets::publish(conn, lease.id)?;
-        if let Some((first, last)) = published {
+        let own = super::assets::publish(conn, lease.id)?;
+        let shown = super::pending::publish_shown(conn, lease.id)?;
+        if let Some((first, last)) = span(own, shown) {
             let job = ThumbsPayload::published(lease.id, first, last).job();
             super::jobs::insert(conn, &job, now)?;
         }
@@ -388,6 +392,14 @@ pub(super) fn finish(
         }
     }
     Ok(n)
+}
+
+/// The ids from the lowest to the highest of two optional ranges.
+fn span(a: Option<(i64, i64)>, b: Option<(i64, i64)>) -> Option<(i64, i64)> {
+    match (a, b) {
+        (Some((lo, hi)), Some((l, h))) => Some((lo.min(l), hi.max(h))),
+        (one, other) => one.or(other),
+    }
 }
 
 pub(super) fn prune(conn: &Connection, before: Millis) -> Result<u64, StoreError> {

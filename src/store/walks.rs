@@ -4,7 +4,9 @@
 //! the ONE fenced transaction that commits a batch: the job row's completion under its
 //! lease, the results, then either the chain's next row (the cursor) or, after the last
 //! batch, the walk record. A batch keeps what a newer scheme stamped (a newer binary on the
-//! same database) unless it walks a rollback.
+//! same database) unless it walks a rollback. An asset a restore makes live while a chain is
+//! live marks the chain (`made_live`), and the chain's next commit takes it back to that
+//! asset: "walked to the end" is written only once every live asset was visited.
 
 use super::assets::checksum_col;
 use super::jobs::{self, Enqueued};
@@ -69,6 +71,23 @@ const FILES: &str = "
       JOIN libraries l ON l.id = f.library_id
      WHERE f.asset_id = ?1
      ORDER BY f.state = 'missing', f.id";
+/// An asset made live (?2) while the chain ?1 (its unique key) is live, perhaps behind its
+/// cursor: the live row keeps the lowest such id in its payload's `revisit` until its commit
+/// takes the chain back there. A queued row has not read its payload yet and a running one
+/// has: both are marked alike, and only the commit reads the mark.
+const REVISIT: &str = "
+    UPDATE jobs SET payload = json_set(payload, '$.revisit',
+                                       min(coalesce(json_extract(payload, '$.revisit'), ?2), ?2))
+     WHERE unique_key = ?1 AND state IN ('queued', 'running') AND json_valid(payload)";
+const REVISIT_OF: &str = "
+    SELECT CASE WHEN json_valid(payload) THEN json_extract(payload, '$.revisit') END
+      FROM jobs WHERE id = ?1";
+/// The next row's payload ?1 with its cursor moved back to just before asset ?2, its count
+/// of what is left dropped (the next batch counts again) and no revisit of its own.
+const BACK_TO: &str = "
+    SELECT json_remove(json_set(?1, '$.after', min(coalesce(json_extract(?1, '$.after'), 0),
+                                                   ?2 - 1)),
+                       '$.left', '$.revisit')";
 /// Keeps what a newer scheme stamped (a newer binary on the same database), except in a
 /// rollback (`?4`).
 const STAMP_CONTENT: &str = "
@@ -148,6 +167,54 @@ pub(super) fn request_in(
         request_in(conn, also, now)?;
     }
     Ok(enqueued)
+}
+
+/// Asset `id` was just made live again (a restore, by the user or by a scan's claim): the
+/// live chain of each walk that skips trashed assets, whose cursor may be past it, is marked
+/// to go back for it before it says it walked to the end (`REVISIT`). Without a live chain
+/// there is nothing to mark: the restore's or the scan's walk request starts one from the
+/// beginning.
+pub(super) fn made_live(conn: &Connection, id: i64) -> Result<(), StoreError> {
+    let mut mark = conn.prepare_cached(REVISIT)?;
+    for kind in [WalkKindId::Faces, WalkKindId::Similar] {
+        mark.execute(params![kind.job_kind(), id])?;
+    }
+    Ok(())
+}
+
+/// The chain's advance after a batch of row `row_id` (just completed in this transaction):
+/// `next` when the walk goes on; after the last batch the record's raise, unless an asset
+/// was made live behind the cursor while the row was live, in which case the chain goes on
+/// from there and the record waits (it must never say "walked to the end" while a live
+/// asset lacks the stamp).
+fn advance(
+    conn: &Connection,
+    row_id: i64,
+    commit: &WalkCommit,
+    now: Millis,
+) -> Result<Option<Enqueued>, StoreError> {
+    let revisit: Option<i64> = conn
+        .prepare_cached(REVISIT_OF)?
+        .query_row([row_id], |r| r.get(0))
+        .optional()?
+        .flatten();
+    match (revisit, commit.complete_scheme) {
+        (None, Some(scheme)) => {
+            raise_record(conn, commit.kind, scheme, now)?;
+            Ok(None)
+        }
+        (None, None) => Ok(Some(jobs::insert(conn, &commit.next, now)?)),
+        (Some(asset), _) => {
+            let payload: String = conn
+                .prepare_cached(BACK_TO)?
+                .query_row(params![commit.next.payload, asset], |r| r.get(0))?;
+            let next = crate::model::NewJob {
+                payload,
+                ..commit.next.clone()
+            };
+            Ok(Some(jobs::insert(conn, &next, now)?))
+        }
+    }
 }
 
 fn raise_record(
@@ -284,8 +351,9 @@ impl Store {
 
     /// Commits one walk batch in ONE fenced transaction under the chain row's lease: the
     /// row's completion first (a stale lease stops everything here, nothing lands), then the
-    /// results, then the chain's next row or, after the last batch, the walk record raise.
-    /// Returns the next row when one was enqueued.
+    /// results, then the chain's next row or, after the last batch, the walk record raise
+    /// (`advance`: a restore behind the cursor takes the chain back instead). Returns the
+    /// next row when one was enqueued.
     pub fn commit_walk_batch(
         &self,
         lease: &Lease,
@@ -295,14 +363,7 @@ impl Store {
         self.write(move |conn, now| {
             jobs::complete(conn, &lease, now)?;
             write_results(conn, &commit.results, commit.rollback)?;
-            if let Some(scheme) = commit.complete_scheme {
-                raise_record(conn, commit.kind, scheme, now)?;
-            }
-            commit
-                .next
-                .as_ref()
-                .map(|next| jobs::insert(conn, next, now))
-                .transpose()
+            advance(conn, lease.id, &commit, now)
         })
     }
 }

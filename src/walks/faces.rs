@@ -35,12 +35,17 @@ pub enum DetectError {
     /// No file of the asset still holds the bytes it was indexed with.
     #[error("no file of asset {0} still holds its bytes")]
     NoFile(i64),
+    /// The decoder was stopped before it finished (its deadline on a busy machine, a
+    /// signal): nothing was learnt about the file, a later walk tries again.
+    #[error("{0}")]
+    Stopped(String),
 }
 
 impl DetectError {
     pub fn retry(&self) -> Retry {
         match self {
             DetectError::Read { source, .. } => io_retry(source),
+            DetectError::Stopped(_) => Retry::Transient,
             DetectError::Detector(_) | DetectError::NoFile(_) => Retry::Permanent,
         }
     }

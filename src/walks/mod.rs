@@ -52,7 +52,9 @@ pub trait WalkKind: Send + Sync + 'static {
 /// scheme stamped), and the assets it still has to visit after the cursor (`left`: counted
 /// by the start that scheduled the chain, else by its first batch, and lowered by each
 /// batch since, so that a status of a running walk counts nothing; assets added meanwhile
-/// are visited but not counted).
+/// are visited but not counted). A live row may also carry `revisit`, the lowest asset made
+/// live behind its cursor while it was live (a restore): the store writes it and reads it
+/// at the row's commit, which takes the chain back there (`Store::commit_walk_batch`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Payload {
     #[serde(default)]
@@ -160,7 +162,7 @@ impl<K: WalkKind> JobHandler for WalkJob<K> {
         let commit = WalkCommit {
             kind: kind.id(),
             results,
-            next: (!short).then(|| chain_job(kind.id(), &next)),
+            next: chain_job(kind.id(), &next),
             complete_scheme: short.then_some(scheme),
             rollback: payload.rollback,
         };

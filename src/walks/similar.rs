@@ -5,8 +5,8 @@
 //! is used only if it still has its scan stamp or the asset's checksum (`faces::file_of`).
 //! A picture that can never be hashed (not a format this build decodes, too large, broken)
 //! is stamped "no hash", so that the walk does not try it again on every run; one whose file
-//! cannot be read, or a HEIF with no `heif-dec` here yet, keeps its old stamp and does not
-//! block the walk.
+//! cannot be read, or a HEIF with no `heif-dec` here yet or whose `heif-dec` was stopped (its
+//! deadline, a signal), keeps its old stamp and does not block the walk.
 
 use super::WalkKind;
 use super::faces::file_of;

@@ -30,6 +30,7 @@ mod migration;
 mod motion;
 mod multiprocess;
 mod packaging;
+mod pending;
 mod problems;
 mod raw;
 mod scan;

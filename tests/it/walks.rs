@@ -2,7 +2,8 @@
 //! a fake clock: one chain per kind across restarts, dead leases and two booting processes;
 //! scheme bumps and payloads without a scheme restart from the beginning and the record is
 //! written only at the end; the record is never lowered; a stale walker lands nothing; an
-//! unreadable file does not block completion. Mixed versions on one database: an older
+//! unreadable file does not block completion; an asset restored behind a chain's cursor (by
+//! the user, or by a scan's claim) is walked before the chain records the end. Mixed versions on one database: an older
 //! binary never claims, restarts or re-stamps a newer one's chain while that one holds a
 //! lease, and its requests never lower the record; a rollback (no newer lease) re-walks under
 //! the older scheme. The walks: content hash, faces (with a deterministic fake detector) and
@@ -980,4 +981,131 @@ fn the_sweep_deletes_the_faces_of_swept_assets() {
     assert!(env.store.asset(lib.assets[0]).unwrap().is_none());
     assert!(env.store.faces(lib.assets[0], 7).unwrap().is_empty());
     assert_eq!(env.store.faces(lib.assets[1], 7).unwrap().len(), 2);
+}
+
+/// Restores `id` as the user's `restore` does, queueing the walk of `kind` (and nothing
+/// else) in the transaction that makes it live again.
+fn restore_queueing(store: &Store, id: i64, kind: WalkKindId) {
+    let config = mediadex::trash::MoveConfig {
+        faces: Some(walks::follow_up(store, kind, 1)),
+        ..mediadex::trash::MoveConfig::default()
+    };
+    mediadex::trash::restore_with(store, id, &config, &mediadex::trash::NoMoveHooks)
+        .expect("restore");
+}
+
+/// A restore while the chain's next row waits, its cursor already past the restored asset:
+/// the chain goes back for it before it says it walked to the end.
+fn a_restore_behind_a_waiting_chains_cursor_is_walked_before_the_end(which: Which) {
+    let env = support::env();
+    let lib = seed(&env, 3);
+    let kind = which.kind();
+    mediadex::trash::trash(&env.store, lib.assets[0]).expect("trash");
+    walks::boot(&env.store, kind, 1, TTL).expect("boot");
+    let handler = which.handler(&env, 1);
+    assert!(step(&env.store, kind, handler.as_ref()).is_some());
+    let next = env.store.live_job(kind.job_kind()).unwrap().expect("next");
+    assert_eq!(
+        payload(&next).after,
+        lib.assets[1],
+        "past the trashed asset"
+    );
+    restore_queueing(&env.store, lib.assets[0], kind);
+    drain(&env.store, kind, handler.as_ref());
+    assert_eq!(which.stamps(&env.store, &lib.assets), [Some(1); 3]);
+    assert_eq!(env.store.walk_record(kind).unwrap().unwrap().scheme, 1);
+}
+
+#[test]
+fn a_restore_behind_a_waiting_face_chains_cursor_is_walked_before_the_end() {
+    a_restore_behind_a_waiting_chains_cursor_is_walked_before_the_end(Which::Faces);
+}
+
+#[test]
+fn a_restore_behind_a_waiting_similar_chains_cursor_is_walked_before_the_end() {
+    a_restore_behind_a_waiting_chains_cursor_is_walked_before_the_end(Which::Similar);
+}
+
+/// A restore while the face chain's last batch runs (between its processing and its
+/// commit): that commit does not record the walk as done; the chain goes back for the
+/// restored asset, and only then says it walked to the end, every live image stamped.
+#[test]
+fn a_restore_while_the_face_chains_last_batch_runs_is_walked_before_the_end() {
+    let env = support::env();
+    let lib = seed(&env, 3);
+    let kind = WalkKindId::Faces;
+    let restored = lib.assets[0];
+    mediadex::trash::trash(&env.store, restored).expect("trash");
+    walks::boot(&env.store, kind, 1, TTL).expect("boot");
+    let store = env.store.clone();
+    let once = std::sync::Once::new();
+    let hook = Box::new(move || once.call_once(|| restore_queueing(&store, restored, kind)));
+    let inner = FacesWalk {
+        detector: FakeDetector::new(1),
+        scheme: 1,
+        batch: 10,
+    };
+    let walk = WalkJob::new(&env.store, Arc::new(Hooked { inner, hook }));
+    assert!(step(&env.store, kind, &walk).is_some());
+    assert_eq!(
+        face_stamps(&env.store, &lib.assets),
+        [None, Some(1), Some(1)]
+    );
+    let record = env.store.walk_record(kind).unwrap().expect("record");
+    assert!(
+        record.scheme < 1,
+        "not walked to the end while the restored image lacks its faces"
+    );
+    drain(&env.store, kind, &walk);
+    assert_eq!(face_stamps(&env.store, &lib.assets), [Some(1); 3]);
+    assert_eq!(env.store.walk_record(kind).unwrap().unwrap().scheme, 1);
+    assert_eq!(live_rows(&env.store, kind), 0);
+}
+
+/// A scan that finds a trashed photo's bytes again restores its asset by id (the claim): a
+/// face chain already past that asset goes back for it too.
+#[test]
+fn a_scans_restore_behind_a_face_chains_cursor_is_walked_before_the_end() {
+    let env = support::env();
+    let lib = seed(&env, 3);
+    let kind = WalkKindId::Faces;
+    mediadex::trash::trash(&env.store, lib.assets[0]).expect("trash");
+    walks::boot(&env.store, kind, 1, TTL).expect("boot");
+    let handler = faces_walk(&env, FakeDetector::new(1), 1);
+    assert!(step(&env.store, kind, &handler).is_some());
+    // The user copies the photo back under another name; a scan reads it.
+    let bytes = jpeg(b"camera 0", 0);
+    std::fs::write(lib.root.join("again.jpg"), &bytes).expect("write");
+    let item = IngestItem {
+        rel_path: b"again.jpg".to_vec(),
+        rel_path_text: "again.jpg".into(),
+        stamp: FileStamp {
+            size: bytes.len() as u64,
+            mtime_ns: 1,
+            dev: 1,
+            inode: 99,
+        },
+        reason: FileReason::New,
+        checksum: Some(*blake3::hash(&bytes).as_bytes()),
+        content_hash: None,
+        facts: Some(MediaFacts {
+            kind: Some(MediaKind::Image),
+            mime: Some("image/jpeg".into()),
+            ..MediaFacts::default()
+        }),
+        error: None,
+        namesake: true,
+    };
+    let lease = env.claimed_scan(lib.id, "again.jpg");
+    let report = env
+        .store
+        .ingest_batch(&lease, lib.id, vec![item], "")
+        .expect("ingest");
+    assert_eq!(
+        (report.items[0].claim, report.items[0].asset_id),
+        (Claim::Restored, Some(lib.assets[0]))
+    );
+    drain(&env.store, kind, &handler);
+    assert_eq!(face_stamps(&env.store, &lib.assets), [Some(1); 3]);
+    assert_eq!(env.store.walk_record(kind).unwrap().unwrap().scheme, 1);
 }
