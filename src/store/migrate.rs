@@ -111,6 +111,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "similar",
         sql: include_str!("../../schema/0019_similar.sql"),
     },
+    Migration {
+        version: 20,
+        name: "assets autoincrement",
+        sql: include_str!("../../schema/0020_assets_autoincrement.sql"),
+    },
 ];
 
 pub(super) fn migrate(

@@ -20,13 +20,14 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 macro_rules! intent_cols {
     () => {
-        "id, asset_id, library_id, action, from_path, to_path, state, created_at, move_id"
+        "id, asset_id, library_id, action, from_path, to_path, state, created_at, move_id,
+         size, mtime_ns, dev, inode"
     };
 }
 const INSERT: &str = concat!(
     "INSERT INTO trash_intents (asset_id, library_id, action, from_path, to_path, created_at,
-                                move_id)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING ",
+                                move_id, size, mtime_ns, dev, inode)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) RETURNING ",
     intent_cols!()
 );
 const GET: &str = concat!(
@@ -84,31 +85,46 @@ const UNSETTLED: &str =
     "SELECT count(*) FROM trash_intents WHERE move_id = ?1 AND state <> 'aborted'";
 const MOVE_PENDING: &str =
     "SELECT count(*) FROM trash_intents WHERE move_id = ?1 AND state = 'pending'";
+/// The files a trash moves, with the stamp each intent records.
 const PRESENT_FILES: &str = "
-    SELECT library_id, rel_path FROM files WHERE asset_id = ?1 AND state = 'present'
+    SELECT library_id, rel_path, size, mtime_ns, dev, inode FROM files
+     WHERE asset_id = ?1 AND state = 'present'
      ORDER BY library_id, rel_path";
 const PRESENT_PATHS: &str = "
     SELECT rel_path_text FROM files WHERE asset_id = ?1 AND state = 'present' ORDER BY rel_path";
 /// The files the asset's last trash moved (the done intents of its latest move with any),
-/// to be undone by a restore. By move id: two moves may begin in one millisecond.
+/// to be undone by a restore, with the stamp that trash recorded (a rename keeps it); an
+/// intent written before stamps were recorded takes its file row's. By move id: two moves
+/// may begin in one millisecond.
 const LAST_TRASHED: &str = "
-    SELECT library_id, from_path, to_path FROM trash_intents
-     WHERE asset_id = ?1 AND action = 'trash' AND state = 'done'
-       AND move_id = (SELECT max(move_id) FROM trash_intents
-                       WHERE asset_id = ?1 AND action = 'trash' AND state = 'done')
-     ORDER BY id";
+    SELECT t.library_id, t.from_path, t.to_path,
+           coalesce(t.size, f.size), coalesce(t.mtime_ns, f.mtime_ns),
+           coalesce(t.dev, f.dev), coalesce(t.inode, f.inode)
+      FROM trash_intents t
+      LEFT JOIN files f ON f.library_id = t.library_id AND f.rel_path = t.from_path
+                       AND f.asset_id = t.asset_id
+     WHERE t.asset_id = ?1 AND t.action = 'trash' AND t.state = 'done'
+       AND t.move_id = (SELECT max(move_id) FROM trash_intents
+                         WHERE asset_id = ?1 AND action = 'trash' AND state = 'done')
+     ORDER BY t.id";
+/// The libraries an asset's files are in, present or trashed: a move checks each is there.
+const LIBRARIES: &str = "SELECT DISTINCT library_id FROM files WHERE asset_id = ?1";
 const SETTLE: &str = "
     UPDATE trash_intents SET state = ?3, finished_at = ?4
      WHERE id = ?1 AND move_id = ?2 AND state IN ('pending', 'done')";
+/// A settled intent's file row follows it only while the row is still the move's asset's:
+/// a path re-saved and indexed as another asset meanwhile is that asset's row.
 const FILE_MISSING: &str = "
     UPDATE files SET state = 'missing', missing_since = ?3
-     WHERE library_id = ?1 AND rel_path = ?2 AND state = 'present'";
-/// The stamp the index holds for an intent's file row.
-const STAMP: &str =
-    "SELECT size, mtime_ns, dev, inode FROM files WHERE library_id = ?1 AND rel_path = ?2";
+     WHERE library_id = ?1 AND rel_path = ?2 AND state = 'present' AND asset_id = ?4";
+/// The asset and stamp the index holds now for an intent's file row.
+const STAMP: &str = "SELECT asset_id, size, mtime_ns, dev, inode FROM files
+                      WHERE library_id = ?1 AND rel_path = ?2";
 const FILE_PRESENT: &str = "
     UPDATE files SET state = 'present', missing_since = NULL
-     WHERE library_id = ?1 AND rel_path = ?2";
+     WHERE library_id = ?1 AND rel_path = ?2 AND asset_id = ?3";
+/// The intents of a move that put a file where it goes.
+const MOVE_DONE: &str = "SELECT count(*) FROM trash_intents WHERE move_id = ?1 AND state = 'done'";
 
 fn intent_from_row(r: &Row<'_>) -> rusqlite::Result<TrashIntent> {
     Ok(TrashIntent {
@@ -121,7 +137,43 @@ fn intent_from_row(r: &Row<'_>) -> rusqlite::Result<TrashIntent> {
         state: parse_col(r, 6, IntentState::parse)?,
         created_at: r.get(7)?,
         move_id: r.get(8)?,
+        stamp: stamp_at(r, 9)?,
     })
+}
+
+/// The stamp in four columns from `at`; `None` where they are NULL (an old intent).
+fn stamp_at(r: &Row<'_>, at: usize) -> rusqlite::Result<Option<FileStamp>> {
+    let size: Option<i64> = r.get(at)?;
+    let Some(size) = size else {
+        return Ok(None);
+    };
+    Ok(Some(FileStamp {
+        size: size as u64,
+        mtime_ns: r.get(at + 1)?,
+        dev: r.get::<_, i64>(at + 2)? as u64,
+        inode: r.get::<_, i64>(at + 3)? as u64,
+    }))
+}
+
+/// A stamp as its four columns (SQLite integers are signed; the bits round-trip).
+fn stamp_cols(s: Option<FileStamp>) -> [Option<i64>; 4] {
+    match s {
+        Some(s) => [
+            Some(s.size as i64),
+            Some(s.mtime_ns),
+            Some(s.dev as i64),
+            Some(s.inode as i64),
+        ],
+        None => [None; 4],
+    }
+}
+
+/// One file a begin plans to move: an intent before it has an id.
+struct Planned {
+    library_id: i64,
+    from: Vec<u8>,
+    to: Vec<u8>,
+    stamp: Option<FileStamp>,
 }
 
 /// What a fenced move write learns from its job row.
@@ -160,12 +212,38 @@ fn refuse_if_pending(conn: &Connection, asset_id: i64) -> Result<(), StoreError>
     }
 }
 
+/// Writes one intent of move `move_id`, with the stamp its file had when the move began.
+fn insert_intent(
+    conn: &Connection,
+    (asset_id, action, move_id): (i64, TrashAction, i64),
+    p: Planned,
+    now: Millis,
+) -> Result<TrashIntent, StoreError> {
+    let [size, mtime, dev, inode] = stamp_cols(p.stamp);
+    let row = params![
+        asset_id,
+        p.library_id,
+        action.as_str(),
+        p.from,
+        p.to,
+        now,
+        move_id,
+        size,
+        mtime,
+        dev,
+        inode
+    ];
+    Ok(conn
+        .prepare_cached(INSERT)?
+        .query_row(row, intent_from_row)?)
+}
+
 /// Writes the move's job under this process's lease, then its intents.
 fn hold(
     conn: &Connection,
     asset_id: i64,
     action: TrashAction,
-    moves: Vec<(i64, Vec<u8>, Vec<u8>)>,
+    moves: Vec<Planned>,
     (owner, ttl, now): (&str, Millis, Millis),
 ) -> Result<Begun, StoreError> {
     let move_id: i64 = conn
@@ -191,15 +269,9 @@ fn hold(
         )));
     };
     refuse_if_pending(conn, asset_id)?;
-    let mut stmt = conn.prepare_cached(INSERT)?;
     let intents = moves
         .into_iter()
-        .map(|(lib, from, to)| {
-            stmt.query_row(
-                params![asset_id, lib, action.as_str(), from, to, now, move_id],
-                intent_from_row,
-            )
-        })
+        .map(|p| insert_intent(conn, (asset_id, action, move_id), p, now))
         .collect::<Result<Vec<_>, _>>()?;
     let lease = Lease {
         target: Target::Job,
@@ -255,11 +327,18 @@ fn set_row(
 ) -> Result<(), StoreError> {
     let path = row_path(intent);
     if present {
-        conn.prepare_cached(FILE_PRESENT)?
-            .execute(params![intent.library_id, path])?;
+        conn.prepare_cached(FILE_PRESENT)?.execute(params![
+            intent.library_id,
+            path,
+            intent.asset_id
+        ])?;
     } else {
-        conn.prepare_cached(FILE_MISSING)?
-            .execute(params![intent.library_id, path, now])?;
+        conn.prepare_cached(FILE_MISSING)?.execute(params![
+            intent.library_id,
+            path,
+            now,
+            intent.asset_id
+        ])?;
     }
     Ok(())
 }
@@ -343,6 +422,10 @@ fn finish(
                 MoveOutcome::Gone
             }
         }
+        // A restore that put no file back would show a live photo without a file.
+        TrashAction::Restore if count(conn, MOVE_DONE, held.move_id)? == 0 => {
+            return Ok(Finish::NothingBack);
+        }
         // By id alone, so a sweep that won the race makes this `Gone`, never an error.
         TrashAction::Restore => {
             if restore_then(conn, held.asset_id, follow_up, now)? {
@@ -382,21 +465,22 @@ impl Store {
         let owner = self.owner().to_string();
         self.write(move |conn, now| {
             expect_state(conn, asset_id, false)?;
-            let files: Vec<(i64, Vec<u8>)> = conn
+            let moves: Vec<Planned> = conn
                 .prepare_cached(PRESENT_FILES)?
-                .query_map([asset_id], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .query_map([asset_id], |r| {
+                    let from: Vec<u8> = r.get(1)?;
+                    Ok(Planned {
+                        library_id: r.get(0)?,
+                        to: trash_path(asset_id, &from),
+                        from,
+                        stamp: stamp_at(r, 2)?,
+                    })
+                })?
                 .collect::<Result<_, _>>()?;
-            if files.is_empty() {
+            if moves.is_empty() {
                 trash(conn, asset_id, TrashReason::User, now)?;
                 return Ok(Begun::Settled(MoveOutcome::Trashed));
             }
-            let moves = files
-                .into_iter()
-                .map(|(lib, path)| {
-                    let to = trash_path(asset_id, &path);
-                    (lib, path, to)
-                })
-                .collect();
             hold(
                 conn,
                 asset_id,
@@ -420,9 +504,16 @@ impl Store {
         let owner = self.owner().to_string();
         self.write(move |conn, now| {
             expect_state(conn, asset_id, true)?;
-            let moves: Vec<(i64, Vec<u8>, Vec<u8>)> = conn
+            let moves: Vec<Planned> = conn
                 .prepare_cached(LAST_TRASHED)?
-                .query_map([asset_id], |r| Ok((r.get(0)?, r.get(2)?, r.get(1)?)))?
+                .query_map([asset_id], |r| {
+                    Ok(Planned {
+                        library_id: r.get(0)?,
+                        from: r.get(2)?,
+                        to: r.get(1)?,
+                        stamp: stamp_at(r, 3)?,
+                    })
+                })?
                 .collect::<Result<_, _>>()?;
             if moves.is_empty() {
                 restore_then(conn, asset_id, follow_up.as_ref(), now)?;
@@ -531,22 +622,32 @@ impl Store {
         })
     }
 
-    /// The stamp the index recorded for the file an intent moves (the last scan's), to tell
-    /// the asset's file from other bytes written at its path since.
-    pub fn intent_stamp(&self, intent: &TrashIntent) -> Result<Option<FileStamp>, StoreError> {
+    /// The file row an intent moves as the index holds it now: the asset it shows and its
+    /// stamp (`None` without a row), to tell the move's file from other bytes written or
+    /// indexed at its path since the move began.
+    pub fn intent_row(
+        &self,
+        intent: &TrashIntent,
+    ) -> Result<Option<(Option<i64>, FileStamp)>, StoreError> {
         let (library, path) = (intent.library_id, row_path(intent).to_vec());
         self.read(move |conn| {
             Ok(conn
                 .prepare_cached(STAMP)?
                 .query_row(params![library, path], |r| {
-                    Ok(FileStamp {
-                        size: r.get::<_, i64>(0)? as u64,
-                        mtime_ns: r.get(1)?,
-                        dev: r.get::<_, i64>(2)? as u64,
-                        inode: r.get::<_, i64>(3)? as u64,
-                    })
+                    let stamp = stamp_at(r, 1)?.unwrap_or_default();
+                    Ok((r.get(0)?, stamp))
                 })
                 .optional()?)
+        })
+    }
+
+    /// The libraries holding the asset's files, present or in the trash folder.
+    pub fn asset_libraries(&self, asset_id: i64) -> Result<Vec<i64>, StoreError> {
+        self.read(move |conn| {
+            Ok(conn
+                .prepare_cached(LIBRARIES)?
+                .query_map([asset_id], |r| r.get(0))?
+                .collect::<Result<_, _>>()?)
         })
     }
 

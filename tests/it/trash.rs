@@ -880,3 +880,205 @@ fn a_restore_and_its_face_walk_are_one_transaction_moved_or_settled_at_once() {
         );
     }
 }
+
+// ---- issue 25: a move is tied to what it saw -------------------------------------------
+
+/// The user re-saves a picture as editors do: a new file renamed over the old name.
+fn resave(path: &Path, shade: u8) {
+    let tmp = path.with_extension("saving.png");
+    photo(&tmp, shade);
+    std::fs::rename(&tmp, path).expect("rename over");
+}
+
+/// Past the move's lease and its retry backoff: the next trash, restore or worker claims it.
+fn abandon(env: &Env) {
+    env.clock.advance(TTL);
+    env.store.reclaim_stale().expect("reclaim");
+    env.clock.advance(60_000);
+}
+
+#[test]
+fn a_carried_on_trash_never_moves_a_file_resaved_and_indexed_as_another_asset() {
+    let env = env();
+    let lib = library(&env, &[("a.png", 1), ("b.png", 2)]);
+    let x = lib.asset(&env.store, "a.png");
+    // `mediadex trash X` dies before its first rename: the move is begun, nothing moved.
+    held(env.store.begin_trash(x, TTL).expect("begin"));
+    // The user re-saves the photo under the same name; a scan indexes it as asset Y.
+    resave(&lib.root.join("a.png"), 7);
+    let saved = std::fs::read(lib.root.join("a.png")).expect("saved");
+    scan_now(&env, lib.id, "");
+    let y = lib.asset(&env.store, "a.png");
+    assert_ne!(y, x, "the re-saved picture is its own asset");
+
+    abandon(&env);
+    let cfg = MoveConfig::default();
+    assert_eq!(
+        mediadex::trash::finish_abandoned(&env.store, &cfg).expect("carry on"),
+        1
+    );
+    assert_eq!(
+        std::fs::read(lib.root.join("a.png")).ok(),
+        Some(saved),
+        "Y's file was moved by X's old move"
+    );
+    assert!(
+        !lib.in_trash(x, "a.png").exists(),
+        "Y's file is in X's trash"
+    );
+    assert!(!trashed(&env.store, y), "Y stays live");
+    assert_eq!(
+        lib.present(&env.store),
+        ["a.png", "b.png"],
+        "Y's row stays present"
+    );
+    assert_eq!(lib.asset(&env.store, "a.png"), y);
+    // Y is the user's photo like any other: it trashes and restores.
+    mediadex::trash::trash(&env.store, y).expect("trash y");
+    mediadex::trash::restore(&env.store, y).expect("restore y");
+    assert!(!trashed(&env.store, y) && lib.root.join("a.png").exists());
+}
+
+#[test]
+fn a_carried_on_restore_never_takes_a_file_saved_at_its_destination_for_its_own() {
+    let env = env();
+    let lib = library(&env, &[("a.png", 1), ("b.png", 2)]);
+    let x = lib.asset(&env.store, "a.png");
+    mediadex::trash::trash(&env.store, x).expect("trash");
+    // The restore dies after its rename, before the settle; then the user empties the
+    // trash folder and saves a new picture as a.png, and a scan indexes it as Y.
+    let hooks = AfterFirstRename(|_: &TrashIntent| {
+        std::fs::remove_file(lib.root.join("a.png")).expect("rm");
+        photo(&lib.root.join("a.png"), 7);
+        panic!("killed after the rename");
+    });
+    let begun = env.store.begin_restore(x, TTL, None).expect("begin");
+    let config = MoveConfig {
+        ttl: TTL,
+        ..MoveConfig::default()
+    };
+    let died = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        mediadex::trash::run(&env.store, begun, &config, &hooks)
+    }));
+    assert!(died.is_err());
+    scan_now(&env, lib.id, "");
+    let y = lib.asset(&env.store, "a.png");
+    assert_ne!(y, x);
+    abandon(&env);
+    let cfg = MoveConfig::default();
+    assert_eq!(
+        mediadex::trash::finish_abandoned(&env.store, &cfg).expect("carry on"),
+        1
+    );
+    assert!(trashed(&env.store, x), "X was restored onto Y's file");
+    assert!(!trashed(&env.store, y));
+    assert_eq!(lib.asset(&env.store, "a.png"), y);
+}
+
+/// A holder that pauses (a laptop lid, SIGSTOP) right before its rename, past its ttl.
+struct PausedPastTtl<'a>(&'a Env);
+
+impl MoveHooks for PausedPastTtl<'_> {
+    fn before_rename(&self, _: &Path, _: &Path) {
+        self.0.clock.advance(TTL + 1);
+    }
+}
+
+#[test]
+fn a_holder_paused_past_its_ttl_before_its_rename_does_not_rename() {
+    let env = env();
+    let lib = library(&env, &[("a.png", 1)]);
+    let a = lib.asset(&env.store, "a.png");
+    let config = MoveConfig {
+        ttl: TTL,
+        ..MoveConfig::default()
+    };
+    let err = mediadex::trash::trash_with(&env.store, a, &config, &PausedPastTtl(&env))
+        .expect_err("the lease was lost before the rename");
+    assert!(matches!(err, TrashError::Guard(_)), "{err:?}");
+    assert!(lib.root.join("a.png").exists(), "the paused holder renamed");
+    assert!(!lib.in_trash(a, "a.png").exists());
+    // Its reclaimer carries the move on.
+    abandon(&env);
+    let cfg = MoveConfig::default();
+    assert_eq!(
+        mediadex::trash::finish_abandoned(&env.store, &cfg).expect("carry on"),
+        1
+    );
+    assert!(trashed(&env.store, a) && lib.in_trash(a, "a.png").exists());
+}
+
+/// The library's root as an unmounted share leaves it: the folder is not there.
+fn unmount(lib: &Lib) -> PathBuf {
+    let away = lib.root.with_file_name("photos-unmounted");
+    std::fs::rename(&lib.root, &away).expect("unmount");
+    away
+}
+
+fn remount(lib: &Lib, away: &Path) {
+    std::fs::rename(away, &lib.root).expect("remount");
+}
+
+#[test]
+fn a_trash_while_the_library_is_away_is_refused_and_marks_nothing() {
+    let env = env();
+    let lib = library(&env, &[("a.png", 1)]);
+    let a = lib.asset(&env.store, "a.png");
+    let away = unmount(&lib);
+    let err = mediadex::trash::trash(&env.store, a).expect_err("the library is away");
+    assert!(matches!(err, TrashError::LibraryAway { .. }), "{err:?}");
+    assert!(err.to_string().contains("not there"), "{err}");
+    assert!(!trashed(&env.store, a), "trashed while nothing moved");
+    remount(&lib, &away);
+    assert_eq!(lib.present(&env.store), ["a.png"]);
+    assert!(env.store.pending_intents().expect("pending").is_empty());
+    mediadex::trash::trash(&env.store, a).expect("trash once back");
+    assert!(trashed(&env.store, a) && lib.in_trash(a, "a.png").exists());
+}
+
+#[test]
+fn a_restore_while_the_library_is_away_is_refused_and_works_once_it_is_back() {
+    let env = env();
+    let lib = library(&env, &[("a.png", 1)]);
+    let a = lib.asset(&env.store, "a.png");
+    mediadex::trash::trash(&env.store, a).expect("trash");
+    let away = unmount(&lib);
+    let err = mediadex::trash::restore(&env.store, a).expect_err("the library is away");
+    assert!(matches!(err, TrashError::LibraryAway { .. }), "{err:?}");
+    assert!(trashed(&env.store, a), "restored while nothing moved");
+    remount(&lib, &away);
+    assert_eq!(
+        mediadex::trash::restore(&env.store, a).expect("restore once back"),
+        MoveOutcome::Restored
+    );
+    assert!(lib.root.join("a.png").exists() && !trashed(&env.store, a));
+}
+
+#[test]
+fn a_trash_of_another_disk_mounted_at_the_library_path_is_refused() {
+    let env = env();
+    let lib = library(&env, &[("a.png", 1)]);
+    let a = lib.asset(&env.store, "a.png");
+    // Another folder in its place, with the same picture but not the library's marker.
+    let away = unmount(&lib);
+    photo(&lib.root.join("a.png"), 1);
+    let err = mediadex::trash::trash(&env.store, a).expect_err("not the library");
+    assert!(matches!(err, TrashError::LibraryAway { .. }), "{err:?}");
+    assert!(lib.root.join("a.png").exists() && !trashed(&env.store, a));
+    drop(away);
+}
+
+#[test]
+fn a_restore_that_put_no_file_back_is_rolled_back_and_says_why() {
+    let env = env();
+    let lib = library(&env, &[("a.png", 1)]);
+    let a = lib.asset(&env.store, "a.png");
+    mediadex::trash::trash(&env.store, a).expect("trash");
+    // The trashed file is gone from the trash folder (emptied by hand).
+    std::fs::remove_file(lib.in_trash(a, "a.png")).expect("rm");
+    let err = mediadex::trash::restore(&env.store, a).expect_err("nothing to put back");
+    assert!(matches!(err, TrashError::RolledBack { .. }), "{err:?}");
+    assert!(err.to_string().contains("no file"), "{err}");
+    assert!(trashed(&env.store, a), "restored with no file back");
+    assert!(env.store.pending_intents().expect("pending").is_empty());
+}
