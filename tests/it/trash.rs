@@ -1082,3 +1082,139 @@ fn a_restore_that_put_no_file_back_is_rolled_back_and_says_why() {
     assert!(trashed(&env.store, a), "restored with no file back");
     assert!(env.store.pending_intents().expect("pending").is_empty());
 }
+
+// ---- issue 25: asset ids are never reused ----------------------------------------------
+
+#[test]
+fn a_swept_asset_id_is_never_issued_again_and_the_new_photo_trashes() {
+    let env = env();
+    let lib = library(&env, &[("a.png", 1)]);
+    let x = lib.asset(&env.store, "a.png");
+    mediadex::trash::trash(&env.store, x).expect("trash");
+    env.clock.advance(31 * DAY);
+    assert_eq!(env.store.sweep_trash(30 * DAY).expect("sweep"), 1);
+    assert!(env.store.asset(x).expect("asset").is_none(), "swept");
+    // The user saves a new picture under the old name; the swept one's file is still in
+    // the trash folder (the sweep deletes rows, never a file).
+    photo(&lib.root.join("a.png"), 2);
+    scan_now(&env, lib.id, "");
+    let y = lib.asset(&env.store, "a.png");
+    assert!(y > x, "asset id {x} was issued again");
+    let swept = std::fs::read(lib.in_trash(x, "a.png")).expect("the swept file");
+    assert_eq!(
+        mediadex::trash::trash(&env.store, y).expect("the new photo trashes"),
+        MoveOutcome::Trashed
+    );
+    assert_eq!(
+        mediadex::trash::restore(&env.store, y).expect("and restores"),
+        MoveOutcome::Restored
+    );
+    assert!(lib.root.join("a.png").exists() && !trashed(&env.store, y));
+    assert_eq!(
+        std::fs::read(lib.in_trash(x, "a.png")).expect("kept"),
+        swept,
+        "the swept photo's file is never touched"
+    );
+}
+
+/// The names of the indexes and triggers of the schema, and the SQL of each.
+fn schema_objects(conn: &rusqlite::Connection) -> Vec<(String, String)> {
+    let mut stmt = conn
+        .prepare(
+            "SELECT name, sql FROM sqlite_schema WHERE type IN ('index', 'trigger', 'view')
+               AND sql IS NOT NULL ORDER BY name",
+        )
+        .expect("schema");
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .expect("rows")
+        .collect::<Result<_, _>>()
+        .expect("objects")
+}
+
+#[test]
+fn the_upgrade_to_autoincrement_keeps_every_row_index_trigger_and_key_and_skips_swept_ids() {
+    // A version-19 index: assets 1 to 3 (3 trashed), a file of each, a face of asset 2, and
+    // the journal of asset 9, swept before the upgrade (its id is above every row's).
+    let seed = "
+        INSERT INTO libraries (id, name, root, created_at) VALUES (1, 'l', '/l', 1);
+        INSERT INTO assets (id, checksum, size, kind, created_at) VALUES
+            (1, randomblob(32), 1, 'image', 1), (2, randomblob(32), 1, 'video', 1);
+        INSERT INTO assets (id, checksum, size, kind, created_at, trashed_at, trash_reason)
+            VALUES (3, randomblob(32), 1, 'image', 1, 2, 'user');
+        UPDATE assets SET live_video_id = 2 WHERE id = 1;
+        INSERT INTO files (library_id, rel_path, rel_path_text, size, mtime_ns, dev, inode,
+                           asset_id, last_reason, first_seen_run, last_seen_run)
+            VALUES (1, CAST('a.jpg' AS BLOB), 'a.jpg', 1, 1, 1, 1, 1, 'new', 1, 1),
+                   (1, CAST('b.mov' AS BLOB), 'b.mov', 1, 1, 1, 2, 2, 'new', 1, 1);
+        INSERT INTO trash_intents (asset_id, library_id, action, from_path, to_path, state,
+                                   created_at, finished_at, move_id)
+            VALUES (9, 1, 'trash', CAST('z.jpg' AS BLOB), CAST('.mediadex-trash/9/z.jpg' AS BLOB),
+                    'done', 1, 2, 1);";
+    let env = support::env_with(StoreOptions {
+        migrations: support::schema_up_to(19, seed),
+        ..support::options()
+    });
+    let raw = env.raw();
+    let objects = schema_objects(&raw);
+    let kinds = |c: &rusqlite::Connection| -> Vec<(String, i64)> {
+        let mut s = c
+            .prepare("SELECT kind, n FROM live_kinds ORDER BY kind")
+            .expect("kinds");
+        s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .expect("rows")
+            .collect::<Result<_, _>>()
+            .expect("kinds")
+    };
+    let live_kinds = kinds(&raw);
+    let Env { dir, clock, store } = env;
+    drop(store);
+    drop(raw);
+
+    let store = open(dir.path(), &clock, MIGRATIONS);
+    let raw = rusqlite::Connection::open(dir.path().join("mediadex.db")).expect("raw");
+    raw.execute_batch("PRAGMA foreign_keys = ON").expect("fk");
+    let autoincrement: String = raw
+        .query_row(
+            "SELECT sql FROM sqlite_schema WHERE name = 'assets'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("assets");
+    assert!(autoincrement.contains("AUTOINCREMENT"), "{autoincrement}");
+    assert_eq!(
+        schema_objects(&raw),
+        objects,
+        "every index and trigger is back as it was"
+    );
+    assert_eq!(kinds(&raw), live_kinds);
+    let count = |sql: &str| raw.query_row(sql, [], |r| r.get::<_, i64>(0)).expect(sql);
+    assert_eq!(count("SELECT count(*) FROM assets"), 3);
+    assert_eq!(count("SELECT live_video_id FROM assets WHERE id = 1"), 2);
+    assert_eq!(count("SELECT count(*) FROM pragma_foreign_key_check"), 0);
+    let ok: String = raw
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .expect("check");
+    assert_eq!(ok, "ok");
+    // The next asset skips the swept 9; the foreign keys of files still act.
+    raw.execute(
+        "INSERT INTO assets (checksum, size, kind, created_at) VALUES (randomblob(32), 1, 'image', 1)",
+        [],
+    )
+    .expect("insert");
+    assert_eq!(raw.last_insert_rowid(), 10, "a swept id was issued again");
+    raw.execute("DELETE FROM assets WHERE id = 1", [])
+        .expect("delete");
+    assert_eq!(
+        count("SELECT count(*) FROM files WHERE asset_id IS NULL"),
+        1
+    );
+    let images = "SELECT coalesce(sum(n), 0) FROM live_kinds WHERE kind = 'image'";
+    let before = count(images);
+    raw.execute(
+        "UPDATE assets SET trashed_at = NULL, trash_reason = NULL WHERE id = 3",
+        [],
+    )
+    .expect("restore 3");
+    assert_eq!(count(images), before + 1, "the triggers count again");
+    drop(store);
+}
