@@ -3,7 +3,9 @@
 //! job (already running under this process's lease) and the intents in one transaction;
 //! every later write (settling an intent with its file row, starting a rollback, the asset's
 //! flip, the end) is fenced on that lease in the same transaction as its data. A restore's
-//! face walk is queued in the transaction that flips the asset. The file
+//! face walk is queued in the transaction that flips the asset. The user trashes what they
+//! see: a Live Photo's clip and a stack's RAWs follow the shown photo into the trash (intents
+//! of their own assets in its move) and come back with it. The file
 //! moves themselves are the caller's (`crate::trash`). A move is named by its move id (never
 //! by the time it began: a clock may answer the same millisecond for two moves).
 
@@ -96,17 +98,46 @@ const PRESENT_PATHS: &str = "
 /// to be undone by a restore, with the stamp that trash recorded (a rename keeps it); an
 /// intent written before stamps were recorded takes its file row's. By move id: two moves
 /// may begin in one millisecond.
+///
+/// The assets that followed it into the trash (its Live clip, its stack's RAWs) come back
+/// with it when it led that trash (a move's first intent is its own asset's) and they are
+/// still in the trash; a follower restored alone brings back its own files only.
 const LAST_TRASHED: &str = "
+    WITH last (move_id) AS (
+        SELECT max(move_id) FROM trash_intents
+         WHERE asset_id = ?1 AND action = 'trash' AND state = 'done'),
+    led (yes) AS (
+        SELECT asset_id = ?1 FROM trash_intents
+         WHERE move_id = (SELECT move_id FROM last) ORDER BY id LIMIT 1)
     SELECT t.library_id, t.from_path, t.to_path,
            coalesce(t.size, f.size), coalesce(t.mtime_ns, f.mtime_ns),
-           coalesce(t.dev, f.dev), coalesce(t.inode, f.inode)
+           coalesce(t.dev, f.dev), coalesce(t.inode, f.inode), t.asset_id
       FROM trash_intents t
       LEFT JOIN files f ON f.library_id = t.library_id AND f.rel_path = t.from_path
                        AND f.asset_id = t.asset_id
-     WHERE t.asset_id = ?1 AND t.action = 'trash' AND t.state = 'done'
-       AND t.move_id = (SELECT max(move_id) FROM trash_intents
-                         WHERE asset_id = ?1 AND action = 'trash' AND state = 'done')
+     WHERE t.move_id = (SELECT move_id FROM last) AND t.action = 'trash' AND t.state = 'done'
+       AND (t.asset_id = ?1
+            OR ((SELECT yes FROM led)
+                AND EXISTS (SELECT 1 FROM assets a
+                             WHERE a.id = t.asset_id AND a.trashed_at IS NOT NULL)))
      ORDER BY t.id";
+/// The assets that follow ?1 into the trash, as the user sees them one photo: the Live
+/// clip it shows (unless another live still shows it too) and the RAWs of the stacks its
+/// present files head. Each live and not ?1.
+const FOLLOWERS: &str = "
+    SELECT v.id FROM assets s JOIN assets v ON v.id = s.live_video_id
+     WHERE s.id = ?1 AND v.id <> ?1 AND v.trashed_at IS NULL
+       AND NOT EXISTS (SELECT 1 FROM assets o WHERE o.live_video_id = v.id AND o.id <> ?1
+                                                AND o.trashed_at IS NULL)
+    UNION
+    SELECT rf.asset_id FROM files pf JOIN stacks st ON st.primary_file_id = pf.id
+      JOIN files rf ON rf.id = st.raw_file_id AND rf.state = 'present'
+      JOIN assets r ON r.id = rf.asset_id AND r.trashed_at IS NULL
+     WHERE pf.asset_id = ?1 AND pf.state = 'present' AND rf.asset_id <> ?1";
+/// The other assets whose files move ?1 moved (its followers).
+const MOVED_FOLLOWERS: &str = "
+    SELECT DISTINCT asset_id FROM trash_intents
+     WHERE move_id = ?1 AND asset_id <> ?2 AND state = 'done'";
 /// The libraries an asset's files are in, present or trashed: a move checks each is there.
 const LIBRARIES: &str = "SELECT DISTINCT library_id FROM files WHERE asset_id = ?1";
 const SETTLE: &str = "
@@ -170,6 +201,7 @@ fn stamp_cols(s: Option<FileStamp>) -> [Option<i64>; 4] {
 
 /// One file a begin plans to move: an intent before it has an id.
 struct Planned {
+    asset_id: i64,
     library_id: i64,
     from: Vec<u8>,
     to: Vec<u8>,
@@ -212,16 +244,17 @@ fn refuse_if_pending(conn: &Connection, asset_id: i64) -> Result<(), StoreError>
     }
 }
 
-/// Writes one intent of move `move_id`, with the stamp its file had when the move began.
+/// Writes one intent of move `move_id` (its asset's: the move's own, or one following it),
+/// with the stamp its file had when the move began.
 fn insert_intent(
     conn: &Connection,
-    (asset_id, action, move_id): (i64, TrashAction, i64),
+    (action, move_id): (TrashAction, i64),
     p: Planned,
     now: Millis,
 ) -> Result<TrashIntent, StoreError> {
     let [size, mtime, dev, inode] = stamp_cols(p.stamp);
     let row = params![
-        asset_id,
+        p.asset_id,
         p.library_id,
         action.as_str(),
         p.from,
@@ -271,7 +304,7 @@ fn hold(
     refuse_if_pending(conn, asset_id)?;
     let intents = moves
         .into_iter()
-        .map(|p| insert_intent(conn, (asset_id, action, move_id), p, now))
+        .map(|p| insert_intent(conn, (action, move_id), p, now))
         .collect::<Result<Vec<_>, _>>()?;
     let lease = Lease {
         target: Target::Job,
@@ -416,6 +449,7 @@ fn finish(
                 return Ok(Finish::Linked(linked));
             }
             let trashed = trash(conn, held.asset_id, TrashReason::User, now)?;
+            trash_followers(conn, &held, now)?;
             if trashed || state(conn, held.asset_id)?.is_some() {
                 MoveOutcome::Trashed
             } else {
@@ -428,6 +462,9 @@ fn finish(
         }
         // By id alone, so a sweep that won the race makes this `Gone`, never an error.
         TrashAction::Restore => {
+            for follower in moved_followers(conn, &held)? {
+                restore(conn, follower)?;
+            }
             if restore_then(conn, held.asset_id, follow_up, now)? {
                 MoveOutcome::Restored
             } else if state(conn, held.asset_id)?.is_some() {
@@ -439,6 +476,53 @@ fn finish(
     };
     complete(conn, lease, now)?;
     Ok(Finish::Flipped(outcome))
+}
+
+/// The assets whose files the held move moved besides its own.
+fn moved_followers(conn: &Connection, held: &Held) -> Result<Vec<i64>, StoreError> {
+    Ok(conn
+        .prepare_cached(MOVED_FOLLOWERS)?
+        .query_map(params![held.move_id, held.asset_id], |r| r.get(0))?
+        .collect::<Result<_, _>>()?)
+}
+
+/// Trashes each follower of the held trash that shows no present file any more (one with
+/// a byte copy elsewhere stays live, shown by that copy).
+fn trash_followers(conn: &Connection, held: &Held, now: Millis) -> Result<(), StoreError> {
+    for follower in moved_followers(conn, held)? {
+        let present = conn
+            .prepare_cached(PRESENT_PATHS)?
+            .query_row([follower], |_| Ok(()))
+            .optional()?;
+        if present.is_none() {
+            trash(conn, follower, TrashReason::User, now)?;
+        }
+    }
+    Ok(())
+}
+
+/// The files a trash of `asset_id` moves: each present file, to the asset's trash folder.
+fn planned_trash(conn: &Connection, asset_id: i64) -> Result<Vec<Planned>, StoreError> {
+    Ok(conn
+        .prepare_cached(PRESENT_FILES)?
+        .query_map([asset_id], |r| {
+            let from: Vec<u8> = r.get(1)?;
+            Ok(Planned {
+                asset_id,
+                library_id: r.get(0)?,
+                to: trash_path(asset_id, &from),
+                from,
+                stamp: stamp_at(r, 2)?,
+            })
+        })?
+        .collect::<Result<_, _>>()?)
+}
+
+fn followers(conn: &Connection, asset_id: i64) -> Result<Vec<i64>, StoreError> {
+    Ok(conn
+        .prepare_cached(FOLLOWERS)?
+        .query_map([asset_id], |r| r.get(0))?
+        .collect::<Result<_, _>>()?)
 }
 
 /// Restores the asset by id and, if it was restored, writes `follow_up` in the same
@@ -459,27 +543,22 @@ fn restore_then(
 impl Store {
     /// Starts the user's trash of a live asset: a move job held by this process for `ttl`
     /// and one pending intent per present file, each moving it to
-    /// `.mediadex-trash/<asset id>/<path>` in its library. An asset without present files
-    /// is trashed at once (`Settled`).
+    /// `.mediadex-trash/<asset id>/<path>` in its library, the asset's own files first, then
+    /// those of the assets that follow it (`FOLLOWERS`: its Live clip, its stack's RAWs), each
+    /// to its own asset's folder. An asset without present files is trashed at once
+    /// (`Settled`).
     pub fn begin_trash(&self, asset_id: i64, ttl: Millis) -> Result<Begun, StoreError> {
         let owner = self.owner().to_string();
         self.write(move |conn, now| {
             expect_state(conn, asset_id, false)?;
-            let moves: Vec<Planned> = conn
-                .prepare_cached(PRESENT_FILES)?
-                .query_map([asset_id], |r| {
-                    let from: Vec<u8> = r.get(1)?;
-                    Ok(Planned {
-                        library_id: r.get(0)?,
-                        to: trash_path(asset_id, &from),
-                        from,
-                        stamp: stamp_at(r, 2)?,
-                    })
-                })?
-                .collect::<Result<_, _>>()?;
+            let mut moves = planned_trash(conn, asset_id)?;
             if moves.is_empty() {
                 trash(conn, asset_id, TrashReason::User, now)?;
                 return Ok(Begun::Settled(MoveOutcome::Trashed));
+            }
+            for follower in followers(conn, asset_id)? {
+                refuse_if_pending(conn, follower)?;
+                moves.extend(planned_trash(conn, follower)?);
             }
             hold(
                 conn,
@@ -508,6 +587,7 @@ impl Store {
                 .prepare_cached(LAST_TRASHED)?
                 .query_map([asset_id], |r| {
                     Ok(Planned {
+                        asset_id: r.get(7)?,
                         library_id: r.get(0)?,
                         from: r.get(2)?,
                         to: r.get(1)?,
