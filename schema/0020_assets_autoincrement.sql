@@ -118,7 +118,8 @@ CREATE INDEX assets_phash3 ON assets (phash >> 48 & 65535) WHERE phash IS NOT NU
 
 -- The next id is above every id ever issued that the index still names: the rows, the
 -- journal (it outlives a swept asset) and the move jobs. An id swept before this version
--- and named nowhere any more cannot be told; the trash moves' own paths keep those apart.
+-- and named nowhere any more cannot be told: a trash into its old folder never replaces a
+-- file there (the move is refused and rolled back, naming the file).
 DELETE FROM sqlite_sequence WHERE name = 'assets';
 INSERT INTO sqlite_sequence (name, seq)
 SELECT 'assets', max((SELECT coalesce(max(id), 0) FROM assets),
