@@ -144,10 +144,13 @@ const SETTLE: &str = "
     UPDATE trash_intents SET state = ?3, finished_at = ?4
      WHERE id = ?1 AND move_id = ?2 AND state IN ('pending', 'done')";
 /// A settled intent's file row follows it only while the row is still the move's asset's:
-/// a path re-saved and indexed as another asset meanwhile is that asset's row.
+/// a path re-saved and indexed as another asset meanwhile is that asset's row. A row goes
+/// missing only with the stamp the move began with (?5..?8; NULL on an old intent): a file
+/// a scan read again since (the same photo written anew) is still in the library.
 const FILE_MISSING: &str = "
     UPDATE files SET state = 'missing', missing_since = ?3
-     WHERE library_id = ?1 AND rel_path = ?2 AND state = 'present' AND asset_id = ?4";
+     WHERE library_id = ?1 AND rel_path = ?2 AND state = 'present' AND asset_id = ?4
+       AND (?5 IS NULL OR (size = ?5 AND mtime_ns = ?6 AND dev = ?7 AND inode = ?8))";
 /// The asset and stamp the index holds now for an intent's file row.
 const STAMP: &str = "SELECT asset_id, size, mtime_ns, dev, inode FROM files
                       WHERE library_id = ?1 AND rel_path = ?2";
@@ -366,11 +369,16 @@ fn set_row(
             intent.asset_id
         ])?;
     } else {
+        let [size, mtime, dev, inode] = stamp_cols(intent.stamp);
         conn.prepare_cached(FILE_MISSING)?.execute(params![
             intent.library_id,
             path,
             now,
-            intent.asset_id
+            intent.asset_id,
+            size,
+            mtime,
+            dev,
+            inode
         ])?;
     }
     Ok(())

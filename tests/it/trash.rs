@@ -1218,3 +1218,30 @@ fn the_upgrade_to_autoincrement_keeps_every_row_index_trigger_and_key_and_skips_
     assert_eq!(count(images), before + 1, "the triggers count again");
     drop(store);
 }
+
+#[test]
+fn a_carried_on_trash_of_a_file_touched_and_rescanned_since_leaves_the_photo_live() {
+    let env = env();
+    let lib = library(&env, &[("a.png", 1), ("b.png", 2)]);
+    let x = lib.asset(&env.store, "a.png");
+    held(env.store.begin_trash(x, TTL).expect("begin"));
+    // The same bytes written again (a new stamp); a scan re-reads them: still asset X.
+    let bytes = std::fs::read(lib.root.join("a.png")).expect("read");
+    std::fs::remove_file(lib.root.join("a.png")).expect("rm");
+    std::fs::write(lib.root.join("a.png"), &bytes).expect("write again");
+    scan_now(&env, lib.id, "");
+    assert_eq!(lib.asset(&env.store, "a.png"), x);
+
+    abandon(&env);
+    let cfg = MoveConfig::default();
+    assert_eq!(
+        mediadex::trash::finish_abandoned(&env.store, &cfg).expect("carry on"),
+        1
+    );
+    assert!(lib.root.join("a.png").exists() && !lib.in_trash(x, "a.png").exists());
+    assert!(
+        !trashed(&env.store, x),
+        "trashed while its file is in the library"
+    );
+    assert_eq!(lib.present(&env.store), ["a.png", "b.png"]);
+}
