@@ -3,7 +3,11 @@
 //! that fails part-way is put back, no move replaces a file, only the lease holder acts on
 //! a move, and a move whose holder died (SIGKILL, in a child process) is carried on by
 //! whoever reclaims its expired lease. Moves are told apart by their move id, never by the
-//! time they began, and a journal written before moves were leased upgrades intact.
+//! time they began, and a journal written before moves were leased upgrades intact. A move
+//! is tied to what it saw (issue 25): it never moves a file re-saved or re-indexed since it
+//! began, never renames once its lease is lost, refuses while its library is away, and a
+//! restore that put nothing back is rolled back; asset ids are never issued twice, across
+//! the sweep and the upgrade that brought AUTOINCREMENT.
 
 use crate::support;
 
@@ -1244,4 +1248,43 @@ fn a_carried_on_trash_of_a_file_touched_and_rescanned_since_leaves_the_photo_liv
         "trashed while its file is in the library"
     );
     assert_eq!(lib.present(&env.store), ["a.png", "b.png"]);
+}
+
+#[test]
+fn a_move_carried_on_while_its_library_is_away_waits_and_marks_nothing() {
+    let env = env();
+    let lib = library(&env, &[("a.png", 1)]);
+    let a = lib.asset(&env.store, "a.png");
+    // The holder dies before its rename; the share is unmounted before anyone carries on.
+    held(env.store.begin_trash(a, TTL).expect("begin"));
+    let away = unmount(&lib);
+    abandon(&env);
+    let cfg = MoveConfig::default();
+    mediadex::trash::finish_abandoned(&env.store, &cfg).expect("carry on");
+    assert!(
+        !trashed(&env.store, a),
+        "trashed while its library was away"
+    );
+    assert_eq!(
+        env.store.pending_intents().expect("pending").len(),
+        1,
+        "it waits"
+    );
+    assert!(
+        move_job(&env.store, a).is_some(),
+        "the move is still to carry on"
+    );
+    remount(&lib, &away);
+    assert_eq!(
+        lib.present(&env.store),
+        ["a.png"],
+        "its row never went missing"
+    );
+    // Back: the next holder, past the backoff, finishes it.
+    env.clock.advance(10 * 60_000);
+    assert_eq!(
+        mediadex::trash::finish_abandoned(&env.store, &cfg).expect("carry on"),
+        1
+    );
+    assert!(trashed(&env.store, a) && lib.in_trash(a, "a.png").exists());
 }
