@@ -1,17 +1,21 @@
 //! User trash and restore with the file moves (DESIGN.md sections 4 and 6). A move is one
 //! asset's trash or restore, held by the lease on its `move` job; only the holder moves
 //! files, and every step is settled with a fenced store write:
-//! 1. refuse before anything moves when a folder cannot be written (a read-only library)
-//!    or a trash folder cannot be created (the library's disk is full);
-//! 2. move each file (never over an existing one) and settle its intent;
-//! 3. flip the asset, unless a copy of it appeared meanwhile (a restore queues its face
-//!    walk in the same transaction);
+//! 1. refuse before anything moves when a library is away (its folder not there or not
+//!    provably the library, as a scan's circuit breaker tells), when a folder cannot be
+//!    written (a read-only library) or a trash folder cannot be created (its disk is full);
+//! 2. move each file (never over an existing one, never one whose bytes or row no longer
+//!    match what the move began with, never without the lease confirmed right before) and
+//!    settle its intent;
+//! 3. flip the asset, unless a copy of it appeared meanwhile or a restore put no file back
+//!    (a restore queues its face walk in the same transaction);
 //! 4. on any failure, record the rollback, put every moved file back, and end the move
 //!    failed with one error naming the file and the reason.
 //!
 //! A process that merely starts never touches a move: one whose holder died is claimed after
 //! its lease expired (`MoveJob`, by the worker pool or the next trash or restore command) and
-//! carried on from where the files are, forward or, once a rollback was recorded, back.
+//! carried on from where the files are, forward or, once a rollback was recorded, back; it
+//! waits while a library of the move is away.
 //! No SQL here; rows go through `Store`.
 //!
 //! Must not import: http, ops, rusqlite
@@ -24,6 +28,7 @@ use crate::model::{
 use crate::queue::{
     GuardError, JobDone, JobHandler, LeaseGuard, NoHooks, Registry, WorkContext, WorkError,
 };
+use crate::scan::identity::{self, Verdict};
 use crate::store::{Store, StoreError};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -55,6 +60,10 @@ pub enum TrashError {
          in the library and every file is back where it was"
     )]
     Linked { asset: i64, paths: String },
+    /// The library's folder is not there or is not the library (an unmounted share,
+    /// another disk at its path): a move never takes an absent file for a vanished one.
+    #[error("{why}: nothing was moved; try again once the library is back")]
+    LibraryAway { library: i64, why: String },
     #[error("the move of asset {asset} was rolled back: {reason}")]
     RolledBack { asset: i64, reason: String },
 }
@@ -118,6 +127,7 @@ pub fn trash_with(
     config: &MoveConfig,
     hooks: &dyn MoveHooks,
 ) -> Result<MoveOutcome, TrashError> {
+    libraries_here(store, store.asset_libraries(asset_id)?)?;
     let begun = store.begin_trash(asset_id, config.ttl)?;
     run(store, begun, config, hooks)
 }
@@ -128,6 +138,7 @@ pub fn restore_with(
     config: &MoveConfig,
     hooks: &dyn MoveHooks,
 ) -> Result<MoveOutcome, TrashError> {
+    libraries_here(store, store.asset_libraries(asset_id)?)?;
     let begun = store.begin_restore(asset_id, config.ttl, config.faces.clone())?;
     run(store, begun, config, hooks)
 }
@@ -228,7 +239,9 @@ impl From<TrashError> for WorkError {
         match e {
             TrashError::Guard(e) => WorkError::Guard(e),
             TrashError::Store(e) => e.into(),
-            e @ TrashError::NoRoom(_) => WorkError::Paused(e.to_string()),
+            e @ (TrashError::NoRoom(_) | TrashError::LibraryAway { .. }) => {
+                WorkError::Paused(e.to_string())
+            }
             e => WorkError::bad_data(e.to_string()),
         }
     }
@@ -257,6 +270,8 @@ fn carry_out(
     held: Move,
     with: With<'_>,
 ) -> Result<Ended, TrashError> {
+    // Files looked for in an absent library would seem vanished: wait for it instead.
+    libraries_here(store, held.intents.iter().map(|i| i.library_id))?;
     let reason = match held.rollback.clone() {
         Some(reason) => TrashError::RolledBack {
             asset: held.asset_id,
@@ -298,17 +313,20 @@ fn forward(
     for (intent, (from, to)) in pending.into_iter().zip(places) {
         guard.ensure_live()?;
         let how = match locate(&from, &to).map_err(|e| Stop::Undo(fail(&from, &to, &e)))? {
-            // Other bytes written at the path since the last scan are not the asset's
+            // Other bytes written at the path since the move began are not the asset's
             // file: they stay, and the asset's file counts as gone from there.
-            Place::From if !as_indexed(store, intent, &from)? => Settle::Vanished,
+            Place::From if !ours(store, intent, &from)? => Settle::Vanished,
             Place::From => {
                 hooks.before_rename(&from, &to);
+                guard.confirm()?;
                 move_file(&from, &to).map_err(Stop::Undo)?;
                 hooks.after_rename(intent);
                 Settle::Done
             }
+            Place::To if !ours(store, intent, &to)? => Settle::Vanished,
             Place::To => Settle::Done,
             Place::Both { same: true } => {
+                guard.confirm()?;
                 unlink_twin(&from, &to).map_err(Stop::Undo)?;
                 Settle::Done
             }
@@ -323,6 +341,12 @@ fn forward(
             asset: held.asset_id,
             paths: paths.join(", "),
         })),
+        Finish::NothingBack => Err(Stop::Undo(TrashError::RolledBack {
+            asset: held.asset_id,
+            reason: "no file was put back (none is in the trash folder as the trash left it); \
+                     the asset stays in the trash"
+                .into(),
+        })),
     }
 }
 
@@ -336,11 +360,15 @@ fn roll_back(store: &Store, guard: &LeaseGuard, held: &Move) -> Result<(), Trash
         let (from, to) = paths(store, intent)?;
         let how = match locate(&from, &to).map_err(|e| fail(&to, &from, &e))? {
             Place::From => Settle::Back,
+            // Not the file this move moved: it stays, and the move's file is gone.
+            Place::To if !ours(store, intent, &to)? => Settle::Vanished,
             Place::To => {
+                guard.confirm()?;
                 move_file(&to, &from)?;
                 Settle::Back
             }
             Place::Both { same: true } => {
+                guard.confirm()?;
                 unlink_twin(&to, &from)?;
                 Settle::Back
             }
@@ -384,13 +412,44 @@ fn taken(from: &Path, to: &Path) -> TrashError {
     fail(from, to, &"the destination exists already")
 }
 
-/// Whether the file at `from` is still the one the index knows (its stamp unchanged since
-/// the last scan): a move carried on after a crash may find other bytes written there.
-fn as_indexed(store: &Store, intent: &TrashIntent, from: &Path) -> Result<bool, TrashError> {
-    let Some(known) = store.intent_stamp(intent)? else {
+/// Whether the file at `at` is the one the move began with: its file row still shows the
+/// move's asset with the stamp the intent recorded (an intent from before stamps were
+/// recorded takes the row's), and the file on disk carries that stamp (a rename keeps it).
+/// A move carried on after a crash may find another photo saved at the path since, even
+/// indexed as another asset: that one is never moved.
+fn ours(store: &Store, intent: &TrashIntent, at: &Path) -> Result<bool, TrashError> {
+    let Some((asset, row)) = store.intent_row(intent)? else {
         return Ok(false);
     };
-    Ok(std::fs::symlink_metadata(from).is_ok_and(|m| FileStamp::of(&m) == known))
+    let began = intent.stamp.unwrap_or(row);
+    if asset != Some(intent.asset_id) || row != began {
+        return Ok(false);
+    }
+    Ok(std::fs::symlink_metadata(at).is_ok_and(|m| FileStamp::of(&m) == began))
+}
+
+/// Refuses a move while a library it touches is away: its folder is not there, or is not
+/// provably the library (another disk at its path, its marker gone), as a scan's circuit
+/// breaker tells. A file looked for there would seem vanished, and a move would mark it so.
+fn libraries_here(
+    store: &Store,
+    libraries: impl IntoIterator<Item = i64>,
+) -> Result<(), TrashError> {
+    let mut ids: Vec<i64> = libraries.into_iter().collect();
+    ids.sort_unstable();
+    ids.dedup();
+    for id in ids {
+        let library = store
+            .library(id)?
+            .ok_or_else(|| StoreError::NotFound(format!("library {id} is gone")))?;
+        match identity::check(store, &library)? {
+            Verdict::Same => {}
+            Verdict::Changed(why) | Verdict::Unavailable(why) => {
+                return Err(TrashError::LibraryAway { library: id, why });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Where a file of a move is now.

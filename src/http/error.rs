@@ -221,6 +221,7 @@ impl From<TrashError> for ApiError {
             TrashError::ReadOnly { .. } => Code::ReadOnly,
             TrashError::Guard(_) => Code::MoveInterrupted,
             TrashError::NoRoom(_) => Code::DiskFull,
+            TrashError::LibraryAway { .. } => Code::Unavailable,
             TrashError::Move { .. } | TrashError::Linked { .. } | TrashError::RolledBack { .. } => {
                 Code::MoveFailed
             }

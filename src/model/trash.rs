@@ -18,6 +18,9 @@ pub struct TrashIntent {
     /// Shared by the intents of one begin call (one trash or one restore); a later move
     /// has a higher id.
     pub move_id: i64,
+    /// The file's stamp as the index knew it when the move began: the move touches only
+    /// this file. `None` on intents written before moves recorded it.
+    pub stamp: Option<FileStamp>,
 }
 
 /// How the asset flipped when the last intent of a trash or restore was settled.
@@ -74,6 +77,9 @@ pub enum Finish {
     /// Files of the asset are present that the move did not move (linked by a scan while
     /// it ran): nothing flipped, the move must be rolled back.
     Linked(Vec<String>),
+    /// A restore put no file back (none was in the trash folder as it left it): nothing
+    /// flipped, the move must be rolled back and the asset stays in the trash.
+    NothingBack,
 }
 
 /// The trash folder in each library root.

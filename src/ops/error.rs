@@ -70,12 +70,14 @@ impl std::fmt::Display for Thing {
 
 impl Error {
     /// The same request may succeed later unchanged: the database was busy or its disk
-    /// full, a move was interrupted, a walk's chain moved on under the release.
+    /// full, a move was interrupted or its library was away, a walk's chain moved on under the release.
     pub fn is_transient(&self) -> bool {
         match self {
             Error::Store(e) | Error::Trash(TrashError::Store(e)) => e.is_transient(),
             Error::DetectionFailed(_, e) => e.retry() == crate::queue::Retry::Transient,
-            Error::Trash(TrashError::Guard(_) | TrashError::NoRoom(_)) => true,
+            Error::Trash(
+                TrashError::Guard(_) | TrashError::NoRoom(_) | TrashError::LibraryAway { .. },
+            ) => true,
             Error::ChainEnded(..) => true,
             _ => false,
         }

@@ -28,6 +28,12 @@ pub enum StoreError {
         id: i64,
         remaining_ms: i64,
     },
+    /// A migration would leave rows whose foreign keys point nowhere; it was rolled back.
+    #[error(
+        "the upgrade to schema version {version} would break {broken} foreign keys; \
+         nothing was changed (please report this)"
+    )]
+    MigrationBrokeKeys { version: i64, broken: i64 },
     #[error("the database is locked by another process and stayed locked; try again later")]
     Locked,
     #[error(

@@ -1,5 +1,7 @@
 //! Schema migrations, applied by `PRAGMA user_version` in one IMMEDIATE transaction, with
 //! the migration guard: no upgrade while another process holds a live lease on this file.
+//! Foreign keys are off while they run (a table rebuild drops the old table, whose ON
+//! DELETE actions must not run) and checked before the commit.
 //! The transaction that reaches the identity migration also stamps the file header with it
 //! (`vet.rs`).
 
@@ -111,6 +113,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "similar",
         sql: include_str!("../../schema/0019_similar.sql"),
     },
+    Migration {
+        version: 20,
+        name: "assets autoincrement",
+        sql: include_str!("../../schema/0020_assets_autoincrement.sql"),
+    },
 ];
 
 pub(super) fn migrate(
@@ -125,6 +132,22 @@ pub(super) fn migrate(
     if check_version(conn, latest)? == latest {
         return Ok(());
     }
+    // SQLite ignores this pragma inside a transaction: it is set around it, and set back
+    // whatever the upgrade answered.
+    conn.pragma_update(None, "foreign_keys", false)?;
+    let upgraded = upgrade(conn, migrations, latest, (now, own_owner));
+    conn.pragma_update(None, "foreign_keys", true)?;
+    upgraded
+}
+
+/// The upgrade's transaction: every migration above the file's version, then the foreign
+/// keys checked (none broken that was not broken before), then the commit.
+fn upgrade(
+    conn: &mut Connection,
+    migrations: &[Migration],
+    latest: i64,
+    (now, own_owner): (Millis, &str),
+) -> Result<(), StoreError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     // Re-read under the lock: another process may have migrated meanwhile.
     let found = check_version(&tx, latest)?;
@@ -134,6 +157,7 @@ pub(super) fn migrate(
     if found >= 1 {
         refuse_if_leased(&tx, now, own_owner)?;
     }
+    let broken_before = broken_keys(&tx)?;
     for m in migrations.iter().filter(|m| m.version > found) {
         // A new file's schema is no news; an upgrade of an index is.
         if found >= 1 {
@@ -144,6 +168,13 @@ pub(super) fn migrate(
         tx.execute_batch(m.sql)?;
         finish_schema_edit(&tx)?;
         tx.pragma_update(None, "user_version", m.version)?;
+    }
+    let broken = broken_keys(&tx)? - broken_before;
+    if broken > 0 {
+        return Err(StoreError::MigrationBrokeKeys {
+            version: latest,
+            broken,
+        });
     }
     super::vet::stamp_identity(&tx)?;
     tx.commit()?;
@@ -167,6 +198,16 @@ fn finish_schema_edit(tx: &Connection) -> Result<(), StoreError> {
         r.get::<_, i64>(0)
     })?;
     Ok(())
+}
+
+/// Rows whose foreign keys point nowhere. Counted before and after the migrations: an old
+/// file's own (from a bug long fixed) must not block every upgrade.
+fn broken_keys(tx: &Connection) -> Result<i64, StoreError> {
+    Ok(
+        tx.query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
+            r.get(0)
+        })?,
+    )
 }
 
 /// The file's schema version, refused when newer than this binary's.

@@ -3,7 +3,9 @@
 //! job (already running under this process's lease) and the intents in one transaction;
 //! every later write (settling an intent with its file row, starting a rollback, the asset's
 //! flip, the end) is fenced on that lease in the same transaction as its data. A restore's
-//! face walk is queued in the transaction that flips the asset. The file
+//! face walk is queued in the transaction that flips the asset. The user trashes what they
+//! see: a Live Photo's clip and a stack's RAWs follow the shown photo into the trash (intents
+//! of their own assets in its move) and come back with it. The file
 //! moves themselves are the caller's (`crate::trash`). A move is named by its move id (never
 //! by the time it began: a clock may answer the same millisecond for two moves).
 
@@ -20,13 +22,14 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 macro_rules! intent_cols {
     () => {
-        "id, asset_id, library_id, action, from_path, to_path, state, created_at, move_id"
+        "id, asset_id, library_id, action, from_path, to_path, state, created_at, move_id,
+         size, mtime_ns, dev, inode"
     };
 }
 const INSERT: &str = concat!(
     "INSERT INTO trash_intents (asset_id, library_id, action, from_path, to_path, created_at,
-                                move_id)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING ",
+                                move_id, size, mtime_ns, dev, inode)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) RETURNING ",
     intent_cols!()
 );
 const GET: &str = concat!(
@@ -84,31 +87,78 @@ const UNSETTLED: &str =
     "SELECT count(*) FROM trash_intents WHERE move_id = ?1 AND state <> 'aborted'";
 const MOVE_PENDING: &str =
     "SELECT count(*) FROM trash_intents WHERE move_id = ?1 AND state = 'pending'";
+/// The files a trash moves, with the stamp each intent records.
 const PRESENT_FILES: &str = "
-    SELECT library_id, rel_path FROM files WHERE asset_id = ?1 AND state = 'present'
+    SELECT library_id, rel_path, size, mtime_ns, dev, inode FROM files
+     WHERE asset_id = ?1 AND state = 'present'
      ORDER BY library_id, rel_path";
 const PRESENT_PATHS: &str = "
     SELECT rel_path_text FROM files WHERE asset_id = ?1 AND state = 'present' ORDER BY rel_path";
 /// The files the asset's last trash moved (the done intents of its latest move with any),
-/// to be undone by a restore. By move id: two moves may begin in one millisecond.
+/// to be undone by a restore, with the stamp that trash recorded (a rename keeps it); an
+/// intent written before stamps were recorded takes its file row's. By move id: two moves
+/// may begin in one millisecond.
+///
+/// The assets that followed it into the trash (its Live clip, its stack's RAWs) come back
+/// with it when it led that trash (a move's first intent is its own asset's) and they are
+/// still in the trash; a follower restored alone brings back its own files only.
 const LAST_TRASHED: &str = "
-    SELECT library_id, from_path, to_path FROM trash_intents
-     WHERE asset_id = ?1 AND action = 'trash' AND state = 'done'
-       AND move_id = (SELECT max(move_id) FROM trash_intents
-                       WHERE asset_id = ?1 AND action = 'trash' AND state = 'done')
-     ORDER BY id";
+    WITH last (move_id) AS (
+        SELECT max(move_id) FROM trash_intents
+         WHERE asset_id = ?1 AND action = 'trash' AND state = 'done'),
+    led (yes) AS (
+        SELECT asset_id = ?1 FROM trash_intents
+         WHERE move_id = (SELECT move_id FROM last) ORDER BY id LIMIT 1)
+    SELECT t.library_id, t.from_path, t.to_path,
+           coalesce(t.size, f.size), coalesce(t.mtime_ns, f.mtime_ns),
+           coalesce(t.dev, f.dev), coalesce(t.inode, f.inode), t.asset_id
+      FROM trash_intents t
+      LEFT JOIN files f ON f.library_id = t.library_id AND f.rel_path = t.from_path
+                       AND f.asset_id = t.asset_id
+     WHERE t.move_id = (SELECT move_id FROM last) AND t.action = 'trash' AND t.state = 'done'
+       AND (t.asset_id = ?1
+            OR ((SELECT yes FROM led)
+                AND EXISTS (SELECT 1 FROM assets a
+                             WHERE a.id = t.asset_id AND a.trashed_at IS NOT NULL)))
+     ORDER BY t.id";
+/// The assets that follow ?1 into the trash, as the user sees them one photo: the Live
+/// clip it shows (unless another live still shows it too) and the RAWs of the stacks its
+/// present files head. Each live and not ?1.
+const FOLLOWERS: &str = "
+    SELECT v.id FROM assets s JOIN assets v ON v.id = s.live_video_id
+     WHERE s.id = ?1 AND v.id <> ?1 AND v.trashed_at IS NULL
+       AND NOT EXISTS (SELECT 1 FROM assets o WHERE o.live_video_id = v.id AND o.id <> ?1
+                                                AND o.trashed_at IS NULL)
+    UNION
+    SELECT rf.asset_id FROM files pf JOIN stacks st ON st.primary_file_id = pf.id
+      JOIN files rf ON rf.id = st.raw_file_id AND rf.state = 'present'
+      JOIN assets r ON r.id = rf.asset_id AND r.trashed_at IS NULL
+     WHERE pf.asset_id = ?1 AND pf.state = 'present' AND rf.asset_id <> ?1";
+/// The other assets whose files move ?1 moved (its followers).
+const MOVED_FOLLOWERS: &str = "
+    SELECT DISTINCT asset_id FROM trash_intents
+     WHERE move_id = ?1 AND asset_id <> ?2 AND state = 'done'";
+/// The libraries an asset's files are in, present or trashed: a move checks each is there.
+const LIBRARIES: &str = "SELECT DISTINCT library_id FROM files WHERE asset_id = ?1";
 const SETTLE: &str = "
     UPDATE trash_intents SET state = ?3, finished_at = ?4
      WHERE id = ?1 AND move_id = ?2 AND state IN ('pending', 'done')";
+/// A settled intent's file row follows it only while the row is still the move's asset's:
+/// a path re-saved and indexed as another asset meanwhile is that asset's row. A row goes
+/// missing only with the stamp the move began with (?5..?8; NULL on an old intent): a file
+/// a scan read again since (the same photo written anew) is still in the library.
 const FILE_MISSING: &str = "
     UPDATE files SET state = 'missing', missing_since = ?3
-     WHERE library_id = ?1 AND rel_path = ?2 AND state = 'present'";
-/// The stamp the index holds for an intent's file row.
-const STAMP: &str =
-    "SELECT size, mtime_ns, dev, inode FROM files WHERE library_id = ?1 AND rel_path = ?2";
+     WHERE library_id = ?1 AND rel_path = ?2 AND state = 'present' AND asset_id = ?4
+       AND (?5 IS NULL OR (size = ?5 AND mtime_ns = ?6 AND dev = ?7 AND inode = ?8))";
+/// The asset and stamp the index holds now for an intent's file row.
+const STAMP: &str = "SELECT asset_id, size, mtime_ns, dev, inode FROM files
+                      WHERE library_id = ?1 AND rel_path = ?2";
 const FILE_PRESENT: &str = "
     UPDATE files SET state = 'present', missing_since = NULL
-     WHERE library_id = ?1 AND rel_path = ?2";
+     WHERE library_id = ?1 AND rel_path = ?2 AND asset_id = ?3";
+/// The intents of a move that put a file where it goes.
+const MOVE_DONE: &str = "SELECT count(*) FROM trash_intents WHERE move_id = ?1 AND state = 'done'";
 
 fn intent_from_row(r: &Row<'_>) -> rusqlite::Result<TrashIntent> {
     Ok(TrashIntent {
@@ -121,7 +171,44 @@ fn intent_from_row(r: &Row<'_>) -> rusqlite::Result<TrashIntent> {
         state: parse_col(r, 6, IntentState::parse)?,
         created_at: r.get(7)?,
         move_id: r.get(8)?,
+        stamp: stamp_at(r, 9)?,
     })
+}
+
+/// The stamp in four columns from `at`; `None` where they are NULL (an old intent).
+fn stamp_at(r: &Row<'_>, at: usize) -> rusqlite::Result<Option<FileStamp>> {
+    let size: Option<i64> = r.get(at)?;
+    let Some(size) = size else {
+        return Ok(None);
+    };
+    Ok(Some(FileStamp {
+        size: size as u64,
+        mtime_ns: r.get(at + 1)?,
+        dev: r.get::<_, i64>(at + 2)? as u64,
+        inode: r.get::<_, i64>(at + 3)? as u64,
+    }))
+}
+
+/// A stamp as its four columns (SQLite integers are signed; the bits round-trip).
+fn stamp_cols(s: Option<FileStamp>) -> [Option<i64>; 4] {
+    match s {
+        Some(s) => [
+            Some(s.size as i64),
+            Some(s.mtime_ns),
+            Some(s.dev as i64),
+            Some(s.inode as i64),
+        ],
+        None => [None; 4],
+    }
+}
+
+/// One file a begin plans to move: an intent before it has an id.
+struct Planned {
+    asset_id: i64,
+    library_id: i64,
+    from: Vec<u8>,
+    to: Vec<u8>,
+    stamp: Option<FileStamp>,
 }
 
 /// What a fenced move write learns from its job row.
@@ -160,12 +247,39 @@ fn refuse_if_pending(conn: &Connection, asset_id: i64) -> Result<(), StoreError>
     }
 }
 
+/// Writes one intent of move `move_id` (its asset's: the move's own, or one following it),
+/// with the stamp its file had when the move began.
+fn insert_intent(
+    conn: &Connection,
+    (action, move_id): (TrashAction, i64),
+    p: Planned,
+    now: Millis,
+) -> Result<TrashIntent, StoreError> {
+    let [size, mtime, dev, inode] = stamp_cols(p.stamp);
+    let row = params![
+        p.asset_id,
+        p.library_id,
+        action.as_str(),
+        p.from,
+        p.to,
+        now,
+        move_id,
+        size,
+        mtime,
+        dev,
+        inode
+    ];
+    Ok(conn
+        .prepare_cached(INSERT)?
+        .query_row(row, intent_from_row)?)
+}
+
 /// Writes the move's job under this process's lease, then its intents.
 fn hold(
     conn: &Connection,
     asset_id: i64,
     action: TrashAction,
-    moves: Vec<(i64, Vec<u8>, Vec<u8>)>,
+    moves: Vec<Planned>,
     (owner, ttl, now): (&str, Millis, Millis),
 ) -> Result<Begun, StoreError> {
     let move_id: i64 = conn
@@ -191,15 +305,9 @@ fn hold(
         )));
     };
     refuse_if_pending(conn, asset_id)?;
-    let mut stmt = conn.prepare_cached(INSERT)?;
     let intents = moves
         .into_iter()
-        .map(|(lib, from, to)| {
-            stmt.query_row(
-                params![asset_id, lib, action.as_str(), from, to, now, move_id],
-                intent_from_row,
-            )
-        })
+        .map(|p| insert_intent(conn, (action, move_id), p, now))
         .collect::<Result<Vec<_>, _>>()?;
     let lease = Lease {
         target: Target::Job,
@@ -255,11 +363,23 @@ fn set_row(
 ) -> Result<(), StoreError> {
     let path = row_path(intent);
     if present {
-        conn.prepare_cached(FILE_PRESENT)?
-            .execute(params![intent.library_id, path])?;
+        conn.prepare_cached(FILE_PRESENT)?.execute(params![
+            intent.library_id,
+            path,
+            intent.asset_id
+        ])?;
     } else {
-        conn.prepare_cached(FILE_MISSING)?
-            .execute(params![intent.library_id, path, now])?;
+        let [size, mtime, dev, inode] = stamp_cols(intent.stamp);
+        conn.prepare_cached(FILE_MISSING)?.execute(params![
+            intent.library_id,
+            path,
+            now,
+            intent.asset_id,
+            size,
+            mtime,
+            dev,
+            inode
+        ])?;
     }
     Ok(())
 }
@@ -337,14 +457,22 @@ fn finish(
                 return Ok(Finish::Linked(linked));
             }
             let trashed = trash(conn, held.asset_id, TrashReason::User, now)?;
+            trash_followers(conn, &held, now)?;
             if trashed || state(conn, held.asset_id)?.is_some() {
                 MoveOutcome::Trashed
             } else {
                 MoveOutcome::Gone
             }
         }
+        // A restore that put no file back would show a live photo without a file.
+        TrashAction::Restore if count(conn, MOVE_DONE, held.move_id)? == 0 => {
+            return Ok(Finish::NothingBack);
+        }
         // By id alone, so a sweep that won the race makes this `Gone`, never an error.
         TrashAction::Restore => {
+            for follower in moved_followers(conn, &held)? {
+                restore(conn, follower)?;
+            }
             if restore_then(conn, held.asset_id, follow_up, now)? {
                 MoveOutcome::Restored
             } else if state(conn, held.asset_id)?.is_some() {
@@ -356,6 +484,53 @@ fn finish(
     };
     complete(conn, lease, now)?;
     Ok(Finish::Flipped(outcome))
+}
+
+/// The assets whose files the held move moved besides its own.
+fn moved_followers(conn: &Connection, held: &Held) -> Result<Vec<i64>, StoreError> {
+    Ok(conn
+        .prepare_cached(MOVED_FOLLOWERS)?
+        .query_map(params![held.move_id, held.asset_id], |r| r.get(0))?
+        .collect::<Result<_, _>>()?)
+}
+
+/// Trashes each follower of the held trash that shows no present file any more (one with
+/// a byte copy elsewhere stays live, shown by that copy).
+fn trash_followers(conn: &Connection, held: &Held, now: Millis) -> Result<(), StoreError> {
+    for follower in moved_followers(conn, held)? {
+        let present = conn
+            .prepare_cached(PRESENT_PATHS)?
+            .query_row([follower], |_| Ok(()))
+            .optional()?;
+        if present.is_none() {
+            trash(conn, follower, TrashReason::User, now)?;
+        }
+    }
+    Ok(())
+}
+
+/// The files a trash of `asset_id` moves: each present file, to the asset's trash folder.
+fn planned_trash(conn: &Connection, asset_id: i64) -> Result<Vec<Planned>, StoreError> {
+    Ok(conn
+        .prepare_cached(PRESENT_FILES)?
+        .query_map([asset_id], |r| {
+            let from: Vec<u8> = r.get(1)?;
+            Ok(Planned {
+                asset_id,
+                library_id: r.get(0)?,
+                to: trash_path(asset_id, &from),
+                from,
+                stamp: stamp_at(r, 2)?,
+            })
+        })?
+        .collect::<Result<_, _>>()?)
+}
+
+fn followers(conn: &Connection, asset_id: i64) -> Result<Vec<i64>, StoreError> {
+    Ok(conn
+        .prepare_cached(FOLLOWERS)?
+        .query_map([asset_id], |r| r.get(0))?
+        .collect::<Result<_, _>>()?)
 }
 
 /// Restores the asset by id and, if it was restored, writes `follow_up` in the same
@@ -376,27 +551,23 @@ fn restore_then(
 impl Store {
     /// Starts the user's trash of a live asset: a move job held by this process for `ttl`
     /// and one pending intent per present file, each moving it to
-    /// `.mediadex-trash/<asset id>/<path>` in its library. An asset without present files
-    /// is trashed at once (`Settled`).
+    /// `.mediadex-trash/<asset id>/<path>` in its library, the asset's own files first, then
+    /// those of the assets that follow it (`FOLLOWERS`: its Live clip, its stack's RAWs), each
+    /// to its own asset's folder. An asset without present files is trashed at once
+    /// (`Settled`).
     pub fn begin_trash(&self, asset_id: i64, ttl: Millis) -> Result<Begun, StoreError> {
         let owner = self.owner().to_string();
         self.write(move |conn, now| {
             expect_state(conn, asset_id, false)?;
-            let files: Vec<(i64, Vec<u8>)> = conn
-                .prepare_cached(PRESENT_FILES)?
-                .query_map([asset_id], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<Result<_, _>>()?;
-            if files.is_empty() {
+            let mut moves = planned_trash(conn, asset_id)?;
+            if moves.is_empty() {
                 trash(conn, asset_id, TrashReason::User, now)?;
                 return Ok(Begun::Settled(MoveOutcome::Trashed));
             }
-            let moves = files
-                .into_iter()
-                .map(|(lib, path)| {
-                    let to = trash_path(asset_id, &path);
-                    (lib, path, to)
-                })
-                .collect();
+            for follower in followers(conn, asset_id)? {
+                refuse_if_pending(conn, follower)?;
+                moves.extend(planned_trash(conn, follower)?);
+            }
             hold(
                 conn,
                 asset_id,
@@ -420,9 +591,17 @@ impl Store {
         let owner = self.owner().to_string();
         self.write(move |conn, now| {
             expect_state(conn, asset_id, true)?;
-            let moves: Vec<(i64, Vec<u8>, Vec<u8>)> = conn
+            let moves: Vec<Planned> = conn
                 .prepare_cached(LAST_TRASHED)?
-                .query_map([asset_id], |r| Ok((r.get(0)?, r.get(2)?, r.get(1)?)))?
+                .query_map([asset_id], |r| {
+                    Ok(Planned {
+                        asset_id: r.get(7)?,
+                        library_id: r.get(0)?,
+                        from: r.get(2)?,
+                        to: r.get(1)?,
+                        stamp: stamp_at(r, 3)?,
+                    })
+                })?
                 .collect::<Result<_, _>>()?;
             if moves.is_empty() {
                 restore_then(conn, asset_id, follow_up.as_ref(), now)?;
@@ -531,22 +710,32 @@ impl Store {
         })
     }
 
-    /// The stamp the index recorded for the file an intent moves (the last scan's), to tell
-    /// the asset's file from other bytes written at its path since.
-    pub fn intent_stamp(&self, intent: &TrashIntent) -> Result<Option<FileStamp>, StoreError> {
+    /// The file row an intent moves as the index holds it now: the asset it shows and its
+    /// stamp (`None` without a row), to tell the move's file from other bytes written or
+    /// indexed at its path since the move began.
+    pub fn intent_row(
+        &self,
+        intent: &TrashIntent,
+    ) -> Result<Option<(Option<i64>, FileStamp)>, StoreError> {
         let (library, path) = (intent.library_id, row_path(intent).to_vec());
         self.read(move |conn| {
             Ok(conn
                 .prepare_cached(STAMP)?
                 .query_row(params![library, path], |r| {
-                    Ok(FileStamp {
-                        size: r.get::<_, i64>(0)? as u64,
-                        mtime_ns: r.get(1)?,
-                        dev: r.get::<_, i64>(2)? as u64,
-                        inode: r.get::<_, i64>(3)? as u64,
-                    })
+                    let stamp = stamp_at(r, 1)?.unwrap_or_default();
+                    Ok((r.get(0)?, stamp))
                 })
                 .optional()?)
+        })
+    }
+
+    /// The libraries holding the asset's files, present or in the trash folder.
+    pub fn asset_libraries(&self, asset_id: i64) -> Result<Vec<i64>, StoreError> {
+        self.read(move |conn| {
+            Ok(conn
+                .prepare_cached(LIBRARIES)?
+                .query_map([asset_id], |r| r.get(0))?
+                .collect::<Result<_, _>>()?)
         })
     }
 

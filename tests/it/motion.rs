@@ -648,3 +648,57 @@ async fn motion_serves_the_embedded_mp4_and_the_live_mov_with_range() {
     assert_eq!(json["motion"]["kind"], "embedded");
     assert_eq!(json["motion"]["length"], PXL_VIDEO);
 }
+
+/// The user trashes what they see (issue 25): the grid shows a Live Photo once, so its
+/// clip goes into the trash with the still and comes back with it.
+#[test]
+fn a_trashed_live_photo_takes_its_clip_into_the_trash_and_back() {
+    let env = env();
+    let lib = live_folder(&env);
+    support::scan_now(&env, lib, "");
+    let r = root(&env, "lib");
+    let still = by_path(&env)["Live/IMG_7001.JPG"].id;
+    let clip = by_path(&env)["Live/IMG_7001.JPG"]
+        .live_clip
+        .as_ref()
+        .expect("a live photo")
+        .asset_id;
+    mediadex::trash::trash(&env.store, still).expect("trash");
+    assert_eq!(
+        listed(&env),
+        ["Live/IMG_7002.JPG", "Live/IMG_7002.MOV"],
+        "the clip stayed behind as a video of its own"
+    );
+    let trashed = |id: i64| env.store.asset(id).unwrap().unwrap().trashed_at.is_some();
+    assert!(trashed(still) && trashed(clip));
+    assert!(!r.join("Live/IMG_7001.MOV").exists());
+    assert!(
+        r.join(format!(".mediadex-trash/{clip}/Live/IMG_7001.MOV"))
+            .exists()
+    );
+    // A full scan keeps it so: nothing of the pair is in the library folder.
+    support::scan_now(&env, lib, "");
+    assert_eq!(listed(&env), ["Live/IMG_7002.JPG", "Live/IMG_7002.MOV"]);
+
+    mediadex::trash::restore(&env.store, still).expect("restore");
+    assert!(
+        !trashed(still) && !trashed(clip),
+        "the clip came back with it"
+    );
+    assert!(r.join("Live/IMG_7001.MOV").exists() && r.join("Live/IMG_7001.JPG").exists());
+    assert_eq!(
+        listed(&env),
+        [
+            "Live/IMG_7001.JPG",
+            "Live/IMG_7002.JPG",
+            "Live/IMG_7002.MOV"
+        ]
+    );
+    assert_eq!(
+        by_path(&env)["Live/IMG_7001.JPG"]
+            .live_clip
+            .as_ref()
+            .map(|c| c.asset_id),
+        Some(clip)
+    );
+}

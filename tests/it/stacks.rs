@@ -2,8 +2,9 @@
 //! in the same second, are one stack whichever is stored first (in one scan, or the second
 //! in a later scan: files of one folder can land in different batches). The asset list shows
 //! the JPEG once with both files; the RAW stays its own asset (its own checksum), left out of
-//! the list and still answered by id, naming its stack. Another second is no stack; a trashed
-//! or vanished JPEG shows the RAW alone again, and a trashed RAW leaves the JPEG alone.
+//! the list and still answered by id, naming its stack. Another second is no stack; a
+//! vanished JPEG shows the RAW alone again, a trashed JPEG takes its RAW into the trash and
+//! back, and a trashed RAW leaves the JPEG alone.
 
 use crate::support::dng::Dng;
 use crate::support::exif::{ascii, jpeg_with_exif};
@@ -161,7 +162,7 @@ fn a_same_name_pair_taken_in_another_second_is_not_a_stack() {
 }
 
 #[test]
-fn a_trashed_or_vanished_jpeg_shows_its_raw_alone_again() {
+fn a_trashed_jpeg_takes_its_raw_along_and_a_vanished_one_shows_it_alone_again() {
     let env = env();
     let (lib, root) = library(&env);
     put(&root, "RawPair/DSC_0001.DNG", &dng(TAKEN));
@@ -179,23 +180,26 @@ fn a_trashed_or_vanished_jpeg_shows_its_raw_alone_again() {
     let listed = |env: &Env| others(listed(env));
     assert_one_stack(&env, "before");
     let jpeg_id = listed(&env)[0].id;
+    let raw_id = listed(&env)[0].stack[1].asset_id;
+    // The user trashes what they see (issue 25): the RAW follows its JPEG into the trash.
     mediadex::trash::trash(&env.store, jpeg_id).expect("trash");
     let list = listed(&env);
-    assert_eq!(list.len(), 1, "{list:#?}");
-    assert_eq!(list[0].facts.mime.as_deref(), Some("image/x-adobe-dng"));
+    assert!(list.is_empty(), "the RAW stayed behind: {list:#?}");
+    let trashed = |id: i64| env.store.asset(id).unwrap().unwrap().trashed_at.is_some();
+    assert!(trashed(jpeg_id) && trashed(raw_id));
+    assert!(!root.join("RawPair/DSC_0001.DNG").exists());
     assert!(
-        list[0].stack.is_empty(),
-        "the RAW stands alone: {:?}",
-        list[0].stack
+        root.join(format!(".mediadex-trash/{raw_id}/RawPair/DSC_0001.DNG"))
+            .exists()
     );
 
-    // The JPEG comes back, and is deleted for good: its file is missing after the scan.
+    // The JPEG comes back, and its RAW with it.
     mediadex::trash::restore(&env.store, jpeg_id).expect("restore");
+    assert!(!trashed(raw_id), "the RAW came back with its JPEG");
     assert_one_stack(&env, "restored");
     assert_eq!(listed(&env).len(), 1);
 
     // The RAW trashed: the JPEG is listed alone, naming no stack; restored, the stack is back.
-    let raw_id = listed(&env)[0].stack[1].asset_id;
     mediadex::trash::trash(&env.store, raw_id).expect("trash the RAW");
     let list = listed(&env);
     assert_eq!(list.len(), 1, "{list:#?}");

@@ -3,7 +3,11 @@
 //! that fails part-way is put back, no move replaces a file, only the lease holder acts on
 //! a move, and a move whose holder died (SIGKILL, in a child process) is carried on by
 //! whoever reclaims its expired lease. Moves are told apart by their move id, never by the
-//! time they began, and a journal written before moves were leased upgrades intact.
+//! time they began, and a journal written before moves were leased upgrades intact. A move
+//! is tied to what it saw (issue 25): it never moves a file re-saved or re-indexed since it
+//! began, never renames once its lease is lost, refuses while its library is away, and a
+//! restore that put nothing back is rolled back; asset ids are never issued twice, across
+//! the sweep and the upgrade that brought AUTOINCREMENT.
 
 use crate::support;
 
@@ -879,4 +883,408 @@ fn a_restore_and_its_face_walk_are_one_transaction_moved_or_settled_at_once() {
             "the restore was refused whole: {restored:?}"
         );
     }
+}
+
+// ---- issue 25: a move is tied to what it saw -------------------------------------------
+
+/// The user re-saves a picture as editors do: a new file renamed over the old name.
+fn resave(path: &Path, shade: u8) {
+    let tmp = path.with_extension("saving.png");
+    photo(&tmp, shade);
+    std::fs::rename(&tmp, path).expect("rename over");
+}
+
+/// Past the move's lease and its retry backoff: the next trash, restore or worker claims it.
+fn abandon(env: &Env) {
+    env.clock.advance(TTL);
+    env.store.reclaim_stale().expect("reclaim");
+    env.clock.advance(60_000);
+}
+
+#[test]
+fn a_carried_on_trash_never_moves_a_file_resaved_and_indexed_as_another_asset() {
+    let env = env();
+    let lib = library(&env, &[("a.png", 1), ("b.png", 2)]);
+    let x = lib.asset(&env.store, "a.png");
+    // `mediadex trash X` dies before its first rename: the move is begun, nothing moved.
+    held(env.store.begin_trash(x, TTL).expect("begin"));
+    // The user re-saves the photo under the same name; a scan indexes it as asset Y.
+    resave(&lib.root.join("a.png"), 7);
+    let saved = std::fs::read(lib.root.join("a.png")).expect("saved");
+    scan_now(&env, lib.id, "");
+    let y = lib.asset(&env.store, "a.png");
+    assert_ne!(y, x, "the re-saved picture is its own asset");
+
+    abandon(&env);
+    let cfg = MoveConfig::default();
+    assert_eq!(
+        mediadex::trash::finish_abandoned(&env.store, &cfg).expect("carry on"),
+        1
+    );
+    assert_eq!(
+        std::fs::read(lib.root.join("a.png")).ok(),
+        Some(saved),
+        "Y's file was moved by X's old move"
+    );
+    assert!(
+        !lib.in_trash(x, "a.png").exists(),
+        "Y's file is in X's trash"
+    );
+    assert!(!trashed(&env.store, y), "Y stays live");
+    assert_eq!(
+        lib.present(&env.store),
+        ["a.png", "b.png"],
+        "Y's row stays present"
+    );
+    assert_eq!(lib.asset(&env.store, "a.png"), y);
+    // Y is the user's photo like any other: it trashes and restores.
+    mediadex::trash::trash(&env.store, y).expect("trash y");
+    mediadex::trash::restore(&env.store, y).expect("restore y");
+    assert!(!trashed(&env.store, y) && lib.root.join("a.png").exists());
+}
+
+#[test]
+fn a_carried_on_restore_never_takes_a_file_saved_at_its_destination_for_its_own() {
+    let env = env();
+    let lib = library(&env, &[("a.png", 1), ("b.png", 2)]);
+    let x = lib.asset(&env.store, "a.png");
+    mediadex::trash::trash(&env.store, x).expect("trash");
+    // The restore dies after its rename, before the settle; then the user empties the
+    // trash folder and saves a new picture as a.png, and a scan indexes it as Y.
+    let hooks = AfterFirstRename(|_: &TrashIntent| {
+        std::fs::remove_file(lib.root.join("a.png")).expect("rm");
+        photo(&lib.root.join("a.png"), 7);
+        panic!("killed after the rename");
+    });
+    let begun = env.store.begin_restore(x, TTL, None).expect("begin");
+    let config = MoveConfig {
+        ttl: TTL,
+        ..MoveConfig::default()
+    };
+    let died = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        mediadex::trash::run(&env.store, begun, &config, &hooks)
+    }));
+    assert!(died.is_err());
+    scan_now(&env, lib.id, "");
+    let y = lib.asset(&env.store, "a.png");
+    assert_ne!(y, x);
+    abandon(&env);
+    let cfg = MoveConfig::default();
+    assert_eq!(
+        mediadex::trash::finish_abandoned(&env.store, &cfg).expect("carry on"),
+        1
+    );
+    assert!(trashed(&env.store, x), "X was restored onto Y's file");
+    assert!(!trashed(&env.store, y));
+    assert_eq!(lib.asset(&env.store, "a.png"), y);
+}
+
+/// A holder that pauses (a laptop lid, SIGSTOP) right before its rename, past its ttl.
+struct PausedPastTtl<'a>(&'a Env);
+
+impl MoveHooks for PausedPastTtl<'_> {
+    fn before_rename(&self, _: &Path, _: &Path) {
+        self.0.clock.advance(TTL + 1);
+    }
+}
+
+#[test]
+fn a_holder_paused_past_its_ttl_before_its_rename_does_not_rename() {
+    let env = env();
+    let lib = library(&env, &[("a.png", 1)]);
+    let a = lib.asset(&env.store, "a.png");
+    let config = MoveConfig {
+        ttl: TTL,
+        ..MoveConfig::default()
+    };
+    let err = mediadex::trash::trash_with(&env.store, a, &config, &PausedPastTtl(&env))
+        .expect_err("the lease was lost before the rename");
+    assert!(matches!(err, TrashError::Guard(_)), "{err:?}");
+    assert!(lib.root.join("a.png").exists(), "the paused holder renamed");
+    assert!(!lib.in_trash(a, "a.png").exists());
+    // Its reclaimer carries the move on.
+    abandon(&env);
+    let cfg = MoveConfig::default();
+    assert_eq!(
+        mediadex::trash::finish_abandoned(&env.store, &cfg).expect("carry on"),
+        1
+    );
+    assert!(trashed(&env.store, a) && lib.in_trash(a, "a.png").exists());
+}
+
+/// The library's root as an unmounted share leaves it: the folder is not there.
+fn unmount(lib: &Lib) -> PathBuf {
+    let away = lib.root.with_file_name("photos-unmounted");
+    std::fs::rename(&lib.root, &away).expect("unmount");
+    away
+}
+
+fn remount(lib: &Lib, away: &Path) {
+    std::fs::rename(away, &lib.root).expect("remount");
+}
+
+#[test]
+fn a_trash_while_the_library_is_away_is_refused_and_marks_nothing() {
+    let env = env();
+    let lib = library(&env, &[("a.png", 1)]);
+    let a = lib.asset(&env.store, "a.png");
+    let away = unmount(&lib);
+    let err = mediadex::trash::trash(&env.store, a).expect_err("the library is away");
+    assert!(matches!(err, TrashError::LibraryAway { .. }), "{err:?}");
+    assert!(err.to_string().contains("not there"), "{err}");
+    assert!(!trashed(&env.store, a), "trashed while nothing moved");
+    remount(&lib, &away);
+    assert_eq!(lib.present(&env.store), ["a.png"]);
+    assert!(env.store.pending_intents().expect("pending").is_empty());
+    mediadex::trash::trash(&env.store, a).expect("trash once back");
+    assert!(trashed(&env.store, a) && lib.in_trash(a, "a.png").exists());
+}
+
+#[test]
+fn a_restore_while_the_library_is_away_is_refused_and_works_once_it_is_back() {
+    let env = env();
+    let lib = library(&env, &[("a.png", 1)]);
+    let a = lib.asset(&env.store, "a.png");
+    mediadex::trash::trash(&env.store, a).expect("trash");
+    let away = unmount(&lib);
+    let err = mediadex::trash::restore(&env.store, a).expect_err("the library is away");
+    assert!(matches!(err, TrashError::LibraryAway { .. }), "{err:?}");
+    assert!(trashed(&env.store, a), "restored while nothing moved");
+    remount(&lib, &away);
+    assert_eq!(
+        mediadex::trash::restore(&env.store, a).expect("restore once back"),
+        MoveOutcome::Restored
+    );
+    assert!(lib.root.join("a.png").exists() && !trashed(&env.store, a));
+}
+
+#[test]
+fn a_trash_of_another_disk_mounted_at_the_library_path_is_refused() {
+    let env = env();
+    let lib = library(&env, &[("a.png", 1)]);
+    let a = lib.asset(&env.store, "a.png");
+    // Another folder in its place, with the same picture but not the library's marker.
+    let away = unmount(&lib);
+    photo(&lib.root.join("a.png"), 1);
+    let err = mediadex::trash::trash(&env.store, a).expect_err("not the library");
+    assert!(matches!(err, TrashError::LibraryAway { .. }), "{err:?}");
+    assert!(lib.root.join("a.png").exists() && !trashed(&env.store, a));
+    drop(away);
+}
+
+#[test]
+fn a_restore_that_put_no_file_back_is_rolled_back_and_says_why() {
+    let env = env();
+    let lib = library(&env, &[("a.png", 1)]);
+    let a = lib.asset(&env.store, "a.png");
+    mediadex::trash::trash(&env.store, a).expect("trash");
+    // The trashed file is gone from the trash folder (emptied by hand).
+    std::fs::remove_file(lib.in_trash(a, "a.png")).expect("rm");
+    let err = mediadex::trash::restore(&env.store, a).expect_err("nothing to put back");
+    assert!(matches!(err, TrashError::RolledBack { .. }), "{err:?}");
+    assert!(err.to_string().contains("no file"), "{err}");
+    assert!(trashed(&env.store, a), "restored with no file back");
+    assert!(env.store.pending_intents().expect("pending").is_empty());
+}
+
+// ---- issue 25: asset ids are never reused ----------------------------------------------
+
+#[test]
+fn a_swept_asset_id_is_never_issued_again_and_the_new_photo_trashes() {
+    let env = env();
+    let lib = library(&env, &[("a.png", 1)]);
+    let x = lib.asset(&env.store, "a.png");
+    mediadex::trash::trash(&env.store, x).expect("trash");
+    env.clock.advance(31 * DAY);
+    assert_eq!(env.store.sweep_trash(30 * DAY).expect("sweep"), 1);
+    assert!(env.store.asset(x).expect("asset").is_none(), "swept");
+    // The user saves a new picture under the old name; the swept one's file is still in
+    // the trash folder (the sweep deletes rows, never a file).
+    photo(&lib.root.join("a.png"), 2);
+    scan_now(&env, lib.id, "");
+    let y = lib.asset(&env.store, "a.png");
+    assert!(y > x, "asset id {x} was issued again");
+    let swept = std::fs::read(lib.in_trash(x, "a.png")).expect("the swept file");
+    assert_eq!(
+        mediadex::trash::trash(&env.store, y).expect("the new photo trashes"),
+        MoveOutcome::Trashed
+    );
+    assert_eq!(
+        mediadex::trash::restore(&env.store, y).expect("and restores"),
+        MoveOutcome::Restored
+    );
+    assert!(lib.root.join("a.png").exists() && !trashed(&env.store, y));
+    assert_eq!(
+        std::fs::read(lib.in_trash(x, "a.png")).expect("kept"),
+        swept,
+        "the swept photo's file is never touched"
+    );
+}
+
+/// The names of the indexes and triggers of the schema, and the SQL of each.
+fn schema_objects(conn: &rusqlite::Connection) -> Vec<(String, String)> {
+    let mut stmt = conn
+        .prepare(
+            "SELECT name, sql FROM sqlite_schema WHERE type IN ('index', 'trigger', 'view')
+               AND sql IS NOT NULL ORDER BY name",
+        )
+        .expect("schema");
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .expect("rows")
+        .collect::<Result<_, _>>()
+        .expect("objects")
+}
+
+#[test]
+fn the_upgrade_to_autoincrement_keeps_every_row_index_trigger_and_key_and_skips_swept_ids() {
+    // A version-19 index: assets 1 to 3 (3 trashed), a file of each, a face of asset 2, and
+    // the journal of asset 9, swept before the upgrade (its id is above every row's).
+    let seed = "
+        INSERT INTO libraries (id, name, root, created_at) VALUES (1, 'l', '/l', 1);
+        INSERT INTO assets (id, checksum, size, kind, created_at) VALUES
+            (1, randomblob(32), 1, 'image', 1), (2, randomblob(32), 1, 'video', 1);
+        INSERT INTO assets (id, checksum, size, kind, created_at, trashed_at, trash_reason)
+            VALUES (3, randomblob(32), 1, 'image', 1, 2, 'user');
+        UPDATE assets SET live_video_id = 2 WHERE id = 1;
+        INSERT INTO files (library_id, rel_path, rel_path_text, size, mtime_ns, dev, inode,
+                           asset_id, last_reason, first_seen_run, last_seen_run)
+            VALUES (1, CAST('a.jpg' AS BLOB), 'a.jpg', 1, 1, 1, 1, 1, 'new', 1, 1),
+                   (1, CAST('b.mov' AS BLOB), 'b.mov', 1, 1, 1, 2, 2, 'new', 1, 1);
+        INSERT INTO trash_intents (asset_id, library_id, action, from_path, to_path, state,
+                                   created_at, finished_at, move_id)
+            VALUES (9, 1, 'trash', CAST('z.jpg' AS BLOB), CAST('.mediadex-trash/9/z.jpg' AS BLOB),
+                    'done', 1, 2, 1);";
+    let env = support::env_with(StoreOptions {
+        migrations: support::schema_up_to(19, seed),
+        ..support::options()
+    });
+    let raw = env.raw();
+    let objects = schema_objects(&raw);
+    let kinds = |c: &rusqlite::Connection| -> Vec<(String, i64)> {
+        let mut s = c
+            .prepare("SELECT kind, n FROM live_kinds ORDER BY kind")
+            .expect("kinds");
+        s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .expect("rows")
+            .collect::<Result<_, _>>()
+            .expect("kinds")
+    };
+    let live_kinds = kinds(&raw);
+    let Env { dir, clock, store } = env;
+    drop(store);
+    drop(raw);
+
+    let store = open(dir.path(), &clock, MIGRATIONS);
+    let raw = rusqlite::Connection::open(dir.path().join("mediadex.db")).expect("raw");
+    raw.execute_batch("PRAGMA foreign_keys = ON").expect("fk");
+    let autoincrement: String = raw
+        .query_row(
+            "SELECT sql FROM sqlite_schema WHERE name = 'assets'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("assets");
+    assert!(autoincrement.contains("AUTOINCREMENT"), "{autoincrement}");
+    assert_eq!(
+        schema_objects(&raw),
+        objects,
+        "every index and trigger is back as it was"
+    );
+    assert_eq!(kinds(&raw), live_kinds);
+    let count = |sql: &str| raw.query_row(sql, [], |r| r.get::<_, i64>(0)).expect(sql);
+    assert_eq!(count("SELECT count(*) FROM assets"), 3);
+    assert_eq!(count("SELECT live_video_id FROM assets WHERE id = 1"), 2);
+    assert_eq!(count("SELECT count(*) FROM pragma_foreign_key_check"), 0);
+    let ok: String = raw
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .expect("check");
+    assert_eq!(ok, "ok");
+    // The next asset skips the swept 9; the foreign keys of files still act.
+    raw.execute(
+        "INSERT INTO assets (checksum, size, kind, created_at) VALUES (randomblob(32), 1, 'image', 1)",
+        [],
+    )
+    .expect("insert");
+    assert_eq!(raw.last_insert_rowid(), 10, "a swept id was issued again");
+    raw.execute("DELETE FROM assets WHERE id = 1", [])
+        .expect("delete");
+    assert_eq!(
+        count("SELECT count(*) FROM files WHERE asset_id IS NULL"),
+        1
+    );
+    let images = "SELECT coalesce(sum(n), 0) FROM live_kinds WHERE kind = 'image'";
+    let before = count(images);
+    raw.execute(
+        "UPDATE assets SET trashed_at = NULL, trash_reason = NULL WHERE id = 3",
+        [],
+    )
+    .expect("restore 3");
+    assert_eq!(count(images), before + 1, "the triggers count again");
+    drop(store);
+}
+
+#[test]
+fn a_carried_on_trash_of_a_file_touched_and_rescanned_since_leaves_the_photo_live() {
+    let env = env();
+    let lib = library(&env, &[("a.png", 1), ("b.png", 2)]);
+    let x = lib.asset(&env.store, "a.png");
+    held(env.store.begin_trash(x, TTL).expect("begin"));
+    // The same bytes written again (a new stamp); a scan re-reads them: still asset X.
+    let bytes = std::fs::read(lib.root.join("a.png")).expect("read");
+    std::fs::remove_file(lib.root.join("a.png")).expect("rm");
+    std::fs::write(lib.root.join("a.png"), &bytes).expect("write again");
+    scan_now(&env, lib.id, "");
+    assert_eq!(lib.asset(&env.store, "a.png"), x);
+
+    abandon(&env);
+    let cfg = MoveConfig::default();
+    assert_eq!(
+        mediadex::trash::finish_abandoned(&env.store, &cfg).expect("carry on"),
+        1
+    );
+    assert!(lib.root.join("a.png").exists() && !lib.in_trash(x, "a.png").exists());
+    assert!(
+        !trashed(&env.store, x),
+        "trashed while its file is in the library"
+    );
+    assert_eq!(lib.present(&env.store), ["a.png", "b.png"]);
+}
+
+#[test]
+fn a_move_carried_on_while_its_library_is_away_waits_and_marks_nothing() {
+    let env = env();
+    let lib = library(&env, &[("a.png", 1)]);
+    let a = lib.asset(&env.store, "a.png");
+    // The holder dies before its rename; the share is unmounted before anyone carries on.
+    held(env.store.begin_trash(a, TTL).expect("begin"));
+    let away = unmount(&lib);
+    abandon(&env);
+    let cfg = MoveConfig::default();
+    mediadex::trash::finish_abandoned(&env.store, &cfg).expect("carry on");
+    assert!(
+        !trashed(&env.store, a),
+        "trashed while its library was away"
+    );
+    assert_eq!(
+        env.store.pending_intents().expect("pending").len(),
+        1,
+        "it waits"
+    );
+    assert!(
+        move_job(&env.store, a).is_some(),
+        "the move is still to carry on"
+    );
+    remount(&lib, &away);
+    assert_eq!(
+        lib.present(&env.store),
+        ["a.png"],
+        "its row never went missing"
+    );
+    // Back: the next holder, past the backoff, finishes it.
+    env.clock.advance(10 * 60_000);
+    assert_eq!(
+        mediadex::trash::finish_abandoned(&env.store, &cfg).expect("carry on"),
+        1
+    );
+    assert!(trashed(&env.store, a) && lib.in_trash(a, "a.png").exists());
 }
