@@ -177,6 +177,19 @@ pub struct Settings {
     pub channel: usize,
     /// A test seam: called by the walker as it enters and leaves each directory.
     pub walk_hook: Option<WalkHook>,
+    /// A test seam: called on the committing thread with each batch just before the sink
+    /// takes it, so a test can change the library or end the run between two batches.
+    pub commit_hook: Option<CommitHook>,
+}
+
+/// See `Settings::commit_hook`.
+#[derive(Clone)]
+pub struct CommitHook(pub std::sync::Arc<dyn Fn(&Batch) + Send + Sync>);
+
+impl std::fmt::Debug for CommitHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CommitHook")
+    }
 }
 
 impl Default for Settings {
@@ -191,6 +204,7 @@ impl Default for Settings {
             batch_bytes: 1 << 30,
             channel: 1024,
             walk_hook: None,
+            commit_hook: None,
         }
     }
 }
@@ -321,7 +335,8 @@ pub fn run(
                 source,
             })?;
         let mut write = Duration::ZERO;
-        let committed = consume(sink, &batch_rx, &mut write);
+        let hook = settings.commit_hook.as_ref();
+        let committed = consume(sink, &batch_rx, hook, &mut write);
         stop.store(true, Ordering::SeqCst);
         drop(batch_rx);
         let read = reader
@@ -383,6 +398,7 @@ fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
 fn consume(
     sink: &mut dyn Sink,
     batches: &Receiver<Batch>,
+    hook: Option<&CommitHook>,
     write: &mut Duration,
 ) -> Result<(), SinkError> {
     loop {
@@ -391,6 +407,9 @@ fn consume(
         }
         match batches.recv_timeout(CANCEL_POLL) {
             Ok(batch) => {
+                if let Some(hook) = hook {
+                    (hook.0)(&batch);
+                }
                 let started = Instant::now();
                 let committed = sink.commit(batch);
                 *write += started.elapsed();
@@ -647,8 +666,9 @@ impl<'a> Diffing<'a> {
 
     /// The walk is done with `frame`: each photo of it whose sidecar or Takeout JSON was
     /// created or changed after the photo's read (or that was not read: unchanged), or
-    /// whose sidecar is gone, is read again (reason `sidecar`) and its asset rewritten.
-    /// Walk order does not matter: the whole folder has been seen by now.
+    /// whose sidecar is gone and that was not read after this listing, is read again
+    /// (reason `sidecar`) and its asset rewritten. Walk order does not matter: the whole
+    /// folder has been seen by now.
     fn read_partners(&mut self, frame: &mut Frame) {
         let gone: Vec<&str> = if frame.listed {
             let names = frame.known.files.keys().filter_map(|n| n.to_str());
@@ -666,20 +686,20 @@ impl<'a> Diffing<'a> {
                 stems.entry(stem).or_default().push(name);
             }
         }
-        let stale = |photo: &str, after: Option<u64>| {
+        let stale = |photo: &str, after: u64| {
             let read_in = frame.seen.get(OsStr::new(photo)).and_then(|s| s.read_in);
-            match (read_in, after) {
-                (None, _) => true,
-                (Some(read), Some(changed)) => read < changed,
-                (Some(_), None) => false,
-            }
+            read_in.is_none_or(|read| read < after)
         };
         let changed = frame
             .beside
             .iter()
-            .filter_map(|(n, at)| Some((n.to_str()?, Some(*at))));
+            .filter_map(|(n, at)| Some((n.to_str()?, *at)));
+        // A sidecar gone from the listing went at some moment before now: a photo read in a
+        // batch already flushed may have been read with it (issue 25 defect 11), one read in
+        // the batch being built is read after this listing, without it.
+        let now = self.epoch;
         let mut again: Vec<String> = changed
-            .chain(gone.iter().map(|n| (*n, None)))
+            .chain(gone.iter().map(|n| (*n, now)))
             .flat_map(|(name, at)| {
                 let partners = beside::partners(name, &seen, &stems);
                 partners.into_iter().filter(move |p| stale(p, at))
@@ -1398,6 +1418,45 @@ mod tests {
         assert_eq!(read_again_in(&["/", "a.jpg"], unchanged, 1), ["a.jpg"]);
         // A folder that could not be listed decides nothing about what it did not see.
         assert!(read_again_in(&["/", "!", "a.jpg"], unchanged, 1).is_empty());
+    }
+
+    /// Issue 25 defect 11: the photo was read in a batch that was flushed (and could be read
+    /// with its sidecar still there) before the walk's listing of the folder ended without
+    /// the sidecar: the photo is read again, after the listing, without it.
+    #[test]
+    fn a_sidecar_deleted_after_its_photo_was_read_reads_the_photo_again() {
+        let stamp = |inode, mtime_ns| Stamp {
+            size: 1,
+            mtime_ns,
+            dev: 1,
+            inode,
+        };
+        let mut known = Memory::default();
+        for (id, rel) in [(1, "a.jpg"), (2, "a.jpg.xmp")] {
+            let (stamp, again) = (stamp(id as u64, 1), Again::Nothing);
+            known
+                .0
+                .insert(PathBuf::from(rel), KnownStamp { id, stamp, again });
+        }
+        let settings = Settings::default();
+        let mut state = Diffing::new(Path::new("/nowhere"), &settings, &mut known);
+        state.take(dir("")).expect("take");
+        // Changed: read in the first batch, which is flushed before the listing ends.
+        let changed = Walked::File {
+            rel: "a.jpg".into(),
+            stamp: stamp(1, 5),
+        };
+        state.take(changed).expect("take");
+        let first: Vec<_> = state.to_read.drain(..).map(|t| t.2).collect();
+        assert_eq!(first, [Reason::Mtime]);
+        state.batch = Batch::default();
+        state.epoch += 1;
+        // The listing ends without the sidecar: it was deleted meanwhile.
+        state.leave_all();
+        let again: Vec<_> = (state.to_read.iter())
+            .map(|t| (t.0.to_string_lossy().into_owned(), t.2))
+            .collect();
+        assert_eq!(again, [("a.jpg".to_string(), Reason::Sidecar)]);
     }
 
     #[test]
