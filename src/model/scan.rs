@@ -60,6 +60,9 @@ pub struct KnownFile {
     pub has_error: bool,
     /// Its last read found a picture or video (false: a file kept without an asset).
     pub media: bool,
+    /// Why the next scan reads it though its stamp is unchanged (`back`, `sidecar`), if it
+    /// must (migration 0021).
+    pub read_again: Option<FileReason>,
 }
 
 /// What the store knows directly inside one directory of a library: its present files, and

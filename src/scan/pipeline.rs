@@ -58,6 +58,10 @@ pub enum Again {
     Nothing,
     /// Its last read failed: read it again (reason `error`).
     Retry,
+    /// The store marked it to be read again (migration 0021): it came back from the trash
+    /// (reason `back`), or its sidecar's new stamp was stored before its re-read (reason
+    /// `sidecar`).
+    Reread(Reason),
     /// It is a picture or video whose asset is gone: read it, and its claim stores it
     /// afresh (reason `new`: it is new to the index).
     Claim,
@@ -70,6 +74,7 @@ impl Again {
     fn reason(self) -> Option<Reason> {
         match self {
             Again::Retry => Some(Reason::Error),
+            Again::Reread(why) => Some(why),
             Again::Claim => Some(Reason::New),
             Again::Nothing | Again::Restore => None,
         }

@@ -26,13 +26,13 @@ const FENCE: &str = fenced!(
     "UPDATE scan_runs SET progress = coalesce(?4, progress), updated_at = ?3",
     "RETURNING library_id, scope"
 );
-/// The columns `known_from_row` reads: the stamp, the link, and whether the last read found
+/// The columns `known_from_row` reads: the stamp, the link, whether the last read found
 /// a picture or video (a file that is none keeps `model::NOT_MEDIA` as its error, whichever
-/// version wrote it).
+/// version wrote it), and why it must be read again though unchanged (migration 0021).
 macro_rules! known_cols {
     () => {
         "id, rel_path, size, mtime_ns, dev, inode, asset_id, last_reason = 'error',
-         error IS NOT 'not a photo or video'"
+         error IS NOT 'not a photo or video', read_again"
     };
 }
 /// Present files under a scope: `?2 = ''` is the whole library; otherwise the path itself
@@ -70,11 +70,12 @@ const INSERT_FILE: &str = "
     INSERT INTO files (library_id, rel_path, rel_path_text, size, mtime_ns, dev, inode,
                        asset_id, state, last_reason, error, first_seen_run, last_seen_run)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'present', ?9, ?10, ?11, ?11)";
-/// A processed file the library had a row for, with the link `ingest_one` decided.
+/// A processed file the library had a row for, with the link `ingest_one` decided. The
+/// read is the one `read_again` asked for.
 const UPDATE_FILE: &str = "
     UPDATE files SET rel_path_text = ?2, size = ?3, mtime_ns = ?4, dev = ?5, inode = ?6,
                      asset_id = ?7, state = 'present', last_reason = ?8,
-                     error = ?9, last_seen_run = ?10, missing_since = NULL
+                     error = ?9, last_seen_run = ?10, missing_since = NULL, read_again = NULL
      WHERE id = ?1";
 /// The asset a present file of the library shows, for restoring it by id.
 const PRESENT_ASSET: &str =
@@ -173,6 +174,10 @@ fn known_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<KnownFile> {
         asset_id: r.get(6)?,
         has_error: r.get(7)?,
         media: r.get(8)?,
+        read_again: match r.get::<_, Option<String>>(9)? {
+            Some(_) => Some(parse_col(r, 9, FileReason::parse)?),
+            None => None,
+        },
     })
 }
 
@@ -213,7 +218,7 @@ fn list_dir(conn: &Connection, library_id: i64, dir: &[u8]) -> Result<KnownDir, 
                 jump = Some(next);
                 break;
             }
-            if row.get::<_, bool>(9)? {
+            if row.get::<_, bool>(10)? {
                 listing.files.push(known_from_row(row)?);
             }
         }

@@ -111,6 +111,12 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "similar",
         sql: include_str!("../../schema/0019_similar.sql"),
     },
+    // 20 is issue 25's trash intents (another branch).
+    Migration {
+        version: 21,
+        name: "read again",
+        sql: include_str!("../../schema/0021_read_again.sql"),
+    },
 ];
 
 pub(super) fn migrate(

@@ -1,7 +1,10 @@
 //! XMP sidecars and Google Takeout JSON through the scan (issue 15 items 4 and 5): what a
 //! photo takes from beside it, the same asset after its sidecar changed or went, a sidecar
 //! that comes after its photo, the naming precedence, Takeout's date after EXIF, a corrupt
-//! sidecar as its own problem, and nothing written into any of those files.
+//! sidecar as its own problem, and nothing written into any of those files. A sidecar edit
+//! is never lost (issue 25 defects 4 and 5): not by a run that ends between the sidecar's
+//! batch and its photo's, nor by a scan of the sidecar alone, nor while its photo is in the
+//! trash.
 
 use crate::support::{self, Env, env};
 use mediadex::model::{Asset, Provenance};
@@ -303,4 +306,30 @@ fn a_corrupt_sidecar_or_json_is_that_file_s_problem_and_the_photo_is_stored_with
     assert!(at[0].1.contains("cut short"), "{at:?}");
     assert_eq!(at[1].0, "f.png.json");
     assert!(at[1].1.contains("soon"), "{at:?}");
+}
+
+#[test]
+fn a_sidecar_changed_while_its_photo_is_in_the_trash_is_applied_once_the_photo_is_back() {
+    let env = env();
+    let (lib, root) = library(&env, "photos");
+    support::photo(&root.join("sub/a.png"), 1);
+    let sidecar = root.join("sub/a.png.xmp");
+    write_at(&sidecar, &xmp(4, &["Paris"], "Tower", DATED), 1_600_000_000);
+    support::scan_now(&env, lib, "");
+    let id = asset(&env, "sub/a.png").id;
+    mediadex::trash::trash(&env.store, id).expect("trash");
+    write_at(&sidecar, &xmp(2, &["Lyon"], "Bridge", ""), 1_600_000_100);
+    support::scan_now(&env, lib, "");
+    mediadex::trash::restore(&env.store, id).expect("restore");
+    let run = support::scan_now(&env, lib, "");
+    let reasons = reasons_of(&env, run.id);
+    assert!(reasons.contains(&(Provenance::Back, 1)), "{reasons:?}");
+    let back = asset(&env, "sub/a.png");
+    assert_eq!(back.id, id, "the same asset");
+    assert_eq!(
+        back.facts.notes.rating,
+        Some(2),
+        "the edit made while it was away"
+    );
+    assert_eq!(back.facts.notes.tags, ["Lyon"]);
 }
