@@ -219,6 +219,10 @@ impl RunProblem {
 pub struct IngestBatch {
     pub items: Vec<IngestItem>,
     pub reclaim: Vec<i64>,
+    /// Library-relative paths of known photos whose sidecar or Takeout JSON among `items`
+    /// has a new stamp: marked to be read again (`files.read_again`), unless an item reads
+    /// them.
+    pub read_again: Vec<Vec<u8>>,
     pub unchanged: u64,
     pub problems: Vec<RunProblem>,
 }

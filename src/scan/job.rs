@@ -361,6 +361,7 @@ impl Sink for LeaseSink<'_> {
                     .map(|o| ingest_item(o, scheme))
                     .collect(),
                 reclaim: batch.reclaim,
+                read_again: batch.read_again.iter().map(|p| path_to_bytes(p)).collect(),
                 unchanged: std::mem::take(&mut self.unchanged),
             };
             self.write(|s, l| s.ingest_batch_counting(l, library_id, ingest, &progress))?;

@@ -122,6 +122,11 @@ pub struct Batch {
     pub unchanged: u64,
     /// File ids among the unchanged whose asset is in the trash: their asset is restored.
     pub reclaim: Vec<i64>,
+    /// Known photos whose sidecar or Takeout JSON this batch stores with a new stamp: the
+    /// store marks them to be read again in the same commit, so that a run that ends
+    /// before their re-read (or never reads them: a scan of the sidecar alone) loses no
+    /// edit. A re-read clears the mark (library-relative paths).
+    pub read_again: Vec<PathBuf>,
     /// The run's problems met in this batch, each with its error: entries that could not be
     /// listed or followed, then changed files that could not be read and pictures or videos
     /// that could not be parsed (see `problem`).
@@ -476,9 +481,32 @@ struct Frame {
     /// Its sidecars and Takeout JSONs the walk found new or changed, each with the batch
     /// (`Diffing::epoch`) that took it.
     beside: Vec<(OsString, u64)>,
+    /// The store's photos of it by the names beside them (`beside::photos_by_beside_name`),
+    /// made when the walk first meets a new or changed sidecar or JSON in it.
+    photos_by_beside: Option<HashMap<String, Vec<String>>>,
 }
 
 impl Frame {
+    /// The photos of this folder that may have a row by now (known to the store, or seen
+    /// by this run and perhaps stored by a batch already committed) and that the sidecar or
+    /// JSON `beside` serves. A photo the walk sees after this is read with the sidecar as it
+    /// is then, and is added (`saw_photo`) only for a later sidecar's sake.
+    fn photos_of(&mut self, beside: &str) -> &[String] {
+        let (known, seen) = (&self.known.files, &self.seen);
+        let by_name = self.photos_by_beside.get_or_insert_with(|| {
+            let names = known.keys().chain(seen.keys());
+            beside::photos_by_beside_name(names.filter_map(|n| n.to_str()))
+        });
+        by_name.get(beside).map_or(&[], Vec::as_slice)
+    }
+
+    /// The walk saw `name` in this folder: once a sidecar made the map, it is kept whole.
+    fn saw_photo(&mut self, name: &OsStr) {
+        if let (Some(by_name), Some(name)) = (&mut self.photos_by_beside, name.to_str()) {
+            beside::add_photo(by_name, name);
+        }
+    }
+
     fn new(rel: PathBuf, known: DirKnown, listed: bool) -> Frame {
         Frame {
             rel,
@@ -486,6 +514,7 @@ impl Frame {
             listed,
             seen: HashMap::new(),
             beside: Vec::new(),
+            photos_by_beside: None,
         }
     }
 }
@@ -651,21 +680,31 @@ impl<'a> Diffing<'a> {
     }
 
     /// Records that the walk saw file `rel` (`read`: it is to be read), in its folder's frame
-    /// (`see_file` made it the innermost), and a sidecar among the changed.
+    /// (`see_file` made it the innermost), and a sidecar among the changed, whose known
+    /// photos this batch marks to be read again.
     fn saw(&mut self, rel: &Path, known_name: Option<OsString>, stamp: Stamp, read: bool) {
         let (Some(frame), Some(name)) = (self.dirs.last_mut(), rel.file_name()) else {
             return;
         };
+        let known = known_name.is_some();
         let key = known_name.unwrap_or_else(|| name.to_os_string());
         let epoch = self.epoch;
-        if read && name.to_str().is_some_and(beside::is_beside) {
+        if let Some(beside) = name.to_str().filter(|n| read && beside::is_beside(n)) {
             frame.beside.push((name.to_os_string(), epoch));
+            let dir = frame.rel.clone();
+            let photos = frame.photos_of(beside).iter();
+            self.batch
+                .read_again
+                .extend(photos.map(|photo| dir.join(photo)));
         }
         let seen = Seen {
             stamp,
             taken_in: epoch,
             read_in: read.then_some(epoch),
         };
+        if !known {
+            frame.saw_photo(&key);
+        }
         frame.seen.insert(key, seen);
     }
 
@@ -1462,6 +1501,42 @@ mod tests {
             .map(|t| (t.0.to_string_lossy().into_owned(), t.2))
             .collect();
         assert_eq!(again, [("a.jpg".to_string(), Reason::Sidecar)]);
+    }
+
+    /// Issue 25 defect 4: the batch that stores a sidecar's new stamp names the photos it
+    /// serves that may have a row by then, for the store to mark in the same commit.
+    #[test]
+    fn a_changed_sidecar_s_batch_names_its_photos_to_be_read_again() {
+        let stamp = |inode, mtime_ns| Stamp {
+            size: 1,
+            mtime_ns,
+            dev: 1,
+            inode,
+        };
+        let mut known = Memory::default();
+        for (id, rel) in [(1, "a.jpg"), (2, "a.jpg.xmp"), (3, "b.jpg")] {
+            let (stamp, again) = (stamp(id as u64, 1), Again::Nothing);
+            known
+                .0
+                .insert(PathBuf::from(rel), KnownStamp { id, stamp, again });
+        }
+        let file = |rel: &str, inode, mtime_ns| Walked::File {
+            rel: rel.into(),
+            stamp: stamp(inode, mtime_ns),
+        };
+        let settings = Settings::default();
+        // A scan of the sidecar alone: the walk starts at it, and sees no photo.
+        let mut state = Diffing::new(Path::new("/nowhere"), &settings, &mut known);
+        state.take(file("a.jpg.xmp", 2, 5)).expect("take");
+        assert_eq!(state.batch.read_again, [PathBuf::from("a.jpg")]);
+        // A photo new to the store, stored by a batch before its new sidecar's.
+        let mut state = Diffing::new(Path::new("/nowhere"), &settings, &mut known);
+        state.take(dir("")).expect("take");
+        state.take(file("c.jpg", 4, 1)).expect("take");
+        state.batch = Batch::default();
+        state.take(file("c.jpg.xmp", 5, 1)).expect("take");
+        state.take(file("b.jpg", 3, 1)).expect("take");
+        assert_eq!(state.batch.read_again, [PathBuf::from("c.jpg")]);
     }
 
     #[test]

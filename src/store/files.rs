@@ -2,8 +2,9 @@
 //! (with what a present file's asset needs: restored from the trash, or claimed afresh),
 //! ingest batches (file rows, asset claims, a Live Photo's pairing (`motion`), the RAW+JPEG
 //! pairing of a file read (`stacks`), the restore of unchanged files' trashed assets, the
-//! refresh of a kept asset's sidecar facts, progress, reason counts and the run's problems in
-//! one transaction under the scan lease),
+//! refresh of a kept asset's sidecar facts, the mark of a photo whose sidecar changed to be
+//! read again (`files.read_again`, which a read clears), progress, reason counts and the
+//! run's problems in one transaction under the scan lease),
 //! progress with the count of unchanged files (which cost no row of their own), and the end
 //! of a full scan (missing files from what the walk found gone, except rows a restore
 //! brought back during the run; orphaned assets; the circuit breaker) committed with the
@@ -77,6 +78,11 @@ const UPDATE_FILE: &str = "
                      asset_id = ?7, state = 'present', last_reason = ?8,
                      error = ?9, last_seen_run = ?10, missing_since = NULL, read_again = NULL
      WHERE id = ?1";
+/// A known photo whose sidecar's new stamp this batch stores: its re-read may come in a
+/// later batch or run (migration 0021). A mark already there stays (either reads it).
+const MARK_READ_AGAIN: &str = "
+    UPDATE files SET read_again = 'sidecar'
+     WHERE library_id = ?1 AND rel_path = ?2 AND state = 'present' AND read_again IS NULL";
 /// The asset a present file of the library shows, for restoring it by id.
 const PRESENT_ASSET: &str =
     "SELECT asset_id FROM files WHERE id = ?1 AND library_id = ?2 AND state = 'present'";
@@ -393,6 +399,19 @@ fn reclaim(
     }))
 }
 
+/// Marks the present photos at `paths` to be read again for their sidecar.
+fn mark_read_again(
+    conn: &Connection,
+    library_id: i64,
+    paths: &[Vec<u8>],
+) -> Result<(), StoreError> {
+    let mut stmt = conn.prepare_cached(MARK_READ_AGAIN)?;
+    for path in paths {
+        stmt.execute(params![library_id, path])?;
+    }
+    Ok(())
+}
+
 /// How many of the unseen files and of the files below vanished directories run `run_id`
 /// would mark missing (see `MARK_FILE_MISSING`).
 fn count_unseen(
@@ -549,11 +568,12 @@ impl Store {
         self.ingest_batch_counting(lease, library_id, batch, progress)
     }
 
-    /// `ingest_batch`, also restoring the trashed assets of the present files
-    /// `batch.reclaim` (ids of files the run saw unchanged, see `reclaim`), counting the
-    /// `batch.unchanged` files the run saw since its last write (they cost no row of their
-    /// own) and appending `batch.problems` to the run's problem list, all in the one fenced
-    /// transaction.
+    /// `ingest_batch`, also marking the photos `batch.read_again` to be read again (their
+    /// sidecar's new stamp is among the items), restoring the trashed assets of the present
+    /// files `batch.reclaim` (ids of files the run saw unchanged, see `reclaim`), counting
+    /// the `batch.unchanged` files the run saw since its last write (they cost no row of
+    /// their own) and appending `batch.problems` to the run's problem list, all in the one
+    /// fenced transaction.
     pub fn ingest_batch_counting(
         &self,
         lease: &Lease,
@@ -564,6 +584,9 @@ impl Store {
         let (lease, progress) = (lease.clone(), progress.to_string());
         self.write(move |conn, now| {
             fence(conn, &lease, library_id, Some(&progress), now)?;
+            // Before the items: a photo this batch reads itself is read with the sidecar's
+            // bytes, and its write clears the mark.
+            mark_read_again(conn, library_id, &batch.read_again)?;
             let unchanged = batch.unchanged as i64;
             let mut counts = BTreeMap::from([(Provenance::Unchanged.as_str(), unchanged)]);
             let mut report = BatchReport::default();
