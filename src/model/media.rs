@@ -191,6 +191,9 @@ string_enum!(
         Recreated => "recreated",
         /// The file could not be read (no checksum): recorded with its error, link kept.
         Unreadable => "unreadable",
+        /// A move (the user's trash) took the file after the scan read it: nothing of the
+        /// read was written, and the row stays as the move left it.
+        Moved => "moved",
     }
 );
 

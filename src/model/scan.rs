@@ -223,6 +223,9 @@ pub struct IngestBatch {
     /// has a new stamp: marked to be read again (`files.read_again`), unless an item reads
     /// them.
     pub read_again: Vec<Vec<u8>>,
+    /// Row ids of the `items` the store listed present when the scan met them: one that
+    /// is missing now was settled by a move after the read, and is not written back.
+    pub known_present: Vec<i64>,
     pub unchanged: u64,
     pub problems: Vec<RunProblem>,
 }

@@ -362,6 +362,7 @@ impl Sink for LeaseSink<'_> {
                     .collect(),
                 reclaim: batch.reclaim,
                 read_again: batch.read_again.iter().map(|p| path_to_bytes(p)).collect(),
+                known_present: batch.known_present,
                 unchanged: std::mem::take(&mut self.unchanged),
             };
             self.write(|s, l| s.ingest_batch_counting(l, library_id, ingest, &progress))?;

@@ -127,6 +127,9 @@ pub struct Batch {
     /// before their re-read (or never reads them: a scan of the sidecar alone) loses no
     /// edit. A re-read clears the mark (library-relative paths).
     pub read_again: Vec<PathBuf>,
+    /// Row ids of the files of `changed` that the store listed present: the writer does not
+    /// write one back that a move (the user's trash) marked missing after the read.
+    pub known_present: Vec<i64>,
     /// The run's problems met in this batch, each with its error: entries that could not be
     /// listed or followed, then changed files that could not be read and pictures or videos
     /// that could not be parsed (see `problem`).
@@ -519,11 +522,12 @@ impl Frame {
     }
 }
 
-/// One file the walk saw: its stamp, the batch that took it, and the batch that read it
-/// (`None`: unchanged, not read).
+/// One file the walk saw: its stamp, its row if the store listed it present, the batch that
+/// took it, and the batch that read it (`None`: unchanged, not read).
 #[derive(Clone, Copy, Debug)]
 struct Seen {
     stamp: Stamp,
+    known: Option<i64>,
     taken_in: u64,
     read_in: Option<u64>,
 }
@@ -570,14 +574,16 @@ impl<'a> Diffing<'a> {
                 let (name, known) = self.see_file(&rel)?.unzip();
                 let why = reason(&stamp, known.as_ref().map(|k| &k.stamp), self.forced)
                     .or_else(|| known.and_then(|k| k.again.reason()));
-                self.saw(&rel, name, stamp, why.is_some());
+                let id = known.map(|k| k.id);
+                self.saw(&rel, name.zip(id), stamp, why.is_some());
                 match (why, known) {
                     (None, Some(k)) if k.again == Again::Restore => {
                         self.batch.unchanged += 1;
                         self.batch.reclaim.push(k.id);
                     }
                     (None, _) => self.batch.unchanged += 1,
-                    (Some(why), _) => {
+                    (Some(why), known) => {
+                        self.batch.known_present.extend(known.map(|k| k.id));
                         self.to_read_bytes += stamp.size;
                         self.to_read.push((rel, stamp, why));
                     }
@@ -682,12 +688,14 @@ impl<'a> Diffing<'a> {
     /// Records that the walk saw file `rel` (`read`: it is to be read), in its folder's frame
     /// (`see_file` made it the innermost), and a sidecar among the changed, whose known
     /// photos this batch marks to be read again.
-    fn saw(&mut self, rel: &Path, known_name: Option<OsString>, stamp: Stamp, read: bool) {
+    fn saw(&mut self, rel: &Path, known: Option<(OsString, i64)>, stamp: Stamp, read: bool) {
         let (Some(frame), Some(name)) = (self.dirs.last_mut(), rel.file_name()) else {
             return;
         };
-        let known = known_name.is_some();
-        let key = known_name.unwrap_or_else(|| name.to_os_string());
+        let (key, known) = match known {
+            Some((name, id)) => (name, Some(id)),
+            None => (name.to_os_string(), None),
+        };
         let epoch = self.epoch;
         if let Some(beside) = name.to_str().filter(|n| read && beside::is_beside(n)) {
             frame.beside.push((name.to_os_string(), epoch));
@@ -699,10 +707,11 @@ impl<'a> Diffing<'a> {
         }
         let seen = Seen {
             stamp,
+            known,
             taken_in: epoch,
             read_in: read.then_some(epoch),
         };
-        if !known {
+        if known.is_none() {
             frame.saw_photo(&key);
         }
         frame.seen.insert(key, seen);
@@ -767,6 +776,7 @@ impl<'a> Diffing<'a> {
             self.batch.unchanged = self.batch.unchanged.saturating_sub(1);
         }
         seen.read_in = Some(self.epoch);
+        self.batch.known_present.extend(seen.known);
         self.to_read_bytes += seen.stamp.size;
         self.to_read
             .push((frame.rel.join(name), seen.stamp, Reason::Sidecar));

@@ -83,6 +83,9 @@ const UPDATE_FILE: &str = "
 const MARK_READ_AGAIN: &str = "
     UPDATE files SET read_again = 'sidecar'
      WHERE library_id = ?1 AND rel_path = ?2 AND state = 'present' AND read_again IS NULL";
+/// The row at an item's path, if something marked it missing (see `moved_since_read`).
+const MISSING_ROW: &str =
+    "SELECT id FROM files WHERE library_id = ?1 AND rel_path = ?2 AND state = 'missing'";
 /// The asset a present file of the library shows, for restoring it by id.
 const PRESENT_ASSET: &str =
     "SELECT asset_id FROM files WHERE id = ?1 AND library_id = ?2 AND state = 'present'";
@@ -399,6 +402,28 @@ fn reclaim(
     }))
 }
 
+/// The row of `item` when a move settled it after the scan read the file (issue 25 defect
+/// 10): the store listed it present when the scan met it (`known_present`), and it is
+/// missing now. Only a move (the user's trash, in this transaction's past) marks a row
+/// missing while its library's run runs: writing the read back would undo the trash, or
+/// make a phantom asset of a file that is in the trash folder. The next scan sees the path
+/// as it is then.
+fn moved_since_read(
+    conn: &Connection,
+    library_id: i64,
+    item: &IngestItem,
+    known_present: &HashSet<i64>,
+) -> Result<Option<i64>, StoreError> {
+    if known_present.is_empty() {
+        return Ok(None);
+    }
+    let missing: Option<i64> = conn
+        .prepare_cached(MISSING_ROW)?
+        .query_row(params![library_id, item.rel_path], |r| r.get(0))
+        .optional()?;
+    Ok(missing.filter(|id| known_present.contains(id)))
+}
+
 /// Marks the present photos at `paths` to be read again for their sidecar.
 fn mark_read_again(
     conn: &Connection,
@@ -590,9 +615,18 @@ impl Store {
             let unchanged = batch.unchanged as i64;
             let mut counts = BTreeMap::from([(Provenance::Unchanged.as_str(), unchanged)]);
             let mut report = BatchReport::default();
+            let known_present: HashSet<i64> = batch.known_present.iter().copied().collect();
             for item in &batch.items {
+                let moved = moved_since_read(conn, library_id, item, &known_present)?;
                 // A new asset is inserted held by this run (`pending_run`).
-                let outcome = ingest_one(conn, lease.id, library_id, item, now)?;
+                let outcome = match moved {
+                    Some(file_id) => ItemOutcome {
+                        file_id,
+                        asset_id: None,
+                        claim: Claim::Moved,
+                    },
+                    None => ingest_one(conn, lease.id, library_id, item, now)?,
+                };
                 *counts
                     .entry(Provenance::from(item.reason).as_str())
                     .or_insert(0) += 1;

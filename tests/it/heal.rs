@@ -6,8 +6,12 @@
 //! back as present.
 
 use crate::support::{self, Env, env};
-use mediadex::model::{Asset, FileState, Provenance, RunState};
+use mediadex::model::{Asset, FileState, Provenance, RunState, TrashReason};
+use mediadex::scan::job::ScanConfig;
+use mediadex::scan::pipeline::{CommitHook, Settings};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 struct Lib<'a> {
     env: &'a Env,
@@ -152,6 +156,51 @@ fn a_jpeg_back_from_the_trash_is_read_again_and_stacks_with_its_raw_once_more() 
         members,
         ["RawPair/DSC_0001.JPG", "RawPair/DSC_0001.DNG"],
         "the stack is what the folder implies"
+    );
+}
+
+#[test]
+fn a_file_read_before_a_concurrent_trash_moved_it_is_not_written_back_as_present() {
+    let env = env();
+    let lib = library(&env);
+    lib.scan();
+    let d = lib.at("d.png").id;
+    // Its last read failed: the next scan reads it though its stamp is unchanged, so the
+    // trash below finds the bytes the index knows and moves them.
+    env.raw()
+        .execute(
+            "UPDATE files SET last_reason = 'error' WHERE rel_path = CAST('d.png' AS BLOB)",
+            [],
+        )
+        .expect("plant");
+    let store = env.store.clone();
+    let once = AtomicBool::new(false);
+    let hook = move |batch: &mediadex::scan::pipeline::Batch| {
+        let read = batch.changed.iter().any(|o| o.rel == Path::new("d.png"));
+        if read && !once.swap(true, Ordering::SeqCst) {
+            // Read, not yet written: the user's trash moves it now.
+            mediadex::trash::trash(&store, d).expect("trash");
+        }
+    };
+    let config = ScanConfig {
+        pipeline: Settings {
+            commit_hook: Some(CommitHook(Arc::new(hook))),
+            ..Settings::default()
+        },
+        ..ScanConfig::default()
+    };
+    let run = support::scan_now_with(&env, lib.id, "", config);
+    assert_eq!(run.state, RunState::Completed, "{:?}", run.reason);
+    assert!(lib.root.join(format!(".mediadex-trash/{d}/d.png")).exists());
+    let asset = lib.asset(d);
+    assert!(asset.trashed_at.is_some(), "the trash holds");
+    assert_eq!(asset.trash_reason, Some(TrashReason::User));
+    assert_eq!(asset.paths.len(), 1);
+    assert_eq!(asset.paths[0].state, FileState::Missing, "not written back");
+    assert_eq!(
+        env.store.assets(false).expect("live").len(),
+        5,
+        "no phantom"
     );
 }
 
