@@ -7,16 +7,17 @@
 //! run's problems in one transaction under the scan lease),
 //! progress with the count of unchanged files (which cost no row of their own), and the end
 //! of a full scan (missing files from what the walk found gone, except rows a restore
-//! brought back during the run; orphaned assets; the circuit breaker) committed with the
-//! run's completion.
+//! brought back during the run; orphaned assets, and live assets no present file shows
+//! any more whatever left them so; the circuit breaker) committed with the run's
+//! completion. A file a move settled after the scan read it is not written back.
 
 use super::assets::{ClaimFor, claim, restore, trash_if_orphan};
 use super::lease::{expect_one, lost};
 use super::{Store, StoreError, parse_col, problems, scan_runs, stacks};
 use crate::model::{
     BatchReport, Claim, Counter, FileReason, FileStamp, FinishReport, IngestBatch, IngestItem,
-    ItemOutcome, KnownDir, KnownFile, Lease, MediaFacts, Millis, Provenance, RunState, ScanEnd,
-    TrashReason, Unseen,
+    ItemOutcome, KnownDir, KnownFile, Lease, MOVE_JOB_KIND, MediaFacts, Millis, Provenance,
+    RunState, ScanEnd, TrashReason, Unseen,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 use std::collections::{BTreeMap, HashSet};
@@ -83,6 +84,19 @@ const UPDATE_FILE: &str = "
 const MARK_READ_AGAIN: &str = "
     UPDATE files SET read_again = 'sidecar'
      WHERE library_id = ?1 AND rel_path = ?2 AND state = 'present' AND read_again IS NULL";
+/// The live assets of the library's missing rows that no move is moving (no pending intent,
+/// no live move job: a trash between its renames and its flip looks the same): candidates
+/// for `trash_if_orphan`, which checks that no present file shows them. Read through the
+/// partial index `files_missing` (migration 0021): the library's missing rows only.
+const LIVE_OF_MISSING: &str = "
+    SELECT DISTINCT f.asset_id FROM files f JOIN assets a ON a.id = f.asset_id
+     WHERE f.library_id = ?1 AND f.state = 'missing' AND f.asset_id IS NOT NULL
+       AND a.trashed_at IS NULL
+       AND NOT EXISTS (SELECT 1 FROM trash_intents t
+                        WHERE t.asset_id = f.asset_id AND t.state = 'pending')
+       AND NOT EXISTS (SELECT 1 FROM jobs j
+                        WHERE j.unique_key = ?2 || ':' || f.asset_id
+                          AND j.state IN ('queued', 'running'))";
 /// The row at an item's path, if something marked it missing (see `moved_since_read`).
 const MISSING_ROW: &str =
     "SELECT id FROM files WHERE library_id = ?1 AND rel_path = ?2 AND state = 'missing'";
@@ -498,6 +512,27 @@ fn mark_missing(
     Ok((files, trashed))
 }
 
+/// Trashes (reason `missing`) the live assets whose files in this library are missing and
+/// that no present file shows anywhere (DESIGN.md section 6, "the index heals itself, both
+/// ways"): what a move that broke half way, or a file row marked missing by any other
+/// writer, left live without a file. One whose file is elsewhere in the library was linked
+/// to it by this run's claim, and is left alone. Returns how many it trashed.
+fn trash_live_without_file(
+    conn: &Connection,
+    library_id: i64,
+    now: Millis,
+) -> Result<u64, StoreError> {
+    let ids: Vec<i64> = conn
+        .prepare_cached(LIVE_OF_MISSING)?
+        .query_map(params![library_id, MOVE_JOB_KIND], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    let mut trashed = 0;
+    for id in ids {
+        trashed += u64::from(trash_if_orphan(conn, id, TrashReason::Missing, now)?);
+    }
+    Ok(trashed)
+}
+
 /// The circuit breaker: why marking `unseen` files missing must not happen, or `None`.
 /// The library's present files are counted only when something would go missing, so an
 /// unchanged rescan reads no table for it.
@@ -668,8 +703,10 @@ impl Store {
     /// Ends a scan run that walked to its end, in one fenced transaction with the data:
     /// the remaining `unchanged` count and progress; for a full-scope run, the files the
     /// walk found gone (`end.unseen`) are marked `missing` and the assets whose last file
-    /// that was are trashed (reason `missing`); then the run completes. A row a restore
-    /// brought back while this run ran is not marked: the restore holds.
+    /// that was are trashed (reason `missing`), and so is any live asset of the library
+    /// that no present file shows any more (`trash_live_without_file`: the index heals
+    /// both ways); then the run completes. A row a restore brought back while this run ran
+    /// is not marked: the restore holds.
     /// The circuit breaker: when `identity_ok` is false or the share of present files that
     /// would go missing exceeds `max_missing_share`, nothing is marked and the run ends
     /// `suspect` with the reason. A scoped run completes without marking anything missing.
@@ -695,11 +732,14 @@ impl Store {
                 report.reason = breaker(conn, library_id, &end, unseen)?;
                 if report.reason.is_some() {
                     report.state = RunState::Suspect;
-                } else if unseen > 0 {
-                    let (files, assets) =
-                        mark_missing(conn, library_id, lease.id, &end.unseen, now)?;
-                    (report.missing_files, report.trashed_assets) = (files, assets);
-                    counts.insert(Provenance::Missing.as_str(), files as i64);
+                } else {
+                    if unseen > 0 {
+                        let (files, assets) =
+                            mark_missing(conn, library_id, lease.id, &end.unseen, now)?;
+                        (report.missing_files, report.trashed_assets) = (files, assets);
+                        counts.insert(Provenance::Missing.as_str(), files as i64);
+                    }
+                    report.trashed_assets += trash_live_without_file(conn, library_id, now)?;
                 }
             }
             count_reasons(conn, lease.id, &counts)?;

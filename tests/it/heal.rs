@@ -6,7 +6,9 @@
 //! back as present.
 
 use crate::support::{self, Env, env};
-use mediadex::model::{Asset, FileState, Provenance, RunState, TrashReason};
+use mediadex::model::{
+    Asset, Begun, FileState, Provenance, RunState, ScanEnd, Settle, TrashReason,
+};
 use mediadex::scan::job::ScanConfig;
 use mediadex::scan::pipeline::{CommitHook, Settings};
 use std::path::{Path, PathBuf};
@@ -73,6 +75,24 @@ impl Lib<'_> {
             .expect("plant");
         assert_eq!(n, 1);
     }
+}
+
+#[test]
+fn a_live_asset_whose_file_is_gone_goes_to_the_trash_at_the_next_full_scan() {
+    let env = env();
+    let lib = library(&env);
+    lib.scan();
+    let d = lib.at("d.png").id;
+    lib.break_move("d.png", &env.dir.path().join("elsewhere.png"));
+    assert_eq!(lib.asset(d).trashed_at, None, "the broken state");
+    lib.scan();
+    let asset = lib.asset(d);
+    assert!(asset.trashed_at.is_some(), "no live asset without a file");
+    assert_eq!(asset.trash_reason, Some(TrashReason::Missing));
+    assert_eq!(asset.paths[0].state, FileState::Missing);
+    // And it stays settled: the next scan has nothing to do.
+    lib.scan();
+    assert!(lib.asset(d).trashed_at.is_some());
 }
 
 #[test]
@@ -242,4 +262,29 @@ fn migration_21_keeps_the_rows_and_marks_a_row_another_writer_brought_back() {
     assert_eq!(marks, [Some("back".to_string()), None]);
     let bad = conn.execute("UPDATE files SET read_again = 'guess' WHERE id = 1", []);
     assert!(bad.is_err(), "read_again is checked");
+}
+
+#[test]
+fn a_trash_between_its_renames_and_its_flip_is_left_to_its_mover() {
+    let env = env();
+    let lib = library(&env);
+    lib.scan();
+    let d = lib.at("d.png").id;
+    let Begun::Held(lease, held) = env.store.begin_trash(d, support::TTL).expect("begin") else {
+        panic!("a held move");
+    };
+    // Its one file moved and settled: the row is missing, the asset not flipped yet.
+    let to = lib.root.join(format!(".mediadex-trash/{d}/d.png"));
+    std::fs::create_dir_all(to.parent().expect("parent")).expect("mkdir");
+    std::fs::rename(lib.root.join("d.png"), &to).expect("rename");
+    let intent = held.intents[0].id;
+    (env.store.settle_intent(&lease, intent, Settle::Done)).expect("settle");
+    let scan = env.claimed_scan(lib.id, "");
+    let report = (env.store)
+        .finish_full_scan(&scan, lib.id, ScanEnd::breaker(0.5, true))
+        .expect("finish");
+    assert_eq!(report.trashed_assets, 0, "the move's to flip");
+    assert_eq!(lib.asset(d).trashed_at, None);
+    env.store.finish_move(&lease, None).expect("flip");
+    assert_eq!(lib.asset(d).trash_reason, Some(TrashReason::User));
 }
