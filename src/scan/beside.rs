@@ -1,13 +1,15 @@
 //! The files beside a photo (issue 15 items 4 and 5): which names are a photo's XMP sidecar
-//! or Google Takeout JSON, finding them when the scan reads the photo, and which photos a
-//! changed or deleted one makes the scan read again (`partners`), and whether another name of
-//! its folder shares a photo's stem (`Listings::namesake`: a stack's or a Live Photo's partner
-//! by name, which the writer looks up only then). A photo's folder is listed
-//! once per batch that reads a picture or video in it (`Listings`), and only names that are
-//! there are opened: no probe per candidate name, no listing for an unchanged file. The
-//! naming rules and the parsers are `media::sidecar` and `media::takeout`, the merge
-//! `media::beside`; this module only finds and reads. A sidecar that does not parse is that
-//! file's problem, never the photo's. Reads only; must not write anything.
+//! or Google Takeout JSON, finding them when the scan reads the photo, which photos a
+//! changed or deleted one makes the scan read again (`partners`, among the names the walk
+//! saw; `photos_by_beside_name`, among the names the store knows, for the mark its new
+//! stamp's commit carries), and whether another name of its folder shares a photo's stem
+//! (`Listings::namesake`: a stack's or a Live Photo's partner by name, which the writer
+//! looks up only then). A photo's folder is listed once per batch that reads a picture or
+//! video in it (`Listings`), and only names that are there are opened: no probe per
+//! candidate name, no listing for an unchanged file. The naming rules and the parsers are
+//! `media::sidecar` and `media::takeout`, the merge `media::beside`; this module only finds
+//! and reads. A sidecar that does not parse is that file's problem, never the photo's.
+//! Reads only; must not write anything.
 
 use crate::media::beside::Beside;
 use crate::media::{sidecar, takeout};

@@ -20,7 +20,12 @@
 //! finds them, `media::beside` merges), then undated media get the date in the name, else
 //! the mtime (`media::fill_undated`). A sidecar or JSON the walk found new, changed or gone
 //! makes the diff read its photo again (reason `sidecar`) when the walk leaves their folder,
-//! whichever of the two it met first and whichever batch took each.
+//! whichever of the two it met first and whichever batch took each; the batch that takes a
+//! new or changed one names its photos for the store to mark in that commit, so a run that
+//! ends before their re-read loses no edit (`Batch::read_again`). A file the store marked
+//! (back from the trash, or its sidecar's mark) is read though unchanged. Each batch names
+//! the rows of the files it read that the store listed present (`Batch::known_present`),
+//! so that the writer does not write back one a move settled after the read.
 //!
 //! Each batch also carries the run's problems met in it, each with its error (what could
 //! not be listed, read or parsed), for the sink to record beside the batch.
