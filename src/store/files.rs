@@ -788,6 +788,7 @@ mod plan_tests {
     use crate::clock::FakeClock;
     use crate::store::assets::INSERT;
     use crate::store::{Store, StoreOptions, stacks};
+    use rusqlite::params;
 
     /// A new database with every migration applied (by the writer, whose connection the
     /// tests explain their statements on).
@@ -849,6 +850,26 @@ mod plan_tests {
         for (name, at) in found {
             assert!(at.is_empty(), "{name}: OpenEphemeral at {at:?}");
         }
+    }
+
+    /// The completion's look for live assets without a file reads the library's missing
+    /// rows through their partial index, never the library's every file.
+    #[test]
+    fn a_full_completion_finds_live_assets_without_a_file_from_the_missing_rows_alone() {
+        let (_dir, store) = fresh_store();
+        let plan = store
+            .write(|conn, _| {
+                let mut stmt =
+                    conn.prepare(&format!("EXPLAIN QUERY PLAN {}", super::LIVE_OF_MISSING))?;
+                let rows = stmt.query_map(params![1, "move"], |r| r.get::<_, String>(3))?;
+                Ok(rows.collect::<Result<Vec<_>, _>>()?)
+            })
+            .expect("plan");
+        assert!(
+            plan.iter()
+                .any(|step| step.contains("INDEX files_missing (library_id=?")),
+            "{plan:?}"
+        );
     }
 
     /// A trigger on a table makes every insert into it a multi-row write, which SQLite runs
