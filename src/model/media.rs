@@ -129,6 +129,9 @@ string_enum!(
         /// Unchanged itself, read again because its sidecar or Takeout JSON was created,
         /// changed or deleted.
         Sidecar => "sidecar",
+        /// Unchanged itself, read again because it came back from the trash: its pairs and
+        /// what lies beside it may have changed while it was away.
+        Back => "back",
     }
 );
 
@@ -146,6 +149,7 @@ string_enum!(
         Missing => "missing",
         Duplicate => "duplicate",
         Sidecar => "sidecar",
+        Back => "back",
     }
 );
 
@@ -159,6 +163,7 @@ impl From<FileReason> for Provenance {
             FileReason::Forced => Provenance::Forced,
             FileReason::Error => Provenance::Error,
             FileReason::Sidecar => Provenance::Sidecar,
+            FileReason::Back => Provenance::Back,
         }
     }
 }
@@ -186,6 +191,9 @@ string_enum!(
         Recreated => "recreated",
         /// The file could not be read (no checksum): recorded with its error, link kept.
         Unreadable => "unreadable",
+        /// A move (the user's trash) took the file after the scan read it: nothing of the
+        /// read was written, and the row stays as the move left it.
+        Moved => "moved",
     }
 );
 

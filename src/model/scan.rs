@@ -60,6 +60,9 @@ pub struct KnownFile {
     pub has_error: bool,
     /// Its last read found a picture or video (false: a file kept without an asset).
     pub media: bool,
+    /// Why the next scan reads it though its stamp is unchanged (`back`, `sidecar`), if it
+    /// must (migration 0021).
+    pub read_again: Option<FileReason>,
 }
 
 /// What the store knows directly inside one directory of a library: its present files, and
@@ -216,6 +219,13 @@ impl RunProblem {
 pub struct IngestBatch {
     pub items: Vec<IngestItem>,
     pub reclaim: Vec<i64>,
+    /// Library-relative paths of known photos whose sidecar or Takeout JSON among `items`
+    /// has a new stamp: marked to be read again (`files.read_again`), unless an item reads
+    /// them.
+    pub read_again: Vec<Vec<u8>>,
+    /// Row ids of the `items` the store listed present when the scan met them: one that
+    /// is missing now was settled by a move after the read, and is not written back.
+    pub known_present: Vec<i64>,
     pub unchanged: u64,
     pub problems: Vec<RunProblem>,
 }

@@ -1,13 +1,15 @@
 //! The files beside a photo (issue 15 items 4 and 5): which names are a photo's XMP sidecar
-//! or Google Takeout JSON, finding them when the scan reads the photo, and which photos a
-//! changed or deleted one makes the scan read again (`partners`), and whether another name of
-//! its folder shares a photo's stem (`Listings::namesake`: a stack's or a Live Photo's partner
-//! by name, which the writer looks up only then). A photo's folder is listed
-//! once per batch that reads a picture or video in it (`Listings`), and only names that are
-//! there are opened: no probe per candidate name, no listing for an unchanged file. The
-//! naming rules and the parsers are `media::sidecar` and `media::takeout`, the merge
-//! `media::beside`; this module only finds and reads. A sidecar that does not parse is that
-//! file's problem, never the photo's. Reads only; must not write anything.
+//! or Google Takeout JSON, finding them when the scan reads the photo, which photos a
+//! changed or deleted one makes the scan read again (`partners`, among the names the walk
+//! saw; `photos_by_beside_name`, among the names the store knows, for the mark its new
+//! stamp's commit carries), and whether another name of its folder shares a photo's stem
+//! (`Listings::namesake`: a stack's or a Live Photo's partner by name, which the writer
+//! looks up only then). A photo's folder is listed once per batch that reads a picture or
+//! video in it (`Listings`), and only names that are there are opened: no probe per
+//! candidate name, no listing for an unchanged file. The naming rules and the parsers are
+//! `media::sidecar` and `media::takeout`, the merge `media::beside`; this module only finds
+//! and reads. A sidecar that does not parse is that file's problem, never the photo's.
+//! Reads only; must not write anything.
 
 use crate::media::beside::Beside;
 use crate::media::{sidecar, takeout};
@@ -189,6 +191,33 @@ pub fn partners<'a>(
     takeout::photo_for_json(name, &all).into_iter().collect()
 }
 
+/// The photos among `names` (what the store knows of one folder) that each name beside a
+/// photo would serve, keyed by that name: the sidecars and Takeout JSONs `read` looks for
+/// beside each photo. Built once per folder whose walk met a changed one, so that each is
+/// then looked up, not matched against the whole folder.
+pub fn photos_by_beside_name<'a>(
+    names: impl Iterator<Item = &'a str>,
+) -> HashMap<String, Vec<String>> {
+    let mut by_name: HashMap<String, Vec<String>> = HashMap::new();
+    for photo in names {
+        add_photo(&mut by_name, photo);
+    }
+    by_name
+}
+
+/// Adds `name` to a `photos_by_beside_name` map, under each name beside it (nothing for a
+/// name that is itself beside a photo).
+pub fn add_photo(by_name: &mut HashMap<String, Vec<String>>, name: &str) {
+    if is_beside(name) {
+        return;
+    }
+    let jsons = takeout::json_candidates(name).into_iter();
+    let jsons = jsons.filter(|c| takeout::photo_for_json(c, &[name]) == Some(name));
+    for beside in sidecar::candidates(name).into_iter().chain(jsons) {
+        by_name.entry(beside).or_default().push(name.to_string());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -278,6 +307,23 @@ mod tests {
         assert_eq!(partners("c.jpg(1).json", &seen, &stems), ["c(1).jpg"]);
         assert!(partners("z.xmp", &seen, &stems).is_empty());
         assert!(partners("package.json", &seen, &stems).is_empty());
+    }
+
+    #[test]
+    fn a_folder_s_photos_are_found_by_the_name_of_what_lies_beside_them() {
+        let names = ["a.jpg", "a.CR2", "a.jpg.xmp", "b.jpg", "c(1).jpg", "notes"];
+        let by_name = photos_by_beside_name(names.iter().copied());
+        let photos = |beside: &str| {
+            let mut found = by_name.get(beside).cloned().unwrap_or_default();
+            found.sort_unstable();
+            found
+        };
+        assert_eq!(photos("a.jpg.xmp"), ["a.jpg"]);
+        assert_eq!(photos("a.xmp"), ["a.CR2", "a.jpg"]);
+        assert_eq!(photos("b.jpg.json"), ["b.jpg"]);
+        assert_eq!(photos("b.jpg.supplemental-metadata.json"), ["b.jpg"]);
+        assert_eq!(photos("c.jpg(1).json"), ["c(1).jpg"]);
+        assert!(photos("z.xmp").is_empty() && photos("a.jpg.xmp.xmp").is_empty());
     }
 
     #[test]

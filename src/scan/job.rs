@@ -6,7 +6,8 @@
 //! completion). A walked run ends with the missing-file marking for a full scope (from what
 //! the walk found gone and is still not there just before the completion), the circuit
 //! breaker and the face walk it was given, in the same fenced transaction as its
-//! completion. An unchanged file whose asset is in the trash or gone is claimed again
+//! completion. An unchanged file whose asset is in the trash or gone is claimed again, and
+//! one the store marked to be read again (back from the trash, its sidecar changed) is read
 //! (DESIGN.md section 6). A walker that failed ends the run failed (a bug); a full disk
 //! pauses it, and a locked database or a root that went away during the walk retries it
 //! (a successor carries on). No SQL here: everything goes through `Store`; it never asks
@@ -237,11 +238,14 @@ impl Known for StoreKnown<'_> {
     }
 }
 
-/// What a known file still needs when its stamp is unchanged (DESIGN.md section 6: a
-/// present file whose asset is trashed or gone is claimed again by the next plain scan).
+/// What a known file still needs when its stamp is unchanged (DESIGN.md section 6: a file
+/// the store marked is read again, as one whose last read failed; a present file whose
+/// asset is trashed or gone is claimed again by the next plain scan).
 fn again(k: &KnownFile, trashed: &HashSet<i64>) -> Again {
     if k.has_error {
         Again::Retry
+    } else if let Some(why) = k.read_again {
+        Again::Reread(why)
     } else if k.asset_id.is_none() && k.media {
         Again::Claim
     } else if k.asset_id.is_some_and(|id| trashed.contains(&id)) {
@@ -357,6 +361,8 @@ impl Sink for LeaseSink<'_> {
                     .map(|o| ingest_item(o, scheme))
                     .collect(),
                 reclaim: batch.reclaim,
+                read_again: batch.read_again.iter().map(|p| path_to_bytes(p)).collect(),
+                known_present: batch.known_present,
                 unchanged: std::mem::take(&mut self.unchanged),
             };
             self.write(|s, l| s.ingest_batch_counting(l, library_id, ingest, &progress))?;

@@ -20,7 +20,12 @@
 //! finds them, `media::beside` merges), then undated media get the date in the name, else
 //! the mtime (`media::fill_undated`). A sidecar or JSON the walk found new, changed or gone
 //! makes the diff read its photo again (reason `sidecar`) when the walk leaves their folder,
-//! whichever of the two it met first and whichever batch took each.
+//! whichever of the two it met first and whichever batch took each; the batch that takes a
+//! new or changed one names its photos for the store to mark in that commit, so a run that
+//! ends before their re-read loses no edit (`Batch::read_again`). A file the store marked
+//! (back from the trash, or its sidecar's mark) is read though unchanged. Each batch names
+//! the rows of the files it read that the store listed present (`Batch::known_present`),
+//! so that the writer does not write back one a move settled after the read.
 //!
 //! Each batch also carries the run's problems met in it, each with its error (what could
 //! not be listed, read or parsed), for the sink to record beside the batch.
@@ -58,6 +63,10 @@ pub enum Again {
     Nothing,
     /// Its last read failed: read it again (reason `error`).
     Retry,
+    /// The store marked it to be read again (migration 0021): it came back from the trash
+    /// (reason `back`), or its sidecar's new stamp was stored before its re-read (reason
+    /// `sidecar`).
+    Reread(Reason),
     /// It is a picture or video whose asset is gone: read it, and its claim stores it
     /// afresh (reason `new`: it is new to the index).
     Claim,
@@ -70,6 +79,7 @@ impl Again {
     fn reason(self) -> Option<Reason> {
         match self {
             Again::Retry => Some(Reason::Error),
+            Again::Reread(why) => Some(why),
             Again::Claim => Some(Reason::New),
             Again::Nothing | Again::Restore => None,
         }
@@ -117,6 +127,14 @@ pub struct Batch {
     pub unchanged: u64,
     /// File ids among the unchanged whose asset is in the trash: their asset is restored.
     pub reclaim: Vec<i64>,
+    /// Known photos whose sidecar or Takeout JSON this batch stores with a new stamp: the
+    /// store marks them to be read again in the same commit, so that a run that ends
+    /// before their re-read (or never reads them: a scan of the sidecar alone) loses no
+    /// edit. A re-read clears the mark (library-relative paths).
+    pub read_again: Vec<PathBuf>,
+    /// Row ids of the files of `changed` that the store listed present: the writer does not
+    /// write one back that a move (the user's trash) marked missing after the read.
+    pub known_present: Vec<i64>,
     /// The run's problems met in this batch, each with its error: entries that could not be
     /// listed or followed, then changed files that could not be read and pictures or videos
     /// that could not be parsed (see `problem`).
@@ -177,6 +195,19 @@ pub struct Settings {
     pub channel: usize,
     /// A test seam: called by the walker as it enters and leaves each directory.
     pub walk_hook: Option<WalkHook>,
+    /// A test seam: called on the committing thread with each batch just before the sink
+    /// takes it, so a test can change the library or end the run between two batches.
+    pub commit_hook: Option<CommitHook>,
+}
+
+/// See `Settings::commit_hook`.
+#[derive(Clone)]
+pub struct CommitHook(pub std::sync::Arc<dyn Fn(&Batch) + Send + Sync>);
+
+impl std::fmt::Debug for CommitHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CommitHook")
+    }
 }
 
 impl Default for Settings {
@@ -191,6 +222,7 @@ impl Default for Settings {
             batch_bytes: 1 << 30,
             channel: 1024,
             walk_hook: None,
+            commit_hook: None,
         }
     }
 }
@@ -321,7 +353,8 @@ pub fn run(
                 source,
             })?;
         let mut write = Duration::ZERO;
-        let committed = consume(sink, &batch_rx, &mut write);
+        let hook = settings.commit_hook.as_ref();
+        let committed = consume(sink, &batch_rx, hook, &mut write);
         stop.store(true, Ordering::SeqCst);
         drop(batch_rx);
         let read = reader
@@ -383,6 +416,7 @@ fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
 fn consume(
     sink: &mut dyn Sink,
     batches: &Receiver<Batch>,
+    hook: Option<&CommitHook>,
     write: &mut Duration,
 ) -> Result<(), SinkError> {
     loop {
@@ -391,6 +425,9 @@ fn consume(
         }
         match batches.recv_timeout(CANCEL_POLL) {
             Ok(batch) => {
+                if let Some(hook) = hook {
+                    (hook.0)(&batch);
+                }
                 let started = Instant::now();
                 let committed = sink.commit(batch);
                 *write += started.elapsed();
@@ -452,9 +489,32 @@ struct Frame {
     /// Its sidecars and Takeout JSONs the walk found new or changed, each with the batch
     /// (`Diffing::epoch`) that took it.
     beside: Vec<(OsString, u64)>,
+    /// The store's photos of it by the names beside them (`beside::photos_by_beside_name`),
+    /// made when the walk first meets a new or changed sidecar or JSON in it.
+    photos_by_beside: Option<HashMap<String, Vec<String>>>,
 }
 
 impl Frame {
+    /// The photos of this folder that may have a row by now (known to the store, or seen
+    /// by this run and perhaps stored by a batch already committed) and that the sidecar or
+    /// JSON `beside` serves. A photo the walk sees after this is read with the sidecar as it
+    /// is then, and is added (`saw_photo`) only for a later sidecar's sake.
+    fn photos_of(&mut self, beside: &str) -> &[String] {
+        let (known, seen) = (&self.known.files, &self.seen);
+        let by_name = self.photos_by_beside.get_or_insert_with(|| {
+            let names = known.keys().chain(seen.keys());
+            beside::photos_by_beside_name(names.filter_map(|n| n.to_str()))
+        });
+        by_name.get(beside).map_or(&[], Vec::as_slice)
+    }
+
+    /// The walk saw `name` in this folder: once a sidecar made the map, it is kept whole.
+    fn saw_photo(&mut self, name: &OsStr) {
+        if let (Some(by_name), Some(name)) = (&mut self.photos_by_beside, name.to_str()) {
+            beside::add_photo(by_name, name);
+        }
+    }
+
     fn new(rel: PathBuf, known: DirKnown, listed: bool) -> Frame {
         Frame {
             rel,
@@ -462,15 +522,17 @@ impl Frame {
             listed,
             seen: HashMap::new(),
             beside: Vec::new(),
+            photos_by_beside: None,
         }
     }
 }
 
-/// One file the walk saw: its stamp, the batch that took it, and the batch that read it
-/// (`None`: unchanged, not read).
+/// One file the walk saw: its stamp, its row if the store listed it present, the batch that
+/// took it, and the batch that read it (`None`: unchanged, not read).
 #[derive(Clone, Copy, Debug)]
 struct Seen {
     stamp: Stamp,
+    known: Option<i64>,
     taken_in: u64,
     read_in: Option<u64>,
 }
@@ -517,14 +579,16 @@ impl<'a> Diffing<'a> {
                 let (name, known) = self.see_file(&rel)?.unzip();
                 let why = reason(&stamp, known.as_ref().map(|k| &k.stamp), self.forced)
                     .or_else(|| known.and_then(|k| k.again.reason()));
-                self.saw(&rel, name, stamp, why.is_some());
+                let id = known.map(|k| k.id);
+                self.saw(&rel, name.zip(id), stamp, why.is_some());
                 match (why, known) {
                     (None, Some(k)) if k.again == Again::Restore => {
                         self.batch.unchanged += 1;
                         self.batch.reclaim.push(k.id);
                     }
                     (None, _) => self.batch.unchanged += 1,
-                    (Some(why), _) => {
+                    (Some(why), known) => {
+                        self.batch.known_present.extend(known.map(|k| k.id));
                         self.to_read_bytes += stamp.size;
                         self.to_read.push((rel, stamp, why));
                     }
@@ -627,28 +691,42 @@ impl<'a> Diffing<'a> {
     }
 
     /// Records that the walk saw file `rel` (`read`: it is to be read), in its folder's frame
-    /// (`see_file` made it the innermost), and a sidecar among the changed.
-    fn saw(&mut self, rel: &Path, known_name: Option<OsString>, stamp: Stamp, read: bool) {
+    /// (`see_file` made it the innermost), and a sidecar among the changed, whose known
+    /// photos this batch marks to be read again.
+    fn saw(&mut self, rel: &Path, known: Option<(OsString, i64)>, stamp: Stamp, read: bool) {
         let (Some(frame), Some(name)) = (self.dirs.last_mut(), rel.file_name()) else {
             return;
         };
-        let key = known_name.unwrap_or_else(|| name.to_os_string());
+        let (key, known) = match known {
+            Some((name, id)) => (name, Some(id)),
+            None => (name.to_os_string(), None),
+        };
         let epoch = self.epoch;
-        if read && name.to_str().is_some_and(beside::is_beside) {
+        if let Some(beside) = name.to_str().filter(|n| read && beside::is_beside(n)) {
             frame.beside.push((name.to_os_string(), epoch));
+            let dir = frame.rel.clone();
+            let photos = frame.photos_of(beside).iter();
+            self.batch
+                .read_again
+                .extend(photos.map(|photo| dir.join(photo)));
         }
         let seen = Seen {
             stamp,
+            known,
             taken_in: epoch,
             read_in: read.then_some(epoch),
         };
+        if known.is_none() {
+            frame.saw_photo(&key);
+        }
         frame.seen.insert(key, seen);
     }
 
     /// The walk is done with `frame`: each photo of it whose sidecar or Takeout JSON was
     /// created or changed after the photo's read (or that was not read: unchanged), or
-    /// whose sidecar is gone, is read again (reason `sidecar`) and its asset rewritten.
-    /// Walk order does not matter: the whole folder has been seen by now.
+    /// whose sidecar is gone and that was not read after this listing, is read again
+    /// (reason `sidecar`) and its asset rewritten. Walk order does not matter: the whole
+    /// folder has been seen by now.
     fn read_partners(&mut self, frame: &mut Frame) {
         let gone: Vec<&str> = if frame.listed {
             let names = frame.known.files.keys().filter_map(|n| n.to_str());
@@ -666,20 +744,20 @@ impl<'a> Diffing<'a> {
                 stems.entry(stem).or_default().push(name);
             }
         }
-        let stale = |photo: &str, after: Option<u64>| {
+        let stale = |photo: &str, after: u64| {
             let read_in = frame.seen.get(OsStr::new(photo)).and_then(|s| s.read_in);
-            match (read_in, after) {
-                (None, _) => true,
-                (Some(read), Some(changed)) => read < changed,
-                (Some(_), None) => false,
-            }
+            read_in.is_none_or(|read| read < after)
         };
         let changed = frame
             .beside
             .iter()
-            .filter_map(|(n, at)| Some((n.to_str()?, Some(*at))));
+            .filter_map(|(n, at)| Some((n.to_str()?, *at)));
+        // A sidecar gone from the listing went at some moment before now: a photo read in a
+        // batch already flushed may have been read with it (issue 25 defect 11), one read in
+        // the batch being built is read after this listing, without it.
+        let now = self.epoch;
         let mut again: Vec<String> = changed
-            .chain(gone.iter().map(|n| (*n, None)))
+            .chain(gone.iter().map(|n| (*n, now)))
             .flat_map(|(name, at)| {
                 let partners = beside::partners(name, &seen, &stems);
                 partners.into_iter().filter(move |p| stale(p, at))
@@ -703,6 +781,7 @@ impl<'a> Diffing<'a> {
             self.batch.unchanged = self.batch.unchanged.saturating_sub(1);
         }
         seen.read_in = Some(self.epoch);
+        self.batch.known_present.extend(seen.known);
         self.to_read_bytes += seen.stamp.size;
         self.to_read
             .push((frame.rel.join(name), seen.stamp, Reason::Sidecar));
@@ -1398,6 +1477,81 @@ mod tests {
         assert_eq!(read_again_in(&["/", "a.jpg"], unchanged, 1), ["a.jpg"]);
         // A folder that could not be listed decides nothing about what it did not see.
         assert!(read_again_in(&["/", "!", "a.jpg"], unchanged, 1).is_empty());
+    }
+
+    /// Issue 25 defect 11: the photo was read in a batch that was flushed (and could be read
+    /// with its sidecar still there) before the walk's listing of the folder ended without
+    /// the sidecar: the photo is read again, after the listing, without it.
+    #[test]
+    fn a_sidecar_deleted_after_its_photo_was_read_reads_the_photo_again() {
+        let stamp = |inode, mtime_ns| Stamp {
+            size: 1,
+            mtime_ns,
+            dev: 1,
+            inode,
+        };
+        let mut known = Memory::default();
+        for (id, rel) in [(1, "a.jpg"), (2, "a.jpg.xmp")] {
+            let (stamp, again) = (stamp(id as u64, 1), Again::Nothing);
+            known
+                .0
+                .insert(PathBuf::from(rel), KnownStamp { id, stamp, again });
+        }
+        let settings = Settings::default();
+        let mut state = Diffing::new(Path::new("/nowhere"), &settings, &mut known);
+        state.take(dir("")).expect("take");
+        // Changed: read in the first batch, which is flushed before the listing ends.
+        let changed = Walked::File {
+            rel: "a.jpg".into(),
+            stamp: stamp(1, 5),
+        };
+        state.take(changed).expect("take");
+        let first: Vec<_> = state.to_read.drain(..).map(|t| t.2).collect();
+        assert_eq!(first, [Reason::Mtime]);
+        state.batch = Batch::default();
+        state.epoch += 1;
+        // The listing ends without the sidecar: it was deleted meanwhile.
+        state.leave_all();
+        let again: Vec<_> = (state.to_read.iter())
+            .map(|t| (t.0.to_string_lossy().into_owned(), t.2))
+            .collect();
+        assert_eq!(again, [("a.jpg".to_string(), Reason::Sidecar)]);
+    }
+
+    /// Issue 25 defect 4: the batch that stores a sidecar's new stamp names the photos it
+    /// serves that may have a row by then, for the store to mark in the same commit.
+    #[test]
+    fn a_changed_sidecar_s_batch_names_its_photos_to_be_read_again() {
+        let stamp = |inode, mtime_ns| Stamp {
+            size: 1,
+            mtime_ns,
+            dev: 1,
+            inode,
+        };
+        let mut known = Memory::default();
+        for (id, rel) in [(1, "a.jpg"), (2, "a.jpg.xmp"), (3, "b.jpg")] {
+            let (stamp, again) = (stamp(id as u64, 1), Again::Nothing);
+            known
+                .0
+                .insert(PathBuf::from(rel), KnownStamp { id, stamp, again });
+        }
+        let file = |rel: &str, inode, mtime_ns| Walked::File {
+            rel: rel.into(),
+            stamp: stamp(inode, mtime_ns),
+        };
+        let settings = Settings::default();
+        // A scan of the sidecar alone: the walk starts at it, and sees no photo.
+        let mut state = Diffing::new(Path::new("/nowhere"), &settings, &mut known);
+        state.take(file("a.jpg.xmp", 2, 5)).expect("take");
+        assert_eq!(state.batch.read_again, [PathBuf::from("a.jpg")]);
+        // A photo new to the store, stored by a batch before its new sidecar's.
+        let mut state = Diffing::new(Path::new("/nowhere"), &settings, &mut known);
+        state.take(dir("")).expect("take");
+        state.take(file("c.jpg", 4, 1)).expect("take");
+        state.batch = Batch::default();
+        state.take(file("c.jpg.xmp", 5, 1)).expect("take");
+        state.take(file("b.jpg", 3, 1)).expect("take");
+        assert_eq!(state.batch.read_again, [PathBuf::from("c.jpg")]);
     }
 
     #[test]

@@ -2,20 +2,22 @@
 //! (with what a present file's asset needs: restored from the trash, or claimed afresh),
 //! ingest batches (file rows, asset claims, a Live Photo's pairing (`motion`), the RAW+JPEG
 //! pairing of a file read (`stacks`), the restore of unchanged files' trashed assets, the
-//! refresh of a kept asset's sidecar facts, progress, reason counts and the run's problems in
-//! one transaction under the scan lease),
+//! refresh of a kept asset's sidecar facts, the mark of a photo whose sidecar changed to be
+//! read again (`files.read_again`, which a read clears), progress, reason counts and the
+//! run's problems in one transaction under the scan lease),
 //! progress with the count of unchanged files (which cost no row of their own), and the end
 //! of a full scan (missing files from what the walk found gone, except rows a restore
-//! brought back during the run; orphaned assets; the circuit breaker) committed with the
-//! run's completion.
+//! brought back during the run; orphaned assets, and live assets no present file shows
+//! any more whatever left them so; the circuit breaker) committed with the run's
+//! completion. A file a move settled after the scan read it is not written back.
 
 use super::assets::{ClaimFor, claim, restore, trash_if_orphan};
 use super::lease::{expect_one, lost};
 use super::{Store, StoreError, parse_col, problems, scan_runs, stacks};
 use crate::model::{
     BatchReport, Claim, Counter, FileReason, FileStamp, FinishReport, IngestBatch, IngestItem,
-    ItemOutcome, KnownDir, KnownFile, Lease, MediaFacts, Millis, Provenance, RunState, ScanEnd,
-    TrashReason, Unseen,
+    ItemOutcome, KnownDir, KnownFile, Lease, MOVE_JOB_KIND, MediaFacts, Millis, Provenance,
+    RunState, ScanEnd, TrashReason, Unseen,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 use std::collections::{BTreeMap, HashSet};
@@ -26,13 +28,13 @@ const FENCE: &str = fenced!(
     "UPDATE scan_runs SET progress = coalesce(?4, progress), updated_at = ?3",
     "RETURNING library_id, scope"
 );
-/// The columns `known_from_row` reads: the stamp, the link, and whether the last read found
+/// The columns `known_from_row` reads: the stamp, the link, whether the last read found
 /// a picture or video (a file that is none keeps `model::NOT_MEDIA` as its error, whichever
-/// version wrote it).
+/// version wrote it), and why it must be read again though unchanged (migration 0021).
 macro_rules! known_cols {
     () => {
         "id, rel_path, size, mtime_ns, dev, inode, asset_id, last_reason = 'error',
-         error IS NOT 'not a photo or video'"
+         error IS NOT 'not a photo or video', read_again"
     };
 }
 /// Present files under a scope: `?2 = ''` is the whole library; otherwise the path itself
@@ -70,12 +72,34 @@ const INSERT_FILE: &str = "
     INSERT INTO files (library_id, rel_path, rel_path_text, size, mtime_ns, dev, inode,
                        asset_id, state, last_reason, error, first_seen_run, last_seen_run)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'present', ?9, ?10, ?11, ?11)";
-/// A processed file the library had a row for, with the link `ingest_one` decided.
+/// A processed file the library had a row for, with the link `ingest_one` decided. The
+/// read is the one `read_again` asked for.
 const UPDATE_FILE: &str = "
     UPDATE files SET rel_path_text = ?2, size = ?3, mtime_ns = ?4, dev = ?5, inode = ?6,
                      asset_id = ?7, state = 'present', last_reason = ?8,
-                     error = ?9, last_seen_run = ?10, missing_since = NULL
+                     error = ?9, last_seen_run = ?10, missing_since = NULL, read_again = NULL
      WHERE id = ?1";
+/// A known photo whose sidecar's new stamp this batch stores: its re-read may come in a
+/// later batch or run (migration 0021). A mark already there stays (either reads it).
+const MARK_READ_AGAIN: &str = "
+    UPDATE files SET read_again = 'sidecar'
+     WHERE library_id = ?1 AND rel_path = ?2 AND state = 'present' AND read_again IS NULL";
+/// The live assets of the library's missing rows that no move is moving (no pending intent,
+/// no live move job: a trash between its renames and its flip looks the same): candidates
+/// for `trash_if_orphan`, which checks that no present file shows them. Read through the
+/// partial index `files_missing` (migration 0021): the library's missing rows only.
+const LIVE_OF_MISSING: &str = "
+    SELECT DISTINCT f.asset_id FROM files f JOIN assets a ON a.id = f.asset_id
+     WHERE f.library_id = ?1 AND f.state = 'missing' AND f.asset_id IS NOT NULL
+       AND a.trashed_at IS NULL
+       AND NOT EXISTS (SELECT 1 FROM trash_intents t
+                        WHERE t.asset_id = f.asset_id AND t.state = 'pending')
+       AND NOT EXISTS (SELECT 1 FROM jobs j
+                        WHERE j.unique_key = ?2 || ':' || f.asset_id
+                          AND j.state IN ('queued', 'running'))";
+/// The row at an item's path, if something marked it missing (see `moved_since_read`).
+const MISSING_ROW: &str =
+    "SELECT id FROM files WHERE library_id = ?1 AND rel_path = ?2 AND state = 'missing'";
 /// The asset a present file of the library shows, for restoring it by id.
 const PRESENT_ASSET: &str =
     "SELECT asset_id FROM files WHERE id = ?1 AND library_id = ?2 AND state = 'present'";
@@ -173,6 +197,10 @@ fn known_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<KnownFile> {
         asset_id: r.get(6)?,
         has_error: r.get(7)?,
         media: r.get(8)?,
+        read_again: match r.get::<_, Option<String>>(9)? {
+            Some(_) => Some(parse_col(r, 9, FileReason::parse)?),
+            None => None,
+        },
     })
 }
 
@@ -213,7 +241,7 @@ fn list_dir(conn: &Connection, library_id: i64, dir: &[u8]) -> Result<KnownDir, 
                 jump = Some(next);
                 break;
             }
-            if row.get::<_, bool>(9)? {
+            if row.get::<_, bool>(10)? {
                 listing.files.push(known_from_row(row)?);
             }
         }
@@ -388,6 +416,41 @@ fn reclaim(
     }))
 }
 
+/// The row of `item` when a move settled it after the scan read the file (issue 25 defect
+/// 10): the store listed it present when the scan met it (`known_present`), and it is
+/// missing now. Only a move (the user's trash, in this transaction's past) marks a row
+/// missing while its library's run runs: writing the read back would undo the trash, or
+/// make a phantom asset of a file that is in the trash folder. The next scan sees the path
+/// as it is then.
+fn moved_since_read(
+    conn: &Connection,
+    library_id: i64,
+    item: &IngestItem,
+    known_present: &HashSet<i64>,
+) -> Result<Option<i64>, StoreError> {
+    if known_present.is_empty() {
+        return Ok(None);
+    }
+    let missing: Option<i64> = conn
+        .prepare_cached(MISSING_ROW)?
+        .query_row(params![library_id, item.rel_path], |r| r.get(0))
+        .optional()?;
+    Ok(missing.filter(|id| known_present.contains(id)))
+}
+
+/// Marks the present photos at `paths` to be read again for their sidecar.
+fn mark_read_again(
+    conn: &Connection,
+    library_id: i64,
+    paths: &[Vec<u8>],
+) -> Result<(), StoreError> {
+    let mut stmt = conn.prepare_cached(MARK_READ_AGAIN)?;
+    for path in paths {
+        stmt.execute(params![library_id, path])?;
+    }
+    Ok(())
+}
+
 /// How many of the unseen files and of the files below vanished directories run `run_id`
 /// would mark missing (see `MARK_FILE_MISSING`).
 fn count_unseen(
@@ -447,6 +510,27 @@ fn mark_missing(
         trashed += u64::from(trash_if_orphan(conn, id, TrashReason::Missing, now)?);
     }
     Ok((files, trashed))
+}
+
+/// Trashes (reason `missing`) the live assets whose files in this library are missing and
+/// that no present file shows anywhere (DESIGN.md section 6, "the index heals itself, both
+/// ways"): what a move that broke half way, or a file row marked missing by any other
+/// writer, left live without a file. One whose file is elsewhere in the library was linked
+/// to it by this run's claim, and is left alone. Returns how many it trashed.
+fn trash_live_without_file(
+    conn: &Connection,
+    library_id: i64,
+    now: Millis,
+) -> Result<u64, StoreError> {
+    let ids: Vec<i64> = conn
+        .prepare_cached(LIVE_OF_MISSING)?
+        .query_map(params![library_id, MOVE_JOB_KIND], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    let mut trashed = 0;
+    for id in ids {
+        trashed += u64::from(trash_if_orphan(conn, id, TrashReason::Missing, now)?);
+    }
+    Ok(trashed)
 }
 
 /// The circuit breaker: why marking `unseen` files missing must not happen, or `None`.
@@ -544,11 +628,12 @@ impl Store {
         self.ingest_batch_counting(lease, library_id, batch, progress)
     }
 
-    /// `ingest_batch`, also restoring the trashed assets of the present files
-    /// `batch.reclaim` (ids of files the run saw unchanged, see `reclaim`), counting the
-    /// `batch.unchanged` files the run saw since its last write (they cost no row of their
-    /// own) and appending `batch.problems` to the run's problem list, all in the one fenced
-    /// transaction.
+    /// `ingest_batch`, also marking the photos `batch.read_again` to be read again (their
+    /// sidecar's new stamp is among the items), restoring the trashed assets of the present
+    /// files `batch.reclaim` (ids of files the run saw unchanged, see `reclaim`), counting
+    /// the `batch.unchanged` files the run saw since its last write (they cost no row of
+    /// their own) and appending `batch.problems` to the run's problem list, all in the one
+    /// fenced transaction.
     pub fn ingest_batch_counting(
         &self,
         lease: &Lease,
@@ -559,12 +644,24 @@ impl Store {
         let (lease, progress) = (lease.clone(), progress.to_string());
         self.write(move |conn, now| {
             fence(conn, &lease, library_id, Some(&progress), now)?;
+            // Before the items: a photo this batch reads itself is read with the sidecar's
+            // bytes, and its write clears the mark.
+            mark_read_again(conn, library_id, &batch.read_again)?;
             let unchanged = batch.unchanged as i64;
             let mut counts = BTreeMap::from([(Provenance::Unchanged.as_str(), unchanged)]);
             let mut report = BatchReport::default();
+            let known_present: HashSet<i64> = batch.known_present.iter().copied().collect();
             for item in &batch.items {
+                let moved = moved_since_read(conn, library_id, item, &known_present)?;
                 // A new asset is inserted held by this run (`pending_run`).
-                let outcome = ingest_one(conn, lease.id, library_id, item, now)?;
+                let outcome = match moved {
+                    Some(file_id) => ItemOutcome {
+                        file_id,
+                        asset_id: None,
+                        claim: Claim::Moved,
+                    },
+                    None => ingest_one(conn, lease.id, library_id, item, now)?,
+                };
                 *counts
                     .entry(Provenance::from(item.reason).as_str())
                     .or_insert(0) += 1;
@@ -606,8 +703,10 @@ impl Store {
     /// Ends a scan run that walked to its end, in one fenced transaction with the data:
     /// the remaining `unchanged` count and progress; for a full-scope run, the files the
     /// walk found gone (`end.unseen`) are marked `missing` and the assets whose last file
-    /// that was are trashed (reason `missing`); then the run completes. A row a restore
-    /// brought back while this run ran is not marked: the restore holds.
+    /// that was are trashed (reason `missing`), and so is any live asset of the library
+    /// that no present file shows any more (`trash_live_without_file`: the index heals
+    /// both ways); then the run completes. A row a restore brought back while this run ran
+    /// is not marked: the restore holds.
     /// The circuit breaker: when `identity_ok` is false or the share of present files that
     /// would go missing exceeds `max_missing_share`, nothing is marked and the run ends
     /// `suspect` with the reason. A scoped run completes without marking anything missing.
@@ -633,11 +732,14 @@ impl Store {
                 report.reason = breaker(conn, library_id, &end, unseen)?;
                 if report.reason.is_some() {
                     report.state = RunState::Suspect;
-                } else if unseen > 0 {
-                    let (files, assets) =
-                        mark_missing(conn, library_id, lease.id, &end.unseen, now)?;
-                    (report.missing_files, report.trashed_assets) = (files, assets);
-                    counts.insert(Provenance::Missing.as_str(), files as i64);
+                } else {
+                    if unseen > 0 {
+                        let (files, assets) =
+                            mark_missing(conn, library_id, lease.id, &end.unseen, now)?;
+                        (report.missing_files, report.trashed_assets) = (files, assets);
+                        counts.insert(Provenance::Missing.as_str(), files as i64);
+                    }
+                    report.trashed_assets += trash_live_without_file(conn, library_id, now)?;
                 }
             }
             count_reasons(conn, lease.id, &counts)?;
@@ -686,6 +788,7 @@ mod plan_tests {
     use crate::clock::FakeClock;
     use crate::store::assets::INSERT;
     use crate::store::{Store, StoreOptions, stacks};
+    use rusqlite::params;
 
     /// A new database with every migration applied (by the writer, whose connection the
     /// tests explain their statements on).
@@ -747,6 +850,26 @@ mod plan_tests {
         for (name, at) in found {
             assert!(at.is_empty(), "{name}: OpenEphemeral at {at:?}");
         }
+    }
+
+    /// The completion's look for live assets without a file reads the library's missing
+    /// rows through their partial index, never the library's every file.
+    #[test]
+    fn a_full_completion_finds_live_assets_without_a_file_from_the_missing_rows_alone() {
+        let (_dir, store) = fresh_store();
+        let plan = store
+            .write(|conn, _| {
+                let mut stmt =
+                    conn.prepare(&format!("EXPLAIN QUERY PLAN {}", super::LIVE_OF_MISSING))?;
+                let rows = stmt.query_map(params![1, "move"], |r| r.get::<_, String>(3))?;
+                Ok(rows.collect::<Result<Vec<_>, _>>()?)
+            })
+            .expect("plan");
+        assert!(
+            plan.iter()
+                .any(|step| step.contains("INDEX files_missing (library_id=?")),
+            "{plan:?}"
+        );
     }
 
     /// A trigger on a table makes every insert into it a multi-row write, which SQLite runs

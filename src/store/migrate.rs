@@ -118,6 +118,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "assets autoincrement",
         sql: include_str!("../../schema/0020_assets_autoincrement.sql"),
     },
+    Migration {
+        version: 21,
+        name: "read again",
+        sql: include_str!("../../schema/0021_read_again.sql"),
+    },
 ];
 
 pub(super) fn migrate(

@@ -742,6 +742,18 @@ fn damaged_digests(env: &Env) -> (support::Digest, support::Digest) {
 #[test]
 fn a_truncated_index_is_moved_aside_and_replaced_at_any_command() {
     let (env, root) = indexed_env();
+    // A schema larger than the first page puts the rest of `sqlite_schema` on the last
+    // pages a new index allocates: pages of rows after them, cut in half, keep the schema,
+    // as an index that holds a library's worth of rows would.
+    let conn = rusqlite::Connection::open(env.db()).expect("db");
+    conn.execute_batch(
+        "CREATE TABLE filler (x BLOB);
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200)
+         INSERT INTO filler SELECT zeroblob(8000) FROM n;
+         PRAGMA wal_checkpoint(TRUNCATE);",
+    )
+    .expect("filler");
+    drop(conn);
     let len = std::fs::metadata(env.db()).expect("db").len();
     std::fs::OpenOptions::new()
         .write(true)

@@ -22,6 +22,7 @@ mod faces;
 mod faces_cli;
 #[cfg(unix)]
 mod foreground;
+mod heal;
 mod http;
 mod lease_protocol;
 mod locate;

@@ -1,11 +1,17 @@
 //! XMP sidecars and Google Takeout JSON through the scan (issue 15 items 4 and 5): what a
 //! photo takes from beside it, the same asset after its sidecar changed or went, a sidecar
 //! that comes after its photo, the naming precedence, Takeout's date after EXIF, a corrupt
-//! sidecar as its own problem, and nothing written into any of those files.
+//! sidecar as its own problem, and nothing written into any of those files. A sidecar edit
+//! is never lost (issue 25 defects 4 and 5): not by a run that ends between the sidecar's
+//! batch and its photo's, nor by a scan of the sidecar alone, nor while its photo is in the
+//! trash.
 
 use crate::support::{self, Env, env};
-use mediadex::model::{Asset, Provenance};
+use mediadex::model::{Asset, Provenance, RunState};
+use mediadex::scan::job::ScanConfig;
+use mediadex::scan::pipeline::{Batch, CommitHook, Settings};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// A sidecar as darktable writes it: simple properties as attributes, the rest elements.
 fn xmp(rating: i8, tags: &[&str], title: &str, extra: &str) -> String {
@@ -303,4 +309,107 @@ fn a_corrupt_sidecar_or_json_is_that_file_s_problem_and_the_photo_is_stored_with
     assert!(at[0].1.contains("cut short"), "{at:?}");
     assert_eq!(at[1].0, "f.png.json");
     assert!(at[1].1.contains("soon"), "{at:?}");
+}
+
+/// A library of `sub/a.png` with a sidecar rated 4 beside it and six other photos (enough
+/// that the breaker lets a file go), scanned once; then the sidecar is rewritten rated 2.
+fn rated_then_edited(env: &Env) -> (i64, PathBuf) {
+    let (lib, root) = library(env, "photos");
+    support::photo(&root.join("sub/a.png"), 1);
+    for i in 0..6 {
+        support::photo(&root.join(format!("other/{i}.png")), 10 + i);
+    }
+    let sidecar = root.join("sub/a.png.xmp");
+    write_at(&sidecar, &xmp(4, &["Paris"], "Tower", DATED), 1_600_000_000);
+    support::scan_now(env, lib, "");
+    assert_eq!(asset(env, "sub/a.png").facts.notes.rating, Some(4));
+    write_at(&sidecar, &xmp(2, &["Lyon"], "Bridge", ""), 1_600_000_100);
+    (lib, root)
+}
+
+/// One entry per batch, so the sidecar and its photo's re-read land in different batches
+/// whatever the walk's order; `hook` sees each batch before it commits.
+fn one_per_batch(hook: impl Fn(&Batch) + Send + Sync + 'static) -> ScanConfig {
+    ScanConfig {
+        pipeline: Settings {
+            batch: 1,
+            commit_hook: Some(CommitHook(Arc::new(hook))),
+            ..Settings::default()
+        },
+        ..ScanConfig::default()
+    }
+}
+
+#[test]
+fn a_sidecar_edit_survives_a_run_that_ends_between_the_sidecar_s_batch_and_its_photo_s() {
+    let env = env();
+    let (lib, _) = rated_then_edited(&env);
+    let store = env.store.clone();
+    // The run ends just before the photo's re-read commits (a cancel here; a crash, a lost
+    // lease, a retry or a full disk end it the same way: the batch does not land).
+    let config = one_per_batch(move |batch| {
+        if batch
+            .changed
+            .iter()
+            .any(|o| o.rel == Path::new("sub/a.png"))
+        {
+            store.cancel_scans(lib).expect("cancel");
+        }
+    });
+    let ended = support::scan_now_with(&env, lib, "", config);
+    assert_eq!(ended.state, RunState::Cancelled);
+    assert_eq!(
+        asset(&env, "sub/a.png").facts.notes.rating,
+        Some(4),
+        "not yet"
+    );
+    let run = support::scan_now(&env, lib, "");
+    let a = asset(&env, "sub/a.png");
+    assert_eq!(a.facts.notes.rating, Some(2), "the edit reached its photo");
+    assert_eq!(a.facts.notes.tags, ["Lyon"]);
+    let reasons = reasons_of(&env, run.id);
+    assert!(reasons.contains(&(Provenance::Sidecar, 1)), "{reasons:?}");
+    assert!(
+        !reasons.iter().any(|(p, _)| *p == Provenance::Size),
+        "the sidecar's new stamp had landed with the cancelled run: {reasons:?}"
+    );
+}
+
+#[test]
+fn a_sidecar_edit_seen_by_a_scan_of_the_sidecar_alone_reaches_its_photo() {
+    let env = env();
+    let (lib, _) = rated_then_edited(&env);
+    // What the watcher asks for when the sidecar alone changed.
+    let scoped = support::scan_now(&env, lib, "sub/a.png.xmp");
+    assert_eq!(scoped.state, RunState::Completed);
+    support::scan_now(&env, lib, "");
+    let a = asset(&env, "sub/a.png");
+    assert_eq!(a.facts.notes.rating, Some(2), "the edit reached its photo");
+    assert_eq!(a.facts.notes.title.as_deref(), Some("Bridge"));
+}
+
+#[test]
+fn a_sidecar_changed_while_its_photo_is_in_the_trash_is_applied_once_the_photo_is_back() {
+    let env = env();
+    let (lib, root) = library(&env, "photos");
+    support::photo(&root.join("sub/a.png"), 1);
+    let sidecar = root.join("sub/a.png.xmp");
+    write_at(&sidecar, &xmp(4, &["Paris"], "Tower", DATED), 1_600_000_000);
+    support::scan_now(&env, lib, "");
+    let id = asset(&env, "sub/a.png").id;
+    mediadex::trash::trash(&env.store, id).expect("trash");
+    write_at(&sidecar, &xmp(2, &["Lyon"], "Bridge", ""), 1_600_000_100);
+    support::scan_now(&env, lib, "");
+    mediadex::trash::restore(&env.store, id).expect("restore");
+    let run = support::scan_now(&env, lib, "");
+    let reasons = reasons_of(&env, run.id);
+    assert!(reasons.contains(&(Provenance::Back, 1)), "{reasons:?}");
+    let back = asset(&env, "sub/a.png");
+    assert_eq!(back.id, id, "the same asset");
+    assert_eq!(
+        back.facts.notes.rating,
+        Some(2),
+        "the edit made while it was away"
+    );
+    assert_eq!(back.facts.notes.tags, ["Lyon"]);
 }

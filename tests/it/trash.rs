@@ -604,7 +604,8 @@ const LATER_ASSET_COLUMN: &str = "ALTER TABLE assets ADD COLUMN taken_at_source 
     ALTER TABLE assets ADD COLUMN content_identifier TEXT;
     ALTER TABLE assets ADD COLUMN motion_offset INTEGER;
     ALTER TABLE assets ADD COLUMN motion_length INTEGER;
-    ALTER TABLE assets ADD COLUMN live_video_id INTEGER;";
+    ALTER TABLE assets ADD COLUMN live_video_id INTEGER;
+    ALTER TABLE files ADD COLUMN read_again TEXT;";
 /// `LATER_ASSET_COLUMN` undone, before the upgrade adds them for real.
 const DROP_LATER_ASSET_COLUMN: &str = "ALTER TABLE assets DROP COLUMN taken_at_source;
     ALTER TABLE assets DROP COLUMN rating;
@@ -614,7 +615,8 @@ const DROP_LATER_ASSET_COLUMN: &str = "ALTER TABLE assets DROP COLUMN taken_at_s
     ALTER TABLE assets DROP COLUMN content_identifier;
     ALTER TABLE assets DROP COLUMN motion_offset;
     ALTER TABLE assets DROP COLUMN motion_length;
-    ALTER TABLE assets DROP COLUMN live_video_id;";
+    ALTER TABLE assets DROP COLUMN live_video_id;
+    ALTER TABLE files DROP COLUMN read_again;";
 
 /// The files written and indexed through a scan lease with the statements of the store, as
 /// an old schema allows (the pipeline needs the current one).
