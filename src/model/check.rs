@@ -132,6 +132,8 @@ pub struct CheckedFile {
     pub stamp: FileStamp,
     pub asset_id: Option<i64>,
     pub present: bool,
+    /// Its asset is in the trash.
+    pub trashed: bool,
 }
 
 /// A file the latest trash move of a trashed asset put in its trash folder.

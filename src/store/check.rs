@@ -19,8 +19,10 @@ use rusqlite::{Connection, OptionalExtension, params};
 use std::collections::HashSet;
 
 const FILES: &str = "
-    SELECT rel_path, size, mtime_ns, dev, inode, asset_id, state = 'present'
-      FROM files WHERE library_id = ?1 ORDER BY rel_path";
+    SELECT f.rel_path, f.size, f.mtime_ns, f.dev, f.inode, f.asset_id, f.state = 'present',
+           coalesce(a.trashed_at IS NOT NULL, 0)
+      FROM files f LEFT JOIN assets a ON a.id = f.asset_id
+     WHERE f.library_id = ?1 ORDER BY f.rel_path";
 const LIVE: &str =
     "SELECT id FROM assets WHERE trashed_at IS NULL AND pending_run IS NULL ORDER BY id";
 /// What a restore of each trashed asset would move back (`store::trash`'s `LAST_TRASHED`):
@@ -39,6 +41,14 @@ const TRASHED_FILES: &str = "
        AND NOT EXISTS (SELECT 1 FROM trash_intents p
                         WHERE p.asset_id = t.asset_id AND p.state = 'pending')
      ORDER BY t.asset_id, t.id";
+/// The files the latest trash of one asset put in its trash folder, whatever the asset is
+/// now (a live asset's file may have stayed there: a restore that moved nothing).
+const TRASHED_FILES_OF: &str = "
+    SELECT asset_id, library_id, from_path, to_path FROM trash_intents
+     WHERE asset_id = ?1 AND action = 'trash' AND state = 'done'
+       AND move_id = (SELECT max(move_id) FROM trash_intents
+                       WHERE asset_id = ?1 AND action = 'trash' AND state = 'done')
+     ORDER BY id";
 /// Every path in a library's trash folder the journal has ever named, in any state: such a
 /// file is the index's (the asset checks tell whether it is where it should be).
 const JOURNAL_PATHS: &str = "
@@ -131,6 +141,15 @@ fn exists(conn: &Connection, sql: &str, p: impl rusqlite::Params) -> Result<bool
         .is_some())
 }
 
+fn trashed_file(r: &rusqlite::Row<'_>) -> rusqlite::Result<TrashedFile> {
+    Ok(TrashedFile {
+        asset_id: r.get(0)?,
+        library_id: r.get(1)?,
+        from_path: r.get(2)?,
+        to_path: r.get(3)?,
+    })
+}
+
 /// The adoption's writes, once nothing else explains the file.
 fn adopt(conn: &Connection, a: &Adoption, now: i64) -> Result<Adopted, StoreError> {
     if exists(conn, JOURNAL_KNOWS, params![a.library_id, a.trash_path])? {
@@ -202,6 +221,7 @@ impl Store {
                     },
                     asset_id: r.get(5)?,
                     present: r.get(6)?,
+                    trashed: r.get(7)?,
                 })
             })?;
             for row in rows {
@@ -226,14 +246,17 @@ impl Store {
         self.read(|conn| {
             Ok(conn
                 .prepare(TRASHED_FILES)?
-                .query_map([], |r| {
-                    Ok(TrashedFile {
-                        asset_id: r.get(0)?,
-                        library_id: r.get(1)?,
-                        from_path: r.get(2)?,
-                        to_path: r.get(3)?,
-                    })
-                })?
+                .query_map([], trashed_file)?
+                .collect::<Result<_, _>>()?)
+        })
+    }
+
+    /// The files the latest trash of `asset_id` put in its trash folder.
+    pub fn check_trashed_files_of(&self, asset_id: i64) -> Result<Vec<TrashedFile>, StoreError> {
+        self.read(|conn| {
+            Ok(conn
+                .prepare(TRASHED_FILES_OF)?
+                .query_map([asset_id], trashed_file)?
                 .collect::<Result<_, _>>()?)
         })
     }

@@ -545,3 +545,63 @@ async fn the_api_checks_and_repairs_and_a_repair_needs_the_page_or_the_token() {
     let (_, again) = send(request(Method::GET, "/api/check", false)).await;
     assert_eq!(again["findings"], serde_json::json!([]), "{again}");
 }
+
+#[test]
+fn a_live_photo_whose_file_sits_in_the_trash_folder_says_where_it_is() {
+    let env = env();
+    let lib = library(&env, "photos", &[("a.png", 10)]);
+    let a = lib.asset(&env.store, "a.png");
+    mediadex::trash::trash(&env.store, a).expect("trash");
+    // A restore that reported success and moved nothing (defect 3) leaves this behind.
+    env.raw()
+        .execute(
+            "UPDATE assets SET trashed_at = NULL, trash_reason = NULL WHERE id = ?1",
+            [a],
+        )
+        .expect("plant");
+    let found = check(&env);
+    let live = of_kind(&found, FindingKind::LiveWithoutFile);
+    assert_eq!(live.len(), 1, "{:?}", found.findings);
+    assert_eq!(
+        live[0].2,
+        format!(
+            "photo {a} is shown as live but none of its files is on disk: photos/a.png is \
+             missing; it is in the trash folder: photos/.mediadex-trash/{a}/a.png"
+        )
+    );
+}
+
+#[test]
+fn a_photo_trashed_as_missing_whose_file_is_back_is_found() {
+    let env = env();
+    // Six files: one missing stays under the circuit breaker's share.
+    let files: Vec<(String, u8)> = (0..6).map(|i| (format!("{i}.png"), 20 + i)).collect();
+    let mut files: Vec<(&str, u8)> = files.iter().map(|(p, s)| (p.as_str(), *s)).collect();
+    files.push(("a.png", 10));
+    let lib = library(&env, "photos", &files);
+    let a = lib.asset(&env.store, "a.png");
+    let kept = std::fs::read(lib.root.join("a.png")).expect("read");
+    std::fs::remove_file(lib.root.join("a.png")).expect("rm");
+    scan_now(&env, lib.id, "");
+    assert!(
+        env.store
+            .asset(a)
+            .expect("asset")
+            .expect("row")
+            .trashed_at
+            .is_some()
+    );
+    std::fs::write(lib.root.join("a.png"), kept).expect("put back");
+    let found = check(&env);
+    let back = of_kind(&found, FindingKind::TrashBack);
+    assert_eq!(back.len(), 1, "{:?}", found.findings);
+    assert_eq!((back[0].0, back[0].1.as_str()), (Some(a), "a.png"));
+    assert_eq!(
+        back[0].2,
+        format!(
+            "photo {a} is in the trash but there is a file at its place in the library again: \
+             photos/a.png (the next scan reads it)"
+        )
+    );
+    assert_eq!(found.findings.len(), 1, "{:?}", found.findings);
+}

@@ -31,6 +31,14 @@ struct AssetFiles {
     missing: Vec<String>,
 }
 
+/// What the file pass learned for the asset checks: each asset's files, and the trashed
+/// assets' files that are in the library again (asset, library path).
+#[derive(Default)]
+struct Seen {
+    assets: HashMap<i64, AssetFiles>,
+    back: HashSet<(i64, Vec<u8>)>,
+}
+
 impl Inspection {
     pub fn run(s: &Services) -> Result<Inspection, StoreError> {
         let libraries = s.store.libraries()?;
@@ -38,22 +46,23 @@ impl Inspection {
             libraries: libraries.len(),
             findings: Vec::new(),
         };
-        let (mut present, mut assets) = (Vec::new(), HashMap::new());
+        let (mut present, mut seen) = (Vec::new(), Seen::default());
         for library in libraries {
             match identity::check(&s.store, &library)? {
                 Verdict::Same => {
-                    files(s, &library, &mut assets, &mut check.findings)?;
+                    files(s, &library, &mut seen, &mut check.findings)?;
                     trash_folder(s, &library, &mut check.findings)?;
                     present.push(library);
                 }
                 Verdict::Changed(why) | Verdict::Unavailable(why) => {
-                    away(s, &library, &mut assets)?;
+                    away(s, &library, &mut seen)?;
                     check.findings.push(library_away(&library, &why));
                 }
             }
         }
-        live_without_file(s, &assets, &mut check.findings)?;
-        trashed(s, &present, &mut check.findings)?;
+        let by_id: HashMap<i64, &Library> = present.iter().map(|l| (l.id, l)).collect();
+        live_without_file(s, &seen, &by_id, &mut check.findings)?;
+        trash_gone(s, &seen, &by_id, &mut check.findings)?;
         check
             .findings
             .extend(s.store.check_orphaned_moves()?.iter().map(orphaned));
@@ -86,70 +95,97 @@ fn on_disk(path: &Path) -> Option<FileStamp> {
         .map(|m| FileStamp::of(&m))
 }
 
-/// Each file row of a present library against its path: a present row with nothing there,
-/// or with other bytes there; and what each asset's files are on disk.
+/// Each file row of a present library against its path: a present row with nothing there
+/// or other bytes there, a trashed asset's file in the library again; and what each
+/// asset's files are on disk.
 fn files(
     s: &Services,
     library: &Library,
-    assets: &mut HashMap<i64, AssetFiles>,
+    seen: &mut Seen,
     findings: &mut Vec<Finding>,
 ) -> Result<(), StoreError> {
     let root = Path::new(&library.root);
     s.store.check_files(library.id, &mut |row: CheckedFile| {
         let now = on_disk(&root.join(path_from_bytes(&row.rel_path)));
         if let Some(asset) = row.asset_id {
-            let seen = assets.entry(asset).or_default();
-            seen.on_disk |= now.is_some();
-            if now.is_none() && seen.missing.len() < NAMED_FILES {
-                seen.missing.push(shown(library, &row.rel_path));
+            let files = seen.assets.entry(asset).or_default();
+            files.on_disk |= now.is_some();
+            if now.is_none() && files.missing.len() < NAMED_FILES {
+                files.missing.push(shown(library, &row.rel_path));
+            }
+            if row.trashed && now.is_some() {
+                seen.back.insert((asset, row.rel_path.clone()));
+                findings.push(back(library, asset, &row.rel_path));
             }
         }
-        if !row.present {
-            return;
+        if let Some(finding) = row_against_disk(library, &row, now) {
+            findings.push(finding);
         }
-        let (kind, what) = match now {
-            None => (
-                FindingKind::FileGone,
-                "is indexed as present but is not on disk",
-            ),
-            Some(stamp) if stamp != row.stamp => (
-                FindingKind::FileChanged,
-                "changed on disk since the last scan (its size, time or inode differ)",
-            ),
-            Some(_) => return,
-        };
-        findings.push(Finding {
-            kind,
-            library_id: Some(library.id),
-            asset_id: row.asset_id,
-            message: format!("{} {what}", shown(library, &row.rel_path)),
-            path: Some(row.rel_path),
-        });
     })
 }
 
-/// The assets with a file in a library that is away: nothing is said of them.
-fn away(
-    s: &Services,
+/// A present file row whose file is gone, or whose file has another stamp.
+fn row_against_disk(
     library: &Library,
-    assets: &mut HashMap<i64, AssetFiles>,
-) -> Result<(), StoreError> {
+    row: &CheckedFile,
+    now: Option<FileStamp>,
+) -> Option<Finding> {
+    if !row.present {
+        return None;
+    }
+    let (kind, what) = match now {
+        None => (
+            FindingKind::FileGone,
+            "is indexed as present but is not on disk",
+        ),
+        Some(stamp) if stamp != row.stamp => (
+            FindingKind::FileChanged,
+            "changed on disk since the last scan (its size, time or inode differ)",
+        ),
+        Some(_) => return None,
+    };
+    Some(Finding {
+        kind,
+        library_id: Some(library.id),
+        asset_id: row.asset_id,
+        message: format!("{} {what}", shown(library, &row.rel_path)),
+        path: Some(row.rel_path.clone()),
+    })
+}
+
+fn back(library: &Library, asset: i64, rel_path: &[u8]) -> Finding {
+    Finding {
+        kind: FindingKind::TrashBack,
+        library_id: Some(library.id),
+        asset_id: Some(asset),
+        path: Some(rel_path.to_vec()),
+        message: format!(
+            "photo {asset} is in the trash but there is a file at its place in the library \
+             again: {} (the next scan reads it)",
+            shown(library, rel_path)
+        ),
+    }
+}
+
+/// The assets with a file in a library that is away: nothing is said of them.
+fn away(s: &Services, library: &Library, seen: &mut Seen) -> Result<(), StoreError> {
     s.store.check_files(library.id, &mut |row: CheckedFile| {
         if let Some(asset) = row.asset_id {
-            assets.entry(asset).or_default().away = true;
+            seen.assets.entry(asset).or_default().away = true;
         }
     })
 }
 
 /// Live, published assets none of whose files is on disk (unless one is in a library
-/// that is away).
+/// that is away), saying where their files are when they sit in a trash folder.
 fn live_without_file(
     s: &Services,
-    assets: &HashMap<i64, AssetFiles>,
+    seen: &Seen,
+    present: &HashMap<i64, &Library>,
     findings: &mut Vec<Finding>,
 ) -> Result<(), StoreError> {
     for id in s.store.check_live_assets()? {
-        let message = match assets.get(&id) {
+        let mut message = match seen.assets.get(&id) {
             Some(f) if f.on_disk || f.away => continue,
             Some(f) => format!(
                 "photo {id} is shown as live but none of its files is on disk: {} is missing",
@@ -157,6 +193,13 @@ fn live_without_file(
             ),
             None => format!("photo {id} is shown as live but no file shows it"),
         };
+        let in_trash = in_trash_folder(s, id, present)?;
+        if !in_trash.is_empty() {
+            message.push_str(&format!(
+                "; it is in the trash folder: {}",
+                in_trash.join(", ")
+            ));
+        }
         findings.push(Finding {
             kind: FindingKind::LiveWithoutFile,
             library_id: None,
@@ -168,35 +211,41 @@ fn live_without_file(
     Ok(())
 }
 
-/// Trashed assets, against their trash folders: files gone from there, or back in the
-/// library. Only in present libraries.
-fn trashed(
+/// The files of the asset's latest trash that are in their trash folder now, as words.
+fn in_trash_folder(
     s: &Services,
-    present: &[Library],
-    findings: &mut Vec<Finding>,
-) -> Result<(), StoreError> {
-    let by_id: HashMap<i64, &Library> = present.iter().map(|l| (l.id, l)).collect();
-    let mut gone: BTreeMap<i64, (i64, Vec<u8>, Vec<String>)> = BTreeMap::new();
-    for file in s.store.check_trashed_files()? {
-        let Some(library) = by_id.get(&file.library_id) else {
+    asset: i64,
+    present: &HashMap<i64, &Library>,
+) -> Result<Vec<String>, StoreError> {
+    let mut out = Vec::new();
+    for file in s.store.check_trashed_files_of(asset)? {
+        let Some(library) = present.get(&file.library_id) else {
             continue;
         };
         let root = Path::new(&library.root);
         if on_disk(&root.join(path_from_bytes(&file.to_path))).is_some() {
-            continue;
+            out.push(shown(library, &file.to_path));
         }
-        if on_disk(&root.join(path_from_bytes(&file.from_path))).is_some() {
-            findings.push(Finding {
-                kind: FindingKind::TrashBack,
-                library_id: Some(library.id),
-                asset_id: Some(file.asset_id),
-                message: format!(
-                    "photo {} is in the trash but its file is back in the library: {}",
-                    file.asset_id,
-                    shown(library, &file.from_path)
-                ),
-                path: Some(file.from_path),
-            });
+    }
+    Ok(out)
+}
+
+/// Trashed assets whose latest trash's files are gone from their trash folder (and not
+/// back in the library either). Only in present libraries.
+fn trash_gone(
+    s: &Services,
+    seen: &Seen,
+    present: &HashMap<i64, &Library>,
+    findings: &mut Vec<Finding>,
+) -> Result<(), StoreError> {
+    let mut gone: BTreeMap<i64, (i64, Vec<u8>, Vec<String>)> = BTreeMap::new();
+    for file in s.store.check_trashed_files()? {
+        let Some(library) = present.get(&file.library_id) else {
+            continue;
+        };
+        let root = Path::new(&library.root);
+        let there = on_disk(&root.join(path_from_bytes(&file.to_path))).is_some();
+        if there || seen.back.contains(&(file.asset_id, file.from_path.clone())) {
             continue;
         }
         let entry = (gone.entry(file.asset_id))
