@@ -100,7 +100,11 @@ pub struct Adoption {
 pub enum Adopted {
     /// Indexed as this new trashed asset.
     New(i64),
-    /// Byte-identical to this asset, which the index has already: nothing was written.
+    /// Another file of this trashed asset (one trash moved both): joined to its latest
+    /// trash, so that its restore puts both back.
+    Joined(i64),
+    /// Byte-identical to this asset, which the index has live (or not yet published):
+    /// nothing was written.
     Copy(i64),
     /// A file row holds its library path already (another file is there or was): nothing
     /// was written, for a restore would have nowhere to put it.

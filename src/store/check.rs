@@ -4,7 +4,7 @@
 //! unsettled moves no live move job carries on, and the stranded pending assets; and the
 //! repairs that move no file, each one writer operation that re-checks what it repairs in its
 //! own transaction: adopting a trash-folder file as a trashed asset with the done trash
-//! intent a restore needs, publishing a stranded asset (`check_publish_stranded`, beside
+//! intent a restore needs (or joining another copy to its trashed asset), publishing a stranded asset (`check_publish_stranded`, beside
 //! `store::assets`' own publication), and requeueing an orphaned move's job. The comparison
 //! with the disk is the caller's (`ops::check`).
 
@@ -112,8 +112,19 @@ const PUBLISH_STRANDED: &str = "
                                THEN trash_reason ELSE coalesce(trash_reason, 'missing') END
      WHERE id = ?1
     RETURNING trashed_at IS NULL";
-const FIND: &str = "SELECT id FROM assets WHERE owner = ?1 AND checksum = ?2";
-const ROW_AT: &str = "SELECT 1 FROM files WHERE library_id = ?1 AND rel_path = ?2";
+/// The asset of a checksum, and whether a trashed file may join it: trashed, published and
+/// with no move under way.
+const FIND: &str = "
+    SELECT id, trashed_at IS NOT NULL AND pending_run IS NULL
+               AND NOT EXISTS (SELECT 1 FROM trash_intents t
+                                WHERE t.asset_id = assets.id AND t.state = 'pending')
+      FROM assets WHERE owner = ?1 AND checksum = ?2";
+/// The move a file joins: the asset's latest done trash, the one a restore reads.
+const LATEST_TRASH: &str = "
+    SELECT max(move_id) FROM trash_intents
+     WHERE asset_id = ?1 AND action = 'trash' AND state = 'done'";
+/// The row at a library path, with its asset.
+const ROW_AT: &str = "SELECT asset_id FROM files WHERE library_id = ?1 AND rel_path = ?2";
 /// An adopted asset is published and in the trash, as the user's trash left it.
 const TRASH_ADOPTED: &str = "
     UPDATE assets SET pending_run = NULL, trashed_at = ?2, trash_reason = 'user' WHERE id = ?1";
@@ -155,24 +166,53 @@ fn adopt(conn: &Connection, a: &Adoption, now: i64) -> Result<Adopted, StoreErro
     if exists(conn, JOURNAL_KNOWS, params![a.library_id, a.trash_path])? {
         return Ok(Adopted::Known);
     }
-    let find = || -> Result<Option<i64>, StoreError> {
+    let find = || -> Result<Option<(i64, bool)>, StoreError> {
         Ok(conn
             .prepare_cached(FIND)?
-            .query_row(params![LOCAL_OWNER, &a.checksum[..]], |r| r.get(0))
+            .query_row(params![LOCAL_OWNER, &a.checksum[..]], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
             .optional()?)
     };
-    if let Some(id) = find()? {
+    let found = find()?;
+    if let Some((id, false)) = found {
         return Ok(Adopted::Copy(id));
     }
-    if exists(conn, ROW_AT, params![a.library_id, a.from_path])? {
-        return Ok(Adopted::PlaceTaken);
+    let row: Option<Option<i64>> = conn
+        .prepare_cached(ROW_AT)?
+        .query_row(params![a.library_id, a.from_path], |r| r.get(0))
+        .optional()?;
+    match (row, found) {
+        (Some(Some(shown)), Some((id, _))) if shown == id => return Ok(Adopted::Copy(id)),
+        (Some(_), _) => return Ok(Adopted::PlaceTaken),
+        (None, _) => {}
+    }
+    if let Some((id, true)) = found {
+        let latest: Option<i64> = conn
+            .prepare_cached(LATEST_TRASH)?
+            .query_row([id], |r| r.get(0))?;
+        record_trashed(conn, id, a, latest, now)?;
+        return Ok(Adopted::Joined(id));
     }
     let size = a.stamp.size;
     let Some(id) = insert(conn, &a.checksum, size, &a.facts, None, 0, now)? else {
-        return Ok(find()?.map_or(Adopted::Known, Adopted::Copy));
+        return Ok(find()?.map_or(Adopted::Known, |(id, _)| Adopted::Copy(id)));
     };
     conn.prepare_cached(TRASH_ADOPTED)?
         .execute(params![id, now])?;
+    record_trashed(conn, id, a, None, now)?;
+    Ok(Adopted::New(id))
+}
+
+/// The file row and the done trash intent of an adopted file of asset `id`, in move
+/// `move_id` (a new move when `None`).
+fn record_trashed(
+    conn: &Connection,
+    id: i64,
+    a: &Adoption,
+    move_id: Option<i64>,
+    now: i64,
+) -> Result<(), StoreError> {
     let text = String::from_utf8_lossy(&a.from_path).replace('\\', "/");
     let s = &a.stamp;
     conn.prepare_cached(ADOPTED_FILE)?.execute(params![
@@ -186,9 +226,12 @@ fn adopt(conn: &Connection, a: &Adoption, now: i64) -> Result<Adopted, StoreErro
         id,
         now
     ])?;
-    let move_id: i64 = conn
-        .prepare_cached(NEXT_MOVE)?
-        .query_row([], |r| r.get(0))?;
+    let move_id = match move_id {
+        Some(m) => m,
+        None => conn
+            .prepare_cached(NEXT_MOVE)?
+            .query_row([], |r| r.get(0))?,
+    };
     conn.prepare_cached(ADOPTED_INTENT)?.execute(params![
         id,
         a.library_id,
@@ -197,7 +240,7 @@ fn adopt(conn: &Connection, a: &Adoption, now: i64) -> Result<Adopted, StoreErro
         now,
         move_id
     ])?;
-    Ok(Adopted::New(id))
+    Ok(())
 }
 
 impl Store {

@@ -605,3 +605,72 @@ fn a_photo_trashed_as_missing_whose_file_is_back_is_found() {
     );
     assert_eq!(found.findings.len(), 1, "{:?}", found.findings);
 }
+
+#[test]
+fn repair_adopts_a_photo_trashed_with_two_copies_as_one_photo_that_restores_both() {
+    let env = env();
+    let lib = library(&env, "photos", &[("a.png", 10), ("b.png", 20)]);
+    std::fs::create_dir_all(lib.root.join("copies")).expect("mkdir");
+    std::fs::copy(lib.root.join("a.png"), lib.root.join("copies/a.png")).expect("copy");
+    scan_now(&env, lib.id, "");
+    let a = lib.asset(&env.store, "a.png");
+    assert_eq!(
+        lib.asset(&env.store, "copies/a.png"),
+        a,
+        "one asset, two files"
+    );
+    mediadex::trash::trash(&env.store, a).expect("trash");
+    let (env, _) = fresh_index(env, "photos", &lib.root);
+
+    let repaired = ops::check::repair(&services(&env)).expect("repair");
+    let kinds: Vec<RepairKind> = repaired.done.iter().map(|r| r.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            RepairKind::Adopted,
+            RepairKind::Adopted,
+            RepairKind::ScanRequested
+        ],
+        "{:?}",
+        repaired.done
+    );
+    let trash = env.store.assets(true).expect("trash");
+    assert_eq!(trash.len(), 1, "{trash:?}");
+    assert!(check(&env).findings.is_empty(), "{:?}", check(&env));
+    mediadex::trash::restore(&env.store, trash[0].id).expect("restore");
+    assert!(lib.root.join("a.png").is_file());
+    assert!(lib.root.join("copies/a.png").is_file());
+    assert!(trash_files_left(&lib.root).is_empty());
+}
+
+/// The files left in a library's trash folder.
+fn trash_files_left(root: &Path) -> Vec<PathBuf> {
+    tree(&root.join(".mediadex-trash")).into_keys().collect()
+}
+
+#[test]
+fn a_scan_that_cannot_be_asked_for_is_said_and_the_rest_of_the_repair_stands() {
+    let env = env();
+    let lib = library(&env, "photos", &[("a.png", 10)]);
+    photo(&lib.root.join(".mediadex-trash/7/x.png"), 50);
+    // The library had its one scan of the hour already.
+    let limited = Services {
+        hourly_limit: Some(1),
+        ..services(&env)
+    };
+    let repaired = ops::check::repair(&limited).expect("repair");
+    let kinds: Vec<RepairKind> = repaired.done.iter().map(|r| r.kind).collect();
+    assert_eq!(
+        kinds,
+        [RepairKind::Adopted, RepairKind::Left],
+        "{repaired:?}"
+    );
+    assert!(
+        repaired.done[1]
+            .message
+            .starts_with("a full scan of photos could not be asked for: "),
+        "{}",
+        repaired.done[1].message
+    );
+    assert_eq!(env.store.assets(true).expect("trash").len(), 1);
+}

@@ -2,11 +2,13 @@
 //! - A file in a trash folder that nothing explains is indexed as a trashed asset, with the
 //!   done trash intent that a restore reads to move it back (defect 12: the trash folders of
 //!   an index that was set aside). Left, with why, when it is no photo or video, a copy of
-//!   an asset the index has, or its library path is taken.
+//!   an asset the index has live, or its library path is taken. Another copy of a trashed
+//!   asset (one trash moved both) joins that asset's trash, so its restore puts both back.
 //! - A stranded pending asset is published (`Store::check_publish_stranded`).
 //! - An unfinished move that no job carries on gets its move job again; a command without
 //!   workers then carries it on itself under the job's lease, as `trash` does.
-//! - Each present library gets a full scan asked for: the scan heals the rest.
+//! - Each present library gets a full scan asked for: the scan heals the rest. A refused
+//!   request (the hourly limit) is said; what was repaired stands.
 //!
 //! No file is moved, written or deleted here; only a requeued move moves files, under its
 //! lease, by the trash module's rules (it never replaces a file).
@@ -90,6 +92,17 @@ fn adopt(s: &Services, library: &Library, finding: &Finding) -> Result<Repair, E
                 RepairKind::Adopted,
                 finding,
                 format!("{place} is in the trash as photo {id}; restore puts it back at {origin}"),
+            )
+        },
+        Adopted::Joined(id) => Repair {
+            asset_id: Some(id),
+            ..said(
+                RepairKind::Adopted,
+                finding,
+                format!(
+                    "{place} is in the trash with photo {id}, another copy of it; restore puts \
+                     it back at {origin}"
+                ),
             )
         },
         Adopted::Copy(id) => left(format!("it is a copy of photo {id}, which the index has")),
@@ -196,7 +209,7 @@ fn carry_on(s: &Services) {
     }
 }
 
-/// Asks for a full scan of a present library.
+/// Asks for a full scan of a present library, or says why it could not.
 fn scan(s: &Services, library: &Library) -> Result<Repair, Error> {
     let ask = Ask {
         scope: Scope::parse("")?,
@@ -204,16 +217,29 @@ fn scan(s: &Services, library: &Library) -> Result<Repair, Error> {
         trigger: Trigger::Manual,
         key: None,
     };
-    let (run, _) = crate::ops::scans::request(s, library.id, &ask)?;
+    // Refused (the hourly limit, a busy index): said, and what was repaired stands.
+    let (kind, message) = match crate::ops::scans::request(s, library.id, &ask) {
+        Ok((run, _)) => (
+            RepairKind::ScanRequested,
+            format!(
+                "a full scan of {} is asked for (run {}): it brings the index in line with \
+                 the folder",
+                library.name, run.id
+            ),
+        ),
+        Err(e) => (
+            RepairKind::Left,
+            format!(
+                "a full scan of {} could not be asked for: {e}; run `mediadex scan` later",
+                library.name
+            ),
+        ),
+    };
     Ok(Repair {
-        kind: RepairKind::ScanRequested,
+        kind,
         library_id: Some(library.id),
         asset_id: None,
         path: None,
-        message: format!(
-            "a full scan of {} is asked for (run {}): it brings the index in line with the \
-             folder",
-            library.name, run.id
-        ),
+        message,
     })
 }
