@@ -4,9 +4,10 @@
 //! unsettled moves no live move job carries on, and the stranded pending assets; and the
 //! repairs that move no file, each one writer operation that re-checks what it repairs in its
 //! own transaction: adopting a trash-folder file as a trashed asset with the done trash
-//! intent a restore needs (or joining another copy to its trashed asset), publishing a stranded asset (`check_publish_stranded`, beside
-//! `store::assets`' own publication), and requeueing an orphaned move's job. The comparison
-//! with the disk is the caller's (`ops::check`).
+//! intent a restore needs (or joining another copy to its trashed asset), publishing a
+//! stranded asset (`check_publish_stranded`, beside `store::assets`' own publication), and
+//! requeueing an orphaned move's job. The comparison with the disk is the caller's
+//! (`ops::check`).
 
 use super::assets::{LOCAL_OWNER, insert};
 use super::trash::MOVE_ATTEMPTS;
