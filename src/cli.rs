@@ -300,7 +300,8 @@ fn replaced_line(r: &mediadex::app::IndexReplaced) -> String {
     } else {
         format!(
             " with your libraries ({}): start mediadex again, or run `mediadex scan --wait`, \
-             and it indexes them anew",
+             and it indexes them anew; then `mediadex check --repair` brings back the photos \
+             that were in their trash",
             r.libraries.join(", ")
         )
     };
