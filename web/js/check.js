@@ -4,12 +4,10 @@
 // lists what it did.
 import { $, el, guard } from "./dom.js";
 import { api } from "./api.js";
-import { libName } from "./state.js";
 
+// A finding's words name its library and path already.
 function findingRow(f) {
-  return el("li", {}, el("span", { class: "state " + f.kind }, f.kind.replaceAll("_", " ")), " ",
-    f.library_id != null && f.path == null ? el("span", { class: "muted" }, `${libName(f.library_id)}: `) : null,
-    f.message);
+  return el("li", {}, el("span", { class: "muted" }, f.kind.replaceAll("_", " ") + ": "), f.message);
 }
 
 function show(found, repairable) {
@@ -18,10 +16,11 @@ function show(found, repairable) {
     box.replaceChildren(el("p", {}, "The index agrees with the disk."));
     return;
   }
-  box.replaceChildren(
-    el("ul", { class: "findings" }, ...found.map(findingRow)),
-    repairable ? el("button", { onclick: guard(repair),
-      title: "Fix what can be fixed without losing anything: no file is ever deleted" }, "Repair") : null);
+  box.replaceChildren(el("ul", { class: "findings" }, ...found.map(findingRow)));
+  if (repairable) {
+    box.append(el("button", { onclick: guard(repair),
+      title: "Fix what can be fixed without losing anything: no file is ever deleted" }, "Repair"));
+  }
 }
 
 async function check() {
