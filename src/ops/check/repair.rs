@@ -17,7 +17,7 @@ use super::inspect::Inspection;
 use super::shown;
 use crate::model::{
     Adopted, Adoption, Finding, FindingKind, Library, MediaKind, RelPath, Repair, RepairKind,
-    Repaired, TRASH_DIR, Trigger, path_from_bytes,
+    Repaired, Trigger, path_from_bytes, trash_origin,
 };
 use crate::ops::scans::{Ask, Scope};
 use crate::ops::{Error, Services};
@@ -114,13 +114,10 @@ fn adopt(s: &Services, library: &Library, finding: &Finding) -> Result<Repair, E
     })
 }
 
-/// The library path a trash took a file from: what follows `.mediadex-trash/<move>/`.
+/// The library path a trash took a file from (`model::trash_origin`), when it is one a
+/// restore may write to.
 fn origin(trash_path: &[u8]) -> Option<Vec<u8>> {
-    let rest = trash_path
-        .strip_prefix(TRASH_DIR.as_bytes())?
-        .strip_prefix(b"/")?;
-    let slash = rest.iter().position(|&b| b == b'/')?;
-    let from = &rest[slash + 1..];
+    let from = trash_origin(trash_path)?;
     RelPath::new(from).ok().map(|p| p.as_bytes().to_vec())
 }
 
