@@ -674,3 +674,30 @@ fn a_scan_that_cannot_be_asked_for_is_said_and_the_rest_of_the_repair_stands() {
     );
     assert_eq!(env.store.assets(true).expect("trash").len(), 1);
 }
+
+#[cfg(unix)]
+#[test]
+fn a_trash_folder_file_whose_name_is_not_text_is_adopted_and_restored_byte_exact() {
+    let env = env();
+    let lib = library(&env, "photos", &[("a.png", 10)]);
+    let stray = support::join_bytes(&lib.root, b".mediadex-trash/7/caf\xe9.png");
+    photo(&stray, 60);
+    let content = support::digest(&stray);
+    let out = support::cli_json(env.dir.path(), &["check", "--json"]);
+    let finding = &out["findings"][0];
+    assert_eq!(
+        support::json_path_bytes(&finding["path"], &finding["path_bytes"]),
+        b".mediadex-trash/7/caf\xe9.png"
+    );
+    let repaired = ops::check::repair(&services(&env)).expect("repair");
+    let asset = (repaired.done.iter())
+        .find(|r| r.kind == RepairKind::Adopted)
+        .and_then(|r| r.asset_id)
+        .expect("adopted");
+    mediadex::trash::restore(&env.store, asset).expect("restore");
+    assert_eq!(
+        support::digest(&support::join_bytes(&lib.root, b"caf\xe9.png")),
+        content
+    );
+    assert!(!stray.exists());
+}
