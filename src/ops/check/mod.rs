@@ -28,16 +28,34 @@ pub fn check(s: &Services) -> Result<Check, Error> {
 /// A library-relative path as the words name it: the library's name, then the path, on one
 /// line (a control character is escaped, bytes that are not UTF-8 show U+FFFD).
 fn shown(library: &Library, path: &[u8]) -> String {
-    let text: String = String::from_utf8_lossy(path)
-        .chars()
-        .flat_map(|c| {
-            let escaped: Vec<char> = if c.is_control() {
-                c.escape_default().collect()
-            } else {
-                vec![c]
-            };
-            escaped
-        })
-        .collect();
-    format!("{}/{text}", library.name)
+    let mut out = format!("{}/", library.name);
+    for c in String::from_utf8_lossy(path).chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_in_the_words_stays_on_one_line_and_names_its_library() {
+        let library = Library {
+            id: 1,
+            name: "photos".into(),
+            root: "/p".into(),
+            created_at: 0,
+        };
+        assert_eq!(shown(&library, b"a/b.png"), "photos/a/b.png");
+        assert_eq!(
+            shown(&library, b"line\nbreak.png"),
+            "photos/line\\nbreak.png"
+        );
+        assert_eq!(shown(&library, b"caf\xe9.png"), "photos/caf\u{fffd}.png");
+    }
 }
