@@ -7,6 +7,7 @@
 //! Must not import: rusqlite, r2d2, axum, http
 
 mod assets;
+mod check;
 mod manpage;
 mod problems;
 mod render;
@@ -158,6 +159,17 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Check the index against the disk, like `git fsck`: say every file, photo, trash
+    /// folder entry and unfinished move where they disagree
+    Check {
+        /// Fix what can be fixed without losing anything (no file is ever deleted), and say
+        /// what was done
+        #[arg(long)]
+        repair: bool,
+        /// Print one JSON object on stdout
+        #[arg(long)]
+        json: bool,
+    },
     /// Write the man pages (mediadex.1 and one per subcommand) into DIR, for packagers
     #[command(hide = true)]
     Manpage {
@@ -288,7 +300,8 @@ fn replaced_line(r: &mediadex::app::IndexReplaced) -> String {
     } else {
         format!(
             " with your libraries ({}): start mediadex again, or run `mediadex scan --wait`, \
-             and it indexes them anew",
+             and it indexes them anew; then `mediadex check --repair` brings back the photos \
+             that were in their trash",
             r.libraries.join(", ")
         )
     };
@@ -381,6 +394,7 @@ pub fn run(args: Args, settings: &Settings) -> anyhow::Result<()> {
             json,
         } => walk(data, kind.id(), restart, wait, json),
         Command::Similar { distance: _, json } => similar(data, json),
+        Command::Check { repair, json } => check_index(data, repair, json),
         Command::Manpage { dir } => manpage::write(<Args as clap::CommandFactory>::command(), &dir),
     }
 }
@@ -514,6 +528,17 @@ fn similar(data: &Settings, json: bool) -> anyhow::Result<()> {
     let s = services(&config, store, false);
     let page = ops::similar::page(&s, None, usize::MAX)?;
     emit(&assets::similar(&page.groups, s.similar_distance, json)?)
+}
+
+/// `mediadex check [--repair]`: what disagrees, and with `--repair` what was done about it.
+fn check_index(data: &Settings, repair: bool, json: bool) -> anyhow::Result<()> {
+    let (config, store) = open(data)?;
+    let s = services(&config, store, false);
+    if repair {
+        emit(&check::repaired(&ops::check::repair(&s)?, json)?)
+    } else {
+        emit(&check::check(&ops::check::check(&s)?, json)?)
+    }
 }
 
 fn run_reasons(

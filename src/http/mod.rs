@@ -9,6 +9,7 @@
 //! Must not import: app, rusqlite, r2d2
 
 mod assets;
+mod check;
 mod error;
 mod faces;
 mod jobs;
@@ -145,6 +146,8 @@ pub fn router(state: AppState) -> Router {
         .route("/api/walks/{kind}/start", post(walks::start))
         .route("/api/walks/{kind}/release", post(walks::release))
         .route("/api/duplicates", get(assets::duplicates))
+        .route("/api/check", get(check::check))
+        .route("/api/check/repair", post(check::repair))
         .route("/api/watch", get(watch_status))
         .route("/api/server", get(server))
         .route("/api", get(api_listing))

@@ -37,6 +37,7 @@ macro_rules! string_enum {
 }
 
 mod assets;
+mod check;
 mod jobs;
 mod lease;
 mod media;
@@ -48,6 +49,7 @@ mod trash;
 mod walks;
 
 pub use assets::*;
+pub use check::*;
 pub use jobs::*;
 pub use lease::*;
 pub use media::*;

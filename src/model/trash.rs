@@ -91,3 +91,34 @@ pub fn trash_path(asset_id: i64, rel_path: &[u8]) -> Vec<u8> {
     p.extend_from_slice(rel_path);
     p
 }
+
+/// The library path a trash took a file from, read back from the file's trash path: what
+/// follows `.mediadex-trash/<folder>/` (the inverse of `trash_path`; `mediadex check
+/// --repair` adopts a trash folder the index knows nothing of by it). `None` for a path no
+/// trash makes.
+pub fn trash_origin(trash_path: &[u8]) -> Option<&[u8]> {
+    let rest = trash_path
+        .strip_prefix(TRASH_DIR.as_bytes())?
+        .strip_prefix(b"/")?;
+    let slash = rest.iter().position(|&b| b == b'/')?;
+    Some(&rest[slash + 1..]).filter(|origin| !origin.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_trash_path_gives_back_the_library_path_it_came_from() {
+        for rel in [&b"a.png"[..], b"2024/05/IMG_1.JPG", b"caf\xe9/x.png"] {
+            assert_eq!(trash_origin(&trash_path(7, rel)), Some(rel));
+        }
+        for stray in [
+            &b".mediadex-trash/x.png"[..],
+            b".mediadex-trash/7/",
+            b"a/b.png",
+        ] {
+            assert_eq!(trash_origin(stray), None, "{stray:?}");
+        }
+    }
+}

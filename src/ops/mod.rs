@@ -8,6 +8,7 @@
 //!
 //! Must not import: app, http, wire, axum, clap, rusqlite, r2d2
 
+pub mod check;
 mod error;
 pub mod faces;
 pub mod jobs;

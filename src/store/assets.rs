@@ -185,7 +185,7 @@ fn find(conn: &Connection, checksum: &[u8; 32]) -> Result<Option<(i64, bool)>, S
         .optional()?)
 }
 
-fn insert(
+pub(super) fn insert(
     conn: &Connection,
     checksum: &[u8; 32],
     size: u64,

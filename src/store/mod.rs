@@ -25,6 +25,7 @@ macro_rules! fenced {
 #[macro_use]
 mod stacks;
 mod assets;
+mod check;
 mod conn;
 mod counters;
 mod error;

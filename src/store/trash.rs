@@ -64,7 +64,7 @@ const INSERT_JOB: &str = "
     DO NOTHING
     RETURNING id, generation";
 /// As good as never: a move reclaimed this many times has met a bug, not bad luck.
-const MOVE_ATTEMPTS: i64 = 1_000_000;
+pub(super) const MOVE_ATTEMPTS: i64 = 1_000_000;
 const LIVE_MOVE: &str =
     "SELECT id FROM jobs WHERE unique_key = ?1 AND state IN ('queued', 'running')";
 /// The fence of every write of a held move; answers what the job moves.

@@ -1,5 +1,6 @@
-//! The wire contract: the JSON shapes of assets, duplicate and similar groups that `mediadex ...
-//! --json` and the HTTP API both give, built from model values. One projection for both
+//! The wire contract: the JSON shapes of assets, duplicate and similar groups and check
+//! findings that `mediadex ... --json` and the HTTP API both give, built from model values.
+//! One projection for both
 //! surfaces; only the path fields take each surface's form (`PathForm`: texts with their
 //! exact bytes beside them for the CLI, one object per file for the API; docs/json.md,
 //! "Paths that are not text"). Apart from the model, so that a stored type can change
@@ -10,11 +11,13 @@
 //! Must not import: store, queue, ops, app, rusqlite
 
 mod assets;
+mod check;
 mod duplicates;
 mod problems;
 mod similar;
 
 pub use assets::{Asset, Face, FilePath, PathForm, Paths};
+pub use check::{Check, Finding, Repair, Repaired};
 pub use duplicates::{DuplicateGroup, Twin};
 pub use problems::Problem;
 pub use similar::{Similar, SimilarGroup};

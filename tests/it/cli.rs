@@ -716,6 +716,8 @@ fn assert_replaced(
     match root {
         Some(root) => {
             assert!(line.contains(s(root)), "{line:?} does not name {root:?}");
+            // Defect 12: the photos in the trash folders come back by check --repair.
+            assert!(line.contains("`mediadex check --repair`"), "{line:?}");
             assert_eq!(libraries[0]["root"], s(root), "{libraries}");
             env.ok_json(&["scan", "--wait", "--json"]);
             let assets = env.ok_json(&["assets", "--json"]);

@@ -6,6 +6,7 @@ mod support;
 
 mod architecture;
 mod assets;
+mod check;
 mod cli;
 mod content_hash;
 mod corpus_dates;

@@ -356,3 +356,72 @@ fn a_field_the_table_lacks_is_caught() {
         &doc,
     );
 }
+
+#[test]
+fn check_findings_and_repairs_have_the_documented_fields_and_types() {
+    use mediadex::model::{Check, Finding, FindingKind, Repair, RepairKind, Repaired};
+    let finding = |path: Option<&[u8]>| Finding {
+        kind: FindingKind::TrashUnexplained,
+        library_id: Some(1),
+        asset_id: None,
+        path: path.map(<[u8]>::to_vec),
+        message: "photos/x is in the trash folder but the index knows nothing of it".into(),
+    };
+    let found = vec![
+        finding(Some(b".mediadex-trash/7/caf\xe9.png")),
+        finding(Some(b"plain.png")),
+        finding(None),
+    ];
+    let check_json = json(&wire::Check::new(&Check {
+        libraries: 1,
+        findings: found.clone(),
+    }));
+    let doc = table("**Check findings**");
+    let seen = check("a check", &check_json, &doc);
+    all_seen("a check", &seen, &doc);
+    let doc = table("**A finding**");
+    let mut seen = BTreeSet::new();
+    for f in check_json["findings"].as_array().expect("findings") {
+        seen.extend(check("a finding", f, &doc));
+    }
+    all_seen("a finding", &seen, &doc);
+    assert_eq!(
+        check_json["findings"][0]["path"],
+        ".mediadex-trash/7/caf\u{fffd}.png"
+    );
+    assert_eq!(
+        crate::support::base64_decode(
+            check_json["findings"][0]["path_bytes"]
+                .as_str()
+                .expect("b64")
+        ),
+        b".mediadex-trash/7/caf\xe9.png"
+    );
+    assert!(check_json["findings"][1].get("path_bytes").is_none());
+
+    let step = |kind, path: Option<&[u8]>| Repair {
+        kind,
+        library_id: Some(1),
+        asset_id: Some(3),
+        path: path.map(<[u8]>::to_vec),
+        message: "done".into(),
+    };
+    let repaired = json(&wire::Repaired::new(&Repaired {
+        found,
+        done: vec![
+            step(RepairKind::Adopted, Some(b"caf\xe9.png")),
+            step(RepairKind::ScanRequested, None),
+        ],
+    }));
+    let doc = table("**A repair**");
+    let seen = check("a repair", &repaired, &doc);
+    all_seen("a repair", &seen, &doc);
+    let doc = table("**A repair step**");
+    let mut seen = BTreeSet::new();
+    for d in repaired["done"].as_array().expect("done") {
+        seen.extend(check("a repair step", d, &doc));
+    }
+    all_seen("a repair step", &seen, &doc);
+    assert_eq!(repaired["done"][0]["kind"], "adopted");
+    assert_eq!(repaired["done"][1]["kind"], "scan_requested");
+}

@@ -7,6 +7,7 @@ import { markGridDirty, showPhotos } from "./grid.js";
 import { closeAssetDialog, dialog, openAsset } from "./asset.js";
 import { initLibraries, loadLibraries } from "./libraries.js";
 import { loadActivity } from "./activity.js";
+import { initCheck } from "./check.js";
 import { loadDuplicates } from "./duplicates.js";
 import { loadSimilar } from "./similar.js";
 import { showTrash } from "./trash.js";
@@ -40,6 +41,7 @@ function show(view) {
 
 tokenCookie();
 initLibraries();
+initCheck();
 $("#filters").addEventListener("change", () => { markGridDirty(); showPhotos(); });
 $("#filters").addEventListener("reset", () => setTimeout(() => { markGridDirty(); showPhotos(); }));
 $("#asset-close").addEventListener("click", () => history.back());
