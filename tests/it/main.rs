@@ -24,6 +24,7 @@ mod faces_cli;
 mod foreground;
 mod http;
 mod lease_protocol;
+mod library_sim;
 mod locate;
 mod media_extract;
 mod migration;
