@@ -26,6 +26,7 @@ mod foreground;
 mod heal;
 mod http;
 mod lease_protocol;
+mod library_sim;
 mod locate;
 mod media_extract;
 mod migration;
