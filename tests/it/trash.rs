@@ -1176,7 +1176,8 @@ fn the_upgrade_to_autoincrement_keeps_every_row_index_trigger_and_key_and_skips_
     drop(store);
     drop(raw);
 
-    let store = open(dir.path(), &clock, MIGRATIONS);
+    // Up to 0020 exactly: later migrations add objects of their own.
+    let store = open(dir.path(), &clock, support::schema_up_to(20, ""));
     let raw = rusqlite::Connection::open(dir.path().join("mediadex.db")).expect("raw");
     raw.execute_batch("PRAGMA foreign_keys = ON").expect("fk");
     let autoincrement: String = raw
