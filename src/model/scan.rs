@@ -102,6 +102,9 @@ pub struct ScanEnd {
     /// The walk the completion queues in its own transaction (the face walk that detects
     /// the run's new and restored assets), if any.
     pub follow_up: Option<WalkRequest>,
+    /// The trash-folder files no move explains, read as the trashed assets they are
+    /// (`scan::adopt`): a full scope's completion adopts them unless it ends suspect.
+    pub adoptions: Vec<super::Adoption>,
 }
 
 impl ScanEnd {
@@ -114,6 +117,7 @@ impl ScanEnd {
             unchanged: 0,
             progress: None,
             follow_up: None,
+            adoptions: Vec::new(),
         }
     }
 
@@ -188,6 +192,9 @@ pub struct FinishReport {
     pub missing_files: u64,
     /// Assets trashed because their last file went missing.
     pub trashed_assets: u64,
+    /// Trash-folder files no move explained that are now in the trash (new assets, or
+    /// copies joining a trashed one).
+    pub adopted: u64,
 }
 
 /// A file or folder a scan run could not list, read or parse, with its error: one row of

@@ -5,8 +5,8 @@
 //! write (a batch of changed files, a progress checkpoint at most every second, or the
 //! completion). A walked run ends with the missing-file marking for a full scope (from what
 //! the walk found gone and is still not there just before the completion), the circuit
-//! breaker and the face walk it was given, in the same fenced transaction as its
-//! completion. An unchanged file whose asset is in the trash or gone is claimed again, and
+//! breaker, the adoption of the trash-folder files no move explains (`adopt`) and the face
+//! walk it was given, in the same fenced transaction as its completion. An unchanged file whose asset is in the trash or gone is claimed again, and
 //! one the store marked to be read again (back from the trash, its sidecar changed) is read
 //! (DESIGN.md section 6). A walker that failed ends the run failed (a bug); a full disk
 //! pauses it, and a locked database or a root that went away during the walk retries it
@@ -104,6 +104,10 @@ impl ScanHandler for ScanJob {
         match walked {
             Ok(summary) => {
                 self.still_there(&library)?;
+                let adoptions = match (run.scope.is_empty(), &verdict) {
+                    (true, Verdict::Same) => super::adopt::adoptions(&self.store, &library)?,
+                    _ => Vec::new(),
+                };
                 let end = ScanEnd {
                     max_missing_share: self.config.max_missing_share,
                     identity_ok: verdict == Verdict::Same,
@@ -111,6 +115,7 @@ impl ScanHandler for ScanJob {
                     unchanged: sink.unchanged,
                     progress: Some(sink.progress_text()),
                     follow_up: self.config.faces.clone(),
+                    adoptions,
                 };
                 self.finish(ctx, &library, &verdict, end)
             }
@@ -147,6 +152,7 @@ impl ScanJob {
             state = %report.state,
             missing = report.missing_files,
             trashed = report.trashed_assets,
+            adopted = report.adopted,
             "scan finished"
         );
         Ok(ScanDone::Committed)

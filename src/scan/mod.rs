@@ -3,6 +3,7 @@
 //!
 //! Must not import: http, ops, rusqlite, r2d2
 
+pub mod adopt;
 pub mod beside;
 pub mod diff;
 pub mod hash;

@@ -205,6 +205,19 @@ fn adopt(conn: &Connection, a: &Adoption, now: i64) -> Result<Adopted, StoreErro
     Ok(Adopted::New(id))
 }
 
+/// Adopts each file a completed full scan found unexplained in its trash folder, in the
+/// completion's transaction; how many joined the trash.
+pub(super) fn adopt_all(conn: &Connection, all: &[Adoption], now: i64) -> Result<u64, StoreError> {
+    let mut n = 0;
+    for a in all {
+        n += u64::from(matches!(
+            adopt(conn, a, now)?,
+            Adopted::New(_) | Adopted::Joined(_)
+        ));
+    }
+    Ok(n)
+}
+
 /// The file row and the done trash intent of an adopted file of asset `id`, in move
 /// `move_id` (a new move when `None`).
 fn record_trashed(

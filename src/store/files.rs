@@ -705,7 +705,8 @@ impl Store {
     /// walk found gone (`end.unseen`) are marked `missing` and the assets whose last file
     /// that was are trashed (reason `missing`), and so is any live asset of the library
     /// that no present file shows any more (`trash_live_without_file`: the index heals
-    /// both ways); then the run completes. A row a restore brought back while this run ran
+    /// both ways), and the trash-folder files no move explains are adopted as trashed
+    /// assets (`end.adoptions`); then the run completes. A row a restore brought back while this run ran
     /// is not marked: the restore holds.
     /// The circuit breaker: when `identity_ok` is false or the share of present files that
     /// would go missing exceeds `max_missing_share`, nothing is marked and the run ends
@@ -726,6 +727,7 @@ impl Store {
                 reason: None,
                 missing_files: 0,
                 trashed_assets: 0,
+                adopted: 0,
             };
             if scope.is_empty() {
                 let unseen = count_unseen(conn, library_id, lease.id, &end.unseen)?;
@@ -740,6 +742,7 @@ impl Store {
                         counts.insert(Provenance::Missing.as_str(), files as i64);
                     }
                     report.trashed_assets += trash_live_without_file(conn, library_id, now)?;
+                    report.adopted = super::check::adopt_all(conn, &end.adoptions, now)?;
                 }
             }
             count_reasons(conn, lease.id, &counts)?;

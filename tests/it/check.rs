@@ -232,7 +232,8 @@ fn tree(root: &Path) -> BTreeMap<PathBuf, support::Digest> {
 }
 
 /// Closes the store, sets its database aside (as `store::move_aside` does with a damaged one)
-/// and starts a fresh index on the same path, with the library added again and scanned.
+/// and starts a fresh index on the same path, with the library added again and not yet
+/// scanned (a completed full scan adopts the trash folder too: `heal::`).
 fn fresh_index(env: Env, name: &str, root: &Path) -> (Env, i64) {
     let Env { dir, clock, store } = env;
     drop(store);
@@ -249,7 +250,6 @@ fn fresh_index(env: Env, name: &str, root: &Path) -> (Env, i64) {
     let id = mediadex::app::add_library(&env.store, name, &root.to_string_lossy())
         .expect("add again")
         .id;
-    scan_now(&env, id, "");
     (env, id)
 }
 

@@ -288,3 +288,55 @@ fn a_trash_between_its_renames_and_its_flip_is_left_to_its_mover() {
     env.store.finish_move(&lease, None).expect("flip");
     assert_eq!(lib.asset(d).trash_reason, Some(TrashReason::User));
 }
+
+/// DESIGN.md section 6: a completed full scan settles a file in a trash folder that no move
+/// explains (the trash folder of an index that was set aside, a file put there by hand): it
+/// is listed in the trash as the photo it is, where it lies, so that the user sees it and a
+/// restore puts it back at the path its trash folder names. The scan moves no file, and the
+/// next scan adopts nothing twice.
+#[test]
+fn a_photo_in_the_trash_folder_that_no_move_explains_is_in_the_trash_after_a_full_scan() {
+    let env = env();
+    let lib = library(&env);
+    lib.scan();
+    let stray = lib.root.join(".mediadex-trash/99/holidays/x.png");
+    support::photo(&stray, 50);
+    let bytes = support::digest(&stray);
+    lib.scan();
+    let trash = env.store.assets(true).expect("trash");
+    assert_eq!(trash.len(), 1, "the stray photo is in the trash: {trash:?}");
+    assert_eq!(trash[0].paths[0].rel_path_text, "holidays/x.png");
+    assert_eq!(support::digest(&stray), bytes, "the scan moved no file");
+    lib.scan();
+    assert_eq!(
+        env.store.assets(true).expect("trash").len(),
+        1,
+        "adopted once"
+    );
+
+    let id = trash[0].id;
+    let outcome = mediadex::trash::restore(&env.store, id).expect("restore");
+    assert_eq!(outcome, mediadex::model::MoveOutcome::Restored);
+    assert_eq!(support::digest(&lib.root.join("holidays/x.png")), bytes);
+    lib.scan();
+    assert_eq!(lib.asset(id).trashed_at, None);
+    assert_eq!(
+        env.store.assets(false).expect("live").len(),
+        7,
+        "one asset, not two"
+    );
+}
+
+/// A scan scoped to a folder, or one whose library may be away, adopts nothing: only a
+/// completed full scan of a present library speaks for the trash folder.
+#[test]
+fn a_scoped_scan_adopts_nothing_from_the_trash_folder() {
+    let env = env();
+    let lib = library(&env);
+    lib.scan();
+    std::fs::create_dir_all(lib.root.join("sub")).expect("mkdir");
+    support::photo(&lib.root.join(".mediadex-trash/99/x.png"), 50);
+    let run = support::scan_now(lib.env, lib.id, "sub");
+    assert_eq!(run.state, RunState::Completed, "{:?}", run.reason);
+    assert!(env.store.assets(true).expect("trash").is_empty());
+}

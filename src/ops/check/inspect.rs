@@ -5,7 +5,7 @@
 use super::shown;
 use crate::model::{
     Check, CheckedFile, FileStamp, Finding, FindingKind, Library, OrphanedMove, StrandedAsset,
-    TRASH_DIR, TrashAction, path_from_bytes, path_to_bytes,
+    TrashAction, path_from_bytes,
 };
 use crate::ops::Services;
 use crate::scan::identity::{self, Verdict};
@@ -275,12 +275,7 @@ fn trash_folder(
     library: &Library,
     findings: &mut Vec<Finding>,
 ) -> Result<(), StoreError> {
-    let root = Path::new(&library.root);
-    let known: HashSet<Vec<u8>> = s.store.check_journal_paths(library.id)?;
-    for rel in trash_files(root) {
-        if known.contains(&rel) {
-            continue;
-        }
+    for rel in crate::scan::adopt::unexplained(&s.store, library)? {
         findings.push(Finding {
             kind: FindingKind::TrashUnexplained,
             library_id: Some(library.id),
@@ -293,20 +288,6 @@ fn trash_folder(
         });
     }
     Ok(())
-}
-
-/// The library-relative paths of the regular files in the library's trash folder, in order
-/// (symlinks are not followed; an unreadable folder is skipped).
-pub(super) fn trash_files(root: &Path) -> Vec<Vec<u8>> {
-    let mut out: Vec<Vec<u8>> = walkdir::WalkDir::new(root.join(TRASH_DIR))
-        .follow_links(false)
-        .into_iter()
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_file())
-        .filter_map(|e| e.path().strip_prefix(root).ok().map(path_to_bytes))
-        .collect();
-    out.sort();
-    out
 }
 
 fn orphaned(m: &OrphanedMove) -> Finding {

@@ -16,11 +16,11 @@
 use super::inspect::Inspection;
 use super::shown;
 use crate::model::{
-    Adopted, Adoption, Finding, FindingKind, Library, MediaKind, RelPath, Repair, RepairKind,
-    Repaired, Trigger, path_from_bytes, trash_origin,
+    Adopted, Finding, FindingKind, Library, Repair, RepairKind, Repaired, Trigger, path_from_bytes,
 };
 use crate::ops::scans::{Ask, Scope};
 use crate::ops::{Error, Services};
+use crate::scan::adopt;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -75,11 +75,11 @@ fn adopt(s: &Services, library: &Library, finding: &Finding) -> Result<Repair, E
     };
     let place = shown(library, &trash_path);
     let left = |why: String| said(RepairKind::Left, finding, format!("left {place}: {why}"));
-    let Some(from_path) = origin(&trash_path) else {
+    let Some(from_path) = adopt::origin(&trash_path) else {
         return Ok(left("it is not where a trash puts a file".into()));
     };
     let path = Path::new(&library.root).join(path_from_bytes(&trash_path));
-    let adoption = match read(&path, library.id, from_path, trash_path) {
+    let adoption = match adopt::read(&path, library.id, from_path, trash_path) {
         Ok(Some(adoption)) => adoption,
         Ok(None) => return Ok(left("it is not a photo or video".into())),
         Err(e) => return Ok(left(format!("it cannot be read ({e})"))),
@@ -112,44 +112,6 @@ fn adopt(s: &Services, library: &Library, finding: &Finding) -> Result<Repair, E
         )),
         Adopted::Known => left("the trash journal names it now".into()),
     })
-}
-
-/// The library path a trash took a file from (`model::trash_origin`), when it is one a
-/// restore may write to.
-fn origin(trash_path: &[u8]) -> Option<Vec<u8>> {
-    let from = trash_origin(trash_path)?;
-    RelPath::new(from).ok().map(|p| p.as_bytes().to_vec())
-}
-
-/// Reads the file once for its checksum and facts, as a scan does; `None` when it is no
-/// photo or video.
-fn read(
-    path: &Path,
-    library_id: i64,
-    from_path: Vec<u8>,
-    trash_path: Vec<u8>,
-) -> std::io::Result<Option<Adoption>> {
-    let meta = std::fs::symlink_metadata(path)?;
-    let stamp = crate::model::FileStamp::of(&meta);
-    let mut read = crate::scan::hash::read_once(path, stamp.size, &crate::media::extract_from)?;
-    if !read.facts.kind.is_some_and(|k| k != MediaKind::Other) {
-        return Ok(None);
-    }
-    let name = path_from_bytes(&from_path);
-    let name = name.file_name().map(|n| n.to_string_lossy());
-    crate::media::fill_undated(
-        &mut read.facts,
-        name.as_deref().unwrap_or(""),
-        stamp.mtime_ns,
-    );
-    Ok(Some(Adoption {
-        library_id,
-        from_path,
-        trash_path,
-        stamp,
-        checksum: read.checksum,
-        facts: read.facts,
-    }))
 }
 
 fn publish(s: &Services, finding: &Finding) -> Result<Option<Repair>, Error> {
