@@ -17,9 +17,10 @@ fn path_fields(path: Option<&[u8]>) -> (Option<String>, Option<String>) {
     (Some(text), b64)
 }
 
-/// One disagreement.
+/// One disagreement (a check's finding), or one thing a repair did or left with why: both
+/// say the same of what they are about.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Finding {
+pub struct Entry {
     pub kind: &'static str,
     pub library_id: Option<i64>,
     pub asset_id: Option<i64>,
@@ -29,17 +30,35 @@ pub struct Finding {
     pub message: String,
 }
 
-impl Finding {
-    pub fn new(f: &crate::model::Finding) -> Finding {
-        let (path, path_bytes) = path_fields(f.path.as_deref());
-        Finding {
-            kind: f.kind.as_str(),
-            library_id: f.library_id,
-            asset_id: f.asset_id,
+pub type Finding = Entry;
+pub type Repair = Entry;
+
+impl Entry {
+    fn of(
+        kind: &'static str,
+        (library_id, asset_id): (Option<i64>, Option<i64>),
+        path: Option<&[u8]>,
+        message: &str,
+    ) -> Entry {
+        let (path, path_bytes) = path_fields(path);
+        Entry {
+            kind,
+            library_id,
+            asset_id,
             path,
             path_bytes,
-            message: f.message.clone(),
+            message: message.to_string(),
         }
+    }
+
+    pub fn finding(f: &crate::model::Finding) -> Entry {
+        let ids = (f.library_id, f.asset_id);
+        Entry::of(f.kind.as_str(), ids, f.path.as_deref(), &f.message)
+    }
+
+    pub fn repair(r: &crate::model::Repair) -> Entry {
+        let ids = (r.library_id, r.asset_id);
+        Entry::of(r.kind.as_str(), ids, r.path.as_deref(), &r.message)
     }
 }
 
@@ -54,21 +73,9 @@ impl Check {
     pub fn new(c: &crate::model::Check) -> Check {
         Check {
             libraries: c.libraries,
-            findings: c.findings.iter().map(Finding::new).collect(),
+            findings: c.findings.iter().map(Entry::finding).collect(),
         }
     }
-}
-
-/// One thing a repair did, or left with why.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Repair {
-    pub kind: &'static str,
-    pub library_id: Option<i64>,
-    pub asset_id: Option<i64>,
-    pub path: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub path_bytes: Option<String>,
-    pub message: String,
 }
 
 /// A repair: what the check found first, then what was done.
@@ -81,20 +88,8 @@ pub struct Repaired {
 impl Repaired {
     pub fn new(r: &crate::model::Repaired) -> Repaired {
         Repaired {
-            found: r.found.iter().map(Finding::new).collect(),
-            done: (r.done.iter())
-                .map(|d| {
-                    let (path, path_bytes) = path_fields(d.path.as_deref());
-                    Repair {
-                        kind: d.kind.as_str(),
-                        library_id: d.library_id,
-                        asset_id: d.asset_id,
-                        path,
-                        path_bytes,
-                        message: d.message.clone(),
-                    }
-                })
-                .collect(),
+            found: r.found.iter().map(Entry::finding).collect(),
+            done: r.done.iter().map(Entry::repair).collect(),
         }
     }
 }
