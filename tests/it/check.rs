@@ -536,6 +536,36 @@ async fn the_api_checks_and_repairs_and_a_repair_needs_the_page_or_the_token() {
     assert_eq!(again["findings"], serde_json::json!([]), "{again}");
 }
 
+/// A trash folder of the old layout (`<asset id>/<path>`, from before a trash folder was a
+/// move's own) is adopted with the path it came from (one starting with a folder of digits
+/// too), read where it is, and restored there.
+#[test]
+fn an_old_layout_trash_folder_is_adopted_located_and_restored() {
+    let env = env();
+    let lib = library(&env, "photos", &[("a.png", 10)]);
+    let old = lib.root.join(".mediadex-trash/7/2024/x.png");
+    photo(&old, 50);
+    let bytes = std::fs::read(&old).expect("the old trash file");
+    let repaired = ops::check::repair(&services(&env)).expect("repair");
+    let adopted = (repaired.done.iter())
+        .find(|r| r.kind == RepairKind::Adopted)
+        .and_then(|r| r.asset_id)
+        .expect("adopted");
+    let files = env.store.asset_files(adopted).expect("files");
+    assert_eq!(files[0].rel_path, b"2024/x.png");
+    let asset = mediadex::model::WalkAsset {
+        id: adopted,
+        checksum: [0; 32],
+        trashed: true,
+        files,
+    };
+    assert_eq!(mediadex::locate::locate(&asset), Ok(old.clone()));
+    let outcome = mediadex::trash::restore(&env.store, adopted).expect("restore");
+    assert_eq!(outcome, mediadex::model::MoveOutcome::Restored);
+    assert_eq!(std::fs::read(lib.root.join("2024/x.png")).ok(), Some(bytes));
+    assert!(!old.exists());
+}
+
 /// A trash folder adopted from an index set aside names its move (`<asset>-<move>`): the
 /// fresh index numbers its own moves above it, so no later trash folder has its name.
 #[test]
