@@ -1,6 +1,7 @@
 //! The walk chains' data (DESIGN.md section 7): the walk record per kind (clamped at start
 //! only, raised only by a completion and never lowered; a request raises `seen` alone), the
-//! batch selector (assets in id order after a cursor, with the files that show them), and
+//! batch selector (assets in id order after a cursor, with the files that show them, each
+//! with the place its latest trash put it as the trash journal says, read only), and
 //! the ONE fenced transaction that commits a batch: the job row's completion under its
 //! lease, the results, then either the chain's next row (the cursor) or, after the last
 //! batch, the walk record. A batch keeps what a newer scheme stamped (a newer binary on the
