@@ -1,8 +1,9 @@
 //! "Which file of this asset can I read?", answered once for everyone who reads one: the
 //! API's originals and thumbnails, the walks and the thumbnail job. Three rules, in order:
-//! - the trash-folder rule: a present file is read where it is; a missing one first in its
-//!   library's trash folder (a trash move renamed it there, which keeps its stamp), then
-//!   where it was (a user who moved it back by hand);
+//! - the trash-folder rule: a present file is read where it is; a missing one first where
+//!   the trash journal says its latest trash put it (`WalkFile::trashed_to`: a rename keeps
+//!   its stamp; the folder is never guessed from the asset's id, which an adopted or old
+//!   trash folder does not carry), then where it was (a user who moved it back by hand);
 //! - the containment check (`contain.rs`): the path, symlinks followed, must still be a
 //!   regular file inside its library root; nothing outside a library is ever read;
 //! - the stamp check: the file must still have the stamp its scan recorded; by the scan's
@@ -18,7 +19,7 @@ mod contain;
 
 pub use contain::{ContainError, resolve};
 
-use crate::model::{FileStamp, WalkAsset, trash_path};
+use crate::model::{FileStamp, WalkAsset};
 use std::path::{Path, PathBuf};
 
 /// Why no file of an asset may be read.
@@ -77,8 +78,8 @@ fn search(asset: &WalkAsset) -> Search {
         outside: false,
     };
     for f in &asset.files {
-        let moved = (!f.present).then(|| trash_path(asset.id, &f.rel_path));
-        for rel in moved.as_deref().into_iter().chain([&f.rel_path[..]]) {
+        let moved = f.trashed_to.as_deref().filter(|_| !f.present);
+        for rel in moved.into_iter().chain([&f.rel_path[..]]) {
             match resolve(&f.root, rel) {
                 Ok(path) => found.inside.push(Candidate {
                     path,
@@ -104,6 +105,15 @@ mod tests {
             rel_path: rel.as_bytes().to_vec(),
             present,
             stamp,
+            trashed_to: None,
+        }
+    }
+
+    /// A file the journal says a trash moved to `to`.
+    fn trashed(root: &Path, rel: &str, to: &str, present: bool, stamp: FileStamp) -> WalkFile {
+        WalkFile {
+            trashed_to: Some(to.as_bytes().to_vec()),
+            ..file(root, rel, present, stamp)
         }
     }
 
@@ -121,21 +131,35 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_file_is_looked_for_in_the_trash_folder_first_then_where_it_was() {
+    fn a_missing_file_is_looked_for_where_its_trash_put_it_first_then_where_it_was() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical");
+        // Not named by the asset's id (7): an adopted folder, or one of another layout.
+        let to = ".mediadex-trash/3-9/a.jpg";
+        std::fs::create_dir_all(root.join(".mediadex-trash/3-9")).expect("mkdir");
+        std::fs::write(root.join(to), b"a").expect("write");
+        let moved = stamp(&root.join(to));
+        let a = asset(vec![trashed(&root, "a.jpg", to, false, moved)]);
+        assert_eq!(locate(&a), Ok(root.join(to)));
+        // Moved back by hand: found where it was.
+        std::fs::rename(root.join(to), root.join("a.jpg")).expect("mv");
+        assert_eq!(locate(&a), Ok(root.join("a.jpg")));
+        // A present file is never looked for in the trash.
+        std::fs::rename(root.join("a.jpg"), root.join(to)).expect("mv");
+        let live = asset(vec![trashed(&root, "a.jpg", to, true, moved)]);
+        assert_eq!(locate(&live), Err(LocateError::Gone));
+    }
+
+    /// The trash folder is the journal's, never guessed from the asset's id.
+    #[test]
+    fn a_missing_file_no_trash_moved_is_not_looked_for_in_a_trash_folder() {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path().canonicalize().expect("canonical");
         std::fs::create_dir_all(root.join(".mediadex-trash/7")).expect("mkdir");
         std::fs::write(root.join(".mediadex-trash/7/a.jpg"), b"a").expect("write");
         let moved = stamp(&root.join(".mediadex-trash/7/a.jpg"));
         let a = asset(vec![file(&root, "a.jpg", false, moved)]);
-        assert_eq!(locate(&a), Ok(root.join(".mediadex-trash/7/a.jpg")));
-        // Moved back by hand: found where it was.
-        std::fs::rename(root.join(".mediadex-trash/7/a.jpg"), root.join("a.jpg")).expect("mv");
-        assert_eq!(locate(&a), Ok(root.join("a.jpg")));
-        // A present file is never looked for in the trash.
-        std::fs::rename(root.join("a.jpg"), root.join(".mediadex-trash/7/a.jpg")).expect("mv");
-        let live = asset(vec![file(&root, "a.jpg", true, moved)]);
-        assert_eq!(locate(&live), Err(LocateError::Gone));
+        assert_eq!(locate(&a), Err(LocateError::Gone));
     }
 
     #[test]

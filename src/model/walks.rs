@@ -56,13 +56,16 @@ pub struct WalkRecord {
 }
 
 /// One file of an asset a walk may read: library root, library-relative path bytes,
-/// whether the last scan saw it present, and the stamp the scan recorded.
+/// whether the last scan saw it present, the stamp the scan recorded, and where the latest
+/// trash that moved it put it (its intent's `to_path`, as the journal says: a trash folder's
+/// name is never guessed from the asset's id).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WalkFile {
     pub root: String,
     pub rel_path: Vec<u8>,
     pub present: bool,
     pub stamp: FileStamp,
+    pub trashed_to: Option<Vec<u8>>,
 }
 
 /// An asset a walk batch visits, with the files that may show it.

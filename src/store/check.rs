@@ -14,7 +14,7 @@ use super::trash::MOVE_ATTEMPTS;
 use super::{Store, StoreError, parse_col};
 use crate::model::{
     Adopted, Adoption, CheckedFile, FileStamp, MOVE_JOB_KIND, OrphanedMove, StrandedAsset,
-    TrashAction, TrashedFile,
+    TrashAction, TrashedFile, trash_place,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 use std::collections::HashSet;
@@ -218,6 +218,17 @@ pub(super) fn adopt_all(conn: &Connection, all: &[Adoption], now: i64) -> Result
     Ok(n)
 }
 
+/// The move id of a new adoption: above every move id in the journal and at least the one
+/// its trash folder names (`<asset id>-<move id>`, `model::trash_place`), so that no later
+/// move of this index is given a folder name the set-aside index already used.
+fn adopted_move(conn: &Connection, a: &Adoption) -> Result<i64, StoreError> {
+    let next: i64 = conn
+        .prepare_cached(NEXT_MOVE)?
+        .query_row([], |r| r.get(0))?;
+    let named = trash_place(&a.trash_path).and_then(|p| p.move_id);
+    Ok(named.map_or(next, |m| m.max(next)))
+}
+
 /// The file row and the done trash intent of an adopted file of asset `id`, in move
 /// `move_id` (a new move when `None`).
 fn record_trashed(
@@ -242,9 +253,7 @@ fn record_trashed(
     ])?;
     let move_id = match move_id {
         Some(m) => m,
-        None => conn
-            .prepare_cached(NEXT_MOVE)?
-            .query_row([], |r| r.get(0))?,
+        None => adopted_move(conn, a)?,
     };
     conn.prepare_cached(ADOPTED_INTENT)?.execute(params![
         id,

@@ -274,17 +274,21 @@ fn insert_intent(
         .query_row(row, intent_from_row)?)
 }
 
-/// Writes the move's job under this process's lease, then its intents.
+/// The id of a move begun in this transaction: above every move id in the journal.
+fn next_move(conn: &Connection) -> Result<i64, StoreError> {
+    Ok(conn
+        .prepare_cached(NEXT_MOVE)?
+        .query_row([], |r| r.get(0))?)
+}
+
+/// Writes move `move_id`'s job under this process's lease, then its intents.
 fn hold(
     conn: &Connection,
-    asset_id: i64,
+    (asset_id, move_id): (i64, i64),
     action: TrashAction,
     moves: Vec<Planned>,
     (owner, ttl, now): (&str, Millis, Millis),
 ) -> Result<Begun, StoreError> {
-    let move_id: i64 = conn
-        .prepare_cached(NEXT_MOVE)?
-        .query_row([], |r| r.get(0))?;
     let key = format!("{MOVE_JOB_KIND}:{asset_id}");
     let payload =
         serde_json::json!({"asset": asset_id, "action": action.as_str(), "move": move_id})
@@ -509,8 +513,13 @@ fn trash_followers(conn: &Connection, held: &Held, now: Millis) -> Result<(), St
     Ok(())
 }
 
-/// The files a trash of `asset_id` moves: each present file, to the asset's trash folder.
-fn planned_trash(conn: &Connection, asset_id: i64) -> Result<Vec<Planned>, StoreError> {
+/// The files a trash of `asset_id` in move `move_id` moves: each present file, to the
+/// asset's trash folder of that move (`model::trash_path`).
+fn planned_trash(
+    conn: &Connection,
+    asset_id: i64,
+    move_id: i64,
+) -> Result<Vec<Planned>, StoreError> {
     Ok(conn
         .prepare_cached(PRESENT_FILES)?
         .query_map([asset_id], |r| {
@@ -518,7 +527,7 @@ fn planned_trash(conn: &Connection, asset_id: i64) -> Result<Vec<Planned>, Store
             Ok(Planned {
                 asset_id,
                 library_id: r.get(0)?,
-                to: trash_path(asset_id, &from),
+                to: trash_path(asset_id, move_id, &from),
                 from,
                 stamp: stamp_at(r, 2)?,
             })
@@ -551,26 +560,27 @@ fn restore_then(
 impl Store {
     /// Starts the user's trash of a live asset: a move job held by this process for `ttl`
     /// and one pending intent per present file, each moving it to
-    /// `.mediadex-trash/<asset id>/<path>` in its library, the asset's own files first, then
-    /// those of the assets that follow it (`FOLLOWERS`: its Live clip, its stack's RAWs), each
-    /// to its own asset's folder. An asset without present files is trashed at once
-    /// (`Settled`).
+    /// `.mediadex-trash/<asset id>-<move id>/<path>` in its library (a folder of this move's
+    /// own: `model::trash_path`), the asset's own files first, then those of the assets that
+    /// follow it (`FOLLOWERS`: its Live clip, its stack's RAWs), each to its own asset's
+    /// folder of the move. An asset without present files is trashed at once (`Settled`).
     pub fn begin_trash(&self, asset_id: i64, ttl: Millis) -> Result<Begun, StoreError> {
         let owner = self.owner().to_string();
         self.write(move |conn, now| {
             expect_state(conn, asset_id, false)?;
-            let mut moves = planned_trash(conn, asset_id)?;
+            let move_id = next_move(conn)?;
+            let mut moves = planned_trash(conn, asset_id, move_id)?;
             if moves.is_empty() {
                 trash(conn, asset_id, TrashReason::User, now)?;
                 return Ok(Begun::Settled(MoveOutcome::Trashed));
             }
             for follower in followers(conn, asset_id)? {
                 refuse_if_pending(conn, follower)?;
-                moves.extend(planned_trash(conn, follower)?);
+                moves.extend(planned_trash(conn, follower, move_id)?);
             }
             hold(
                 conn,
-                asset_id,
+                (asset_id, move_id),
                 TrashAction::Trash,
                 moves,
                 (&owner, ttl, now),
@@ -609,7 +619,7 @@ impl Store {
             }
             hold(
                 conn,
-                asset_id,
+                (asset_id, next_move(conn)?),
                 TrashAction::Restore,
                 moves,
                 (&owner, ttl, now),

@@ -1,6 +1,7 @@
 //! The walk chains' data (DESIGN.md section 7): the walk record per kind (clamped at start
 //! only, raised only by a completion and never lowered; a request raises `seen` alone), the
-//! batch selector (assets in id order after a cursor, with the files that show them), and
+//! batch selector (assets in id order after a cursor, with the files that show them, each
+//! with the place its latest trash put it as the trash journal says, read only), and
 //! the ONE fenced transaction that commits a batch: the job row's completion under its
 //! lease, the results, then either the chain's next row (the cursor) or, after the last
 //! batch, the walk record. A batch keeps what a newer scheme stamped (a newer binary on the
@@ -65,8 +66,14 @@ const SIMILAR_LEFT: &str = "
     SELECT count(*) FROM assets
      WHERE id > ?1 AND trashed_at IS NULL AND kind = 'image'
        AND (?3 OR phash_scheme IS NULL OR phash_scheme < ?2 OR (?4 AND phash_scheme > ?2))";
+/// An asset's files, each with the place its asset's latest done trash of it put it (by
+/// move id: the newest move wins).
 const FILES: &str = "
-    SELECT l.root, f.rel_path, f.state = 'present', f.size, f.mtime_ns, f.dev, f.inode
+    SELECT l.root, f.rel_path, f.state = 'present', f.size, f.mtime_ns, f.dev, f.inode,
+           (SELECT t.to_path FROM trash_intents t
+             WHERE t.asset_id = f.asset_id AND t.action = 'trash' AND t.state = 'done'
+               AND t.library_id = f.library_id AND t.from_path = f.rel_path
+             ORDER BY t.move_id DESC, t.id DESC LIMIT 1)
       FROM files f
       JOIN libraries l ON l.id = f.library_id
      WHERE f.asset_id = ?1
@@ -121,6 +128,7 @@ pub(super) fn files_of(conn: &Connection, asset_id: i64) -> Result<Vec<WalkFile>
                 dev: r.get::<_, i64>(5)? as u64,
                 inode: r.get::<_, i64>(6)? as u64,
             },
+            trashed_to: r.get(7)?,
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)

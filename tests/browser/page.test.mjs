@@ -136,6 +136,20 @@ try {
   await page.locator("#problems-close").click();
   await page.waitForFunction(() => !document.querySelector("dialog#problems-dialog").open);
 
+  step("Check lists a trash-folder photo the index knows nothing of, and Repair adopts it");
+  await page.getByRole("button", { name: "Check now" }).click();
+  const finding = page.locator("#check li", { hasText: "stray.jpg" });
+  await finding.waitFor();
+  assert.match(await finding.textContent(), /trash folder but the index knows nothing of it/);
+  await shot("4c-check");
+  await page.locator("#check").getByRole("button", { name: "Repair" }).click();
+  const adopted = page.locator("#check li", { hasText: "is in the trash as photo" });
+  await adopted.waitFor();
+  assert.match(await adopted.textContent(), /restore puts it back at .*kept\/stray\.jpg/);
+  await shot("4d-repaired");
+  const trashedNow = await (await page.request.get(`${url}api/assets?trashed=true`)).json();
+  assert.ok(JSON.stringify(trashedNow).includes("kept/stray.jpg"), "the trash lists the adopted photo");
+
   step("trash then restore an asset");
   await page.goto(url + "#/photos");
   await page.locator("#grid a.tile").first().waitFor();

@@ -643,10 +643,13 @@ fn a_user_trash_is_journaled_intent_then_commit_and_a_restore_moves_the_files_ba
     assert_eq!(intents.len(), 2);
     assert_eq!(intents[0].action, TrashAction::Trash);
     assert_eq!(intents[0].from_path, b"a.jpg");
-    assert_eq!(intents[0].to_path, trash_path(asset, b"a.jpg"));
     assert_eq!(
         intents[0].to_path,
-        format!(".mediadex-trash/{asset}/a.jpg").into_bytes()
+        trash_path(asset, moving.move_id, b"a.jpg")
+    );
+    assert_eq!(
+        intents[0].to_path,
+        format!(".mediadex-trash/{asset}-{}/a.jpg", moving.move_id).into_bytes()
     );
     // Until settled, nothing is trashed and the move is held.
     assert_eq!(env.store.pending_intents().unwrap(), intents);
@@ -666,7 +669,10 @@ fn a_user_trash_is_journaled_intent_then_commit_and_a_restore_moves_the_files_ba
 
     let (lease, back) = held(env.store.begin_restore(asset, TTL, None).unwrap());
     assert_eq!(back.intents.len(), 2);
-    assert_eq!(back.intents[1].from_path, trash_path(asset, b"b/a.jpg"));
+    assert_eq!(
+        back.intents[1].from_path,
+        trash_path(asset, intents[1].move_id, b"b/a.jpg")
+    );
     assert_eq!(back.intents[1].to_path, b"b/a.jpg");
     assert_eq!(env.store.pending_intents().unwrap(), back.intents);
     assert_eq!(

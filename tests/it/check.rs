@@ -9,7 +9,7 @@ use crate::support;
 
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
-use mediadex::model::{Check, FindingKind, MOVE_JOB_KIND, RepairKind, Target, trash_path};
+use mediadex::model::{Check, FindingKind, MOVE_JOB_KIND, RepairKind, Target};
 use mediadex::ops::{self, Services};
 use mediadex::store::Store;
 use std::collections::BTreeMap;
@@ -132,10 +132,7 @@ fn a_trashed_photo_whose_trash_file_is_gone_or_back_in_the_library_is_found() {
     mediadex::trash::trash(&env.store, a).expect("trash a");
     mediadex::trash::trash(&env.store, b).expect("trash b");
     // The user emptied a's trash by hand and moved b back by hand.
-    let in_trash = |asset: i64, rel: &str| {
-        lib.root
-            .join(String::from_utf8_lossy(&trash_path(asset, rel.as_bytes())).as_ref())
-    };
+    let in_trash = |asset: i64, rel: &str| support::trashed_to(&env.store, &lib.root, asset, rel);
     std::fs::remove_file(in_trash(a, "a.png")).expect("rm");
     std::fs::rename(in_trash(b, "b.png"), lib.root.join("b.png")).expect("mv back");
     let found = check(&env);
@@ -259,10 +256,12 @@ fn repair_adopts_the_trash_folder_of_an_index_set_aside_and_restore_puts_the_pho
     let lib = library(&env, "photos", &[("holidays/a.png", 10), ("b.png", 20)]);
     let a = lib.asset(&env.store, "holidays/a.png");
     mediadex::trash::trash(&env.store, a).expect("trash");
-    let original = support::digest(
-        &lib.root
-            .join(String::from_utf8_lossy(&trash_path(a, b"holidays/a.png")).as_ref()),
-    );
+    let original = support::digest(&support::trashed_to(
+        &env.store,
+        &lib.root,
+        a,
+        "holidays/a.png",
+    ));
     assert!(original.is_some());
     let (env, lib_id) = fresh_index(env, "photos", &lib.root);
     assert!(env.store.assets(true).expect("trash").is_empty());
@@ -316,10 +315,7 @@ fn repair_never_deletes_or_overwrites_a_file() {
     );
     mediadex::trash::trash(&env.store, b).expect("trash b");
     mediadex::trash::trash(&env.store, c).expect("trash c");
-    let in_trash = |asset: i64, rel: &str| {
-        lib.root
-            .join(String::from_utf8_lossy(&trash_path(asset, rel.as_bytes())).as_ref())
-    };
+    let in_trash = |asset: i64, rel: &str| support::trashed_to(&env.store, &lib.root, asset, rel);
     // Every kind of disagreement at once: a file gone, one changed, a trashed file moved
     // back by hand, a stray photo in the trash whose original place is taken, a stray file
     // that is no photo, and a stray copy of a live photo.
@@ -396,13 +392,7 @@ fn repair_requeues_an_orphaned_move_and_carries_it_on_under_a_lease() {
     );
     let asset = env.store.asset(a).expect("asset").expect("row");
     assert!(asset.trashed_at.is_some());
-    assert!(
-        lib.root
-            .join(".mediadex-trash")
-            .join(a.to_string())
-            .join("a.png")
-            .exists()
-    );
+    assert!(support::trashed_to(&env.store, &lib.root, a, "a.png").exists());
     assert!(check(&env).findings.is_empty(), "{:?}", check(&env));
 }
 
@@ -546,6 +536,125 @@ async fn the_api_checks_and_repairs_and_a_repair_needs_the_page_or_the_token() {
     assert_eq!(again["findings"], serde_json::json!([]), "{again}");
 }
 
+/// A trash folder of the old layout (`<asset id>/<path>`, from before a trash folder was a
+/// move's own) is adopted with the path it came from (one starting with a folder of digits
+/// too), read where it is, and restored there.
+#[test]
+fn an_old_layout_trash_folder_is_adopted_located_and_restored() {
+    let env = env();
+    let lib = library(&env, "photos", &[("a.png", 10)]);
+    let old = lib.root.join(".mediadex-trash/7/2024/x.png");
+    photo(&old, 50);
+    let bytes = std::fs::read(&old).expect("the old trash file");
+    let repaired = ops::check::repair(&services(&env)).expect("repair");
+    let adopted = (repaired.done.iter())
+        .find(|r| r.kind == RepairKind::Adopted)
+        .and_then(|r| r.asset_id)
+        .expect("adopted");
+    let files = env.store.asset_files(adopted).expect("files");
+    assert_eq!(files[0].rel_path, b"2024/x.png");
+    let asset = mediadex::model::WalkAsset {
+        id: adopted,
+        checksum: [0; 32],
+        trashed: true,
+        files,
+    };
+    assert_eq!(mediadex::locate::locate(&asset), Ok(old.clone()));
+    let outcome = mediadex::trash::restore(&env.store, adopted).expect("restore");
+    assert_eq!(outcome, mediadex::model::MoveOutcome::Restored);
+    assert_eq!(std::fs::read(lib.root.join("2024/x.png")).ok(), Some(bytes));
+    assert!(!old.exists());
+}
+
+/// A trash folder adopted from an index set aside names its move (`<asset>-<move>`): the
+/// fresh index numbers its own moves above it, so no later trash folder has its name.
+#[test]
+fn moves_after_an_adoption_are_numbered_above_the_move_its_folder_names() {
+    let env = env();
+    let lib = library(&env, "photos", &[("a.png", 10)]);
+    photo(&lib.root.join(".mediadex-trash/3-40/x.png"), 50);
+    let repaired = ops::check::repair(&services(&env)).expect("repair");
+    assert!(
+        (repaired.done.iter()).any(|r| r.kind == RepairKind::Adopted),
+        "{:?}",
+        repaired.done
+    );
+    let a = lib.asset(&env.store, "a.png");
+    mediadex::trash::trash(&env.store, a).expect("trash");
+    assert_eq!(
+        support::trashed_to(&env.store, &lib.root, a, "a.png"),
+        lib.root.join(format!(".mediadex-trash/{a}-41/a.png"))
+    );
+}
+
+/// A photo adopted from the trash folder of an index set aside (here by the fresh index's
+/// first full scan; `check --repair` adopts the same way) gets a new id, so its trash
+/// folder is not named by it: the page shows its real thumbnail and original all the same,
+/// read where the journal says the file is (not a placeholder from a path guessed by id).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_photo_adopted_from_a_trash_folder_shows_its_real_thumbnail_and_original() {
+    let env = env();
+    let lib = library(&env, "photos", &[("holidays/a.png", 10), ("b.png", 20)]);
+    let old = lib.asset(&env.store, "holidays/a.png");
+    mediadex::trash::trash(&env.store, old).expect("trash");
+    let moved = env.store.check_trashed_files_of(old).expect("journal");
+    let in_trash = lib
+        .root
+        .join(String::from_utf8_lossy(&moved[0].to_path).as_ref());
+    let bytes = std::fs::read(&in_trash).expect("the trashed file");
+    // Photos added since: the fresh index gives them the low ids.
+    for (i, shade) in [(1, 30), (2, 40), (3, 50)] {
+        photo(&lib.root.join(format!("new{i}.png")), shade);
+    }
+    // The fresh index's first full scan indexes them first, then adopts the trash folder.
+    let (env, lib_id) = fresh_index(env, "photos", &lib.root);
+    scan_now(&env, lib_id, "");
+    let trash = env.store.assets(true).expect("trash");
+    assert_eq!(trash.len(), 1, "adopted: {trash:?}");
+    let adopted = trash[0].id;
+    assert_ne!(adopted, old, "the adopted photo has a new id");
+
+    let (_stop, stop_rx) = tokio::sync::watch::channel(false);
+    let config = mediadex::http::HttpConfig {
+        security: mediadex::http::Security::for_bind(
+            "127.0.0.1:7468".parse().expect("addr"),
+            None,
+            false,
+        ),
+        thumbs: mediadex::thumbs::Thumbs::with_ffmpeg(env.dir.path(), None),
+        event_poll: std::time::Duration::from_millis(10),
+        ops: services(&env),
+    };
+    let state = mediadex::http::AppState::start(config, stop_rx).expect("state");
+    let router = mediadex::http::router(state);
+    let get = |uri: String| {
+        let router = router.clone();
+        async move {
+            let response =
+                (router.oneshot(request(Method::GET, &uri, false)).await).expect("infallible");
+            let (status, headers) = (response.status(), response.headers().clone());
+            let body = axum::body::to_bytes(response.into_body(), 1 << 24)
+                .await
+                .expect("body");
+            (status, headers, body)
+        }
+    };
+    let (status, headers, _) = get(format!("/api/assets/{adopted}/thumbnail")).await;
+    assert_eq!(status, StatusCode::OK);
+    let cache = headers.get("cache-control").expect("cache-control");
+    assert!(
+        cache.to_str().expect("text").contains("immutable"),
+        "a placeholder, not its thumbnail: {cache:?}"
+    );
+    let (status, _, body) = get(format!("/api/assets/{adopted}/original")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        body.as_ref(),
+        &bytes[..],
+        "its original is the trashed file"
+    );
+}
+
 #[test]
 fn a_live_photo_whose_file_sits_in_the_trash_folder_says_where_it_is() {
     let env = env();
@@ -566,7 +675,7 @@ fn a_live_photo_whose_file_sits_in_the_trash_folder_says_where_it_is() {
         live[0].2,
         format!(
             "photo {a} is shown as live but none of its files is on disk: photos/a.png is \
-             missing; it is in the trash folder: photos/.mediadex-trash/{a}/a.png"
+             missing; it is in the trash folder: photos/.mediadex-trash/{a}-1/a.png"
         )
     );
 }

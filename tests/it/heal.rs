@@ -120,7 +120,7 @@ fn a_trashed_asset_whose_file_the_user_put_back_is_live_again() {
     lib.scan();
     let d = lib.at("d.png").id;
     mediadex::trash::trash(&env.store, d).expect("trash");
-    let in_trash = lib.root.join(format!(".mediadex-trash/{d}/d.png"));
+    let in_trash = support::trashed_to(&env.store, &lib.root, d, "d.png");
     std::fs::rename(&in_trash, lib.root.join("d.png")).expect("put back by hand");
     lib.scan();
     let asset = lib.asset(d);
@@ -211,7 +211,7 @@ fn a_file_read_before_a_concurrent_trash_moved_it_is_not_written_back_as_present
     };
     let run = support::scan_now_with(&env, lib.id, "", config);
     assert_eq!(run.state, RunState::Completed, "{:?}", run.reason);
-    assert!(lib.root.join(format!(".mediadex-trash/{d}/d.png")).exists());
+    assert!(support::trashed_to(&env.store, &lib.root, d, "d.png").exists());
     let asset = lib.asset(d);
     assert!(asset.trashed_at.is_some(), "the trash holds");
     assert_eq!(asset.trash_reason, Some(TrashReason::User));
@@ -274,7 +274,9 @@ fn a_trash_between_its_renames_and_its_flip_is_left_to_its_mover() {
         panic!("a held move");
     };
     // Its one file moved and settled: the row is missing, the asset not flipped yet.
-    let to = lib.root.join(format!(".mediadex-trash/{d}/d.png"));
+    let to = lib
+        .root
+        .join(String::from_utf8_lossy(&held.intents[0].to_path).as_ref());
     std::fs::create_dir_all(to.parent().expect("parent")).expect("mkdir");
     std::fs::rename(lib.root.join("d.png"), &to).expect("rename");
     let intent = held.intents[0].id;

@@ -1133,7 +1133,7 @@ async fn trash_and_restore_move_the_files_and_refuse_the_wrong_state() {
     assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
     assert_eq!(r.json()["trashed"], true);
     assert!(!root.join("b.png").exists());
-    assert!(root.join(format!(".mediadex-trash/{b}/b.png")).exists());
+    assert!(support::trashed_to(&api.env.store, &root, b, "b.png").exists());
     // Still viewable from the trash.
     let o = api.get(&format!("/api/assets/{b}/original")).await;
     assert_eq!((o.status, &o.body[..]), (StatusCode::OK, &original[..]));
@@ -1159,8 +1159,13 @@ async fn trash_and_restore_move_the_files_and_refuse_the_wrong_state() {
     // A move that cannot happen (the destination is taken) loses nothing and says why.
     // (The clock moves on: the trash journal tells one move from the last by its time.)
     api.env.clock.advance(1);
-    std::fs::create_dir_all(root.join(format!(".mediadex-trash/{b}"))).unwrap();
-    std::fs::write(root.join(format!(".mediadex-trash/{b}/b.png")), b"squatter").unwrap();
+    // The next move's place: move 3, after the trash and the restore.
+    std::fs::create_dir_all(root.join(format!(".mediadex-trash/{b}-3"))).unwrap();
+    std::fs::write(
+        root.join(format!(".mediadex-trash/{b}-3/b.png")),
+        b"squatter",
+    )
+    .unwrap();
     let r = api.post_empty(&format!("/api/assets/{b}/trash")).await;
     assert_eq!(
         (r.status, r.code()),
@@ -2823,7 +2828,7 @@ async fn a_trashed_file_moved_back_by_hand_is_still_found_where_it_was() {
     let r = api.post_empty(&format!("/api/assets/{b}/trash")).await;
     assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
     std::fs::rename(
-        root.join(format!(".mediadex-trash/{b}/b.png")),
+        support::trashed_to(&api.env.store, &root, b, "b.png"),
         root.join("b.png"),
     )
     .unwrap();

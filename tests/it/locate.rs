@@ -29,6 +29,7 @@ fn one_file(root: &Path, rel: &str, stamp: FileStamp) -> WalkAsset {
             rel_path: rel.as_bytes().to_vec(),
             present: true,
             stamp,
+            trashed_to: None,
         }],
     }
 }

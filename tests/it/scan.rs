@@ -344,7 +344,7 @@ fn trash_and_restore_move_the_files_and_survive_rescans() {
         .expect("d");
     mediadex::trash::trash(&env.store, d.id).expect("trash");
     assert!(!lib.root.join("d.png").exists());
-    let in_trash = lib.root.join(format!(".mediadex-trash/{}/d.png", d.id));
+    let in_trash = support::trashed_to(&env.store, &lib.root, d.id, "d.png");
     assert!(in_trash.exists(), "moved into the library's trash folder");
     assert_eq!(lib.assets(true).len(), 1);
     let (run, _) = lib.scan();

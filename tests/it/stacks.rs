@@ -189,8 +189,8 @@ fn a_trashed_jpeg_takes_its_raw_along_and_a_vanished_one_shows_it_alone_again() 
     assert!(trashed(jpeg_id) && trashed(raw_id));
     assert!(!root.join("RawPair/DSC_0001.DNG").exists());
     assert!(
-        root.join(format!(".mediadex-trash/{raw_id}/RawPair/DSC_0001.DNG"))
-            .exists()
+        crate::support::trashed_to(&env.store, &root, raw_id, "RawPair/DSC_0001.DNG").exists(),
+        "the RAW is in its own trash folder of the move"
     );
 
     // The JPEG comes back, and its RAW with it.

@@ -14,7 +14,8 @@ use crate::support;
 use mediadex::clock::FakeClock;
 use mediadex::model::{
     Begun, FileReason, IngestItem, IntentState, JobState, Lease, MOVE_JOB_KIND, MediaFacts,
-    MediaKind, Move, MoveOutcome, ScanEnd, Settle, TrashAction, TrashIntent, trash_path,
+    MediaKind, Move, MoveOutcome, ScanEnd, Settle, TRASH_DIR, TrashAction, TrashIntent, trash_path,
+    trash_place,
 };
 use mediadex::store::{MIGRATIONS, Migration, Store, StoreError, StoreOptions};
 use mediadex::trash::{MoveConfig, MoveHooks, NoMoveHooks, TrashError};
@@ -73,8 +74,19 @@ impl Lib {
         self.root.join(String::from_utf8_lossy(rel).as_ref())
     }
 
+    /// Where `rel` of `asset` is in the trash folder: in whichever of the asset's trash
+    /// folders (one per move, `model::trash_place`) holds it, or a path in none of them
+    /// (move 0 is never issued) when none does.
     fn in_trash(&self, asset: i64, rel: &str) -> PathBuf {
-        self.path(&trash_path(asset, rel.as_bytes()))
+        let folders = std::fs::read_dir(self.root.join(TRASH_DIR))
+            .into_iter()
+            .flatten();
+        let held = (folders.flatten())
+            .map(|e| format!("{TRASH_DIR}/{}/{rel}", e.file_name().to_string_lossy()))
+            .filter(|p| trash_place(p.as_bytes()).is_some_and(|t| t.asset_id == asset))
+            .map(|p| self.root.join(p))
+            .find(|p| p.exists());
+        held.unwrap_or_else(|| self.path(&trash_path(asset, 0, rel.as_bytes())))
     }
 }
 
@@ -135,7 +147,8 @@ fn a_trash_whose_second_move_fails_leaves_the_asset_live_with_both_files_for_goo
         a,
         "byte copies are one asset"
     );
-    let squatter = lib.in_trash(a, "b/a.png");
+    // Where the first move of this index puts it.
+    let squatter = lib.path(&trash_path(a, 1, b"b/a.png"));
     std::fs::create_dir_all(squatter.parent().expect("parent")).expect("mkdir");
     std::fs::write(&squatter, b"squatter").expect("squat");
 
@@ -429,9 +442,12 @@ fn a_failed_trash_in_the_same_millisecond_as_an_earlier_one_leaves_the_asset_liv
     mediadex::trash::trash(&env.store, a).expect("first trash");
     mediadex::trash::restore(&env.store, a).expect("restore");
     assert!(!trashed(&env.store, a));
-    // The same millisecond still: the next trash cannot move the file (the destination is
-    // taken), so the move is rolled back and the asset must stay live where its file is.
-    std::fs::write(lib.in_trash(a, "a.png"), b"squatter").expect("squat");
+    // The same millisecond still: the next trash (move 3, after the trash and the restore)
+    // cannot move the file (the destination is taken), so the move is rolled back and the
+    // asset must stay live where its file is.
+    let squatter = lib.path(&trash_path(a, 3, b"a.png"));
+    std::fs::create_dir_all(squatter.parent().expect("parent")).expect("mkdir");
+    std::fs::write(squatter, b"squatter").expect("squat");
     assert!(mediadex::trash::trash(&env.store, a).is_err());
     assert!(lib.root.join("a.png").exists(), "the file did not move");
     assert!(
@@ -672,8 +688,9 @@ fn an_old_journal_upgrades_its_pending_moves_to_leased_work_and_keeps_its_last_t
     drop(store);
     let dir = tmp.path();
     let t = T0 - 60_000;
-    let tx = |p: &str| String::from_utf8(trash_path(x, p.as_bytes())).expect("utf8");
-    let ty = |p: &str| String::from_utf8(trash_path(y, p.as_bytes())).expect("utf8");
+    // The trash folder layout of those days: `<asset id>/<path>`, no move in it.
+    let tx = |p: &str| format!("{TRASH_DIR}/{x}/{p}");
+    let ty = |p: &str| format!("{TRASH_DIR}/{y}/{p}");
     // Asset x: trashed and restored (both files) a minute ago, and a trash of it begun now
     // that crashed before any file moved. Asset y: a trash begun now that crashed after
     // its files moved, before the commit.
@@ -1087,6 +1104,43 @@ fn a_restore_that_put_no_file_back_is_rolled_back_and_says_why() {
     assert!(err.to_string().contains("no file"), "{err}");
     assert!(trashed(&env.store, a), "restored with no file back");
     assert!(env.store.pending_intents().expect("pending").is_empty());
+}
+
+// ---- issue 25: a trash path is unique per move -------------------------------------------
+
+/// Trash, restore, trash again: a file the first move's folder still holds (here a copy of
+/// another version of the photo, put there by the user after the restore) neither stands in
+/// the way of the second trash nor is taken for its file, and the second restore puts the
+/// photo's own bytes back.
+#[test]
+fn a_second_trash_never_meets_a_file_left_in_the_first_trash_folder() {
+    let env = env();
+    let lib = library(&env, &[("a.png", 1)]);
+    let a = lib.asset(&env.store, "a.png");
+    let original = support::digest(&lib.root.join("a.png"));
+    mediadex::trash::trash(&env.store, a).expect("trash");
+    let first = support::trashed_to(&env.store, &lib.root, a, "a.png");
+    mediadex::trash::restore(&env.store, a).expect("restore");
+    photo(&first, 2);
+    let left = support::digest(&first);
+
+    assert_eq!(
+        mediadex::trash::trash(&env.store, a).expect("trash again"),
+        MoveOutcome::Trashed
+    );
+    let second = support::trashed_to(&env.store, &lib.root, a, "a.png");
+    assert_ne!(first, second, "two moves, one trash path");
+    assert_eq!(support::digest(&second), original);
+    assert_eq!(
+        mediadex::trash::restore(&env.store, a).expect("restore again"),
+        MoveOutcome::Restored
+    );
+    assert_eq!(support::digest(&lib.root.join("a.png")), original);
+    assert_eq!(
+        support::digest(&first),
+        left,
+        "the left file is never touched"
+    );
 }
 
 // ---- issue 25: asset ids are never reused ----------------------------------------------

@@ -389,3 +389,18 @@ pub fn cli_json(data: &std::path::Path, args: &[&str]) -> serde_json::Value {
     );
     serde_json::from_slice(&out.stdout).expect("one JSON value on stdout")
 }
+
+/// Where the latest trash of `asset` put its file `rel` (library-relative) under `root`, as
+/// the trash journal says: a trash folder is the move's own (`model::trash_path`).
+pub fn trashed_to(
+    store: &Store,
+    root: &std::path::Path,
+    asset: i64,
+    rel: &str,
+) -> std::path::PathBuf {
+    let files = store.check_trashed_files_of(asset).expect("journal");
+    let file = (files.iter())
+        .find(|f| f.from_path == rel.as_bytes())
+        .unwrap_or_else(|| panic!("no trash of asset {asset} moved {rel}: {files:?}"));
+    root.join(String::from_utf8_lossy(&file.to_path).as_ref())
+}
