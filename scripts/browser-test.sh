@@ -47,6 +47,13 @@ for _ in $(seq 600); do
     sleep 0.2
 done
 
+# A photo in a trash folder that the index knows nothing of (the trash of an index set aside),
+# planted after the start's scans: the Activity view's Check lists it and Repair adopts it.
+target/debug/examples/sample-library "$WORK/extra" 61 --sparse >/dev/null
+STRAY="$(find "$WORK/extra" -name IMG_6060.JPG)"
+mkdir -p "$WORK/sparse/.mediadex-trash/999/kept"
+cp "$STRAY" "$WORK/sparse/.mediadex-trash/999/kept/stray.jpg"
+
 (cd tests/browser && npm ci --no-audit --no-fund --loglevel=error)
 mkdir -p target/browser-shots
 status=0
