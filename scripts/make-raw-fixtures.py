@@ -114,16 +114,21 @@ def rw2():
     return bytes(t.b)
 
 
-def cr2():
+def cr2(exif_size=True):
     """A 350D-era CR2: IFD0 a 1536x1024 JPEG preview, IFD1 a thumbnail, IFD3's raw IFD with
-    no size, the Exif IFD saying ExifImageWidth x ExifImageHeight 3456x2304."""
+    no size, the Exif IFD saying ExifImageWidth x ExifImageHeight 3456x2304 (`exif_size`),
+    else only its Canon MakerNote's SensorInfo (0xE0: sensor 3516x2328, borders left 42, top
+    14, right 3497, bottom 2317, inclusive: a 3456x2304 crop)."""
     preview = small_jpeg(96, [])
     thumb = small_jpeg(32, [])
     t = Tiff(b"II*\0\x10\0\0\0CR\x02\0\0\0\0\0")
-    exif = t.ifd([
-        (0x9003, 2, "2005:06:07 08:09:10"),
-        (0xA002, 3, [3456]), (0xA003, 3, [2304]),
-    ])
+    if exif_size:
+        size = [(0xA002, 3, [3456]), (0xA003, 3, [2304])]
+    else:
+        sensor = [34, 3516, 2328, 1, 1, 42, 14, 3497, 2317] + [0] * 8
+        note = t.ifd([(0xE0, 3, sensor)])
+        size = [(0x927C, 7, (note, 2 + 12 + 4))]
+    exif = t.ifd([(0x9003, 2, "2005:06:07 08:09:10")] + size)
     preview_at = t.blob(preview)
     thumb_at = t.blob(thumb)
     slices_at = t.blob(b"\xff\xd8\xff\xc3\0\0")
@@ -197,6 +202,7 @@ def main():
     files = {
         "P1000001.RW2": rw2(),
         "IMG_0350.CR2": cr2(),
+        "IMG_0351.CR2": cr2(exif_size=False),
         "DSCF0001.RAF": raf(),
         "gimp_nikon.tif": gimp_nikon_tiff(),
         # Formats mediadex names but does not read: their magic and a little padding.

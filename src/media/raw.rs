@@ -159,6 +159,8 @@ const TAG_SUB_IFDS: u16 = 0x14A;
 const TAG_EXIF_IFD: u16 = 0x8769;
 const TAG_EXIF_WIDTH: u16 = 0xA002;
 const TAG_EXIF_HEIGHT: u16 = 0xA003;
+const TAG_MAKER_NOTE: u16 = 0x927C;
+const TAG_CANON_SENSOR_INFO: u16 = 0xE0;
 /// Panasonic's SensorTopBorder, SensorLeftBorder, SensorBottomBorder, SensorRightBorder.
 const TAG_RW2_BORDERS: [u16; 4] = [0x04, 0x05, 0x06, 0x07];
 const TAG_JPEG_OFFSET: u16 = 0x201;
@@ -195,7 +197,8 @@ enum Sizing {
     Ifds,
     /// A Panasonic RW2 (magic 0x55): IFD0's sensor borders, right - left x bottom - top.
     Rw2,
-    /// A Canon CR2 (`CR` at 8): its Exif IFD's ExifImageWidth x ExifImageHeight.
+    /// A Canon CR2 (`CR` at 8): its Exif IFD's ExifImageWidth x ExifImageHeight, else its
+    /// MakerNote's SensorInfo crop.
     Cr2,
 }
 
@@ -395,11 +398,27 @@ fn stated_size<R: Read + Seek>(r: &mut R, t: &Tiff, ifd0: &Ifd) -> Option<(u32, 
         Sizing::Cr2 => {
             let at = ifd0.uint(r, t, TAG_EXIF_IFD)?;
             let exif = t.ifd(r, u64::from(at)).ok()?;
-            let w = exif.uint(r, t, TAG_EXIF_WIDTH)?;
-            (w, exif.uint(r, t, TAG_EXIF_HEIGHT)?)
+            let w = exif.uint(r, t, TAG_EXIF_WIDTH);
+            match w.zip(exif.uint(r, t, TAG_EXIF_HEIGHT)) {
+                Some((w, h)) if w > 0 && h > 0 => (w, h),
+                _ => canon_sensor_crop(r, t, &exif)?,
+            }
         }
     };
     (w > 0 && h > 0).then_some((w, h))
+}
+
+/// A CR2's image size when its Exif IFD states none: the crop its Canon MakerNote's
+/// SensorInfo (0xE0) states, SensorRightBorder - SensorLeftBorder + 1 x SensorBottomBorder -
+/// SensorTopBorder + 1 (values 5 to 8, inclusive borders). exiftool then falls back to IFD0's
+/// preview size; this is the camera's picture.
+fn canon_sensor_crop<R: Read + Seek>(r: &mut R, t: &Tiff, exif: &Ifd) -> Option<(u32, u32)> {
+    let note = exif.entry(TAG_MAKER_NOTE).filter(|e| e.typ == 7)?;
+    let note = t.ifd(r, u64::from(u32_of(t.le, note.raw))).ok()?;
+    let info = note.uints(r, t, TAG_CANON_SENSOR_INFO)?;
+    let [left, top, right, bottom] = [info.get(5)?, info.get(6)?, info.get(7)?, info.get(8)?];
+    let w = right.checked_sub(*left)?.checked_add(1)?;
+    Some((w, bottom.checked_sub(*top)?.checked_add(1)?))
 }
 
 fn read_image<R: Read + Seek>(r: &mut R, t: &Tiff, ifd: &Ifd) -> Image {

@@ -467,6 +467,16 @@ fn rw2_cr2_and_raf_are_sized_as_exiftool_sizes_them() {
     assert_eq!(cr2.model.as_deref(), Some("Canon EOS 350D DIGITAL"));
 }
 
+/// A CR2 whose Exif IFD states no image size is sized by its Canon MakerNote's SensorInfo
+/// crop (right - left + 1 x bottom - top + 1: exiftool 12.57 shows the borders 42, 14, 3497,
+/// 2317 of the fixture), not by its 1536x1024 preview, which is exiftool's ImageSize then.
+#[test]
+fn a_cr2_without_an_exif_size_is_sized_by_its_canon_sensor_crop() {
+    let f = extract(&raw_fixture("IMG_0351.CR2"));
+    assert_eq!(f.error, None);
+    assert_eq!((f.width, f.height), (Some(3456), Some(2304)));
+}
+
 /// A RAF whose header has no RAF directory is sized by its embedded JPEG's EXIF
 /// (PixelXDimension x PixelYDimension, exiftool's ExifImageWidth x ExifImageHeight).
 #[test]
