@@ -9,8 +9,10 @@
 //! readers of a Live Photo's ContentIdentifier and a motion photo's embedded video
 //! (`motion`), the pure readers of a photo's sidecar files, XMP (`sidecar`) and Google
 //! Takeout JSON (`takeout`), with their naming rules, and the merge of what those say into a
-//! photo's facts (`beside`); must not touch the database, the queue or SQL (no database
-//! access of any kind), and must never panic on what it reads.
+//! photo's facts (`beside`), and the words for a file not indexed though its name or bytes
+//! claim a photo or video (`unindexed`: an unsupported format, or unreadable content), which
+//! are its error; must not touch the database, the queue or SQL (no database access of any
+//! kind), and must never panic on what it reads.
 //! `fuzz` (hidden) hands each private parser to the fuzz driver, examples/fuzz.
 //!
 //! Must not import: store, queue, scan, walks, rusqlite, r2d2
@@ -31,6 +33,7 @@ pub mod raw;
 pub mod sidecar;
 mod sniff;
 pub mod takeout;
+mod unindexed;
 pub mod values;
 mod video;
 mod xmp;
@@ -56,7 +59,7 @@ pub fn extract(path: &Path) -> MediaFacts {
 pub fn extract_from(path: &Path, bytes: Option<&[u8]>) -> MediaFacts {
     let mut facts = MediaFacts::default();
     let outcome = catch_unwind(AssertUnwindSafe(|| match bytes {
-        Some(bytes) => read_bytes(bytes, &mut facts),
+        Some(bytes) => read_bytes(path, bytes, &mut facts),
         None => read_all(path, &mut facts),
     }));
     let error = match outcome {
@@ -64,8 +67,30 @@ pub fn extract_from(path: &Path, bytes: Option<&[u8]>) -> MediaFacts {
         Ok(Err(reason)) => Some(reason),
         Err(_) => Some("parser panicked".to_string()),
     };
-    facts.error = join_errors(error, mislabel(path, &facts));
+    let media = facts.kind.is_some_and(|k| k != MediaKind::Other);
+    facts.error = if media {
+        join_errors(error, mislabel(path, &facts))
+    } else {
+        error
+    };
     facts
+}
+
+/// A file sniffing found no photo or video in: an error only when its name or its first
+/// bytes claim one (`unindexed`), so that the scan reports it instead of passing over it.
+fn not_media(path: &Path, head: &[u8], facts: &MediaFacts) -> Result<(), String> {
+    let claims = |ext: &str| expected_mimes(ext).is_some();
+    match unindexed::reason(path, head, facts.mime.as_deref(), claims) {
+        Some(words) => Err(words),
+        None => Ok(()),
+    }
+}
+
+/// A TIFF that the head took for a maker's RAW but whose whole structure is a TIFF's.
+fn refine_raw<R: Read + Seek>(reader: &mut R, facts: &mut MediaFacts) {
+    if raw::only_a_tiff(reader, facts.mime.as_deref().unwrap_or_default()) {
+        facts.mime = Some("image/tiff".into());
+    }
 }
 
 fn read_all(path: &Path, facts: &mut MediaFacts) -> Result<(), String> {
@@ -76,9 +101,12 @@ fn read_all(path: &Path, facts: &mut MediaFacts) -> Result<(), String> {
         .read_to_end(&mut head)
         .map_err(|e| format!("read: {e}"))?;
     if head.is_empty() {
-        return Err("empty file".into());
+        return not_media(path, &head, facts);
     }
     (facts.kind, facts.mime) = sniff(&head);
+    if facts.kind == Some(MediaKind::Image) {
+        refine_raw(&mut file, facts);
+    }
     let mime = facts.mime.clone().unwrap_or_default();
     match facts.kind {
         Some(MediaKind::Image) => {
@@ -87,16 +115,20 @@ fn read_all(path: &Path, facts: &mut MediaFacts) -> Result<(), String> {
             read_image(reader, &mime, complete, facts)
         }
         Some(MediaKind::Video) => video::read_track(file, facts),
-        _ => Ok(()),
+        _ => not_media(path, &head, facts),
     }
 }
 
 /// `read_all` over a file's bytes already in memory.
-fn read_bytes(bytes: &[u8], facts: &mut MediaFacts) -> Result<(), String> {
-    if bytes.is_empty() {
-        return Err("empty file".into());
+fn read_bytes(path: &Path, bytes: &[u8], facts: &mut MediaFacts) -> Result<(), String> {
+    let head = &bytes[..bytes.len().min(HEAD_LEN)];
+    if head.is_empty() {
+        return not_media(path, head, facts);
     }
-    (facts.kind, facts.mime) = sniff(&bytes[..bytes.len().min(HEAD_LEN)]);
+    (facts.kind, facts.mime) = sniff(head);
+    if facts.kind == Some(MediaKind::Image) {
+        refine_raw(&mut Cursor::new(bytes), facts);
+    }
     let mime = facts.mime.clone().unwrap_or_default();
     match facts.kind {
         Some(MediaKind::Image) => {
@@ -104,7 +136,7 @@ fn read_bytes(bytes: &[u8], facts: &mut MediaFacts) -> Result<(), String> {
             read_image(Cursor::new(bytes), &mime, complete, facts)
         }
         Some(MediaKind::Video) => video::read_track(Cursor::new(bytes), facts),
-        _ => Ok(()),
+        _ => not_media(path, head, facts),
     }
 }
 
@@ -173,14 +205,19 @@ fn heif_size<R: BufRead + Seek>(reader: &mut R, facts: &mut MediaFacts) -> Resul
     }
 }
 
-/// A RAW's size is its raw image's (the full-resolution IFD), not its preview's: exiftool's
-/// ImageSize; a CR3's is its CMT1's IFD0's ImageWidth x ImageHeight, exiftool's, and a box
-/// of it cut short is the file's error. A RAF, without a TIFF structure, is not sized here.
+/// A RAW's size is exiftool's ImageSize: its raw image's (the full-resolution IFD), not its
+/// preview's; an RW2's sensor borders', a CR2's Exif image size; a CR3's CMT1's IFD0's
+/// ImageWidth x ImageHeight, and a box of it cut short is the file's error; a RAF's
+/// RawImageCroppedSize, else (`photo`) its embedded JPEG's Exif image size.
 fn raw_size<R: BufRead + Seek>(
     reader: &mut R,
     mime: &str,
     facts: &mut MediaFacts,
 ) -> Result<(), String> {
+    if mime == raw::RAF {
+        (facts.width, facts.height) = raw::raf_size(reader).unzip();
+        return Ok(());
+    }
     let cr3 = mime == raw::CR3;
     if !raw::is_tiff_raw(mime) && !cr3 {
         return Ok(());
@@ -193,14 +230,12 @@ fn raw_size<R: BufRead + Seek>(
     Ok(())
 }
 
-/// A media extension on a file whose content is something else (or nothing recognisable).
+/// A media extension on a photo or video of another type (a file that is none has its
+/// words from `not_media`).
 fn mislabel(path: &Path, facts: &MediaFacts) -> Option<String> {
     let ext = path.extension()?.to_str()?.to_ascii_lowercase();
     let expected = expected_mimes(&ext)?;
     let actual = facts.mime.as_deref();
-    if actual.is_none() && facts.kind.is_none() {
-        return None; // empty or unreadable: already reported
-    }
     if actual.is_some_and(|m| expected.contains(&m)) {
         return None;
     }

@@ -1,6 +1,7 @@
 //! Photo metadata: stored pixel size (imagesize, header only) and EXIF (kamadak-exif, including
 //! the EXIF of HEIC/AVIF, PNG, WebP, TIFF and the TIFF-structured RAWs, and a RAF's from its
-//! embedded JPEG, and a CR3's from its CMT1, CMT2 and CMT4 TIFFs). Owns the choice of EXIF tags (and hands the
+//! embedded JPEG, and a CR3's from its CMT1, CMT2 and CMT4 TIFFs), and the size of a RAF
+//! whose header states none, its JPEG's ExifImageWidth x ExifImageHeight. Owns the choice of EXIF tags (and hands the
 //! MakerNote to `motion` for a Live Photo's ContentIdentifier); must not decide the
 //! media kind (that is `sniff`) nor touch video containers.
 
@@ -115,6 +116,9 @@ pub fn read_exif<R: BufRead + Seek>(
         Err(Err(e)) => return Err(format!("exif: {e}")),
     };
     apply(&Tags::One(&exif), facts);
+    if mime == super::raw::RAF && facts.width.is_none() {
+        (facts.width, facts.height) = exif_image_size(&Tags::One(&exif)).unzip();
+    }
     if partial {
         Err("exif: some entries unreadable".into())
     } else {
@@ -182,6 +186,13 @@ fn apply(exif: &Tags, facts: &mut MediaFacts) {
     if facts.lat.is_none() || facts.lon.is_none() {
         (facts.lat, facts.lon) = (None, None);
     }
+}
+
+/// ExifImageWidth x ExifImageHeight (PixelXDimension, PixelYDimension): the size of a RAF
+/// whose header does not state it, from its embedded JPEG's EXIF.
+fn exif_image_size(exif: &Tags) -> Option<(u32, u32)> {
+    let dim = |tag| field(exif, tag)?.value.get_uint(0).filter(|v| *v > 0);
+    Some((dim(Tag::PixelXDimension)?, dim(Tag::PixelYDimension)?))
 }
 
 /// DateTimeOriginal, else DateTimeDigitized, else DateTime — each with its own sub-seconds

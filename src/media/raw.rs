@@ -23,7 +23,7 @@ pub const RAW_MIMES: &[&str] = &[
     "image/x-pentax-pef",
 ];
 const DNG: &str = "image/x-adobe-dng";
-const RAF: &str = "image/x-fujifilm-raf";
+pub const RAF: &str = "image/x-fujifilm-raf";
 pub const CR3: &str = "image/x-canon-cr3";
 
 /// The RAW formats this module gets a picture of: all it knows.
@@ -37,9 +37,11 @@ pub fn is_tiff_raw(mime: &str) -> bool {
 }
 
 /// Which RAW the first bytes of a file are, if any. A TIFF is a RAW when its IFD0 carries
-/// DNGVersion, or a camera maker's name with the layout of its RAW (CR2's own header word).
+/// DNGVersion, or a camera maker's name and a RAW's structure (`raw_structure`); a CR2 by
+/// its own header word, an ORF or RW2 by its magic, a RAF by the FUJIFILM that starts its
+/// header (exiftool's rule: the word after it varies).
 pub fn raw_mime(head: &[u8]) -> Option<&'static str> {
-    if head.starts_with(b"FUJIFILMCCD-RAW") {
+    if head.starts_with(b"FUJIFILM") {
         return Some(RAF);
     }
     if head.get(4..8) == Some(b"ftyp") && head.get(8..12) == Some(b"crx ") {
@@ -63,24 +65,67 @@ pub fn raw_mime(head: &[u8]) -> Option<&'static str> {
     let make = ifd0
         .text(&mut cursor, &tiff, TAG_MAKE)?
         .to_ascii_uppercase();
-    // A maker's name alone is also on its TIFFs (a Coolscan's, a camera's TIFF mode): its
-    // RAWs carry SubIFDs, a CFA or a vendor compression (Nikon's and Pentax's packed 65535,
-    // Sony's 32767).
-    let photometric = ifd0.uint(&mut cursor, &tiff, TAG_PHOTOMETRIC);
-    let compression = ifd0.uint(&mut cursor, &tiff, TAG_COMPRESSION).unwrap_or(1);
-    let rawish =
-        ifd0.entry(TAG_SUB_IFDS).is_some() || photometric == Some(32803) || compression >= 32767;
-    if !rawish {
+    // A SubIFD beyond the head cannot be told here: the caller's `refine` reads it.
+    if raw_structure(&mut cursor, &tiff, &ifd0) == Some(false) {
         return None;
     }
-    [
-        ("NIKON", "image/x-nikon-nef"),
-        ("SONY", "image/x-sony-arw"),
-        ("PENTAX", "image/x-pentax-pef"),
-        ("RICOH", "image/x-pentax-pef"),
-    ]
-    .into_iter()
-    .find_map(|(maker, mime)| make.starts_with(maker).then_some(mime))
+    MAKER_RAWS
+        .into_iter()
+        .find_map(|(maker, mime)| make.starts_with(maker).then_some(mime))
+}
+
+/// The RAWs told from a TIFF by their maker's name and their structure.
+const MAKER_RAWS: [(&str, &str); 4] = [
+    ("NIKON", "image/x-nikon-nef"),
+    ("SONY", "image/x-sony-arw"),
+    ("PENTAX", "image/x-pentax-pef"),
+    ("RICOH", "image/x-pentax-pef"),
+];
+
+/// Whether a RAW's structure is there: a CFA (or DNG's LinearRaw) photometric
+/// interpretation, or a camera maker's raw compression, in IFD0 or one of its SubIFDs. A
+/// maker's name alone is also on its TIFFs (a Coolscan's, a camera's TIFF mode, a GIMP export
+/// that keeps the Make and writes a SubIFD thumbnail). `None`: a SubIFD could not be read.
+fn raw_structure<R: Read + Seek>(r: &mut R, t: &Tiff, ifd0: &Ifd) -> Option<bool> {
+    let rawish = |r: &mut R, ifd: &Ifd| {
+        let photometric = ifd.uint(r, t, TAG_PHOTOMETRIC).unwrap_or(0);
+        let compression = ifd.uint(r, t, TAG_COMPRESSION).unwrap_or(1);
+        matches!(photometric, 32803 | 34892) || RAW_COMPRESSIONS.contains(&compression)
+    };
+    if rawish(r, ifd0) {
+        return Some(true);
+    }
+    let subs = ifd0.uints(r, t, TAG_SUB_IFDS).unwrap_or_default();
+    let mut unread = false;
+    for at in subs.into_iter().take(MAX_IFDS) {
+        match t.ifd(r, u64::from(at)) {
+            Ok(sub) if rawish(r, &sub) => return Some(true),
+            Ok(_) => {}
+            Err(_) => unread = true,
+        }
+    }
+    (!unread).then_some(false)
+}
+
+/// Raw compressions (exiftool's names): Sony ARW (32767), packed raw (32769), Samsung SRW
+/// (32770, 32772), Kodak KDC (32867), Panasonic (34316), Nikon NEF (34713), Kodak DCR
+/// (65000), Pentax PEF (65535). Not every number above 32767 is one: PackBits (32773) and
+/// deflate (32946) are a TIFF's.
+const RAW_COMPRESSIONS: [u32; 9] = [
+    32767, 32769, 32770, 32772, 32867, 34316, 34713, 65000, 65535,
+];
+
+/// Whether a file `raw_mime` took for a maker's RAW by its head is a TIFF after all: its
+/// SubIFDs, beyond the head, read from the whole file hold no RAW's structure.
+pub fn only_a_tiff<R: Read + Seek>(r: &mut R, mime: &str) -> bool {
+    if !MAKER_RAWS.iter().any(|(_, m)| *m == mime) {
+        return false;
+    }
+    let Ok(t) = Tiff::open(r) else { return false };
+    let Ok(ifd0) = t.ifd(r, t.first) else {
+        return false;
+    };
+    raw_structure(r, &t, &ifd0) == Some(false)
 }
 
 /// What went wrong reading a RAW's structure.
@@ -111,6 +156,13 @@ const TAG_TILE_LENGTH: u16 = 0x143;
 const TAG_TILE_OFFSETS: u16 = 0x144;
 const TAG_TILE_COUNTS: u16 = 0x145;
 const TAG_SUB_IFDS: u16 = 0x14A;
+const TAG_EXIF_IFD: u16 = 0x8769;
+const TAG_EXIF_WIDTH: u16 = 0xA002;
+const TAG_EXIF_HEIGHT: u16 = 0xA003;
+const TAG_MAKER_NOTE: u16 = 0x927C;
+const TAG_CANON_SENSOR_INFO: u16 = 0xE0;
+/// Panasonic's SensorTopBorder, SensorLeftBorder, SensorBottomBorder, SensorRightBorder.
+const TAG_RW2_BORDERS: [u16; 4] = [0x04, 0x05, 0x06, 0x07];
 const TAG_JPEG_OFFSET: u16 = 0x201;
 const TAG_JPEG_LENGTH: u16 = 0x202;
 /// Panasonic's JpgFromRaw, an embedded JPEG as an UNDEFINED value.
@@ -131,10 +183,23 @@ const MAX_SIDE: u32 = 100_000;
 /// The longest side of a picture binned from raw data.
 pub const BIN_SIDE: u32 = 1024;
 
-/// A TIFF header: byte order and where IFD0 is.
+/// A TIFF header: byte order, where IFD0 is, and which maker's rule sizes the file.
 struct Tiff {
     le: bool,
     first: u64,
+    sizing: Sizing,
+}
+
+/// exiftool's size rule for a TIFF-structured RAW whose raw IFD states no size.
+#[derive(Clone, Copy, PartialEq)]
+enum Sizing {
+    /// The raw image's IFD, else the biggest any IFD states.
+    Ifds,
+    /// A Panasonic RW2 (magic 0x55): IFD0's sensor borders, right - left x bottom - top.
+    Rw2,
+    /// A Canon CR2 (`CR` at 8): its Exif IFD's ExifImageWidth x ExifImageHeight, else its
+    /// MakerNote's SensorInfo crop.
+    Cr2,
 }
 
 /// One IFD entry: tag, type, count and the 4 value-or-offset bytes.
@@ -172,7 +237,15 @@ impl Tiff {
             _ => return Err(RawError::Format("not a TIFF structure")),
         };
         let first = u64::from(u32_of(le, [head[4], head[5], head[6], head[7]]));
-        Ok(Tiff { le, first })
+        let mut cr = [0u8; 2];
+        let sizing = if &head[..4] == b"IIU\0" {
+            Sizing::Rw2
+        } else if r.read_exact(&mut cr).is_ok() && &cr == b"CR" {
+            Sizing::Cr2
+        } else {
+            Sizing::Ifds
+        };
+        Ok(Tiff { le, first, sizing })
     }
 
     fn u16(&self, b: [u8; 2]) -> u16 {
@@ -305,6 +378,47 @@ struct Image {
 struct Layout {
     images: Vec<Image>,
     orientation: Option<u32>,
+    /// The size IFD0 states by its maker's rule (`Sizing`), which wins over the IFDs'.
+    stated: Option<(u32, u32)>,
+}
+
+/// The size of an RW2 (its sensor borders) or a CR2 (its Exif IFD's image size), as
+/// exiftool gives it; `None` for other RAWs or when IFD0 does not say.
+fn stated_size<R: Read + Seek>(r: &mut R, t: &Tiff, ifd0: &Ifd) -> Option<(u32, u32)> {
+    let (w, h) = match t.sizing {
+        Sizing::Ifds => return None,
+        Sizing::Rw2 => {
+            let mut b = [0u32; 4];
+            for (v, tag) in b.iter_mut().zip(TAG_RW2_BORDERS) {
+                *v = ifd0.uint(r, t, tag)?;
+            }
+            let [top, left, bottom, right] = b;
+            (right.checked_sub(left)?, bottom.checked_sub(top)?)
+        }
+        Sizing::Cr2 => {
+            let at = ifd0.uint(r, t, TAG_EXIF_IFD)?;
+            let exif = t.ifd(r, u64::from(at)).ok()?;
+            let w = exif.uint(r, t, TAG_EXIF_WIDTH);
+            match w.zip(exif.uint(r, t, TAG_EXIF_HEIGHT)) {
+                Some((w, h)) if w > 0 && h > 0 => (w, h),
+                _ => canon_sensor_crop(r, t, &exif)?,
+            }
+        }
+    };
+    (w > 0 && h > 0).then_some((w, h))
+}
+
+/// A CR2's image size when its Exif IFD states none: the crop its Canon MakerNote's
+/// SensorInfo (0xE0) states, SensorRightBorder - SensorLeftBorder + 1 x SensorBottomBorder -
+/// SensorTopBorder + 1 (values 5 to 8, inclusive borders). exiftool then falls back to IFD0's
+/// preview size; this is the camera's picture.
+fn canon_sensor_crop<R: Read + Seek>(r: &mut R, t: &Tiff, exif: &Ifd) -> Option<(u32, u32)> {
+    let note = exif.entry(TAG_MAKER_NOTE).filter(|e| e.typ == 7)?;
+    let note = t.ifd(r, u64::from(u32_of(t.le, note.raw))).ok()?;
+    let info = note.uints(r, t, TAG_CANON_SENSOR_INFO)?;
+    let [left, top, right, bottom] = [info.get(5)?, info.get(6)?, info.get(7)?, info.get(8)?];
+    let w = right.checked_sub(*left)?.checked_add(1)?;
+    Some((w, bottom.checked_sub(*top)?.checked_add(1)?))
 }
 
 fn read_image<R: Read + Seek>(r: &mut R, t: &Tiff, ifd: &Ifd) -> Image {
@@ -359,7 +473,7 @@ fn layout<R: Read + Seek>(r: &mut R) -> Result<Layout, RawError> {
     let mut todo = vec![t.first];
     let mut seen = Vec::new();
     let mut images = Vec::new();
-    let mut orientation = None;
+    let (mut orientation, mut stated) = (None, None);
     while let Some(at) = todo.pop() {
         if at == 0 || seen.contains(&at) || seen.len() >= MAX_IFDS {
             continue;
@@ -368,6 +482,7 @@ fn layout<R: Read + Seek>(r: &mut R) -> Result<Layout, RawError> {
         let Ok(ifd) = t.ifd(r, at) else { continue };
         if seen.len() == 1 {
             orientation = ifd.uint(r, &t, TAG_ORIENTATION);
+            stated = stated_size(r, &t, &ifd);
         }
         images.push(read_image(r, &t, &ifd));
         todo.push(ifd.next);
@@ -380,6 +495,7 @@ fn layout<R: Read + Seek>(r: &mut R) -> Result<Layout, RawError> {
     Ok(Layout {
         images,
         orientation,
+        stated,
     })
 }
 
@@ -396,10 +512,14 @@ impl Layout {
             .max_by_key(area)
     }
 
-    /// The size to index: the raw image's, else (a CR2, whose raw IFD states none: its
+    /// The size to index: the one IFD0 states by its maker's rule (an RW2's, a CR2's), else
+    /// the raw image's, else (a CR2 without an Exif size, whose raw IFD states none: its
     /// slices do) the biggest image any IFD states, the full-size JPEG beside the raw.
     fn size(&self) -> Option<(u32, u32)> {
         let area = |i: &&Image| u64::from(i.width) * u64::from(i.height);
+        if self.stated.is_some() {
+            return self.stated;
+        }
         self.main()
             .or_else(|| self.images.iter().filter(|i| area(i) > 0).max_by_key(area))
             .map(|i| (i.width, i.height))
@@ -505,6 +625,41 @@ fn raf_preview<R: Read + Seek>(r: &mut R) -> Result<Vec<u8>, RawError> {
         return Err(RawError::Format("preview too long"));
     }
     read_jpeg(r, at, len)?.ok_or(RawError::NoPicture("RAF without its JPEG"))
+}
+
+/// Where a RAF's header points at its RAF directory, and the directory's tag that holds
+/// RawImageCroppedSize (height, then width).
+const RAF_DIR_AT: u64 = 0x5C;
+const RAF_CROPPED_SIZE: u16 = 0x111;
+
+/// A RAF's size, exiftool's ImageSize of it: RawImageCroppedSize from the RAF directory its
+/// header points at (big-endian: a count, then tag, length and value each). `None` when the
+/// header points at none or it does not say.
+pub fn raf_size<R: Read + Seek>(r: &mut R) -> Option<(u32, u32)> {
+    let mut word = [0u8; 4];
+    r.seek(SeekFrom::Start(RAF_DIR_AT)).ok()?;
+    r.read_exact(&mut word).ok()?;
+    let at = u64::from(u32::from_be_bytes(word));
+    if at == 0 {
+        return None;
+    }
+    r.seek(SeekFrom::Start(at)).ok()?;
+    r.read_exact(&mut word).ok()?;
+    let count = u32::from_be_bytes(word);
+    // exiftool's bound on a RAF directory's entries.
+    for _ in 0..count.min(256) {
+        r.read_exact(&mut word).ok()?;
+        let tag = u16::from_be_bytes([word[0], word[1]]);
+        let len = u16::from_be_bytes([word[2], word[3]]);
+        if tag == RAF_CROPPED_SIZE && len == 4 {
+            r.read_exact(&mut word).ok()?;
+            let h = u32::from(u16::from_be_bytes([word[0], word[1]]));
+            let w = u32::from(u16::from_be_bytes([word[2], word[3]]));
+            return (w > 0 && h > 0).then_some((w, h));
+        }
+        r.seek(SeekFrom::Current(i64::from(len))).ok()?;
+    }
+    None
 }
 
 /// The bin factor: even, and so that the longest side is at most `BIN_SIDE`.
@@ -633,6 +788,11 @@ mod tests {
     #[test]
     fn raw_magic_is_told_from_a_plain_tiff() {
         assert_eq!(raw_mime(b"FUJIFILMCCD-RAW 0201"), Some(RAF));
+        assert_eq!(
+            raw_mime(b"FUJIFILMCCD-RAX 0201"),
+            Some(RAF),
+            "exiftool's rule"
+        );
         let cr3 = b"\0\0\0\x18ftypcrx \0\0\0\x01crx isom";
         assert_eq!(raw_mime(cr3), Some(CR3));
         assert_eq!(raw_mime(b"IIRO\x08\0\0\0"), Some("image/x-olympus-orf"));
@@ -678,6 +838,47 @@ mod tests {
         let nef = Some("image/x-nikon-nef");
         assert_eq!(raw_mime(&tiff("NIKON CORPORATION", &[packed])), nef);
         assert_eq!(raw_mime(&tiff("Nikon", &[rgb])), None, "a Coolscan TIFF");
+    }
+
+    /// A maker's TIFF whose one SubIFD, `gap` bytes after IFD0's values, has the
+    /// photometric interpretation `photometric`.
+    fn with_sub(photometric: u16, gap: usize) -> Vec<u8> {
+        let make = "NIKON CORPORATION";
+        let at = 8 + 2 + 2 * 12 + 4 + make.len() + 1 + gap;
+        let subs = (TAG_SUB_IFDS, 4, 1, (at as u32).to_le_bytes());
+        let mut b = tiff(make, &[subs]);
+        b.resize(at, 0);
+        b.extend(1u16.to_le_bytes());
+        b.extend(TAG_PHOTOMETRIC.to_le_bytes());
+        b.extend(3u16.to_le_bytes());
+        b.extend(1u32.to_le_bytes());
+        b.extend(u32::from(photometric).to_le_bytes());
+        b.extend([0; 4]);
+        b
+    }
+
+    /// Issue 26 finding 9: a RAW by its structure (a CFA or a raw compression in IFD0 or a
+    /// SubIFD), not by its maker's name; GIMP keeps the Make and may write a SubIFD thumbnail
+    /// or PackBits (32773, above 32767 but a TIFF's).
+    #[test]
+    fn a_makers_tiff_with_a_subifd_thumbnail_or_packbits_is_a_tiff() {
+        let nef = Some("image/x-nikon-nef");
+        assert_eq!(raw_mime(&with_sub(2, 0)), None, "an RGB SubIFD thumbnail");
+        assert_eq!(raw_mime(&with_sub(32803, 0)), nef, "a CFA SubIFD");
+        let packbits = (TAG_COMPRESSION, 3, 1, [0x05, 0x80, 0, 0]);
+        assert_eq!(raw_mime(&tiff("NIKON CORPORATION", &[packbits])), None);
+        // A SubIFD beyond the head: the head cannot tell, the whole file can.
+        let far = with_sub(2, 9000);
+        assert_eq!(raw_mime(&far[..8192]), nef);
+        assert!(only_a_tiff(
+            &mut std::io::Cursor::new(&far),
+            "image/x-nikon-nef"
+        ));
+        let far_cfa = with_sub(32803, 9000);
+        assert!(!only_a_tiff(
+            &mut std::io::Cursor::new(&far_cfa),
+            "image/x-nikon-nef"
+        ));
     }
 
     #[test]

@@ -28,7 +28,8 @@
 //! so that the writer does not write back one a move settled after the read.
 //!
 //! Each batch also carries the run's problems met in it, each with its error (what could
-//! not be listed, read or parsed), for the sink to record beside the batch.
+//! not be listed, read or parsed, and what was not indexed though its name or bytes claim
+//! a photo or video), for the sink to record beside the batch.
 
 use super::beside::{self, Listings};
 use super::diff::{Reason, reason};
@@ -819,14 +820,12 @@ impl<'a> Diffing<'a> {
     }
 }
 
-/// A changed file the run could not read, or a picture or video it could not parse: a
-/// problem of the run, listed with its error. A file that is no picture or video is none
-/// (the scan keeps it as a file row and moves on), whatever its sniffing said.
+/// A changed file the run could not read, a picture or video it could not parse, or a file
+/// that is none though its name or bytes claim one (the extract's words, such as
+/// "unsupported format (CRW)"): a problem of the run, listed with its error. A file that is
+/// no picture or video and claims none has no error and is no problem (the scan keeps it as
+/// a file row and moves on).
 fn problem(o: &Observed) -> Option<(PathBuf, String)> {
-    let media = |f: &MediaFacts| f.kind.is_some_and(|k| k != MediaKind::Other);
-    if o.checksum.is_some() && !o.facts.as_ref().is_some_and(media) {
-        return None;
-    }
     Some((o.rel.clone(), o.error.clone()?))
 }
 
@@ -1225,7 +1224,7 @@ mod tests {
     }
 
     #[test]
-    fn a_media_file_that_cannot_be_read_or_parsed_is_a_problem_and_other_files_are_not() {
+    fn a_file_that_cannot_be_read_parsed_or_indexed_is_a_problem_and_other_files_are_not() {
         let dir = library(6);
         // Deleted once the walk has listed it: the read, after the walk, finds it gone.
         let vanished = dir.path().join("d1/e1/f1.jpg");
@@ -1246,7 +1245,9 @@ mod tests {
                 .unwrap_or_default();
             let (kind, error) = match name {
                 "f0.jpg" => (MediaKind::Image, Some("truncated JPEG".to_string())),
-                "f2.jpg" => (MediaKind::Other, Some("no known signature".to_string())),
+                // Not indexed, and its name claims a photo: the extract's words say why.
+                "f2.jpg" => (MediaKind::Other, Some("unreadable content".to_string())),
+                "f3.jpg" => (MediaKind::Other, None),
                 _ => (MediaKind::Image, None),
             };
             MediaFacts {
@@ -1265,20 +1266,19 @@ mod tests {
             &extract,
         )
         .expect("scan");
-        let problems: Vec<(String, String)> = sink
+        let mut problems: Vec<(String, String)> = sink
             .batches
             .iter()
             .flat_map(|b| &b.problems)
             .map(|(rel, error)| (rel.to_string_lossy().into_owned(), error.clone()))
             .collect();
-        assert_eq!(problems.len(), 2, "{problems:?}");
-        assert_eq!(
-            problems[0],
-            ("d0/e0/f0.jpg".into(), "truncated JPEG".into())
-        );
-        assert_eq!(problems[1].0, "d1/e1/f1.jpg");
-        assert!(problems[1].1.starts_with("cannot read: "), "{problems:?}");
-        assert_eq!((summary.problems, summary.read_errors), (2, 1));
+        problems.sort();
+        let texts: Vec<(&str, &str)> = problems.iter().map(|(p, e)| (&p[..], &e[..])).collect();
+        assert_eq!(texts[0], ("d0/e0/f0.jpg", "truncated JPEG"));
+        assert_eq!(texts[1].0, "d1/e1/f1.jpg");
+        assert!(texts[1].1.starts_with("cannot read: "), "{problems:?}");
+        assert_eq!(texts[2..], [("d2/e0/f2.jpg", "unreadable content")]);
+        assert_eq!((summary.problems, summary.read_errors), (3, 1));
     }
 
     /// A first scan of `root` in small batches into `sink`.

@@ -173,3 +173,69 @@ fn a_pruned_run_takes_its_problems_with_it() {
     assert!(env.store.scan_run(runs[0]).unwrap().is_none());
     assert_eq!((rows(runs[0]), rows(runs[1])), (0, 1));
 }
+
+/// Issue 26 finding 11: a file whose name or bytes claim a photo or video and that is not
+/// indexed is a problem of the run that read it, saying why: the formats mediadex names but
+/// does not read (CRW, MRW, X3F, BigTIFF; exiftool 12.57 names each of these fixtures so) and
+/// the content that is not what it claims. Files that claim nothing (a note, an empty file)
+/// and pictures that index without a fault are none.
+#[test]
+fn a_file_that_claims_a_picture_and_is_not_indexed_is_a_problem_with_its_reason() {
+    use crate::support::scan_now;
+    let env = env();
+    let lib = env.library("photos");
+    let root = env.dir.path().join("photos");
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/raw");
+    for name in [
+        "CRW_0001.CRW",
+        "PICT0001.MRW",
+        "IMG00001.X3F",
+        "bigtiff.tif",
+        "no_marker.jpg",
+        "DSCF0002.RAF",
+        "DSCF0003.RAF",
+        "empty.heic",
+        "garbage.heic",
+        "gimp_nikon.tif",
+    ] {
+        std::fs::copy(fixtures.join(name), root.join(name)).unwrap();
+    }
+    std::fs::write(root.join("notes.txt"), "not a picture").unwrap();
+    std::fs::write(root.join("empty.txt"), "").unwrap();
+    let run = scan_now(&env, lib, "");
+    let mut got: Vec<(String, String)> = env
+        .store
+        .run_problems(run.id, 0, 100)
+        .unwrap()
+        .into_iter()
+        .map(|(_, p)| (p.rel_path_text, p.error))
+        .collect();
+    got.sort();
+    let want = [
+        ("CRW_0001.CRW", "unsupported format (CRW)"),
+        (
+            "DSCF0003.RAF",
+            "unreadable content (name says .raf, bytes start \"NOTAFUJI\")",
+        ),
+        ("IMG00001.X3F", "unsupported format (X3F)"),
+        ("PICT0001.MRW", "unsupported format (MRW)"),
+        ("bigtiff.tif", "unsupported format (BigTIFF)"),
+        (
+            "empty.heic",
+            "unreadable content (name says .heic, the file is empty)",
+        ),
+        (
+            "garbage.heic",
+            "unreadable content (name says .heic, bytes start \"this fil\")",
+        ),
+        (
+            "no_marker.jpg",
+            "unreadable content (name says .jpg, bytes start FF D8 with no JPEG marker after)",
+        ),
+    ];
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(p, e)| (p.to_string(), e.to_string()))
+        .collect();
+    assert_eq!(got, want);
+}
