@@ -1,5 +1,6 @@
 //! Photo metadata: stored pixel size (imagesize, header only) and EXIF (kamadak-exif, including
-//! the EXIF of HEIC/AVIF, PNG, WebP, TIFF and the TIFF-structured RAWs, and a RAF's from its
+//! the EXIF of HEIC/AVIF, PNG (its eXIf chunk, else ImageMagick's raw profile in a text
+//! chunk, `png_text`), WebP, TIFF and the TIFF-structured RAWs, and a RAF's from its
 //! embedded JPEG, and a CR3's from its CMT1, CMT2 and CMT4 TIFFs). Owns the choice of EXIF tags (and hands the
 //! MakerNote to `motion` for a Live Photo's ContentIdentifier); must not decide the
 //! media kind (that is `sniff`) nor touch video containers.
@@ -106,7 +107,15 @@ pub fn read_exif<R: BufRead + Seek>(
     } else if mime == super::raw::CR3 {
         return read_cr3_exif(reader, &exif_reader, facts);
     } else {
-        exif_reader.read_from_container(reader)
+        match exif_reader.read_from_container(reader) {
+            Err(::exif::Error::NotFound(_)) if mime == "image/png" => {
+                match super::png_text::exif_profile(reader) {
+                    Some(tiff) => exif_reader.read_raw(tiff),
+                    None => return Ok(()),
+                }
+            }
+            parsed => parsed,
+        }
     };
     let mut partial = false;
     let exif = match parsed.map_err(|e| e.distill_partial_result(|_| partial = true)) {
@@ -225,9 +234,14 @@ fn gps(exif: &Tags, value_tag: Tag, ref_tag: Tag, limit: f64) -> Option<f64> {
     gps_degrees(dms, text(exif, ref_tag).as_deref(), limit)
 }
 
+/// `tag` in its own IFD, or for an Exif IFD tag (DateTimeOriginal…) in IFD0, where some
+/// cameras and editors write it (exiftool reads it there too); the Exif IFD's wins.
 fn field<'a>(exif: &'a Tags, tag: Tag) -> Option<&'a Field> {
     match exif {
-        Tags::One(exif) => exif.get_field(tag, In::PRIMARY),
+        Tags::One(exif) => exif.get_field(tag, In::PRIMARY).or_else(|| {
+            let in_ifd0 = Tag(Context::Tiff, tag.number());
+            (tag.context() == Context::Exif).then(|| exif.get_field(in_ifd0, In::PRIMARY))?
+        }),
         Tags::Cr3(blocks) => {
             let block = match tag.context() {
                 Context::Tiff => 0,
