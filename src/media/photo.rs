@@ -176,14 +176,22 @@ fn tiff_magic(buf: &mut [u8]) {
     }
 }
 
+/// Each field on its own: a tag whose entry is unreadable or of an unexpected type costs
+/// that field alone, and among several entries of one tag the first readable one counts.
 fn apply(exif: &Tags, facts: &mut MediaFacts) {
     facts.make = text(exif, Tag::Make);
     facts.model = text(exif, Tag::Model);
-    facts.orientation = field(exif, Tag::Orientation)
-        .and_then(|f| f.value.get_uint(0))
-        .and_then(orientation);
+    facts.orientation = fields(exif, Tag::Orientation)
+        .into_iter()
+        .find_map(|f| f.value.get_uint(0).and_then(orientation));
     apply_date(exif, facts);
-    if let Some(Value::Undefined(note, _)) = field(exif, Tag::MakerNote).map(|f| &f.value) {
+    let note = fields(exif, Tag::MakerNote)
+        .into_iter()
+        .find_map(|f| match &f.value {
+            Value::Undefined(note, _) => Some(note),
+            _ => None,
+        });
+    if let Some(note) = note {
         facts.content_identifier = super::motion::apple_content_identifier(note);
     }
     facts.lat = gps(exif, Tag::GPSLatitude, Tag::GPSLatitudeRef, 90.0);
@@ -222,48 +230,70 @@ fn apply_date(exif: &Tags, facts: &mut MediaFacts) {
     }
 }
 
+/// Degrees from the first entry of `value_tag` that holds them: unsigned rationals as EXIF
+/// says, or signed ones as some writers use (exiftool reads both).
 fn gps(exif: &Tags, value_tag: Tag, ref_tag: Tag, limit: f64) -> Option<f64> {
-    let Value::Rational(parts) = &field(exif, value_tag)?.value else {
-        return None;
+    let reference = text(exif, ref_tag);
+    let degrees = |field: &Field| -> Option<f64> {
+        let parts: Vec<Option<f64>> = match &field.value {
+            Value::Rational(v) => v
+                .iter()
+                .map(|r| (r.denom != 0).then(|| r.to_f64()))
+                .collect(),
+            Value::SRational(v) => v
+                .iter()
+                .map(|r| (r.denom != 0).then(|| r.to_f64()))
+                .collect(),
+            _ => return None,
+        };
+        let part = |i: usize| parts.get(i).copied().flatten();
+        let dms = [part(0)?, part(1).unwrap_or(0.0), part(2).unwrap_or(0.0)];
+        gps_degrees(dms, reference.as_deref(), limit)
     };
-    let part = |i: usize| -> Option<f64> {
-        let r = parts.get(i)?;
-        (r.denom != 0).then(|| r.to_f64())
-    };
-    let dms = [part(0)?, part(1).unwrap_or(0.0), part(2).unwrap_or(0.0)];
-    gps_degrees(dms, text(exif, ref_tag).as_deref(), limit)
+    fields(exif, value_tag).into_iter().find_map(degrees)
 }
 
-/// `tag` in its own IFD, or for an Exif IFD tag (DateTimeOriginal…) in IFD0, where some
-/// cameras and editors write it (exiftool reads it there too); the Exif IFD's wins.
-fn field<'a>(exif: &'a Tags, tag: Tag) -> Option<&'a Field> {
+/// The entries of `tag`, in file order: in its own IFD, then, for an Exif IFD tag
+/// (DateTimeOriginal…), in IFD0, where some cameras and editors write it (exiftool reads it
+/// there too). kamadak-exif's `get_field` keeps only the last entry of a tag, so a bad
+/// duplicate would hide a good one.
+fn fields<'a>(exif: &'a Tags, tag: Tag) -> Vec<&'a Field> {
     match exif {
-        Tags::One(exif) => exif.get_field(tag, In::PRIMARY).or_else(|| {
+        Tags::One(exif) => {
             let in_ifd0 = Tag(Context::Tiff, tag.number());
-            (tag.context() == Context::Exif).then(|| exif.get_field(in_ifd0, In::PRIMARY))?
-        }),
+            let primary = || exif.fields().filter(|f| f.ifd_num == In::PRIMARY);
+            let mut found: Vec<&Field> = primary().filter(|f| f.tag == tag).collect();
+            if tag.context() == Context::Exif {
+                found.extend(primary().filter(|f| f.tag == in_ifd0));
+            }
+            found
+        }
         Tags::Cr3(blocks) => {
             let block = match tag.context() {
                 Context::Tiff => 0,
                 Context::Exif => 1,
                 Context::Gps => 2,
-                _ => return None,
+                _ => return Vec::new(),
             };
             let ifd0 = Tag(Context::Tiff, tag.number());
-            blocks[block].as_ref()?.get_field(ifd0, In::PRIMARY)
+            let found = blocks[block]
+                .as_ref()
+                .and_then(|b| b.get_field(ifd0, In::PRIMARY));
+            found.into_iter().collect()
         }
     }
 }
 
+/// The first entry of `tag` that holds text.
 fn text(exif: &Tags, tag: Tag) -> Option<String> {
-    match &field(exif, tag)?.value {
+    fields(exif, tag).into_iter().find_map(|f| match &f.value {
         Value::Ascii(parts) => {
             let first = parts.iter().find(|p| !p.is_empty())?;
             clean_text(&String::from_utf8_lossy(first))
         }
         Value::Undefined(bytes, _) => clean_text(&String::from_utf8_lossy(bytes)),
         _ => None,
-    }
+    })
 }
 
 #[cfg(test)]
