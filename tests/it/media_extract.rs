@@ -293,10 +293,19 @@ fn a_classic_quicktime_without_ftyp_is_sized_and_dated() {
     // before the mdat (the file's own moov still follows).
     let free_first = [&b"\0\0\0\x10free\0\0\0\0\0\0\0\0"[..], &moov_first].concat();
     let skip_first = [&b"\0\0\0\x08skip"[..], &moov_first].concat();
+    // The moov moved to the end (its chunk offsets no longer match, which no fact here
+    // reads): wide then mdat first, or mdat first.
+    let moov_len = u32::from_be_bytes(moov_first[..4].try_into().unwrap()) as usize;
+    let (moov, rest) = moov_first.split_at(moov_len);
+    assert_eq!(&rest[4..8], b"wide");
+    let wide_first = [rest, moov].concat();
+    let mdat_first = [&rest[8..], moov].concat();
     for (what, bytes) in [
         ("moov first", moov_first.clone()),
         ("free first", free_first),
         ("skip first", skip_first),
+        ("wide first", wide_first),
+        ("mdat first", mdat_first),
     ] {
         let f = extract_from(&path, Some(&bytes));
         assert_eq!(f.error, None, "{what}: {f:?}");
