@@ -177,7 +177,7 @@ fn tiff_magic(buf: &mut [u8]) {
 }
 
 /// Each field on its own: a tag whose entry is unreadable or of an unexpected type costs
-/// that field alone, and among several entries of one tag the first readable one counts.
+/// that field alone, and of a tag found in two places the first readable one counts.
 fn apply(exif: &Tags, facts: &mut MediaFacts) {
     facts.make = text(exif, Tag::Make);
     facts.model = text(exif, Tag::Model);
@@ -253,20 +253,19 @@ fn gps(exif: &Tags, value_tag: Tag, ref_tag: Tag, limit: f64) -> Option<f64> {
     fields(exif, value_tag).into_iter().find_map(degrees)
 }
 
-/// The entries of `tag`, in file order: in its own IFD, then, for an Exif IFD tag
-/// (DateTimeOriginal…), in IFD0, where some cameras and editors write it (exiftool reads it
-/// there too). kamadak-exif's `get_field` keeps only the last entry of a tag, so a bad
-/// duplicate would hide a good one.
+/// The entries of `tag`: in its own IFD, then, for an Exif IFD tag (DateTimeOriginal…), in
+/// IFD0, where some cameras and editors write it (exiftool reads it there too). Looked up,
+/// never listed: kamadak-exif parses each value it hands out, and listing every entry would
+/// let a crafted file's thousand entries over one huge value each allocate it.
 fn fields<'a>(exif: &'a Tags, tag: Tag) -> Vec<&'a Field> {
     match exif {
         Tags::One(exif) => {
             let in_ifd0 = Tag(Context::Tiff, tag.number());
-            let primary = || exif.fields().filter(|f| f.ifd_num == In::PRIMARY);
-            let mut found: Vec<&Field> = primary().filter(|f| f.tag == tag).collect();
-            if tag.context() == Context::Exif {
-                found.extend(primary().filter(|f| f.tag == in_ifd0));
-            }
-            found
+            let own = exif.get_field(tag, In::PRIMARY);
+            let moved = (tag.context() == Context::Exif)
+                .then(|| exif.get_field(in_ifd0, In::PRIMARY))
+                .flatten();
+            own.into_iter().chain(moved).collect()
         }
         Tags::Cr3(blocks) => {
             let block = match tag.context() {
