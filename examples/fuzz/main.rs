@@ -107,12 +107,16 @@ fn main() -> anyhow::Result<()> {
     std::process::exit(if findings > 0 { 1 } else { 0 });
 }
 
-/// Every file under `dirs`, sniffed, deduplicated, up to `SEEDS_PER_TYPE` per type.
+/// Every file under `dirs`, sniffed, deduplicated, up to `SEEDS_PER_TYPE` per type from the
+/// generated corpus; every file of tests/fixtures (the first dir) is a seed, as each was
+/// added for a case of its own (issue 26's odd places among them).
 fn load_seeds(dirs: &[PathBuf]) -> anyhow::Result<Vec<(Vec<u8>, String)>> {
     // By type, then by size and hash: sorted by size, duplicates once.
     type BySize = BTreeMap<(u64, [u8; 32]), Vec<u8>>;
     let mut by_type: BTreeMap<String, BySize> = BTreeMap::new();
-    for dir in dirs {
+    let mut seeds = Vec::new();
+    let mut pinned = std::collections::HashSet::new();
+    for (i, dir) in dirs.iter().enumerate() {
         for entry in walkdir::WalkDir::new(dir).sort_by_file_name() {
             let entry = entry?;
             if !entry.file_type().is_file() || entry.metadata()?.len() > MAX_SEED {
@@ -121,11 +125,17 @@ fn load_seeds(dirs: &[PathBuf]) -> anyhow::Result<Vec<(Vec<u8>, String)>> {
             let bytes = std::fs::read(entry.path())?;
             let head = &bytes[..bytes.len().min(mediadex::media::HEAD_LEN)];
             let mime = mediadex::media::sniff(head).1.unwrap_or_default();
-            let key = (bytes.len() as u64, *blake3::hash(&bytes).as_bytes());
-            by_type.entry(mime).or_default().insert(key, bytes);
+            let hash = *blake3::hash(&bytes).as_bytes();
+            if i == 0 {
+                if pinned.insert(hash) {
+                    seeds.push((bytes, mime));
+                }
+            } else if !pinned.contains(&hash) {
+                let key = (bytes.len() as u64, hash);
+                by_type.entry(mime).or_default().insert(key, bytes);
+            }
         }
     }
-    let mut seeds = Vec::new();
     for (mime, files) in by_type {
         let files: Vec<Vec<u8>> = files.into_values().collect();
         let step = files.len().div_ceil(SEEDS_PER_TYPE).max(1);

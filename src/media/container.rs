@@ -1,7 +1,8 @@
 //! Video container facts nom-exif does not expose: the first video track's codec (ISO-BMFF
 //! `stsd` sample entry, Matroska `CodecID`), its rotation (`tkhd` matrix) and the QuickTime
 //! `mdta` metadata a Live Photo's MOV carries its ContentIdentifier in (`moov/meta`:
-//! `keys` + `ilst`). Reads are bounded
+//! `keys` + `ilst`), and the movie header's creation time (`moov/mvhd`), which dates an
+//! image sequence or an animated AVIF. Reads are bounded
 //! and seek past payloads (never reads `mdat`), box/element counts and sizes are capped, so a
 //! corrupt file ends the walk instead of looping or allocating. Its ISO-BMFF box walker is
 //! also the one `cr3` walks a Canon CR3 with. Must not read photo metadata.
@@ -85,6 +86,16 @@ pub fn matrix_rotation(a: i32, b: i32, c: i32, d: i32) -> u16 {
 pub fn content_identifier<R: Read + Seek>(r: &mut R) -> Option<String> {
     let len = r.seek(SeekFrom::End(0)).ok()?;
     bmff::mdta_text(r, len, b"com.apple.quicktime.content.identifier")
+}
+
+/// Seconds from 1904-01-01 (QuickTime's epoch) to 1970-01-01, both UTC.
+const SECS_1904_TO_1970: i64 = 2_082_844_800;
+
+/// The `moov/mvhd` creation time of an ISO-BMFF file, in seconds since the Unix epoch (UTC,
+/// as QuickTime and ISO write it); `None` without a movie header.
+pub fn movie_created<R: Read + Seek>(r: &mut R) -> Option<i64> {
+    let len = r.seek(SeekFrom::End(0)).ok()?;
+    bmff::mvhd_created(r, len).map(|since_1904| since_1904 - SECS_1904_TO_1970)
 }
 
 fn read_small<R: Read>(r: &mut R, len: u64) -> Option<Vec<u8>> {
@@ -193,6 +204,21 @@ pub(super) mod bmff {
         // version/flags (4), entry_count (4), first entry: size (4), fourcc (4)
         let fourcc: [u8; 4] = stsd.get(12..16)?.try_into().ok()?;
         Some(codec_from_fourcc(&fourcc)).filter(|c| !c.is_empty())
+    }
+
+    /// The creation time in `moov/mvhd`, seconds since 1904: 32 bits in version 0, 64 in 1.
+    pub fn mvhd_created<R: Read + Seek>(r: &mut R, len: u64) -> Option<i64> {
+        let top = children(r, 0, len);
+        let moov = find(&top, b"moov")?;
+        let in_moov = children(r, moov.body, moov.end);
+        let mvhd = payload(r, find(&in_moov, b"mvhd")?)?;
+        match mvhd.first()? {
+            0 => Some(i64::from(u32::from_be_bytes(
+                mvhd.get(4..8)?.try_into().ok()?,
+            ))),
+            1 => i64::try_from(u64::from_be_bytes(mvhd.get(4..12)?.try_into().ok()?)).ok(),
+            _ => None,
+        }
     }
 
     /// The UTF-8 value of QuickTime metadata key `key` (namespace `mdta`).

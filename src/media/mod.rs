@@ -1,6 +1,7 @@
 //! Pure media extractors: a file path (or the bytes already read from it) in, `MediaFacts`
 //! out. Owns type sniffing, dimensions (a HEIF's from its own boxes, `heif`), EXIF (with an
-//! XMP fallback), video container facts, the content-hash rules (`content_hash`), the
+//! XMP fallback, and a PNG's text chunks, `png_text`), video container facts (and the movie
+//! header that dates an image sequence), the content-hash rules (`content_hash`), the
 //! camera RAW formats (`raw`: their type, raw size and preview or binned raw picture; `cr3`:
 //! a Canon CR3's boxes, its CMT TIFFs and its PRVW/THMB JPEGs), the
 //! run-time HEIF decoder (`heif_dec`: a separate program, bounded, that thumbs and faces
@@ -29,6 +30,7 @@ mod heif;
 pub mod heif_dec;
 pub mod motion;
 mod photo;
+mod png_text;
 pub mod raw;
 pub mod sidecar;
 mod sniff;
@@ -164,6 +166,11 @@ fn read_image<R: BufRead + Seek>(
         Ok(())
     };
     xmp::fill_from_xmp(&mut reader, mime, facts);
+    if heif && facts.taken_local.is_none() {
+        // An image sequence or animated AVIF: its movie's date, last in the chain as a
+        // video's is (a sidecar's or Takeout's date still comes before it, `beside`).
+        video::date_by_movie_header(&mut reader, facts);
+    }
     if let (Some(w), Some(h)) = (facts.width, facts.height) {
         let (dw, dh) = values::display_size(w, h, turn(facts));
         (facts.display_width, facts.display_height) = (Some(dw), Some(dh));

@@ -1,7 +1,9 @@
 //! Photo metadata: stored pixel size (imagesize, header only) and EXIF (kamadak-exif, including
-//! the EXIF of HEIC/AVIF, PNG, WebP, TIFF and the TIFF-structured RAWs, and a RAF's from its
+//! the EXIF of HEIC/AVIF, PNG (its eXIf chunk, else ImageMagick's raw profile in a text
+//! chunk, `png_text`), WebP, TIFF and the TIFF-structured RAWs, and a RAF's from its
 //! embedded JPEG, and a CR3's from its CMT1, CMT2 and CMT4 TIFFs), and the size of a RAF
-//! whose header states none, its JPEG's ExifImageWidth x ExifImageHeight. Owns the choice of EXIF tags (and hands the
+//! whose header states none, its JPEG's ExifImageWidth x ExifImageHeight. Owns the choice of
+//! EXIF tags (and hands the
 //! MakerNote to `motion` for a Live Photo's ContentIdentifier); must not decide the
 //! media kind (that is `sniff`) nor touch video containers.
 
@@ -107,7 +109,15 @@ pub fn read_exif<R: BufRead + Seek>(
     } else if mime == super::raw::CR3 {
         return read_cr3_exif(reader, &exif_reader, facts);
     } else {
-        exif_reader.read_from_container(reader)
+        match exif_reader.read_from_container(reader) {
+            Err(::exif::Error::NotFound(_)) if mime == "image/png" => {
+                match super::png_text::exif_profile(reader) {
+                    Some(tiff) => exif_reader.read_raw(tiff),
+                    None => return Ok(()),
+                }
+            }
+            parsed => parsed,
+        }
     };
     let mut partial = false;
     let exif = match parsed.map_err(|e| e.distill_partial_result(|_| partial = true)) {
@@ -171,14 +181,22 @@ fn tiff_magic(buf: &mut [u8]) {
     }
 }
 
+/// Each field on its own: a tag whose entry is unreadable or of an unexpected type costs
+/// that field alone, and of a tag found in two places the first readable one counts.
 fn apply(exif: &Tags, facts: &mut MediaFacts) {
     facts.make = text(exif, Tag::Make);
     facts.model = text(exif, Tag::Model);
-    facts.orientation = field(exif, Tag::Orientation)
-        .and_then(|f| f.value.get_uint(0))
-        .and_then(orientation);
+    facts.orientation = fields(exif, Tag::Orientation)
+        .into_iter()
+        .find_map(|f| f.value.get_uint(0).and_then(orientation));
     apply_date(exif, facts);
-    if let Some(Value::Undefined(note, _)) = field(exif, Tag::MakerNote).map(|f| &f.value) {
+    let note = fields(exif, Tag::MakerNote)
+        .into_iter()
+        .find_map(|f| match &f.value {
+            Value::Undefined(note, _) => Some(note),
+            _ => None,
+        });
+    if let Some(note) = note {
         facts.content_identifier = super::motion::apple_content_identifier(note);
     }
     facts.lat = gps(exif, Tag::GPSLatitude, Tag::GPSLatitudeRef, 90.0);
@@ -224,43 +242,69 @@ fn apply_date(exif: &Tags, facts: &mut MediaFacts) {
     }
 }
 
+/// Degrees from the first entry of `value_tag` that holds them: unsigned rationals as EXIF
+/// says, or signed ones as some writers use (exiftool reads both).
 fn gps(exif: &Tags, value_tag: Tag, ref_tag: Tag, limit: f64) -> Option<f64> {
-    let Value::Rational(parts) = &field(exif, value_tag)?.value else {
-        return None;
+    let reference = text(exif, ref_tag);
+    let degrees = |field: &Field| -> Option<f64> {
+        let parts: Vec<Option<f64>> = match &field.value {
+            Value::Rational(v) => v
+                .iter()
+                .map(|r| (r.denom != 0).then(|| r.to_f64()))
+                .collect(),
+            Value::SRational(v) => v
+                .iter()
+                .map(|r| (r.denom != 0).then(|| r.to_f64()))
+                .collect(),
+            _ => return None,
+        };
+        let part = |i: usize| parts.get(i).copied().flatten();
+        let dms = [part(0)?, part(1).unwrap_or(0.0), part(2).unwrap_or(0.0)];
+        gps_degrees(dms, reference.as_deref(), limit)
     };
-    let part = |i: usize| -> Option<f64> {
-        let r = parts.get(i)?;
-        (r.denom != 0).then(|| r.to_f64())
-    };
-    let dms = [part(0)?, part(1).unwrap_or(0.0), part(2).unwrap_or(0.0)];
-    gps_degrees(dms, text(exif, ref_tag).as_deref(), limit)
+    fields(exif, value_tag).into_iter().find_map(degrees)
 }
 
-fn field<'a>(exif: &'a Tags, tag: Tag) -> Option<&'a Field> {
+/// The entries of `tag`: in its own IFD, then, for an Exif IFD tag (DateTimeOriginal…), in
+/// IFD0, where some cameras and editors write it (exiftool reads it there too). Looked up,
+/// never listed: kamadak-exif parses each value it hands out, and listing every entry would
+/// let a crafted file's thousand entries over one huge value each allocate it.
+fn fields<'a>(exif: &'a Tags, tag: Tag) -> Vec<&'a Field> {
     match exif {
-        Tags::One(exif) => exif.get_field(tag, In::PRIMARY),
+        Tags::One(exif) => {
+            let in_ifd0 = Tag(Context::Tiff, tag.number());
+            let own = exif.get_field(tag, In::PRIMARY);
+            let moved = (tag.context() == Context::Exif)
+                .then(|| exif.get_field(in_ifd0, In::PRIMARY))
+                .flatten();
+            own.into_iter().chain(moved).collect()
+        }
         Tags::Cr3(blocks) => {
             let block = match tag.context() {
                 Context::Tiff => 0,
                 Context::Exif => 1,
                 Context::Gps => 2,
-                _ => return None,
+                _ => return Vec::new(),
             };
             let ifd0 = Tag(Context::Tiff, tag.number());
-            blocks[block].as_ref()?.get_field(ifd0, In::PRIMARY)
+            let found = blocks[block]
+                .as_ref()
+                .and_then(|b| b.get_field(ifd0, In::PRIMARY));
+            found.into_iter().collect()
         }
     }
 }
 
+/// The first entry of `tag` that holds text.
 fn text(exif: &Tags, tag: Tag) -> Option<String> {
-    match &field(exif, tag)?.value {
+    fields(exif, tag).into_iter().find_map(|f| match &f.value {
         Value::Ascii(parts) => {
             let first = parts.iter().find(|p| !p.is_empty())?;
             clean_text(&String::from_utf8_lossy(first))
         }
         Value::Undefined(bytes, _) => clean_text(&String::from_utf8_lossy(bytes)),
         _ => None,
-    }
+    })
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! XMP fallback for photos: the XMP packet of a JPEG (APP1 `http://ns.adobe.com/xap/1.0/`)
-//! or PNG (`iTXt` keyword `XML:com.adobe.xmp`), scanned as text for capture date, make and
+//! or PNG (found by `png_text`: a text chunk `XML:com.adobe.xmp`, compressed or not, or an
+//! ImageMagick raw profile), scanned as text for capture date, make and
 //! model, and the packet in which a JPEG declares a motion photo's video (read by `motion`).
 //! Bounded reads, no XML parser; must not override what EXIF already said. Its text
 //! reader (`value`, `items`, `capture_date`) is also the one `sidecar` reads `.xmp` files with.
@@ -9,7 +10,6 @@ use crate::model::{MediaFacts, TakenAtSource};
 use std::io::{Read, Seek, SeekFrom};
 
 const JPEG_XMP: &[u8] = b"http://ns.adobe.com/xap/1.0/\0";
-const PNG_KEYWORD: &[u8] = b"XML:com.adobe.xmp\0";
 /// Largest packet read.
 const MAX_PACKET: u64 = 4 * 1024 * 1024;
 /// Segments / chunks looked at before giving up.
@@ -25,7 +25,7 @@ pub fn fill_from_xmp<R: Read + Seek>(reader: &mut R, mime: &str, facts: &mut Med
     }
     let packet = match mime {
         "image/jpeg" => jpeg_packet(reader),
-        "image/png" => png_packet(reader),
+        "image/png" => super::png_text::xmp_packet(reader),
         _ => None,
     };
     let Some(packet) = packet else { return };
@@ -284,36 +284,6 @@ fn jpeg_packet<R: Read + Seek>(r: &mut R) -> Option<Vec<u8>> {
     None
 }
 
-/// The uncompressed `iTXt` XMP chunk's text.
-fn png_packet<R: Read + Seek>(r: &mut R) -> Option<Vec<u8>> {
-    if read_exact_at(r, 0, 8)? != b"\x89PNG\r\n\x1a\n" {
-        return None;
-    }
-    let mut pos = 8u64;
-    for _ in 0..MAX_PARTS {
-        let head = read_exact_at(r, pos, 8)?;
-        let len = u64::from(u32::from_be_bytes([head[0], head[1], head[2], head[3]]));
-        let kind = &head[4..8];
-        if kind == b"IEND" {
-            return None;
-        }
-        if kind == b"iTXt" && len > PNG_KEYWORD.len() as u64 + 2 {
-            let data = read_exact_at(r, pos + 8, len)?;
-            if let Some(rest) = data.strip_prefix(PNG_KEYWORD) {
-                // compression flag, method, language\0, translated keyword\0, text
-                if rest.first() != Some(&0) {
-                    return None;
-                }
-                let mut parts = rest.get(2..)?.splitn(3, |b| *b == 0);
-                let (_, _, text) = (parts.next()?, parts.next()?, parts.next()?);
-                return Some(text.to_vec());
-            }
-        }
-        pos = pos.checked_add(12 + len)?;
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -435,7 +405,7 @@ mod tests {
             c
         };
         v.extend(chunk(b"IHDR", &[0; 13]));
-        let data = [PNG_KEYWORD, b"\0\0\0\0", xml.as_bytes()].concat();
+        let data = [&b"XML:com.adobe.xmp\0"[..], b"\0\0\0\0", xml.as_bytes()].concat();
         v.extend(chunk(b"iTXt", &data));
         v.extend(chunk(b"IEND", &[]));
         v

@@ -108,7 +108,8 @@ string_enum!(
         Sidecar => "sidecar",
         /// A Google Takeout JSON beside the file (`photoTakenTime`, as UTC).
         Takeout => "takeout",
-        /// The video container's creation time (QuickTime/MP4; a Matroska date counts too).
+        /// The video container's creation time (QuickTime/MP4; a Matroska date counts too),
+        /// or the movie header's of an image sequence or animated AVIF.
         Quicktime => "quicktime",
         /// A date in the file's name (`IMG_20190305_131457.jpg`): local wall time, no offset.
         Filename => "filename",
