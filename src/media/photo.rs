@@ -209,7 +209,9 @@ fn apply(exif: &Tags, facts: &mut MediaFacts) {
 /// ExifImageWidth x ExifImageHeight (PixelXDimension, PixelYDimension): the size of a RAF
 /// whose header does not state it, from its embedded JPEG's EXIF.
 fn exif_image_size(exif: &Tags) -> Option<(u32, u32)> {
-    let dim = |tag| field(exif, tag)?.value.get_uint(0).filter(|v| *v > 0);
+    let dim = |tag| {
+        (fields(exif, tag).into_iter()).find_map(|f| f.value.get_uint(0).filter(|v| *v > 0))
+    };
     Some((dim(Tag::PixelXDimension)?, dim(Tag::PixelYDimension)?))
 }
 
