@@ -268,3 +268,20 @@ fn every_saved_fuzz_finding_returns_in_bounds() {
     assert!(replayed > 0, "no saved findings under {}", root.display());
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+fn heif_fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// Issue 26 finding 3: `irot` associated before `pixi` and `ispe` (a Sony ILCE-7M4 portrait
+/// HIF's order). libheif 1.15's heif-convert decodes it to 540x405 (its heif-info, walking
+/// the properties in association order, says 405x540).
+#[test]
+fn a_heif_turned_before_its_size_is_indexed_turned() {
+    let f = extract(&heif_fixture("heif_irot_first.heic"));
+    assert_eq!(f.error, None);
+    assert_eq!((f.width, f.height), (Some(540), Some(405)));
+    assert_eq!((f.display_width, f.display_height), (Some(540), Some(405)));
+}
