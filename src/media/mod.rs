@@ -1,6 +1,6 @@
 //! Pure media extractors: a file path (or the bytes already read from it) in, `MediaFacts`
 //! out. Owns type sniffing, dimensions (a HEIF's from its own boxes, `heif`), EXIF (with an
-//! XMP fallback), video container facts, the content-hash rules (`content_hash`), the
+//! XMP fallback; a HEIF's Exif and XMP items of its primary item, `heif_items`), video container facts, the content-hash rules (`content_hash`), the
 //! camera RAW formats (`raw`: their type, raw size and preview or binned raw picture; `cr3`:
 //! a Canon CR3's boxes, its CMT TIFFs and its PRVW/THMB JPEGs), the
 //! run-time HEIF decoder (`heif_dec`: a separate program, bounded, that thumbs and faces
@@ -25,6 +25,7 @@ pub mod filename_date;
 pub mod fuzz;
 mod heif;
 pub mod heif_dec;
+mod heif_items;
 pub mod motion;
 mod photo;
 pub mod raw;
@@ -131,7 +132,11 @@ fn read_image<R: BufRead + Seek>(
     } else {
         Ok(())
     };
-    xmp::fill_from_xmp(&mut reader, mime, facts);
+    if heif {
+        xmp::fill_from_heif(&mut reader, facts);
+    } else {
+        xmp::fill_from_xmp(&mut reader, mime, facts);
+    }
     if let (Some(w), Some(h)) = (facts.width, facts.height) {
         let (dw, dh) = values::display_size(w, h, turn(facts));
         (facts.display_width, facts.display_height) = (Some(dw), Some(dh));

@@ -1,6 +1,7 @@
 //! Photo metadata: stored pixel size (imagesize, header only) and EXIF (kamadak-exif, including
-//! the EXIF of HEIC/AVIF, PNG, WebP, TIFF and the TIFF-structured RAWs, and a RAF's from its
-//! embedded JPEG, and a CR3's from its CMT1, CMT2 and CMT4 TIFFs). Owns the choice of EXIF tags (and hands the
+//! the EXIF of PNG, WebP, TIFF and the TIFF-structured RAWs, a HEIC's/AVIF's from the Exif
+//! item of its primary item (`heif_items` finds it, kamadak-exif reads its TIFF), a RAF's
+//! from its embedded JPEG, and a CR3's from its CMT1, CMT2 and CMT4 TIFFs). Owns the choice of EXIF tags (and hands the
 //! MakerNote to `motion` for a Live Photo's ContentIdentifier); must not decide the
 //! media kind (that is `sniff`) nor touch video containers.
 
@@ -102,6 +103,12 @@ pub fn read_exif<R: BufRead + Seek>(
                 exif_reader.read_from_container(&mut std::io::Cursor::new(jpeg))
             }
             _ => return Ok(()),
+        }
+    } else if super::HEIF_MIMES.contains(&mime) {
+        match super::heif_items::exif(reader) {
+            Ok(Some(tiff)) => exif_reader.read_raw(tiff),
+            Ok(None) => return Ok(()),
+            Err(e) => return Err(format!("exif: {e}")),
         }
     } else if mime == super::raw::CR3 {
         return read_cr3_exif(reader, &exif_reader, facts);
