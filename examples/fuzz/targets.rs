@@ -139,7 +139,10 @@ fn camera_raw(mime: &str) -> bool {
     media::raw::RAW_MIMES.contains(&mime)
 }
 fn xmp_carrier(mime: &str) -> bool {
-    matches!(mime, "image/jpeg" | "image/png")
+    matches!(
+        mime,
+        "image/jpeg" | "image/png" | "image/heic" | "image/heif" | "image/avif"
+    )
 }
 fn text(mime: &str) -> bool {
     matches!(mime, "" | "text/xml" | "application/xml")

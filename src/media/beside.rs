@@ -1,7 +1,8 @@
 //! What a photo takes from the files beside it (issue 15 items 4 and 5): the merge of its
 //! XMP sidecar's and its Google Takeout JSON's facts into its own, by the date chain's order
 //! (exif, xmp, sidecar, takeout, quicktime, filename, mtime). The rating, tags and title are
-//! the sidecar's always; the description the sidecar's, else the JSON's; the date and the
+//! the sidecar's, else the file's own (a HEIF's XMP item); the description the sidecar's,
+//! else the JSON's, else the file's own; the date and the
 //! place only where the photo lacks them (a video's container date comes after both). Pure:
 //! the scan finds and reads the files (`scan::beside`); must not open anything itself.
 
@@ -23,12 +24,15 @@ pub fn apply(facts: &mut MediaFacts, beside: &Beside) {
         return;
     }
     let (sidecar, takeout) = (beside.sidecar.as_ref(), beside.takeout.as_ref());
+    let own = std::mem::take(&mut facts.notes);
+    let tags = sidecar.map(|s| distinct(&s.tags)).unwrap_or_default();
     facts.notes = Notes {
-        rating: sidecar.and_then(|s| s.rating),
-        tags: sidecar.map(|s| distinct(&s.tags)).unwrap_or_default(),
-        title: sidecar.and_then(|s| s.title.clone()),
+        rating: sidecar.and_then(|s| s.rating).or(own.rating),
+        tags: if tags.is_empty() { own.tags } else { tags },
+        title: sidecar.and_then(|s| s.title.clone()).or(own.title),
         description: (sidecar.and_then(|s| s.description.clone()))
-            .or_else(|| takeout.and_then(|t| t.description.clone())),
+            .or_else(|| takeout.and_then(|t| t.description.clone()))
+            .or(own.description),
     };
     let undated = matches!(facts.taken_at_source, None | Some(TakenAtSource::Quicktime));
     if undated {
@@ -167,5 +171,53 @@ mod tests {
                 ..MediaFacts::default()
             }
         );
+    }
+
+    /// Issue 26: a HEIF's XMP item gives the file its own notes; a sidecar beside it wins
+    /// field by field, and without one (or with an empty one) the file's own stay.
+    #[test]
+    fn the_files_own_notes_stay_where_the_sidecar_says_nothing() {
+        let own = Notes {
+            rating: Some(2),
+            tags: vec!["moon".into()],
+            title: Some("Own".into()),
+            description: Some("Own words".into()),
+        };
+        let with_own = || MediaFacts {
+            notes: own.clone(),
+            ..photo(Some(TakenAtSource::Xmp), true)
+        };
+        let mut f = with_own();
+        apply(&mut f, &Beside::default());
+        assert_eq!(f.notes, own, "nothing beside");
+
+        let mut f = with_own();
+        let bare = SidecarFacts {
+            rating: Some(5),
+            ..SidecarFacts::default()
+        };
+        let beside = Beside {
+            sidecar: Some(bare),
+            takeout: None,
+        };
+        apply(&mut f, &beside);
+        let expected = Notes {
+            rating: Some(5),
+            ..own.clone()
+        };
+        assert_eq!(
+            f.notes, expected,
+            "the sidecar's rating, the file's other notes"
+        );
+
+        let mut f = with_own();
+        let full = Beside {
+            sidecar: Some(sidecar()),
+            takeout: None,
+        };
+        apply(&mut f, &full);
+        assert_eq!(f.notes.tags, ["Paris", "tower"]);
+        assert_eq!(f.notes.title.as_deref(), Some("Tower"));
+        assert_eq!(f.notes.description.as_deref(), Some("Own words"));
     }
 }

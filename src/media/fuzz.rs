@@ -27,10 +27,15 @@ pub fn read_exif(bytes: &[u8], mime: &str) -> (MediaFacts, Result<(), String>) {
     (facts, outcome)
 }
 
-/// `xmp::fill_from_xmp` for a file of type `mime`: its packet found and read.
+/// `xmp::fill_from_xmp` (a HEIF's: `xmp::fill_from_heif`) for a file of type `mime`: its
+/// packet found and read.
 pub fn xmp_packet(bytes: &[u8], mime: &str) -> MediaFacts {
     let mut facts = MediaFacts::default();
-    xmp::fill_from_xmp(&mut Cursor::new(bytes), mime, &mut facts);
+    if super::HEIF_MIMES.contains(&mime) {
+        xmp::fill_from_heif(&mut Cursor::new(bytes), &mut facts);
+    } else {
+        xmp::fill_from_xmp(&mut Cursor::new(bytes), mime, &mut facts);
+    }
     facts
 }
 

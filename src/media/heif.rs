@@ -1,8 +1,11 @@
 //! HEIF/AVIF geometry from the container's boxes: the primary item (`pitm`), its properties
 //! (`ipma` into `ipco`) and from them the stored size (`ispe`) and the size a decoder shows
-//! (`clap` crop, `irot` quarter turn), computed exactly as libheif computes an image handle's
-//! size, so the index agrees with `heif-dec`'s output and with exiftool. Reads only the `meta`
-//! box (bounded); must not decode pixels nor read EXIF (that is `photo`).
+//! (`clap` crop, then `irot` quarter turn, then `imir`, in the order HEIF (ISO/IEC 23008-12)
+//! and MIAF prescribe for transformative properties and libheif >= 1.16 applies them,
+//! whatever order the file associates them in), so the index agrees with `heif-dec`'s
+//! output and with exiftool. Reads only the `meta` box (bounded); its box walk is shared
+//! with `heif_items` (the Exif and XMP items). Must not decode pixels nor read EXIF (that
+//! is `photo`).
 
 use std::io::{Read, Seek, SeekFrom};
 
@@ -56,27 +59,30 @@ pub struct Clap {
     pub vert_off: (i32, u32),
 }
 
-/// libheif's walk over the properties, in association order, as its decoder applies them:
-/// `ispe` sets the size, `irot` by a quarter turn swaps it, `clap` crops the current picture
-/// (so a crop after a turn crops the turned picture). A crop libheif refuses is left out.
+/// The displayed size from the primary item's properties, whatever their association
+/// order: the size is the first `ispe`'s, then the transformations apply in HEIF's order,
+/// `clap` (the first one) crops, `irot` (the first one) turns by quarter turns, `imir` changes
+/// no size. A Sony ILCE-7M4 associates `irot` before `ispe`; libheif 1.15's size walk, in
+/// association order, turned nothing there, and its decoder (like this) shows it turned. A
+/// crop libheif refuses is left out.
 pub fn apply(props: &[Property]) -> Option<Geometry> {
-    let mut stored = None;
-    let mut size: Option<(u32, u32)> = None;
-    for p in props {
-        match *p {
-            Property::Ispe(w, h) if w > 0 && h > 0 => {
-                stored = stored.or(Some((w, h)));
-                size = Some((w, h));
-            }
-            Property::Clap(clap) => size = size.map(|s| clap.crop(s).unwrap_or(s)),
-            Property::Irot(turns) if turns % 2 == 1 => size = size.map(|(w, h)| (h, w)),
-            _ => {}
-        }
+    let stored = props.iter().find_map(|p| match *p {
+        Property::Ispe(w, h) if w > 0 && h > 0 => Some((w, h)),
+        _ => None,
+    })?;
+    let clap = props.iter().find_map(|p| match p {
+        Property::Clap(clap) => Some(clap),
+        _ => None,
+    });
+    let turns = props.iter().find_map(|p| match p {
+        Property::Irot(turns) => Some(turns),
+        _ => None,
+    });
+    let mut display = clap.and_then(|c| c.crop(stored)).unwrap_or(stored);
+    if turns.is_some_and(|t| t % 2 == 1) {
+        display = (display.1, display.0);
     }
-    Some(Geometry {
-        stored: stored?,
-        display: size?,
-    })
+    Some(Geometry { stored, display })
 }
 
 impl Clap {
@@ -167,7 +173,7 @@ impl Fraction {
 }
 
 /// The body of the first top-level `meta` box (after its header), at most `MAX_META` bytes.
-fn read_meta<R: Read + Seek>(r: &mut R) -> Option<Vec<u8>> {
+pub(super) fn read_meta<R: Read + Seek>(r: &mut R) -> Option<Vec<u8>> {
     let len = r.seek(SeekFrom::End(0)).ok()?;
     let mut pos = 0u64;
     for _ in 0..MAX_TOP {
@@ -217,7 +223,7 @@ fn box_size(head: &[u8], left: u64) -> Option<(u64, u64)> {
 }
 
 /// The boxes directly inside `bytes`, as (type, body); a truncated box keeps what is there.
-fn boxes(bytes: &[u8]) -> Vec<([u8; 4], &[u8])> {
+pub(super) fn boxes(bytes: &[u8]) -> Vec<([u8; 4], &[u8])> {
     let mut out = Vec::new();
     let mut pos = 0usize;
     while pos + 8 <= bytes.len() && out.len() < 4096 {
@@ -235,22 +241,22 @@ fn boxes(bytes: &[u8]) -> Vec<([u8; 4], &[u8])> {
     out
 }
 
-fn find<'a>(boxes: &[([u8; 4], &'a [u8])], kind: &[u8; 4]) -> Option<&'a [u8]> {
+pub(super) fn find<'a>(boxes: &[([u8; 4], &'a [u8])], kind: &[u8; 4]) -> Option<&'a [u8]> {
     boxes.iter().find(|(k, _)| k == kind).map(|(_, body)| *body)
 }
 
-fn be16(b: &[u8], at: usize) -> Option<u32> {
+pub(super) fn be16(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from(u16::from_be_bytes(
         b.get(at..at + 2)?.try_into().ok()?,
     )))
 }
 
-fn be32(b: &[u8], at: usize) -> Option<u32> {
+pub(super) fn be32(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
 }
 
 /// The primary item's id: 16 bits in version 0, 32 after.
-fn pitm(body: &[u8]) -> Option<u32> {
+pub(super) fn pitm(body: &[u8]) -> Option<u32> {
     if *body.first()? == 0 {
         be16(body, 4)
     } else {
@@ -401,6 +407,20 @@ mod tests {
             (
                 "clap then turn",
                 vec![ispe(406, 540), clap((405, 1), (540, 1)), irot(1)],
+                (540, 405),
+            ),
+            (
+                "turn associated before the size (a Sony ILCE-7M4)",
+                vec![
+                    irot(1),
+                    bx(b"pixi", &[0, 0, 0, 0, 3, 8, 8, 8]),
+                    ispe(7008, 4672),
+                ],
+                (4672, 7008),
+            ),
+            (
+                "turn associated before the crop: still cropped first",
+                vec![ispe(406, 540), irot(1), clap((405, 1), (540, 1))],
                 (540, 405),
             ),
             (

@@ -1,7 +1,8 @@
 //! Pure media extractors: a file path (or the bytes already read from it) in, `MediaFacts`
 //! out. Owns type sniffing, dimensions (a HEIF's from its own boxes, `heif`), EXIF (with an
-//! XMP fallback, and a PNG's text chunks, `png_text`), video container facts (and the movie
-//! header that dates an image sequence), the content-hash rules (`content_hash`), the
+//! XMP fallback, and a PNG's text chunks, `png_text`; a HEIF's Exif and XMP items of its
+//! primary item, `heif_items`), video container facts (and the movie header that dates an
+//! image sequence), the content-hash rules (`content_hash`), the
 //! camera RAW formats (`raw`: their type, raw size and preview or binned raw picture; `cr3`:
 //! a Canon CR3's boxes, its CMT TIFFs and its PRVW/THMB JPEGs), the
 //! run-time HEIF decoder (`heif_dec`: a separate program, bounded, that thumbs and faces
@@ -28,6 +29,7 @@ pub mod filename_date;
 pub mod fuzz;
 mod heif;
 pub mod heif_dec;
+mod heif_items;
 pub mod motion;
 mod photo;
 mod png_text;
@@ -165,7 +167,11 @@ fn read_image<R: BufRead + Seek>(
     } else {
         Ok(())
     };
-    xmp::fill_from_xmp(&mut reader, mime, facts);
+    if heif {
+        xmp::fill_from_heif(&mut reader, facts);
+    } else {
+        xmp::fill_from_xmp(&mut reader, mime, facts);
+    }
     if heif && facts.taken_local.is_none() {
         // An image sequence or animated AVIF: its movie's date, last in the chain as a
         // video's is (a sidecar's or Takeout's date still comes before it, `beside`).

@@ -1,6 +1,7 @@
 //! Photo metadata: stored pixel size (imagesize, header only) and EXIF (kamadak-exif, including
-//! the EXIF of HEIC/AVIF, PNG (its eXIf chunk, else ImageMagick's raw profile in a text
-//! chunk, `png_text`), WebP, TIFF and the TIFF-structured RAWs, and a RAF's from its
+//! the EXIF of PNG (its eXIf chunk, else ImageMagick's raw profile in a text chunk,
+//! `png_text`), WebP, TIFF and the TIFF-structured RAWs, a HEIC's/AVIF's from the Exif item
+//! of its primary item (`heif_items` finds it, kamadak-exif reads its TIFF), a RAF's from its
 //! embedded JPEG, and a CR3's from its CMT1, CMT2 and CMT4 TIFFs), and the size of a RAF
 //! whose header states none, its JPEG's ExifImageWidth x ExifImageHeight. Owns the choice of
 //! EXIF tags (and hands the
@@ -106,6 +107,12 @@ pub fn read_exif<R: BufRead + Seek>(
             }
             _ => return Ok(()),
         }
+    } else if super::HEIF_MIMES.contains(&mime) {
+        match super::heif_items::exif(reader) {
+            Ok(Some(tiff)) => exif_reader.read_raw(tiff),
+            Ok(None) => return Ok(()),
+            Err(e) => return Err(format!("exif: {e}")),
+        }
     } else if mime == super::raw::CR3 {
         return read_cr3_exif(reader, &exif_reader, facts);
     } else {
@@ -209,9 +216,8 @@ fn apply(exif: &Tags, facts: &mut MediaFacts) {
 /// ExifImageWidth x ExifImageHeight (PixelXDimension, PixelYDimension): the size of a RAF
 /// whose header does not state it, from its embedded JPEG's EXIF.
 fn exif_image_size(exif: &Tags) -> Option<(u32, u32)> {
-    let dim = |tag| {
-        (fields(exif, tag).into_iter()).find_map(|f| f.value.get_uint(0).filter(|v| *v > 0))
-    };
+    let dim =
+        |tag| (fields(exif, tag).into_iter()).find_map(|f| f.value.get_uint(0).filter(|v| *v > 0));
     Some((dim(Tag::PixelXDimension)?, dim(Tag::PixelYDimension)?))
 }
 

@@ -1,12 +1,14 @@
 //! XMP fallback for photos: the XMP packet of a JPEG (APP1 `http://ns.adobe.com/xap/1.0/`)
 //! or PNG (found by `png_text`: a text chunk `XML:com.adobe.xmp`, compressed or not, or an
-//! ImageMagick raw profile), scanned as text for capture date, make and
-//! model, and the packet in which a JPEG declares a motion photo's video (read by `motion`).
+//! ImageMagick raw profile), scanned as text for capture date, make and model, and the packet
+//! in which a JPEG declares a motion photo's video (read by `motion`); a HEIF's XMP item
+//! (`heif_items` finds it) for the same, plus its rating, tags, title, description and place,
+//! read as a sidecar's are (`sidecar::parse`).
 //! Bounded reads, no XML parser; must not override what EXIF already said. Its text
 //! reader (`value`, `items`, `capture_date`) is also the one `sidecar` reads `.xmp` files with.
 
 use super::values::{clean_text, exif_date, utc_offset_minutes};
-use crate::model::{MediaFacts, TakenAtSource};
+use crate::model::{MediaFacts, Notes, TakenAtSource};
 use std::io::{Read, Seek, SeekFrom};
 
 const JPEG_XMP: &[u8] = b"http://ns.adobe.com/xap/1.0/\0";
@@ -35,6 +37,31 @@ pub fn fill_from_xmp<R: Read + Seek>(reader: &mut R, mime: &str, facts: &mut Med
         && let Ok(len) = reader.seek(SeekFrom::End(0))
     {
         facts.embedded_video = super::motion::embedded_video(&xml, reader, len);
+    }
+}
+
+/// A HEIF's XMP item, read whatever its EXIF said, since it is also where a HEIF carries
+/// what a sidecar would (rating, tags, title, description): its date, make, model and place
+/// fill only what EXIF left empty (the date as source `xmp`, issue 15's chain), the notes are
+/// its own (a sidecar beside the file still wins, `beside`). An unreadable item is no packet.
+pub fn fill_from_heif<R: Read + Seek>(reader: &mut R, facts: &mut MediaFacts) {
+    let Ok(Some(packet)) = super::heif_items::xmp(reader) else {
+        return;
+    };
+    apply(&String::from_utf8_lossy(&packet), facts);
+    let Ok(read) = super::sidecar::parse(&packet) else {
+        return;
+    };
+    facts.notes = Notes {
+        rating: read.rating,
+        tags: read.tags,
+        title: read.title,
+        description: read.description,
+    };
+    if (facts.lat.is_none() || facts.lon.is_none())
+        && let (Some(lat), Some(lon)) = (read.lat, read.lon)
+    {
+        (facts.lat, facts.lon) = (Some(lat), Some(lon));
     }
 }
 

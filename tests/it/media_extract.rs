@@ -277,6 +277,12 @@ fn placed(name: &str) -> PathBuf {
         .join(name)
 }
 
+fn heif_fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
 fn near(got: Option<f64>, want: f64) -> bool {
     got.is_some_and(|g| (g - want).abs() < 1e-5)
 }
@@ -441,4 +447,76 @@ fn an_animated_avif_is_dated_by_its_movie_header() {
     assert_eq!(f.taken_local.as_deref(), Some("2021-08-14T10:00:00"));
     assert_eq!(f.taken_offset_minutes, Some(0));
     assert_eq!(f.taken_at_source, Some(TakenAtSource::Quicktime));
+}
+
+/// Issue 26 finding 1: a 135 KB Exif item (a phone's maker note), over kamadak-exif 0.6.2's
+/// 131,070-byte cap, in two extents (scripts/heif-fixtures.py). exiftool 12.57: Make Xiaomi,
+/// Model "Big Exif", DateTimeOriginal 2023:07:14 18:22:05, OffsetTimeOriginal +02:00,
+/// GPSPosition 48 deg 51' 29.60" N, 2 deg 17' 40.20" E.
+#[test]
+fn a_heifs_exif_item_over_128_kib_is_read_whole() {
+    let f = extract(&heif_fixture("heif_big_exif.heic"));
+    assert_eq!(f.error, None);
+    assert_eq!(f.make.as_deref(), Some("Xiaomi"));
+    assert_eq!(f.model.as_deref(), Some("Big Exif"));
+    let taken = f.taken_at();
+    assert_eq!(taken.as_deref(), Some("2023-07-14T18:22:05+02:00"));
+    assert!(
+        near(f.lat, 48.0 + 51.0 / 60.0 + 29.6 / 3600.0),
+        "{:?}",
+        f.lat
+    );
+    assert!(
+        near(f.lon, 2.0 + 17.0 / 60.0 + 40.2 / 3600.0),
+        "{:?}",
+        f.lon
+    );
+}
+
+/// Issue 26 finding 2: the primary item's Exif (in `idat`) comes first in `iinf`, a second
+/// image's Exif (in `mdat`) last, 2 s later and elsewhere. libheif 1.15's heif-convert keeps
+/// the primary's in its JPEG (exiftool on it: Model "Primary", 2019:06:01 12:00:00 -07:00,
+/// 37 deg 20' 5.64" N, 122 deg 0' 32.40" W); exiftool 12.57 on the HEIC itself, like
+/// kamadak-exif, reports the last one ("Other").
+#[test]
+fn a_heif_with_two_exif_items_reports_its_primary_items() {
+    let f = extract(&heif_fixture("heif_two_exif.heic"));
+    assert_eq!(f.error, None);
+    assert_eq!(f.model.as_deref(), Some("Primary"));
+    let taken = f.taken_at();
+    assert_eq!(taken.as_deref(), Some("2019-06-01T12:00:00-07:00"));
+    assert!(
+        near(f.lat, 37.0 + 20.0 / 60.0 + 5.64 / 3600.0),
+        "{:?}",
+        f.lat
+    );
+    assert!(near(f.lon, -(122.0 + 32.4 / 3600.0)), "{:?}", f.lon);
+}
+
+/// Issue 26 finding 3: `irot` associated before `pixi` and `ispe` (a Sony ILCE-7M4 portrait
+/// HIF's order). libheif 1.15's heif-convert decodes it to 540x405 (its heif-info, walking
+/// the properties in association order, says 405x540).
+#[test]
+fn a_heif_turned_before_its_size_is_indexed_turned() {
+    let f = extract(&heif_fixture("heif_irot_first.heic"));
+    assert_eq!(f.error, None);
+    assert_eq!((f.width, f.height), (Some(540), Some(405)));
+    assert_eq!((f.display_width, f.display_height), (Some(540), Some(405)));
+}
+
+/// Issue 26 finding 10: a HEIF's XMP item (`mime`, application/rdf+xml, `cdsc` to the
+/// primary item), written by exiftool 12.57, whose reading of it is: Title "Eileen Collins",
+/// Make NASA, Model "Hasselblad 500 EL/M", CreateDate 2021:08:14 10:20:30+02:00, Rating 4.
+#[test]
+fn a_heifs_xmp_item_gives_its_date_camera_rating_and_title() {
+    use mediadex::model::TakenAtSource;
+    let f = extract(&heif_fixture("heif_xmp.heic"));
+    assert_eq!(f.error, None);
+    assert_eq!(f.make.as_deref(), Some("NASA"));
+    assert_eq!(f.model.as_deref(), Some("Hasselblad 500 EL/M"));
+    let taken = f.taken_at();
+    assert_eq!(taken.as_deref(), Some("2021-08-14T10:20:30+02:00"));
+    assert_eq!(f.taken_at_source, Some(TakenAtSource::Xmp));
+    assert_eq!(f.notes.rating, Some(4));
+    assert_eq!(f.notes.title.as_deref(), Some("Eileen Collins"));
 }
