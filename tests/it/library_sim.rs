@@ -9,10 +9,11 @@
 //! remounts a library's root (renames the folder away and back), removes and re-adds a
 //! library and empties the trash folder by hand. The app scans (full and scoped), cancels,
 //! trashes, restores, carries on interrupted moves, sweeps with the clock past the
-//! retention and runs the content-hash and face walks a batch at a time. Faults: a crash
-//! before or after any rename of a move (the mover's thread dies there; its lease expires),
-//! a scan that loses its lease or is cancelled between directories, a locked database (a
-//! transient store error), a disk without room for a trash folder (`MoveHooks::free_bytes`)
+//! retention and runs the content-hash, face and similar walks a batch at a time. Faults: a
+//! crash before or after any rename of a move (the mover's thread dies there; its lease
+//! expires), a scan that loses its lease, is cancelled or meets a locked database (a
+//! transient store error) between directories or with a batch prepared and not yet
+//! committed (the pipeline's `commit_hook`), a disk without room for a trash folder (`MoveHooks::free_bytes`)
 //! and a full database disk (`Store::cap_size`).
 //!
 //! The oracle knows only what the user did. After every step: every content the user wrote
@@ -46,13 +47,14 @@ use mediadex::queue::{
     JobHandler, LeaseGuard, NoHooks, Registry, ScanDone, ScanHandler, WorkError,
 };
 use mediadex::scan::job::{ScanConfig, ScanJob};
-use mediadex::scan::pipeline::Settings;
+use mediadex::scan::pipeline::{CommitHook, Settings};
 use mediadex::scan::walk::{WalkHook, WalkPoint};
 use mediadex::store::{LeasePolicy, Store, StoreOptions};
 use mediadex::trash::{MoveConfig, MoveHooks};
 use mediadex::walks::WalkJob;
 use mediadex::walks::content_hash::ContentHashWalk;
 use mediadex::walks::faces::{DetectError, FaceDetector, FacesWalk};
+use mediadex::walks::similar::{PictureHasher, SimilarWalk};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -71,6 +73,7 @@ const DIRS: [&str; 3] = ["", "a", "b/c"];
 const STEMS: [&str; 4] = ["s0", "s1", "s2", "s3"];
 const TAKEN: &str = "2021:09:18 19:02:33";
 const FACES_SCHEME: i64 = 1;
+const SIMILAR_SCHEME: i64 = 1;
 
 /// What the schedule can do; `UNFIXED` holds some back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -335,7 +338,24 @@ impl FaceDetector for NoFaces {
     }
 }
 
-/// What a scan's walk hook does when the walker enters its `at`th directory.
+/// A perceptual hasher that hashes anything readable by its bytes (cheap; the walk's
+/// bookkeeping, not the hash, is under test).
+struct BytesHasher;
+impl PictureHasher for BytesHasher {
+    fn hash(&self, path: &Path) -> Result<Option<u64>, String> {
+        let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+        let h = sum(&bytes);
+        Ok(Some(u64::from_le_bytes(
+            h[..8].try_into().expect("8 bytes"),
+        )))
+    }
+    fn version(&self) -> i64 {
+        SIMILAR_SCHEME
+    }
+}
+
+/// What a scan's walk hook does when the walker enters its `at`th directory, or its commit
+/// hook before the store commits its `at`th batch (the scan dies with a batch prepared).
 #[derive(Clone, Copy, Debug)]
 enum Cut {
     /// The worker sleeps past its ttl (a crash, as far as the index knows).
@@ -349,6 +369,8 @@ enum Cut {
 struct HookState {
     at: usize,
     cut: Cut,
+    /// The cut lands before a batch's commit instead of at a directory.
+    before_commit: bool,
     entered: usize,
     run_id: i64,
     held: Option<rusqlite::Connection>,
@@ -819,12 +841,11 @@ impl Sim {
         let clock = self.clock.clone();
         let store = self.store.clone();
         let db = self.db.clone();
-        let walk_hook = WalkHook(Arc::new(move |point: WalkPoint<'_>| {
-            let WalkPoint::Entering(_) = point else {
+        let fire = Arc::new(move |at_commit: bool| {
+            let mut slot = hook.lock().expect("hook");
+            let Some(h) = slot.as_mut().filter(|h| h.before_commit == at_commit) else {
                 return;
             };
-            let mut slot = hook.lock().expect("hook");
-            let Some(h) = slot.as_mut() else { return };
             h.entered += 1;
             if h.entered != h.at {
                 return;
@@ -842,12 +863,20 @@ impl Sim {
                     h.held = Some(c);
                 }
             }
+        });
+        let at_dir = fire.clone();
+        let walk_hook = WalkHook(Arc::new(move |point: WalkPoint<'_>| {
+            if let WalkPoint::Entering(_) = point {
+                at_dir(false);
+            }
         }));
+        let commit_hook = CommitHook(Arc::new(move |_batch| fire(true)));
         ScanConfig {
             max_missing_share: 1.0,
             pipeline: Settings {
                 batch: 3,
                 walk_hook: Some(walk_hook),
+                commit_hook: Some(commit_hook),
                 ..Settings::default()
             },
             faces: Some(mediadex::walks::follow_up(
@@ -923,9 +952,11 @@ impl Sim {
             };
             if let Some(c) = cut.take() {
                 let at = self.rng.random_range(1..=4);
+                let before_commit = self.rng.random_bool(0.5);
                 *self.hook.lock().expect("hook") = Some(HookState {
                     at,
                     cut: c,
+                    before_commit,
                     entered: 0,
                     run_id: run.id,
                     held: None,
@@ -1184,6 +1215,14 @@ impl Sim {
                     batch: 2,
                 }),
             )),
+            WalkKindId::Similar => Box::new(WalkJob::new(
+                &self.store,
+                Arc::new(SimilarWalk {
+                    hasher: Arc::new(BytesHasher),
+                    scheme: SIMILAR_SCHEME,
+                    batch: 2,
+                }),
+            )),
             _ => Box::new(WalkJob::new(
                 &self.store,
                 Arc::new(FacesWalk {
@@ -1198,17 +1237,19 @@ impl Sim {
     fn walk_scheme(kind: WalkKindId) -> i64 {
         match kind {
             WalkKindId::ContentHash => mediadex::media::content_hash::SCHEME,
+            WalkKindId::Similar => SIMILAR_SCHEME,
             _ => FACES_SCHEME,
         }
     }
 
     /// Starts a walk afresh, or runs one batch of a walk's chain.
     fn walk(&mut self) -> Result<(), String> {
-        let kind = if self.rng.random_bool(0.5) {
-            WalkKindId::ContentHash
-        } else {
-            WalkKindId::Faces
-        };
+        let kinds = [
+            WalkKindId::ContentHash,
+            WalkKindId::Faces,
+            WalkKindId::Similar,
+        ];
+        let kind = kinds[self.rng.random_range(0..kinds.len())];
         let scheme = Self::walk_scheme(kind);
         if self.rng.random_bool(0.2) {
             self.note(format!("app: start walk {kind}"));
@@ -1612,13 +1653,17 @@ impl Sim {
                 continue;
             };
             let stamped = match kind {
-                WalkKindId::Faces => {
+                WalkKindId::Faces | WalkKindId::Similar => {
                     if asset.trashed_at.is_some()
                         || asset.facts.kind != Some(mediadex::model::MediaKind::Image)
                     {
                         continue;
                     }
-                    asset.faces_scheme == Some(scheme)
+                    if kind == WalkKindId::Faces {
+                        asset.faces_scheme == Some(scheme)
+                    } else {
+                        self.phash_scheme(a)? == Some(scheme)
+                    }
                 }
                 _ => asset.content_hash.is_some_and(|c| c.scheme == scheme),
             };
@@ -1638,6 +1683,15 @@ impl Sim {
         }
         self.note(format!("  walk {kind} ended: every asset stamped"));
         Ok(())
+    }
+
+    /// The similar walk's stamp on asset `a` (the asset read API does not show it).
+    fn phash_scheme(&self, a: i64) -> Result<Option<i64>, String> {
+        self.raw
+            .query_row("SELECT phash_scheme FROM assets WHERE id = ?1", [a], |r| {
+                r.get(0)
+            })
+            .map_err(|e| e.to_string())
     }
 
     /// An asset's rows and moves, for a failure's report.
