@@ -35,6 +35,23 @@
 //! The scan's own threads (walker, rayon) make the moment a fault lands inside a scan
 //! depend on timing; everything the user and the app do is in the seed's order.
 
+// Proof that it bites (issue 25; docs/testing.md has the same table). Each fix weakened by a
+// local patch, never committed; the soak budget (150 seeds x 1,000 steps) in a debug build on
+// a loaded machine, each run cut at 150 s (about 40,000 steps); each seed found passes again
+// without the weakening.
+//
+// defect | fix weakened                                  | seed | step | the oracle's message
+// 6      | assets insert clears sqlite_sequence (reuse)  | 0    | 58   | asset id 2 was issued twice: it was deleted and is back
+// 11     | pipeline: a gone sidecar reads nothing again  | 0    | 726  | b/c/s3.png: asset 158 says rating/title (Some(5), Some("t117")), its sidecar says (None, None)
+// 4      | store::files::mark_read_again marks nothing   | 2    | 389  | b/c/s3.png: asset 76 says rating/title (None, None), its sidecar says (Some(1), Some("t98"))
+// 5      | scan::job::again ignores read_again 'back'    | 16   | 386  | b/c/s2.JPG and b/c/s2.DNG are a RAW+JPEG pair but asset 71's stack is []
+// 7      | store::walks::made_live marks nothing         | 22   | 202  | the faces walk says it walked to the end, and asset 6 is not stamped
+// 1      | trash::ours: the row's current stamp only     | not found in 150 s
+// 3      | trash::libraries_here answers Ok at once      | not found in 150 s
+// 8      | store::trash::followers answers none          | not found: no "follows into the trash" check yet
+// 10, 2  | moved_since_read None; publish_shown nothing  | not shown: stopped by seed 36 (step 975), which fails unweakened
+// 9, 12  | unreachable: no HEIF / heif-dec; the index is never damaged nor repaired
+
 use crate::support::dng::Dng;
 use crate::support::exif::{ascii, jpeg_with_exif};
 use exif::Tag;
