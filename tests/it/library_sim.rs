@@ -49,7 +49,7 @@
 // 1      | trash::ours: the row's current stamp only     | not found in 150 s
 // 3      | trash::libraries_here answers Ok at once      | not found in 150 s
 // 8      | store::trash::followers answers none          | not found: no "follows into the trash" check yet
-// 10, 2  | moved_since_read None; publish_shown nothing  | not shown: stopped by seed 36 (step 975), which fails unweakened
+// 10, 2  | moved_since_read None; publish_shown nothing  | not found in 240 s (seed 36 fails unweakened: finding 15)
 // 9, 12  | unreachable: no HEIF / heif-dec; the index is never damaged nor repaired
 
 use crate::support::dng::Dng;
