@@ -159,6 +159,7 @@ pub fn router(state: AppState) -> Router {
         .route("/index.html", get(page::file))
         .route("/js/{module}", get(page::file))
         .route("/app.css", get(page::file))
+        .route("/viewer.css", get(page::file))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed);
     api.layer(DefaultBodyLimit::max(MAX_BODY))
