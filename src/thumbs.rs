@@ -34,6 +34,8 @@ use std::time::Duration;
 
 /// The longest side of a thumbnail, in pixels, unless `thumb_size` says otherwise.
 pub const THUMB_SIZE: u32 = 320;
+/// The longest side of a preview, the viewer's picture of a format the browser cannot show.
+pub const PREVIEW_SIZE: u32 = 2048;
 /// Bumped when thumbnails are made differently, so that caches and ETags move on.
 pub const THUMB_VERSION: u32 = 1;
 /// Pictures larger than this are not decoded for a thumbnail (a decompression bomb or a
@@ -123,6 +125,22 @@ impl Thumbs {
             reserve: crate::disk::DEFAULT_RESERVE,
             size: THUMB_SIZE,
             cap: None,
+        }
+    }
+
+    /// The viewer's previews: this cache's decoders, disk reserve and cap, at `PREVIEW_SIZE`.
+    /// Named by their size, they sit beside the thumbnails and go with them (`forget`, the
+    /// cap); the scan's job does not make them, the first request does.
+    pub fn previews(&self) -> Thumbs {
+        Thumbs {
+            dir: self.dir.clone(),
+            data_dir: self.data_dir.clone(),
+            ffmpeg: self.ffmpeg.clone(),
+            heif: self.heif.clone(),
+            space: self.space.clone(),
+            reserve: self.reserve,
+            size: PREVIEW_SIZE,
+            cap: self.cap.clone(),
         }
     }
 

@@ -1,5 +1,6 @@
-//! An asset's bytes, by asset id only: its thumbnail (made on first request, cached by checksum,
-//! sent immutable with an ETag), its original file (streamed; one byte range of it on request,
+//! An asset's bytes, by asset id only: its thumbnail and, for a picture, its preview (the
+//! viewer's large picture; both made on first request, cached by checksum, sent immutable
+//! with an ETag), its original file (streamed; one byte range of it on request,
 //! `range.rs`) and its motion clip (a Live Photo's MOV, or the window of a motion photo's JPEG that
 //! is its MP4, served as a file of its own). The file is the one `crate::locate` finds (the rules
 //! the walks and the thumbnail job read by): inside its library root, with the stamp its scan
@@ -12,9 +13,9 @@ use super::error::{ApiError, Code};
 use super::range;
 use super::{AppState, blocking};
 use crate::locate::{LocateError, locate};
-use crate::model::{Asset, EmbeddedVideo, WalkAsset, hex};
+use crate::model::{Asset, EmbeddedVideo, MediaKind, WalkAsset, hex};
 use crate::store::Store;
-use crate::thumbs::{Source, THUMB_VERSION, Thumb, placeholder};
+use crate::thumbs::{Source, THUMB_VERSION, Thumb, Thumbs, placeholder};
 use axum::body::Body;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
@@ -96,44 +97,78 @@ pub async fn thumbnail(
 ) -> Result<Response, ApiError> {
     let Path(id) = id?;
     let (store, thumbs) = (s.ops.store.clone(), s.thumbs.clone());
-    blocking(move || {
-        let asset = get_asset(&store, id)?;
-        let sum = hex(&asset.checksum);
-        // The size is in the tag: a new thumb_size must not be answered "not modified".
-        let tag = etag(&sum, &format!("-t{THUMB_VERSION}-{}", thumbs.size()));
-        if not_modified(&headers, &tag) {
-            return Ok(StatusCode::NOT_MODIFIED.into_response());
-        }
-        if let Some(t) = thumbs.cached(&sum) {
-            return Ok(thumb_response(t, &tag));
-        }
-        let file = located(&store, &asset)?;
-        let f = &asset.facts;
-        let src = Source {
-            checksum_hex: &sum,
-            kind: f.kind,
-            mime: f.mime.as_deref(),
-            orientation: f.orientation,
-            pixels: f
-                .width
-                .zip(f.height)
-                .map(|(w, h)| u64::from(w) * u64::from(h)),
-        };
-        if !thumbs.makes(&src) {
-            return Ok(thumb_response(placeholder(&src), &tag));
-        }
-        // Only a file that still holds the bytes the checksum names may give the thumbnail
-        // cached under it: one rewritten since its scan (not rescanned yet) would give a
-        // picture of other bytes, cached for good.
-        Ok(thumb_response(
-            match file {
-                Some(file) => thumbs.get(&src, &file)?,
-                None => placeholder(&src),
-            },
-            &tag,
-        ))
-    })
-    .await
+    blocking(move || picture(&store, &thumbs, id, &headers, Made::Thumbnail)).await
+}
+
+/// `GET /api/assets/{id}/preview`: the viewer's large picture of a picture (HEIC, AVIF, a
+/// RAW's preview, anything the browser cannot show itself), made and cached as a thumbnail
+/// is, at `PREVIEW_SIZE`; 404 `not_found` for a video.
+pub async fn preview(
+    State(s): State<AppState>,
+    id: Result<Path<i64>, PathRejection>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let Path(id) = id?;
+    let (store, previews) = (s.ops.store.clone(), s.previews.clone());
+    blocking(move || picture(&store, &previews, id, &headers, Made::Preview)).await
+}
+
+/// Which of an asset's pictures `picture` makes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Made {
+    Thumbnail,
+    Preview,
+}
+
+/// An asset's thumbnail or preview from `thumbs`: from its cache, else made now from the
+/// file that still holds the asset's bytes, else the placeholder.
+fn picture(
+    store: &Store,
+    thumbs: &Thumbs,
+    id: i64,
+    headers: &HeaderMap,
+    made: Made,
+) -> Result<Response, ApiError> {
+    let asset = get_asset(store, id)?;
+    let f = &asset.facts;
+    if made == Made::Preview && f.kind != Some(MediaKind::Image) {
+        let why = format!("asset {id} is not a picture: it has no preview");
+        return Err(ApiError::new(Code::NotFound, why));
+    }
+    let sum = hex(&asset.checksum);
+    // The size is in the tag: a new thumb_size must not be answered "not modified".
+    let kind = if made == Made::Preview { "p" } else { "t" };
+    let tag = etag(&sum, &format!("-{kind}{THUMB_VERSION}-{}", thumbs.size()));
+    if not_modified(headers, &tag) {
+        return Ok(StatusCode::NOT_MODIFIED.into_response());
+    }
+    if let Some(t) = thumbs.cached(&sum) {
+        return Ok(thumb_response(t, &tag));
+    }
+    let file = located(store, &asset)?;
+    let src = Source {
+        checksum_hex: &sum,
+        kind: f.kind,
+        mime: f.mime.as_deref(),
+        orientation: f.orientation,
+        pixels: f
+            .width
+            .zip(f.height)
+            .map(|(w, h)| u64::from(w) * u64::from(h)),
+    };
+    if !thumbs.makes(&src) {
+        return Ok(thumb_response(placeholder(&src), &tag));
+    }
+    // Only a file that still holds the bytes the checksum names may give the thumbnail
+    // cached under it: one rewritten since its scan (not rescanned yet) would give a
+    // picture of other bytes, cached for good.
+    Ok(thumb_response(
+        match file {
+            Some(file) => thumbs.get(&src, &file)?,
+            None => placeholder(&src),
+        },
+        &tag,
+    ))
 }
 
 pub async fn original(

@@ -49,6 +49,8 @@ pub struct AppState {
     /// and the face detector of this process).
     pub ops: Services,
     pub thumbs: Arc<Thumbs>,
+    /// The viewer's previews: the thumbnails' cache and decoders at `PREVIEW_SIZE`.
+    pub previews: Arc<Thumbs>,
     pub security: Arc<Security>,
     pub events: sse::Events,
 }
@@ -91,6 +93,7 @@ impl AppState {
         )?;
         Ok(AppState {
             ops,
+            previews: Arc::new(config.thumbs.previews()),
             thumbs: Arc::new(config.thumbs),
             security: Arc::new(config.security),
             events,
@@ -131,6 +134,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/assets", get(assets::list))
         .route("/api/assets/{id}", get(assets::one))
         .route("/api/assets/{id}/thumbnail", get(media::thumbnail))
+        .route("/api/assets/{id}/preview", get(media::preview))
         .route("/api/assets/{id}/original", get(media::original))
         .route("/api/thumbnails", get(media::lacking))
         .route("/api/assets/{id}/motion", get(media::motion))
@@ -155,6 +159,7 @@ pub fn router(state: AppState) -> Router {
         .route("/index.html", get(page::file))
         .route("/js/{module}", get(page::file))
         .route("/app.css", get(page::file))
+        .route("/viewer.css", get(page::file))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed);
     api.layer(DefaultBodyLimit::max(MAX_BODY))

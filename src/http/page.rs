@@ -32,7 +32,7 @@ fn etag() -> &'static str {
     })
 }
 
-/// `GET /`, `/index.html`, `/app.css` and the page's modules, `/js/NAME.js`.
+/// `GET /`, `/index.html`, `/app.css`, `/viewer.css` and the page's modules, `/js/NAME.js`.
 pub async fn file(uri: Uri, headers: HeaderMap) -> Response {
     let name = match uri.path() {
         "/" => "index.html",

@@ -119,8 +119,10 @@ pub async fn guard(
 /// the page shell (which holds no data).
 fn public(method: &Method, path: &str) -> bool {
     matches!(*method, Method::GET | Method::HEAD)
-        && (matches!(path, "/healthz" | "/" | "/index.html" | "/app.css" | "/api")
-            || path.starts_with("/js/"))
+        && (matches!(
+            path,
+            "/healthz" | "/" | "/index.html" | "/app.css" | "/viewer.css" | "/api"
+        ) || path.starts_with("/js/"))
 }
 
 /// What the token cookie may do.

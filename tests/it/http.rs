@@ -1235,6 +1235,68 @@ async fn a_thumbnail_is_made_once_cached_by_checksum_and_served_immutable() {
     );
 }
 
+/// The viewer's large picture: made on first request at 2048 px on the long side (never
+/// enlarged), cached beside the thumbnails under the checksum, immutable with its own tag;
+/// a video has none (404 `not_found`), and a picture this server cannot decode gets the
+/// uncached placeholder, as its thumbnail does.
+#[tokio::test]
+async fn a_preview_is_made_once_at_2048_px_cached_and_none_for_a_video() {
+    let api = api();
+    let (lib, root) = api.photos("photos");
+    png(&root.join("big.png"), 120, 3000, 1500);
+    std::fs::copy(fixture("astronaut.mp4"), root.join("clip.mp4")).unwrap();
+    std::fs::copy(fixture("astronaut_half.heic"), root.join("astro.heic")).unwrap();
+    api.scan(lib);
+    let big = api.asset_at("big.png");
+    let r = api.get(&format!("/api/assets/{big}/preview")).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.header("content-type"), "image/jpeg");
+    assert!(r.header("cache-control").contains("immutable"));
+    let img = image::load_from_memory(&r.body).expect("a real JPEG");
+    assert_eq!((img.width(), img.height()), (2048, 1024));
+    let thumb = api.get(&format!("/api/assets/{big}/thumbnail")).await;
+    assert_ne!(thumb.header("etag"), r.header("etag"), "a tag of its own");
+    let small = image::load_from_memory(&thumb.body).expect("thumbnail");
+    assert_eq!((small.width(), small.height()), (320, 160));
+    let etag = r.header("etag").to_string();
+    let not_modified = api
+        .send(
+            req(Method::GET, &format!("/api/assets/{big}/preview"))
+                .header("if-none-match", &etag)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(not_modified.status, StatusCode::NOT_MODIFIED);
+    // Served from the cache once made: the original file is no longer needed.
+    std::fs::remove_file(root.join("big.png")).unwrap();
+    let again = api.get(&format!("/api/assets/{big}/preview")).await;
+    assert_eq!((again.status, &again.body), (StatusCode::OK, &r.body));
+
+    let a = api.asset_at("2024/a.png");
+    let r = api.get(&format!("/api/assets/{a}/preview")).await;
+    let img = image::load_from_memory(&r.body).expect("a real JPEG");
+    assert_eq!((img.width(), img.height()), (40, 20), "never enlarged");
+
+    let clip = api.asset_at("clip.mp4");
+    let r = api.get(&format!("/api/assets/{clip}/preview")).await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::NOT_FOUND, "not_found".into())
+    );
+    // No heif-dec in this server: the placeholder, not cached.
+    let heic = api.asset_at("astro.heic");
+    let r = api.get(&format!("/api/assets/{heic}/preview")).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.header("content-type"), "image/svg+xml");
+    assert_eq!(r.header("cache-control"), "no-cache");
+    let r = api.get("/api/assets/31337/preview").await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::NOT_FOUND, "not_found".into())
+    );
+}
+
 /// A file rewritten in place since its scan no longer holds the asset's bytes: a thumbnail
 /// made from it now would be of other bytes, and cached under the asset's checksum it would
 /// show the wrong picture for good. It gets the uncached placeholder until a rescan.

@@ -594,6 +594,55 @@ fn heif_pictures_get_a_jpeg_through_the_decoder_and_a_placeholder_without_it() {
     assert_eq!(with.lacking(), ["video"]);
 }
 
+/// The viewer's previews go through the same decoder as the thumbnails, at 2048 px on the
+/// long side, and are cached apart from them.
+#[cfg(unix)]
+#[test]
+fn heif_previews_are_large_jpegs_through_the_decoder_cached_apart_from_thumbnails() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = fixture("astronaut_half.heic");
+    let big = dir.path().join("big.png");
+    image::RgbImage::from_pixel(2400, 3000, image::Rgb([9, 80, 160]))
+        .save(&big)
+        .expect("png");
+    let decoder = fake_heif_dec(dir.path(), &big);
+    let thumbs = Thumbs::with_ffmpeg(&dir.path().join("c"), None).with_heif(Some(decoder));
+    let previews = thumbs.previews();
+    assert_eq!(previews.size(), mediadex::thumbs::PREVIEW_SIZE);
+    for mime in ["image/heic", "image/avif"] {
+        let sum = format!("dd{}", mime.len());
+        let p = previews
+            .get(&heif_source(&sum, mime), &file)
+            .expect("preview");
+        assert!(p.immutable && p.content_type == "image/jpeg", "{mime}");
+        assert_eq!(jpeg_size(&p.bytes), (1638, 2048), "{mime}");
+        assert!(previews.cache_path(&sum).is_file(), "{mime} cached");
+        assert!(!thumbs.cache_path(&sum).exists(), "{mime}: apart");
+    }
+}
+
+/// The corpus's HEIC and AVIF previews through the real heif-dec, at their own size.
+#[test]
+#[ignore = "needs heif-dec"]
+fn heic_and_avif_fixtures_get_real_jpeg_previews() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let decoder = mediadex::media::heif_dec::HeifDec::find().expect("heif-dec on PATH");
+    let previews = Thumbs::with_ffmpeg(dir.path(), None)
+        .with_heif(Some(decoder))
+        .previews();
+    for (name, mime, size) in [
+        ("astronaut_half.heic", "image/heic", (405, 540)),
+        ("astronaut_384.avif", "image/avif", (384, 384)),
+    ] {
+        let sum = format!("ee{}", name.len());
+        let p = previews
+            .get(&heif_source(&sum, mime), &fixture(name))
+            .expect(name);
+        assert!(p.immutable, "{name}: a real preview");
+        assert_eq!(jpeg_size(&p.bytes), size, "{name}");
+    }
+}
+
 /// The corpus's HEIC and AVIF through the real heif-dec: JPEG thumbnails of their shape.
 #[test]
 #[ignore = "needs heif-dec"]

@@ -11,14 +11,14 @@ export async function api(method, path, body, extraHeaders = {}) {
   const res = await fetch(path, {
     method, headers, body: body === undefined ? undefined : JSON.stringify(body),
   });
-  if (res.status === 401 && await askToken()) return api(method, path, body, extraHeaders);
+  if (res.status === 401 && await askToken(Boolean(token))) return api(method, path, body, extraHeaders);
   const text = await res.text();
   let data = null;
   try { data = text ? JSON.parse(text) : null; } catch { data = null; }
   // The cookie alone only lets the page read: a write refused for want of the token asks
   // for it too (a cookie left from an earlier visit, the saved token gone).
   const csrf = res.status === 403 && data && data.error && data.error.code === "csrf";
-  if (csrf && !token && await askToken()) return api(method, path, body, extraHeaders);
+  if (csrf && !token && await askToken(false)) return api(method, path, body, extraHeaders);
   if (!res.ok) {
     const msg = data && data.error ? data.error.message : `${res.status} ${res.statusText}`;
     const err = new Error(msg);
@@ -31,23 +31,35 @@ export async function api(method, path, body, extraHeaders = {}) {
 
 // One form at a time: requests refused together all wait for the same answer.
 let asking = null;
+// Cancelled: the requests that follow are refused without asking again.
+let declined = false;
 
-/** Shows the token form; resolves true once a token was saved, false when cancelled. */
-export function askToken() {
+/** Shows the token form (`refused`: the token sent was not accepted, and the form says so);
+ *  resolves true once a token was saved, false when cancelled or cancelled before. */
+export function askToken(refused = false) {
   if (asking) return asking;
+  if (declined) return Promise.resolve(false);
   asking = new Promise((resolve) => {
     const dialog = $("#token-dialog");
     const form = $("#token-form");
     form.reset();
+    const error = $("#token-error");
+    error.hidden = !refused;
+    error.textContent = refused ? "This server did not accept that token. Check it and paste it again." : "";
     dialog.addEventListener("close", () => {
       asking = null;
       const token = dialog.returnValue === "save" ? form.elements.token.value.trim() : "";
       if (token) {
         localStorage.setItem("mediadex-token", token);
         tokenCookie();
+      } else {
+        declined = true;
+        banner("This server needs its access token to show your photos.", "error",
+          { label: "Enter the token", run: () => { declined = false; askToken().then((ok) => ok && location.reload()); } });
       }
       resolve(Boolean(token));
     }, { once: true });
+    dialog.returnValue = "";
     dialog.showModal();
   });
   return asking;

@@ -1,14 +1,33 @@
-// The asset view: the picture or video with its faces drawn, its motion clip played on
-// request, its facts, trash and restore.
-import { $, el, banner, guard } from "./dom.js";
+// The asset view: the picture (the original when the browser shows its format, else the
+// server's large preview) or video with its faces drawn, its motion clip played on request
+// (or word that this browser cannot play it, and its download), its facts, trash (with a
+// toast to undo it) and restore. Stepping through the view and closing: nav.js.
+import { $, el, banner, guard, toast } from "./dom.js";
 import { api } from "./api.js";
 import { fmtBytes, fmtDuration } from "./format.js";
-import { markGridDirty } from "./grid.js";
+import { markGridDirty, showPhotos } from "./grid.js";
+import { initViewerNav, leaveViewer, navButtons, viewerOpens } from "./nav.js";
+import { currentView } from "./state.js";
 
 export const dialog = () => $("#asset");
 
+// The asset on show (null when closed), and which opening is the latest: a slow answer for
+// a photo stepped past must not replace the one stepped to.
+let current = null;
+let opening = 0;
+
 export function closeAssetDialog() {
+  current = null;
+  opening++;
   if (dialog().open) dialog().close();
+}
+
+/** Wires the viewer's close (button, Esc), arrow keys and swipe once, at start. */
+export function initViewer() {
+  $("#asset-close").addEventListener("click", () => dialog().close());
+  // However it closes (Esc, the button, a trash), the URL leaves the asset.
+  dialog().addEventListener("close", () => { current = null; opening++; leaveViewer(); });
+  initViewerNav(dialog(), $("#asset-media"), () => current);
 }
 
 // Stored (un-rotated) pixel coordinates → displayed coordinates, per EXIF orientation.
@@ -28,28 +47,49 @@ function orient(x, y, w, h, W, H, o) {
 const browserShows = (mime) => /^image\/(jpeg|png|webp|gif)$/.test(mime || "");
 
 export async function openAsset(id) {
+  const mine = ++opening;
   let asset;
   try { asset = await api("GET", `/api/assets/${id}`); } catch (e) { banner(e.message); return; }
+  if (mine !== opening) return;
+  current = id;
   const media = $("#asset-media");
   media.replaceChildren();
   const frame = el("div", { class: "frame" });
   let faces = null;
   if (asset.kind === "video") {
     // Range requests let the browser seek without fetching the whole file.
-    frame.append(el("video", { src: `/api/assets/${id}/original`, controls: true, playsinline: true,
-                               poster: `/api/assets/${id}/thumbnail`, preload: "metadata" }));
+    const video = el("video", { src: `/api/assets/${id}/original`, controls: true, playsinline: true,
+                                poster: `/api/assets/${id}/thumbnail`, preload: "metadata" });
+    frame.append(video);
+    sayWhenUnplayable(video, frame, `/api/assets/${id}/original`, asset.video_codec);
   } else {
-    const src = browserShows(asset.mime) ? `/api/assets/${id}/original` : `/api/assets/${id}/thumbnail`;
-    const img = el("img", { src, alt: "" });
+    const src = `/api/assets/${id}/${browserShows(asset.mime) ? "original" : "preview"}`;
+    const img = el("img", { src, alt: "", draggable: "false" });
     frame.append(img);
     faces = api("GET", `/api/assets/${id}/faces`).catch(() => null);
     const draw = async () => { const f = await faces; if (f) drawFaces(frame, img, f); };
     if (img.complete) draw(); else img.addEventListener("load", draw);
     if (asset.motion) frame.append(motionControl(id, frame));
   }
-  media.append(frame);
+  media.append(frame, ...navButtons(id));
   renderFacts(asset, faces);
-  if (!dialog().open) dialog().showModal();
+  if (!dialog().open) { viewerOpens(); dialog().showModal(); }
+}
+
+// Chromium and Firefox cannot decode HEVC (an iPhone's videos and Live Photo clips): such a
+// clip fails, or plays as a black box with no picture. Either way the viewer says so and
+// offers the file.
+function sayWhenUnplayable(video, frame, href, codec) {
+  const say = () => {
+    if (frame.querySelector(".cannot-play")) return;
+    frame.append(el("p", { class: "cannot-play", role: "status" },
+      `This browser cannot play this clip${codec ? ` (${codec})` : ""}. `,
+      el("a", { href, download: "" }, "Download it"), " to watch it in another player."));
+  };
+  if (/hevc|h\.?265|hvc1|hev1/i.test(codec || "")
+      && !video.canPlayType('video/mp4; codecs="hvc1.1.6.L93.B0"')) say();
+  video.addEventListener("error", say);
+  video.addEventListener("loadedmetadata", () => { if (!video.videoWidth) say(); });
 }
 
 // A Live Photo's or motion photo's clip (docs/api.md, `/motion`), played over the still on
@@ -62,7 +102,8 @@ function motionControl(id, frame) {
     clip.muted = true;
     const done = () => { clip.remove(); play.hidden = false; };
     clip.addEventListener("ended", done);
-    clip.addEventListener("error", () => { done(); banner("The motion clip cannot be played here."); });
+    clip.addEventListener("error", done);
+    sayWhenUnplayable(clip, frame, `/api/assets/${id}/motion`, null);
     play.hidden = true;
     frame.append(clip);
   });
@@ -145,7 +186,11 @@ function renderFacts(a, faces) {
     dl.append(el("dt", {}, "Path"), el("dd", { class: "path" }, p.path + (p.state !== "present" ? ` (${p.state})` : "")));
   }
   renderStack(dl, a);
-  const move = (to) => guard(async () => { await api("POST", `/api/assets/${a.id}/${to}`); afterTrashChange(a.id); });
+  const move = (to) => guard(async () => {
+    await api("POST", `/api/assets/${a.id}/${to}`);
+    afterTrashChange(a.id);
+    if (to === "trash") toast("Moved to trash.", guard(() => undoTrash(a.id)));
+  });
   $("#asset-actions").replaceChildren(
     el("a", { class: "button", href: `/api/assets/${a.id}/original`, download: "" }, "Download"),
     a.trashed
@@ -153,8 +198,16 @@ function renderFacts(a, faces) {
       : el("button", { class: "danger", onclick: move("trash") }, "Move to trash"));
 }
 
+// The asset leaves the grids it was on, and the viewer closes.
 function afterTrashChange(id) {
   markGridDirty();
   for (const t of document.querySelectorAll(`a.tile[href="#/asset/${id}"]`)) t.remove();
-  history.back();
+  dialog().close();
+}
+
+async function undoTrash(id) {
+  await api("POST", `/api/assets/${id}/restore`);
+  markGridDirty();
+  if (currentView() === "photos") showPhotos();
+  toast("Restored.");
 }

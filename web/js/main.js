@@ -4,7 +4,8 @@
 import { $ } from "./dom.js";
 import { api, tokenCookie } from "./api.js";
 import { markGridDirty, showPhotos } from "./grid.js";
-import { closeAssetDialog, dialog, openAsset } from "./asset.js";
+import { closeAssetDialog, initViewer, openAsset } from "./asset.js";
+import { viewShown } from "./nav.js";
 import { initLibraries, loadLibraries } from "./libraries.js";
 import { loadActivity } from "./activity.js";
 import { initCheck } from "./check.js";
@@ -28,6 +29,7 @@ function route() {
     return;
   }
   closeAssetDialog();
+  viewShown();
   show(views.includes(view) ? view : "photos");
 }
 
@@ -44,8 +46,7 @@ initLibraries();
 initCheck();
 $("#filters").addEventListener("change", () => { markGridDirty(); showPhotos(); });
 $("#filters").addEventListener("reset", () => setTimeout(() => { markGridDirty(); showPhotos(); }));
-$("#asset-close").addEventListener("click", () => history.back());
-dialog().addEventListener("cancel", (ev) => { ev.preventDefault(); history.back(); });
+initViewer();
 window.addEventListener("hashchange", route);
 
 state.libraries = await api("GET", "/api/libraries").catch(() => []);
