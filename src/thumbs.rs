@@ -335,11 +335,13 @@ impl Thumbs {
                 }
             });
         }
-        let bytes = std::fs::read(file).map_err(|source| ThumbError::Source {
+        // Read through a buffer, not whole: a scan's TIFF may be a gigabyte on disk.
+        let opened = std::fs::File::open(file).map_err(|source| ThumbError::Source {
             path: file.display().to_string(),
             source,
         })?;
-        Ok(shrink(&bytes, src.orientation, self.size))
+        let reader = std::io::BufReader::new(opened);
+        Ok(shrink_from(reader, src.orientation, self.size))
     }
 
     /// Writes the cache file atomically (a temp file renamed into place), so that a reader
@@ -436,9 +438,16 @@ fn decodable(mime: Option<&str>) -> bool {
 /// thumbnail whose longest side is at most `size`. `None` when it does not decode, or when
 /// its header declares more than `MAX_PIXELS` (refused before any pixel is allocated).
 fn shrink(bytes: &[u8], orientation: Option<u16>, size: u32) -> Option<Vec<u8>> {
-    let mut reader = image::ImageReader::new(std::io::Cursor::new(bytes))
-        .with_guessed_format()
-        .ok()?;
+    shrink_from(std::io::Cursor::new(bytes), orientation, size)
+}
+
+/// `shrink` of a picture read from `source`.
+fn shrink_from<R: std::io::BufRead + std::io::Seek>(
+    source: R,
+    orientation: Option<u16>,
+    size: u32,
+) -> Option<Vec<u8>> {
+    let mut reader = image::ImageReader::new(source).with_guessed_format().ok()?;
     let mut limits = image::Limits::default();
     limits.max_alloc = Some(MAX_DECODE_BYTES);
     reader.limits(limits);
