@@ -7,7 +7,12 @@
 //! through `heif-dec` (`media::heif_dec`) when it is, camera RAWs their embedded preview or
 //! their raw data binned (`media::raw`); what cannot be decoded here (a HEIF or a
 //! video without its program, a broken file) gets a placeholder that is not cached, and
-//! `lacking` names those formats for `status`. The thumbnails
+//! `lacking` names those formats for `status`. A picture is refused before it is decoded
+//! when its declared size (the index's, else its header's) is over `MAX_PIXELS`, and an
+//! in-process decode may allocate at most `MAX_DECODE_BYTES` (`image`'s `Limits`). A HEIF
+//! whose decode timed out is remembered beside the cache (`<checksum>-timeout`, keyed by the
+//! bytes like a thumbnail), so no request or job waits for it again, and its placeholder
+//! says "decoding timed out" (`placeholder_why`). The thumbnails
 //! of an asset the sweep deleted are forgotten, every size. The cache never fills the disk
 //! holding the database: below a reserve of free space (`disk::DEFAULT_RESERVE` unless
 //! configured) it writes nothing and the job waits for space; with a cap (`cap`) it keeps
@@ -41,6 +46,13 @@ pub const THUMB_VERSION: u32 = 1;
 /// Pictures larger than this are not decoded for a thumbnail (a decompression bomb or a
 /// panorama too large to decode on a small NAS): they get the placeholder.
 const MAX_PIXELS: u64 = 120_000_000;
+/// Most memory one in-process decode may allocate (the decoder's `Limits`): `MAX_PIXELS`
+/// at 4 bytes a pixel. A thumbnail worker's peak is this plus the thumbnail (and, for a
+/// HEIF, the PNG `heif-dec` wrote, itself capped by `heif_dec::MAX_OUTPUT`), whatever the
+/// file declares.
+pub const MAX_DECODE_BYTES: u64 = MAX_PIXELS * 4;
+/// What a placeholder says when the picture's decoder timed out on it.
+pub const TIMED_OUT: &str = "decoding timed out";
 /// An ffmpeg that has not produced a frame by then is stopped.
 const FFMPEG_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -249,8 +261,35 @@ impl Thumbs {
         }
         Ok(match self.make(src, file)? {
             Some(bytes) => jpeg(bytes),
-            None => placeholder(src),
+            None => placeholder_why(src, self.why_placeholder(src.checksum_hex)),
         })
+    }
+
+    /// Why these bytes get a placeholder though their format is made here: their decode
+    /// timed out before (remembered by `remember_timeout`), or `None`.
+    pub fn why_placeholder(&self, checksum_hex: &str) -> Option<&'static str> {
+        self.timeout_path(checksum_hex)
+            .is_file()
+            .then_some(TIMED_OUT)
+    }
+
+    /// Where a timed-out decode of these bytes is remembered: beside their thumbnails, so
+    /// `forget` removes it with them and the cap's eviction (of `.jpg` files) leaves it.
+    fn timeout_path(&self, checksum_hex: &str) -> PathBuf {
+        let shard = checksum_hex.get(..2).unwrap_or("00");
+        self.dir.join(shard).join(format!("{checksum_hex}-timeout"))
+    }
+
+    /// Remembers that decoding these bytes timed out; a failure only costs a later retry.
+    fn remember_timeout(&self, checksum_hex: &str) {
+        let path = self.timeout_path(checksum_hex);
+        let written = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(&path, b""));
+        if let Err(e) = written {
+            tracing::warn!(error = %e, path = %path.display(), "could not remember a timed-out decode");
+        }
     }
 
     /// Whether this process can make a real thumbnail of such an asset (else it gets the
@@ -281,7 +320,7 @@ impl Thumbs {
     /// Makes the thumbnail and caches it: the one function both paths use. `None` when it
     /// cannot be made here (the caller answers with the placeholder, which is not cached).
     fn make(&self, src: &Source<'_>, file: &Path) -> Result<Option<Vec<u8>>, ThumbError> {
-        if !self.makes(src) {
+        if !self.makes(src) || self.why_placeholder(src.checksum_hex).is_some() {
             return Ok(None);
         }
         // `makes` said yes: a video with ffmpeg here, or else a decodable picture.
@@ -303,13 +342,24 @@ impl Thumbs {
             return Ok(None);
         }
         if let (true, Some(heif)) = (is_heif(src.mime), &self.heif) {
-            return Ok(heif_picture(heif, file, self.size));
+            return Ok(match heif.decode_png(file) {
+                Ok(png) => shrink(&png, None, self.size),
+                Err(e) => {
+                    if matches!(e, heif_dec::HeifDecError::Timeout { .. }) {
+                        self.remember_timeout(src.checksum_hex);
+                    }
+                    tracing::info!(error = %e, file = %file.display(), "HEIF picture not decoded; placeholder thumbnail");
+                    None
+                }
+            });
         }
-        let bytes = std::fs::read(file).map_err(|source| ThumbError::Source {
+        // Read through a buffer, not whole: a scan's TIFF may be a gigabyte on disk.
+        let opened = std::fs::File::open(file).map_err(|source| ThumbError::Source {
             path: file.display().to_string(),
             source,
         })?;
-        Ok(shrink(&bytes, src.orientation, self.size))
+        let reader = std::io::BufReader::new(opened);
+        Ok(shrink_from(reader, src.orientation, self.size))
     }
 
     /// Writes the cache file atomically (a temp file renamed into place), so that a reader
@@ -362,18 +412,6 @@ fn jpeg(bytes: Vec<u8>) -> Thumb {
     }
 }
 
-/// A HEIF through its decoder, which applies the crop, turn and mirror itself: nothing is
-/// turned again here. A file it cannot decode (or that hangs it) gets the placeholder.
-fn heif_picture(heif: &HeifDec, file: &Path, size: u32) -> Option<Vec<u8>> {
-    match heif.decode_png(file) {
-        Ok(png) => shrink(&png, None, size),
-        Err(e) => {
-            tracing::info!(error = %e, file = %file.display(), "HEIF picture not decoded; placeholder thumbnail");
-            None
-        }
-    }
-}
-
 /// A RAW's embedded preview, else its raw data binned (bounded by `media::raw`, whatever
 /// the raw's size), turned upright by the file's orientation like any stored picture.
 fn raw_picture(
@@ -410,17 +448,38 @@ fn is_heif(mime: Option<&str>) -> bool {
 fn decodable(mime: Option<&str>) -> bool {
     matches!(
         mime,
-        Some("image/jpeg" | "image/png" | "image/webp" | "image/gif")
+        Some("image/jpeg" | "image/png" | "image/webp" | "image/gif" | "image/tiff")
     ) || mime.is_some_and(raw::has_picture)
 }
 
 /// Decodes a picture, turns it upright per its EXIF orientation, and encodes a JPEG
-/// thumbnail whose longest side is at most `size`. `None` when it does not decode.
+/// thumbnail whose longest side is at most `size`. `None` when it does not decode, or when
+/// its header declares more than `MAX_PIXELS` (refused before any pixel is allocated).
 fn shrink(bytes: &[u8], orientation: Option<u16>, size: u32) -> Option<Vec<u8>> {
-    let reader = image::ImageReader::new(std::io::Cursor::new(bytes))
-        .with_guessed_format()
-        .ok()?;
-    let img = match reader.decode() {
+    shrink_from(std::io::Cursor::new(bytes), orientation, size)
+}
+
+/// `shrink` of a picture read from `source`.
+fn shrink_from<R: std::io::BufRead + std::io::Seek>(
+    source: R,
+    orientation: Option<u16>,
+    size: u32,
+) -> Option<Vec<u8>> {
+    let mut reader = image::ImageReader::new(source).with_guessed_format().ok()?;
+    let mut limits = image::Limits::default();
+    limits.max_alloc = Some(MAX_DECODE_BYTES);
+    reader.limits(limits);
+    let decoder = reader.into_decoder().ok()?;
+    let (w, h) = image::ImageDecoder::dimensions(&decoder);
+    if u64::from(w) * u64::from(h) > MAX_PIXELS {
+        tracing::info!(
+            width = w,
+            height = h,
+            "picture too large to decode; placeholder thumbnail"
+        );
+        return None;
+    }
+    let img = match image::DynamicImage::from_decoder(decoder) {
         Ok(img) => img,
         Err(e) => {
             tracing::debug!(error = %e, "picture does not decode; placeholder thumbnail");
@@ -497,6 +556,12 @@ fn frame_at(ffmpeg: &Path, file: &Path, at: &str) -> Option<Vec<u8>> {
 /// A neutral tile saying what the asset is, so the grid stays aligned: for what cannot be
 /// made here, and for an asset none of whose files still holds its bytes. Never cached.
 pub fn placeholder(src: &Source<'_>) -> Thumb {
+    placeholder_why(src, None)
+}
+
+/// `placeholder`, saying `why` under its label when the format is made here but these bytes
+/// were not (`Thumbs::why_placeholder`).
+pub fn placeholder_why(src: &Source<'_>, why: Option<&str>) -> Thumb {
     let label = match (src.kind, src.mime) {
         (Some(MediaKind::Video), _) => "video",
         (_, Some("image/heic" | "image/heif")) => "HEIC",
@@ -508,8 +573,12 @@ pub fn placeholder(src: &Source<'_>) -> Thumb {
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{s}\" height=\"{s}\" \
          viewBox=\"0 0 {s} {s}\"><rect width=\"100%\" height=\"100%\" fill=\"#2b2f36\"/>\
          <text x=\"50%\" y=\"50%\" fill=\"#9aa4b2\" font-family=\"sans-serif\" \
-         font-size=\"28\" text-anchor=\"middle\" dominant-baseline=\"middle\">{label}</text></svg>",
-        s = THUMB_SIZE
+         font-size=\"28\" text-anchor=\"middle\" dominant-baseline=\"middle\">{label}</text>{note}</svg>",
+        s = THUMB_SIZE,
+        note = why.map_or(String::new(), |w| format!(
+            "<text x=\"50%\" y=\"65%\" fill=\"#9aa4b2\" font-family=\"sans-serif\" \
+             font-size=\"16\" text-anchor=\"middle\">{w}</text>"
+        )),
     );
     Thumb {
         bytes: svg.into_bytes(),

@@ -11,7 +11,7 @@ use std::path::Path;
 pub struct WalkRetinaFace(pub RetinaFace);
 
 impl WalkDetector for WalkRetinaFace {
-    /// An unsupported (TIFF), oversized or undecodable picture is stamped with no faces: the
+    /// An unsupported (a video), oversized or undecodable picture is stamped with no faces: the
     /// walk only hands over files that still hold the asset's bytes, so this build can never
     /// do better for them, and the repair walk would otherwise retry them on every run
     /// (`mediadex faces redetect` still can). A read or model failure, a HEIF with no

@@ -1,6 +1,6 @@
 //! Decoding for face detection: file bytes → stored-frame RGB pixels plus the EXIF
-//! orientation. Owns the format allow-list and the size bounds (checked from the header before
-//! any pixel is decoded); must not run the model nor rotate pixels. A HEIF file's frame is the
+//! orientation. Owns the format allow-list (JPEG, PNG, WebP, GIF, TIFF) and the size bounds
+//! (checked from the header, a HEIF's before `heif-dec` runs, before any pixel is decoded); must not run the model nor rotate pixels. A HEIF file's frame is the
 //! PNG `heif-dec` makes of it (`media::heif_dec`, bounded in time and size), decoded here like
 //! any PNG: its crop, turn and mirror are applied by libheif, and it has no EXIF orientation.
 //! A camera RAW's frame is its embedded preview or its binned raw data (`media::raw`), with
@@ -46,6 +46,10 @@ pub fn open_with(path: &Path, heif: Option<&HeifDec>) -> Result<Decoded, FaceErr
     match mime_of(&mut reader)? {
         Some(mime) if HEIF_MIMES.contains(&mime.as_str()) => {
             let heif = heif.ok_or(FaceError::NoDecoder(mime))?;
+            // Refused on its header's word: libheif allocates the whole canvas first.
+            if let Some((w, h)) = heif_dec::declared_size(path) {
+                check_size(w, h)?;
+            }
             let png = heif.decode_png(path).map_err(heif_error)?;
             read(Cursor::new(png))
         }
@@ -55,8 +59,13 @@ pub fn open_with(path: &Path, heif: Option<&HeifDec>) -> Result<Decoded, FaceErr
 }
 
 /// A RAW's preview (or its raw data binned), with the raw's orientation and size from its
-/// IFD0 where it has a TIFF structure (a CR3's CMT1 is one); a RAF's JPEG carries its own.
+/// IFD0 where it has a TIFF structure (a CR3's CMT1 is one); a RAF's JPEG carries its own
+/// orientation, and its frame is the RAF's size as the index records it (`raw::raf_frame`).
 fn open_raw<R: BufRead + Seek>(mut reader: R, mime: &str) -> Result<Decoded, FaceError> {
+    // A RAF's preview carries its own orientation; only its frame comes from the RAF.
+    let raf_frame = (mime == raw::RAF)
+        .then(|| raw::raf_frame(&mut reader))
+        .flatten();
     let geometry = raw::geometry(&mut reader).ok();
     let picture = raw::picture(&mut reader, mime).map_err(|e| match e {
         raw::RawError::Io(source) => FaceError::Io {
@@ -78,7 +87,9 @@ fn open_raw<R: BufRead + Seek>(mut reader: R, mime: &str) -> Result<Decoded, Fac
             frame: None,
         },
     };
-    if let Some((size, orientation)) = geometry {
+    if raf_frame.is_some() {
+        decoded.frame = raf_frame;
+    } else if let Some((size, orientation)) = geometry {
         decoded.frame = Some(size);
         let turn = orientation.and_then(|o| u8::try_from(o).ok());
         decoded.orientation = turn
@@ -94,7 +105,9 @@ fn heif_error(e: HeifDecError) -> FaceError {
             what: program,
             source,
         },
-        HeifDecError::TooLarge { .. } => FaceError::TooLarge(e.to_string()),
+        HeifDecError::TooLarge { .. } | HeifDecError::Declared { .. } => {
+            FaceError::TooLarge(e.to_string())
+        }
         HeifDecError::Timeout { .. } | HeifDecError::Killed { .. } => {
             FaceError::Stopped(e.to_string())
         }
@@ -105,10 +118,13 @@ fn heif_error(e: HeifDecError) -> FaceError {
 pub fn read<R: BufRead + Seek>(mut reader: R) -> Result<Decoded, FaceError> {
     let format = format_of(&mut reader)?;
     let mut image_reader = ImageReader::with_format(reader, format);
-    image_reader.limits(limits());
+    // The header is read unbounded so that a refusal names the declared size; the limits
+    // then bound every allocation of the decode itself.
+    image_reader.no_limits();
     let mut decoder = image_reader.into_decoder().map_err(decode_error)?;
     let (width, height) = decoder.dimensions();
     check_size(width, height)?;
+    decoder.set_limits(limits()).map_err(decode_error)?;
     // A broken EXIF block is not a broken picture: detect on the stored pixels as they are.
     let orientation = decoder.orientation().unwrap_or(Orientation::NoTransforms);
     let image = DynamicImage::from_decoder(decoder).map_err(decode_error)?;
@@ -144,6 +160,7 @@ fn format_of<R: Read + Seek>(reader: &mut R) -> Result<ImageFormat, FaceError> {
         Some("image/png" | "image/apng") => Ok(ImageFormat::Png),
         Some("image/webp") => Ok(ImageFormat::WebP),
         Some("image/gif") => Ok(ImageFormat::Gif),
+        Some("image/tiff") => Ok(ImageFormat::Tiff),
         Some(other) => Err(FaceError::Unsupported(other.to_string())),
         None => Err(FaceError::Unsupported("content of unknown type".into())),
     }

@@ -5,8 +5,10 @@
 //! lent, as `upright_picture`, to the perceptual hash (`similar`), so both read the same
 //! formats the same way.
 //!
-//! The pipeline of `RetinaFace::detect`: decode (bounded; HEIF through `heif-dec`, already
-//! upright) → apply EXIF orientation → scale the
+//! The pipeline of `RetinaFace::detect`: decode (bounded: refused before it allocates when
+//! the declared size is over `MAX_SIDE` or `MAX_ALLOC_BYTES` of RGBA, so a walk worker's
+//! decode never holds more than `MAX_ALLOC_BYTES` of pixels, plus for a HEIF the PNG
+//! `heif-dec` wrote; HEIF through `heif-dec`, already upright) → apply EXIF orientation → scale the
 //! long side to `TARGET_LONG_SIDE` → run the net → decode priors → score threshold → NMS →
 //! map boxes and landmarks back to stored-pixel coordinates.
 //!
@@ -19,7 +21,7 @@ mod orient;
 mod retina;
 
 pub use for_walks::WalkRetinaFace;
-pub use load::{MAX_ALLOC_BYTES, MAX_SIDE};
+pub use load::{Decoded, MAX_ALLOC_BYTES, MAX_SIDE, open_with as open_with_decoder};
 pub use retina::{NMS_THRESHOLD, RetinaFace, SCORE_THRESHOLD, TARGET_LONG_SIDE};
 
 use std::path::Path;
@@ -30,7 +32,7 @@ pub const SCHEME: i64 = 1;
 
 /// A picture's pixels as shown (EXIF or RAW orientation applied), scaled down (a fast box
 /// filter) so that its long side is at most `long_side`: what face detection decodes (JPEG,
-/// PNG, WebP, GIF, HEIF through `heif-dec`, RAW previews), for the perceptual hash. A decoder
+/// PNG, WebP, GIF, TIFF, HEIF through `heif-dec`, RAW previews), for the perceptual hash. A decoder
 /// panic is a `Decode` error, as in detection.
 pub fn upright_picture(path: &Path, long_side: u32) -> Result<image::DynamicImage, FaceError> {
     retina::guarded(|| {
@@ -74,7 +76,7 @@ pub enum FaceError {
         what: String,
         source: std::io::Error,
     },
-    /// Not a format this build can decode (TIFF, videos, non-media). Permanent: asking again
+    /// Not a format this build can decode (videos, non-media, a TIFF's unsupported coding). Permanent: asking again
     /// gives the same answer.
     #[error("face detection does not support {0}")]
     Unsupported(String),

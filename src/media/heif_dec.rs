@@ -3,8 +3,9 @@
 //! AVIF file into a PNG with its clean aperture, rotation and mirror applied. A separate
 //! program, not a linked library: libheif and its codecs (libde265, dav1d) stay LGPL programs
 //! of their own, and Debian 12's libheif 1.15 is older than `libheif-rs` 2.x needs. Owns
-//! finding the program, its bounds (a deadline after which it is killed, a cap on what it may
-//! write) and its private output directory; must not decide what the pixels are for.
+//! finding the program, its bounds (the picture's declared size, checked before it runs; a
+//! deadline after which it is killed, scaled by that size; a cap on what it may write) and its
+//! private output directory; must not decide what the pixels are for.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -14,10 +15,18 @@ use std::time::{Duration, Instant};
 
 /// The names the program has had, newest first.
 pub const PROGRAMS: &[&str] = &["heif-dec", "heif-convert"];
-/// A decode that has not finished by then is killed (a hostile file must not hold a worker).
+/// The floor of the deadline: a decode that has not finished by then is killed (a hostile
+/// file must not hold a worker), whatever its size.
 pub const TIMEOUT: Duration = Duration::from_secs(30);
+/// The deadline's slope: one more second per declared megapixel on top of the floor, so a
+/// 33-megapixel HIF that a slow NAS decodes in 33 s gets 63 s and the 120-megapixel cap
+/// 150 s (`deadline_for`).
+pub const PER_MEGAPIXEL: Duration = Duration::from_secs(1);
 /// Most bytes of PNG the program may write: a 120-megapixel RGBA picture, uncompressed.
 pub const MAX_OUTPUT: u64 = 480 * 1024 * 1024;
+/// Pictures declaring more pixels than this are refused before the program runs: the cap
+/// `MAX_OUTPUT` is sized for (libheif would allocate the whole canvas before failing).
+pub const MAX_PIXELS: u64 = 120_000_000;
 /// How often a running decode is looked at (its exit, its output's size, the deadline).
 const POLL: Duration = Duration::from_millis(20);
 
@@ -37,6 +46,9 @@ pub enum HeifDecError {
     Killed { program: String, status: String },
     #[error("{program} wrote more than {max} bytes; stopped")]
     TooLarge { program: String, max: u64 },
+    /// Refused before the program ran: the file declares more pixels than allowed.
+    #[error("the picture declares {width}x{height} pixels, over the cap of {max}; not decoded")]
+    Declared { width: u32, height: u32, max: u64 },
     #[error("{program} could not decode the file ({status})")]
     Failed { program: String, status: String },
 }
@@ -50,17 +62,36 @@ impl HeifDecError {
     pub fn is_permanent(&self) -> bool {
         matches!(
             self,
-            HeifDecError::Failed { .. } | HeifDecError::TooLarge { .. }
+            HeifDecError::Failed { .. }
+                | HeifDecError::TooLarge { .. }
+                | HeifDecError::Declared { .. }
         )
     }
+}
+
+/// The size a HEIF, HEIC or AVIF file declares for its primary picture (as displayed), read
+/// from its header without decoding anything; `None` when the header does not say.
+pub fn declared_size(file: &Path) -> Option<(u32, u32)> {
+    let f = std::fs::File::open(file).ok()?;
+    super::heif::geometry(&mut std::io::BufReader::new(f)).map(|g| g.display)
+}
+
+/// The deadline of a decode of `pixels` declared pixels: `floor` plus `per_megapixel` for
+/// each million (an undeclared size gets the floor).
+pub fn deadline_for(floor: Duration, per_megapixel: Duration, pixels: Option<u64>) -> Duration {
+    let extra = per_megapixel.as_secs_f64() * pixels.unwrap_or(0) as f64 / 1e6;
+    floor + Duration::from_secs_f64(extra)
 }
 
 /// One decoder program and its bounds.
 #[derive(Clone, Debug)]
 pub struct HeifDec {
     program: PathBuf,
+    /// The deadline's floor; `per_megapixel` more for each declared megapixel.
     timeout: Duration,
+    per_megapixel: Duration,
     max_output: u64,
+    max_pixels: u64,
 }
 
 /// The decoder on PATH, looked for once per process; its absence is logged once.
@@ -91,10 +122,13 @@ impl HeifDec {
         HeifDec {
             program,
             timeout: TIMEOUT,
+            per_megapixel: PER_MEGAPIXEL,
             max_output: MAX_OUTPUT,
+            max_pixels: MAX_PIXELS,
         }
     }
 
+    /// `timeout` is the deadline's floor.
     pub fn with_limits(self, timeout: Duration, max_output: u64) -> HeifDec {
         HeifDec {
             timeout,
@@ -103,14 +137,38 @@ impl HeifDec {
         }
     }
 
+    /// The deadline's slope: `per_megapixel` more for each declared megapixel.
+    pub fn with_slope(self, per_megapixel: Duration) -> HeifDec {
+        HeifDec {
+            per_megapixel,
+            ..self
+        }
+    }
+
+    /// The deadline of a decode of `file`, from the size its header declares.
+    pub fn deadline(&self, file: &Path) -> Duration {
+        let pixels = declared_size(file).map(|(w, h)| u64::from(w) * u64::from(h));
+        deadline_for(self.timeout, self.per_megapixel, pixels)
+    }
+
     pub fn program(&self) -> &Path {
         &self.program
     }
 
     /// The primary picture of `file` as PNG bytes, decoded into a private directory that is
     /// removed afterwards. `--` ends the options and a relative path is given as `./…`, so
-    /// that no file name is ever read as an option.
+    /// that no file name is ever read as an option. A file declaring more than the pixel cap
+    /// is refused before the program runs (`Declared`).
     pub fn decode_png(&self, file: &Path) -> Result<Vec<u8>, HeifDecError> {
+        let declared = declared_size(file);
+        if let Some((width, height)) = declared
+            && u64::from(width) * u64::from(height) > self.max_pixels
+        {
+            let max = self.max_pixels;
+            return Err(HeifDecError::Declared { width, height, max });
+        }
+        let pixels = declared.map(|(w, h)| u64::from(w) * u64::from(h));
+        let deadline = deadline_for(self.timeout, self.per_megapixel, pixels);
         let out = OutDir::new().map_err(|e| self.run_error(e))?;
         let input = if file.is_relative() {
             Path::new(".").join(file)
@@ -126,7 +184,7 @@ impl HeifDec {
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| self.run_error(e))?;
-        self.watch(child, &out)?;
+        self.watch(child, &out, deadline)?;
         let png = out
             .written()
             .ok_or_else(|| self.failed("no picture written"))?;
@@ -134,8 +192,8 @@ impl HeifDec {
     }
 
     /// Waits for the program, killing it at the deadline or once its output is too large.
-    fn watch(&self, mut child: Child, out: &OutDir) -> Result<(), HeifDecError> {
-        let deadline = Instant::now() + self.timeout;
+    fn watch(&self, mut child: Child, out: &OutDir, after: Duration) -> Result<(), HeifDecError> {
+        let deadline = Instant::now() + after;
         loop {
             match child.try_wait() {
                 Ok(Some(status)) if status.success() => break,
@@ -153,7 +211,7 @@ impl HeifDec {
                 return Err(self.stop(child, HeifDecError::TooLarge { program, max }));
             }
             if Instant::now() >= deadline {
-                let (program, after) = (self.name(), self.timeout);
+                let program = self.name();
                 return Err(self.stop(child, HeifDecError::Timeout { program, after }));
             }
             std::thread::sleep(POLL);
@@ -357,6 +415,76 @@ mod tests {
             let got = fake(dir.path(), body).decode_png(Path::new("/x.heic"));
             let e = got.expect_err("an error");
             assert!(!e.is_permanent(), "{body}: {e}");
+        }
+    }
+
+    /// A fixture whose every `ispe` declares `width` x `height` (the coded data stays small).
+    pub(crate) fn declaring(name: &str, width: u32, height: u32) -> Vec<u8> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let mut bytes = std::fs::read(root.join(name)).expect("fixture");
+        let mut at = 0;
+        while let Some(i) = bytes[at..].windows(4).position(|w| w == b"ispe") {
+            let p = at + i + 8; // past the box type, its version and flags
+            bytes[p..p + 4].copy_from_slice(&width.to_be_bytes());
+            bytes[p + 4..p + 8].copy_from_slice(&height.to_be_bytes());
+            at = p + 8;
+        }
+        bytes
+    }
+
+    /// Issue 26 finding 13: a 1,340-byte AVIF declaring 17000x17000 made libheif allocate
+    /// 1.7 GB before failing. The header says it all: the program never runs.
+    #[test]
+    fn a_file_declaring_too_many_pixels_is_refused_before_the_program_runs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ran = dir.path().join("ran");
+        let dec = fake(
+            dir.path(),
+            &format!("touch '{}'; printf png > \"$4\"", ran.display()),
+        );
+        let bomb = dir.path().join("bomb.avif");
+        std::fs::write(&bomb, declaring("astronaut_384.avif", 17_000, 17_000)).expect("write");
+        assert_eq!(declared_size(&bomb), Some((17_000, 17_000)));
+        match dec.decode_png(&bomb) {
+            Err(e @ HeifDecError::Declared { .. }) => {
+                assert!(
+                    e.is_permanent() && e.to_string().contains("17000x17000"),
+                    "{e}"
+                )
+            }
+            other => panic!("not refused: {other:?}"),
+        }
+        assert!(!ran.exists(), "heif-dec was run on a bomb");
+        let small = dir.path().join("small.avif");
+        std::fs::write(&small, declaring("astronaut_384.avif", 384, 384)).expect("write");
+        assert_eq!(dec.decode_png(&small).expect("decoded"), b"png");
+        assert!(ran.exists(), "a picture under the cap is decoded");
+    }
+
+    /// The deadline is the floor plus the slope per declared megapixel: a big HIF that a
+    /// slow machine needs 33 s for is not killed at 30 s (issue 26 finding 13).
+    #[test]
+    fn the_deadline_scales_with_the_declared_pixels() {
+        let floor = Duration::from_secs(30);
+        assert_eq!(deadline_for(floor, PER_MEGAPIXEL, None), floor);
+        assert_eq!(deadline_for(floor, PER_MEGAPIXEL, Some(0)), floor);
+        let hif = deadline_for(floor, PER_MEGAPIXEL, Some(7008 * 4672));
+        assert!(
+            hif > Duration::from_secs(62) && hif < Duration::from_secs(63),
+            "{hif:?}"
+        );
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("a.avif");
+        std::fs::write(&file, declaring("astronaut_384.avif", 1000, 1000)).expect("write");
+        let floor = Duration::from_millis(50);
+        let dec = fake(dir.path(), "exec sleep 600")
+            .with_limits(floor, 1024 * 1024)
+            .with_slope(Duration::from_millis(100));
+        let want = floor + Duration::from_millis(100);
+        assert_eq!(dec.deadline(&file), want);
+        match dec.decode_png(&file) {
+            Err(HeifDecError::Timeout { after, .. }) => assert_eq!(after, want),
+            other => panic!("not stopped at the scaled deadline: {other:?}"),
         }
     }
 

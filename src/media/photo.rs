@@ -221,6 +221,14 @@ fn exif_image_size(exif: &Tags) -> Option<(u32, u32)> {
     Some((dim(Tag::PixelXDimension)?, dim(Tag::PixelYDimension)?))
 }
 
+/// `exif_image_size` of a JPEG's own EXIF (a RAF's preview), `None` when it does not say.
+pub(super) fn jpeg_exif_image_size(jpeg: &[u8]) -> Option<(u32, u32)> {
+    let exif = ::exif::Reader::new()
+        .read_from_container(&mut std::io::Cursor::new(jpeg))
+        .ok()?;
+    exif_image_size(&Tags::One(&exif))
+}
+
 /// DateTimeOriginal, else DateTimeDigitized, else DateTime — each with its own sub-seconds
 /// and offset tags, the offset falling back to OffsetTime.
 fn apply_date(exif: &Tags, facts: &mut MediaFacts) {

@@ -662,6 +662,12 @@ pub fn raf_size<R: Read + Seek>(r: &mut R) -> Option<(u32, u32)> {
     None
 }
 
+/// The frame a RAF's size is stated in, as `extract` records it (its RawImageCroppedSize,
+/// else its preview's Exif image size): the pixels its preview stands for.
+pub fn raf_frame<R: Read + Seek>(r: &mut R) -> Option<(u32, u32)> {
+    raf_size(r).or_else(|| super::photo::jpeg_exif_image_size(&raf_preview(r).ok()?))
+}
+
 /// The bin factor: even, and so that the longest side is at most `BIN_SIDE`.
 fn factor(width: u32, height: u32) -> u32 {
     let f = width.max(height).div_ceil(BIN_SIDE).max(2);

@@ -6,7 +6,7 @@
 //!
 //! The hash is image_hasher's Blockhash (blockhash.io) at 8x8: the picture as shown
 //! (orientation applied) is decoded through the face walk's decode (`faces::upright_picture`:
-//! JPEG, PNG, WebP, GIF, HEIF through heif-dec, RAW previews), boxed down to `DECODE_SIDE`
+//! JPEG, PNG, WebP, GIF, TIFF, HEIF through heif-dec, RAW previews), boxed down to `DECODE_SIDE`
 //! pixels, cut into 8x8 blocks, and each block's brightness compared with the median of its
 //! band of blocks. Chosen by measuring the corpus's Extras/Similar (`examples/
 //! similar_distances.rs`; docs/configuration.md has the figures): against Mean+DCT ("pHash",

@@ -28,7 +28,8 @@ pub enum Outcome {
     /// Cached already (by a request, an earlier run, or this job before a crash).
     Cached,
     Made,
-    /// Cannot be made here (undecodable, a HEIF without heif-dec, a video without ffmpeg):
+    /// Cannot be made here (undecodable, a HEIF without heif-dec or whose decode timed out
+    /// before, a video without ffmpeg):
     /// the placeholder.
     Placeholder,
     /// No file of the asset still holds the bytes the scan indexed.
@@ -65,7 +66,7 @@ impl MakeThumb for Thumbs {
         if self.cache_path(&sum).is_file() {
             return Outcome::Cached;
         }
-        if !self.makes(&src) {
+        if !self.makes(&src) || self.why_placeholder(&sum).is_some() {
             return Outcome::Placeholder;
         }
         // Only a file whose stamp is the one the scan recorded holds these bytes: a

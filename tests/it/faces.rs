@@ -337,3 +337,99 @@ fn heic_and_avif_faces_are_found_through_heif_dec() {
         }
     }
 }
+
+/// Issue 26 finding 12: a scanner's TIFF is a picture with a face, not "face detection does
+/// not support image/tiff".
+#[test]
+fn a_tiff_scan_has_its_face_found() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scan = dir.path().join("scan.tif");
+    std::fs::write(&scan, encode(&astronaut(), ImageFormat::Tiff)).expect("write");
+    let faces = detector().detect(&scan).expect("a TIFF decodes");
+    assert_eq!(faces.len(), 1, "{faces:?}");
+    assert_near(bbox(&faces[0]), ORACLE_BOX, 3.0, "box");
+}
+
+/// rocket.jpg with its SOF0 declaring `width` x `height` (its scan data stays 640x427's).
+pub(crate) fn jpeg_declaring(width: u16, height: u16) -> Vec<u8> {
+    let mut bytes = std::fs::read(fixture("rocket.jpg")).expect("fixture");
+    let sof = bytes
+        .windows(2)
+        .position(|w| w == [0xFF, 0xC0])
+        .expect("a baseline JPEG");
+    bytes[sof + 5..sof + 7].copy_from_slice(&height.to_be_bytes());
+    bytes[sof + 7..sof + 9].copy_from_slice(&width.to_be_bytes());
+    bytes
+}
+
+/// astronaut_384.avif with its `ispe` declaring `width` x `height`: issue 26's 1,340-byte
+/// AVIF that made libheif allocate 1.7 GB.
+pub(crate) fn avif_declaring(width: u32, height: u32) -> Vec<u8> {
+    let mut bytes = std::fs::read(fixture("astronaut_384.avif")).expect("fixture");
+    let at = bytes
+        .windows(4)
+        .position(|w| w == b"ispe")
+        .expect("an ispe")
+        + 8;
+    bytes[at..at + 4].copy_from_slice(&width.to_be_bytes());
+    bytes[at + 4..at + 8].copy_from_slice(&height.to_be_bytes());
+    bytes
+}
+
+/// A stand-in heif-dec that touches `ran` and writes astronaut.png where it is told.
+#[cfg(unix)]
+pub(crate) fn recording_heif_dec(
+    dir: &std::path::Path,
+    ran: &std::path::Path,
+) -> mediadex::media::heif_dec::HeifDec {
+    use std::os::unix::fs::PermissionsExt;
+    let script = dir.join("heif-dec");
+    let png = fixture("astronaut.png");
+    let body = format!(
+        "#!/bin/sh\ntouch '{}'\ncp '{}' \"$4\"\n",
+        ran.display(),
+        png.display()
+    );
+    std::fs::write(&script, body).expect("script");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    mediadex::media::heif_dec::HeifDec::at(script)
+}
+
+/// Issue 26 finding 13, deliverable 8: a JPEG and an AVIF declaring 17000x17000 are refused
+/// as too large on their header's word, before a pixel is allocated (the thread's
+/// allocations are counted: under 16 MiB in all) and, for the AVIF, before heif-dec runs.
+#[cfg(unix)]
+#[test]
+fn pictures_declaring_17000x17000_are_refused_before_they_allocate() {
+    use crate::media_extract::within_memory;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let jpeg = dir.path().join("bomb.jpg");
+    let avif = dir.path().join("bomb.avif");
+    std::fs::write(&jpeg, jpeg_declaring(17_000, 17_000)).expect("write");
+    std::fs::write(&avif, avif_declaring(17_000, 17_000)).expect("write");
+    let ran = dir.path().join("ran");
+    let dec = recording_heif_dec(dir.path(), &ran);
+    detector(); // the model is loaded outside the count
+    for bomb in [jpeg, avif] {
+        let dec = dec.clone();
+        let what = bomb.display().to_string();
+        let got = within_memory(16 << 20, move || {
+            mediadex::faces::open_with_decoder(&bomb, Some(&dec)).map(|d| d.rgb.dimensions())
+        })
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+        match got {
+            Err(e @ FaceError::TooLarge(_)) => {
+                assert!(e.is_permanent(), "{what}: {e}");
+                assert!(e.to_string().contains("17000x17000"), "{what}: {e}");
+            }
+            other => panic!("{what}: not refused as too large: {other:?}"),
+        }
+    }
+    assert!(!ran.exists(), "heif-dec was run on the AVIF bomb");
+    // The same AVIF declaring its true size is decoded through the program.
+    let fine = dir.path().join("fine.avif");
+    std::fs::write(&fine, avif_declaring(384, 384)).expect("write");
+    let got = mediadex::faces::open_with_decoder(&fine, Some(&dec)).expect("decoded");
+    assert_eq!(got.rgb.dimensions(), (512, 512));
+    assert!(ran.exists());
+}

@@ -201,7 +201,32 @@ fn facts_from_the_bytes_read_once_equal_facts_from_the_file() {
 // allocator is this binary's, so a saved blow-up is caught here too.
 #[path = "../../examples/fuzz/targets.rs"]
 #[allow(dead_code)] // which seeds feed a target is the driver's business
-mod fuzz_targets;
+pub(crate) mod fuzz_targets;
+
+/// `f` on a thread of its own whose allocations are counted: `Err` when they went over
+/// `limit` bytes at any moment (the allocator parks that thread for good and says so).
+pub(crate) fn within_memory<T: Send + 'static>(
+    limit: usize,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
+    let (done, outcome) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        fuzz_targets::limit_memory(limit);
+        let got = f();
+        fuzz_targets::limit_memory(0);
+        let _ = done.send(got);
+    });
+    // A thread over its limit never answers: the allocator says so at once.
+    let blown = || fuzz_targets::BLOWN.load(std::sync::atomic::Ordering::SeqCst) > 0;
+    for _ in 0..3000 {
+        match outcome.recv_timeout(std::time::Duration::from_millis(100)) {
+            Ok(got) => return Ok(got),
+            Err(_) if blown() => return Err(format!("allocated over {} MiB", limit >> 20)),
+            Err(_) => {}
+        }
+    }
+    Err("did not return within 300 s".into())
+}
 
 #[global_allocator]
 static ALLOC: fuzz_targets::Counting = fuzz_targets::Counting;

@@ -174,6 +174,47 @@ fn raf(jpeg: &[u8]) -> Vec<u8> {
     b
 }
 
+/// Issue 26 deliverable 8: a RAF's faces are answered in the frame its asset states (its
+/// preview's Exif image size, twice the 512x512 preview here), not in the preview's pixels.
+#[test]
+fn faces_are_found_in_a_rafs_preview_in_the_rafs_frame() {
+    use exif::{Field, In, Tag, Value};
+    let long = |tag, v| Field {
+        tag,
+        ifd_num: In::PRIMARY,
+        value: Value::Long(vec![v]),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/astronaut.png");
+    let mut body = std::io::Cursor::new(Vec::new());
+    image::open(fixture)
+        .unwrap()
+        .into_rgb8()
+        .write_to(&mut body, image::ImageFormat::Jpeg)
+        .unwrap();
+    let jpeg = crate::support::exif::with_exif(
+        &body.into_inner(),
+        &[
+            long(Tag::PixelXDimension, 1024),
+            long(Tag::PixelYDimension, 1024),
+        ],
+    );
+    let path = write(dir.path(), "DSCF0005.RAF", &raf(&jpeg));
+    let f = extract(&path);
+    assert_eq!(
+        (f.width, f.height),
+        (Some(1024), Some(1024)),
+        "the asset's frame"
+    );
+    let faces = RetinaFace::new().unwrap().detect(&path).expect("detects");
+    assert_eq!(faces.len(), 1, "{faces:?}");
+    let g = &faces[0];
+    let want = [177.5 * 2.0, 56.0 * 2.0, 93.0 * 2.0, 123.0 * 2.0];
+    let got = [g.x, g.y, g.width, g.height];
+    let close = got.iter().zip(want).all(|(g, w)| (g - w).abs() <= 8.0);
+    assert!(close, "got {got:?}, want {want:?}");
+}
+
 #[test]
 fn a_raf_has_the_facts_and_the_preview_of_its_embedded_jpeg() {
     use crate::support::exif::{ascii, jpeg_with_exif};

@@ -69,6 +69,25 @@ fn a_resized_or_re_encoded_copy_is_near_and_other_photos_are_far() {
     assert!(distance(h("chelsea.jpg"), h("rocket.jpg")) >= 16);
 }
 
+/// Issue 26 finding 12: a scanner's TIFF has a perceptual hash, near its PNG's.
+#[test]
+fn a_tiff_scan_is_hashed_like_its_png() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = small("astronaut.png", 256);
+    original.save(dir.path().join("a.png")).unwrap();
+    let tiff = dir.path().join("a.tif");
+    original
+        .save_with_format(&tiff, image::ImageFormat::Tiff)
+        .unwrap();
+    let png = hash_file(&dir.path().join("a.png")).expect("png");
+    let scan = hash_file(&tiff).expect("a TIFF is hashed");
+    assert!(
+        distance(png, scan) <= 1,
+        "{} bits apart",
+        distance(png, scan)
+    );
+}
+
 /// A library of three astronauts (a PNG, a small JPEG re-encode, a crop), a rocket and its
 /// same-content twin, a cat, a video and a file that is no picture, scanned by the real
 /// pipeline. Returns the env, the library root and its assets by file name.

@@ -703,3 +703,116 @@ fn status_names_the_formats_that_get_only_a_placeholder() {
     let new_name = status_with_programs(&["heif-dec"]);
     assert_eq!(new_name["no_thumbnails"], serde_json::json!(["video"]));
 }
+
+fn picture_source<'a>(
+    sum: &'a str,
+    mime: &'a str,
+    pixels: Option<u64>,
+) -> mediadex::thumbs::Source<'a> {
+    mediadex::thumbs::Source {
+        checksum_hex: sum,
+        kind: Some(MediaKind::Image),
+        mime: Some(mime),
+        orientation: None,
+        pixels,
+    }
+}
+
+/// Issue 26 finding 12: a scanner's TIFF gets a real thumbnail, not the grey placeholder.
+#[test]
+fn a_tiff_scan_gets_a_real_thumbnail() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scan = dir.path().join("scan.tif");
+    image::open(fixture("astronaut.png"))
+        .expect("fixture")
+        .save_with_format(&scan, image::ImageFormat::Tiff)
+        .expect("a TIFF");
+    let thumbs = Thumbs::with_ffmpeg(&dir.path().join("data"), None);
+    let src = picture_source("ee01", "image/tiff", Some(512 * 512));
+    assert!(thumbs.makes(&src), "a TIFF is made here");
+    let t = thumbs.get(&src, &scan).expect("thumb");
+    assert!(
+        t.immutable && t.content_type == "image/jpeg",
+        "{}",
+        t.content_type
+    );
+    assert_eq!(jpeg_size(&t.bytes), (320, 320));
+}
+
+/// Issue 26 deliverable 8: a JPEG declaring 17000x17000, with no size in the index, is
+/// refused on its header's word: the placeholder, and nothing near the picture's 867 MB
+/// allocated (the thread's allocations are counted).
+#[test]
+fn a_jpeg_declaring_17000x17000_gets_the_placeholder_without_allocating() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bomb = dir.path().join("bomb.jpg");
+    std::fs::write(&bomb, crate::faces::jpeg_declaring(17_000, 17_000)).expect("write");
+    let thumbs = Thumbs::with_ffmpeg(&dir.path().join("data"), None);
+    let t = crate::media_extract::within_memory(16 << 20, move || {
+        thumbs.get(&picture_source("ee02", "image/jpeg", None), &bomb)
+    })
+    .expect("within its memory")
+    .expect("an answer");
+    assert_eq!(t.content_type, "image/svg+xml", "the placeholder");
+}
+
+/// Issue 26 finding 13: a HEIF whose decode timed out is remembered for its bytes: the
+/// next request and the job give the placeholder at once, saying why, without running
+/// heif-dec again.
+#[cfg(unix)]
+#[test]
+fn a_timed_out_decode_is_remembered_and_its_placeholder_says_so() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ran = dir.path().join("ran");
+    let script = dir.path().join("heif-dec");
+    let body = format!(
+        "#!/bin/sh\necho run >> '{}'\nexec sleep 600\n",
+        ran.display()
+    );
+    std::fs::write(&script, body).expect("script");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let dec = mediadex::media::heif_dec::HeifDec::at(script)
+        .with_limits(Duration::from_millis(100), 1024 * 1024)
+        .with_slope(Duration::ZERO);
+    let thumbs = Thumbs::with_ffmpeg(&dir.path().join("data"), None).with_heif(Some(dec));
+    let file = fixture("astronaut_half.heic");
+    let sum = hex(&[0xff; 32]);
+    let src = heif_source(&sum, "image/heic");
+    let runs = || std::fs::read_to_string(&ran).map_or(0, |s| s.lines().count());
+    for attempt in 0..2 {
+        let t = thumbs.get(&src, &file).expect("placeholder");
+        assert_eq!(t.content_type, "image/svg+xml", "attempt {attempt}");
+        let svg = String::from_utf8(t.bytes).expect("svg");
+        assert!(
+            svg.contains("decoding timed out"),
+            "attempt {attempt}: {svg}"
+        );
+    }
+    assert_eq!(runs(), 1, "heif-dec ran again after it timed out");
+    assert_eq!(thumbs.why_placeholder(&sum), Some("decoding timed out"));
+    assert_eq!(
+        thumbs.why_placeholder("ff02"),
+        None,
+        "remembered for these bytes only"
+    );
+    let asset = ThumbAsset {
+        asset: mediadex::model::WalkAsset {
+            id: 1,
+            checksum: [0xff; 32],
+            trashed: false,
+            files: Vec::new(),
+        },
+        kind: MediaKind::Image,
+        mime: Some("image/heic".into()),
+        orientation: None,
+        width: Some(405),
+        height: Some(540),
+    };
+    assert_eq!(
+        thumbs.make(&asset),
+        Outcome::Placeholder,
+        "the job does not decode it"
+    );
+    assert_eq!(runs(), 1);
+}

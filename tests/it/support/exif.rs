@@ -36,6 +36,11 @@ pub fn rationals(tag: Tag, parts: &[(u32, u32)]) -> Field {
 
 /// A JPEG with an APP1 EXIF segment (written by kamadak-exif) right after SOI.
 pub fn jpeg_with_exif(width: u32, height: u32, fields: &[Field]) -> Vec<u8> {
+    with_exif(&jpeg(width, height), fields)
+}
+
+/// `body` (a JPEG) with an APP1 EXIF segment of `fields` right after its SOI.
+pub fn with_exif(body: &[u8], fields: &[Field]) -> Vec<u8> {
     let mut writer = Writer::new();
     for f in fields {
         writer.push_field(f);
@@ -43,7 +48,6 @@ pub fn jpeg_with_exif(width: u32, height: u32, fields: &[Field]) -> Vec<u8> {
     let mut tiff = Cursor::new(Vec::new());
     writer.write(&mut tiff, false).unwrap();
     let tiff = tiff.into_inner();
-    let body = jpeg(width, height);
     let mut out = body[..2].to_vec();
     out.extend_from_slice(&[0xFF, 0xE1]);
     out.extend_from_slice(&((tiff.len() + 8) as u16).to_be_bytes());
