@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The page in a real browser: starts `mediadex serve` on a generated library and drives the
-# embedded page with headless Chromium (tests/browser/page.test.mjs). Screenshots land in
+# embedded page with headless Chromium (tests/browser/page.test.mjs, then layout.test.mjs). Screenshots land in
 # target/browser-shots/. Installs Debian's chromium and nodejs when missing (needs root or
 # sudo), and playwright-core from the npm registry (tests/browser/package-lock.json).
 set -euo pipefail
@@ -58,6 +58,8 @@ cp "$STRAY" "$WORK/sparse/.mediadex-trash/999/kept/stray.jpg"
 mkdir -p target/browser-shots
 status=0
 MEDIADEX_URL="$URL" SHOTS="$PWD/target/browser-shots" node tests/browser/page.test.mjs || status=$?
+# The layout at 390, 768 and 1440 px, on the same server (after the page test's trash and scan).
+MEDIADEX_URL="$URL" SHOTS="$PWD/target/browser-shots" node tests/browser/layout.test.mjs || status=$?
 if [ "$status" -ne 0 ]; then
     echo "--- server log (last 50 lines) ---"; tail -50 "$WORK/server.log"
 fi
