@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The page in a real browser: starts `mediadex serve` on a generated library and drives the
 # embedded page with headless Chromium (tests/browser/page.test.mjs, then the viewer's
-# tests/browser/viewer.test.mjs). Screenshots land in
+# tests/browser/viewer.test.mjs, then layout.test.mjs). Screenshots land in
 # target/browser-shots/. Installs Debian's chromium and nodejs when missing (needs root or
 # sudo), and playwright-core from the npm registry (tests/browser/package-lock.json).
 set -euo pipefail
@@ -60,6 +60,8 @@ mkdir -p target/browser-shots
 status=0
 MEDIADEX_URL="$URL" SHOTS="$PWD/target/browser-shots" node tests/browser/page.test.mjs || status=$?
 MEDIADEX_URL="$URL" SHOTS="$PWD/target/browser-shots" node tests/browser/viewer.test.mjs || status=$?
+# The layout at 390, 768 and 1440 px, on the same server (after the page test's trash and scan).
+MEDIADEX_URL="$URL" SHOTS="$PWD/target/browser-shots" node tests/browser/layout.test.mjs || status=$?
 if [ "$status" -ne 0 ]; then
     echo "--- server log (last 50 lines) ---"; tail -50 "$WORK/server.log"
 fi

@@ -37,6 +37,8 @@ function show(view) {
   for (const v of views) $("#view-" + v).hidden = v !== view;
   for (const a of document.querySelectorAll("nav a")) {
     a.classList.toggle("active", a.dataset.view === view);
+    // On a phone the tabs are a strip that scrolls sideways: keep the current one in it.
+    if (a.dataset.view === view) a.scrollIntoView({ block: "nearest", inline: "nearest" });
   }
   shows[view]();
 }

@@ -1,0 +1,231 @@
+// The page's layout at a phone's, a tablet's and a desktop's width (issue 27): headless
+// Chromium against the server browser-test.sh started (after page.test.mjs, same libraries).
+// Usage: MEDIADEX_URL=http://127.0.0.1:PORT/ SHOTS=DIR node layout.test.mjs
+// (WEB_DIR=web serves the page's files from that folder instead of the binary's copy, to try
+// a CSS change without a rebuild; LAYOUT_SIZES=360x740,2560x1440 tries other screens.)
+// At 390, 768 and 1440 px it checks: nothing is wider than the screen on the grid, the
+// Activity, Libraries, Duplicates, Similar and Trash views, the open viewer, the problems dialog and
+// the token form, and the dialogs fit the screen; every tile on screen shows its picture within
+// 1.3x of the picture's shape; the page's height at first paint is within 10% of its laid-out
+// height; at 1440 px sparse months share rows. Screenshots: SHOTS/layout-WIDTH-WHAT.png.
+// Every check runs and the failures are listed together at the end.
+import { chromium } from "playwright-core";
+import { mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import assert from "node:assert/strict";
+
+const url = process.env.MEDIADEX_URL;
+const shots = process.env.SHOTS || "browser-shots";
+assert.ok(url, "set MEDIADEX_URL to the server's address");
+mkdirSync(shots, { recursive: true });
+
+// LAYOUT_SIZES=360x740,2560x1440 tries other screens.
+const SIZES = process.env.LAYOUT_SIZES
+  ? process.env.LAYOUT_SIZES.split(",").map((s) => s.split("x").map(Number))
+  : [[390, 844], [768, 1024], [1440, 900]];
+const failures = [];
+const check = (ok, what) => { if (!ok) failures.push(what); };
+const step = (what) => console.log(`layout-test: ${what}`);
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+});
+
+// In the page: how wide the document is against the screen, and the widest offenders.
+function overflow() {
+  const offenders = [];
+  for (const e of document.body.querySelectorAll("*")) {
+    const r = e.getBoundingClientRect();
+    if (r.width && r.right > innerWidth + 1 && getComputedStyle(e).position !== "fixed") {
+      offenders.push(`${e.tagName.toLowerCase()}${e.id ? "#" + e.id : ""}.${e.className || ""} right=${Math.round(r.right)}`);
+    }
+  }
+  return { scroll: document.documentElement.scrollWidth, inner: innerWidth, offenders: offenders.slice(0, 4) };
+}
+
+// In the page: whether the open dialog `sel` lies on the screen and shows its content without
+// a sideways scroll, and whether its picture (if any) lies inside it.
+function dialogFit(sel) {
+  const d = document.querySelector(sel);
+  const r = d.getBoundingClientRect();
+  const out = [];
+  if (r.left < -1 || r.top < -1 || r.right > innerWidth + 1 || r.bottom > innerHeight + 1) {
+    out.push(`${sel} is off the screen: ${JSON.stringify(r)} on ${innerWidth}x${innerHeight}`);
+  }
+  if (d.scrollWidth > d.clientWidth + 1) out.push(`${sel} scrolls sideways: ${d.scrollWidth} > ${d.clientWidth}`);
+  const img = d.querySelector(".frame img");
+  if (img) {
+    const i = img.getBoundingClientRect();
+    if (i.left < r.left - 1 || i.right > r.right + 1 || i.top < r.top - 1 || i.bottom > r.bottom + 1) {
+      out.push(`the picture is cut off: ${JSON.stringify(i)} in ${JSON.stringify(r)}`);
+    }
+    if (i.width < 50) out.push(`the picture is tiny: ${i.width}px`);
+  }
+  return out;
+}
+
+// In the page: each tile on screen whose shape differs from its picture's by more than 1.3x.
+function badShapes(gridSel) {
+  const bad = [];
+  let seen = 0;
+  for (const t of document.querySelectorAll(`${gridSel} a.tile`)) {
+    const r = t.getBoundingClientRect();
+    if (r.bottom < 0 || r.top > innerHeight || !r.width) continue;
+    const img = t.querySelector("img");
+    if (!img.naturalWidth) continue;
+    seen++;
+    const shown = r.width / r.height, photo = img.naturalWidth / img.naturalHeight;
+    const off = Math.max(shown / photo, photo / shown);
+    if (off > 1.3) bad.push(`${Math.round(r.width)}x${Math.round(r.height)} for ${img.naturalWidth}x${img.naturalHeight}`);
+  }
+  return { seen, bad };
+}
+
+// Waits until every tile image on screen in `gridSel` has loaded.
+const tilesLoaded = (page, gridSel) => page.waitForFunction((sel) => {
+  const onScreen = [...document.querySelectorAll(`${sel} a.tile img`)].filter((i) => {
+    const r = i.getBoundingClientRect();
+    return r.bottom > 0 && r.top < innerHeight;
+  });
+  return onScreen.length > 0 && onScreen.every((i) => i.complete && i.naturalWidth > 0);
+}, gridSel, { timeout: 30000 });
+
+async function noOverflow(page, width, what) {
+  const o = await page.evaluate(overflow);
+  check(o.scroll <= o.inner, `${width}px ${what}: the page is ${o.scroll}px wide on a ${o.inner}px screen (${o.offenders.join("; ")})`);
+}
+
+async function shapes(page, width, what, gridSel) {
+  await tilesLoaded(page, gridSel);
+  const s = await page.evaluate(badShapes, gridSel);
+  check(s.seen > 0, `${width}px ${what}: no tile on screen`);
+  check(s.bad.length === 0, `${width}px ${what}: ${s.bad.length} of ${s.seen} tiles cropped past 1.3x: ${s.bad.slice(0, 5).join(", ")}`);
+}
+
+async function grid(page, width, shot) {
+  step(`${width}px: the grid's height at first paint`);
+  await page.goto(url);
+  await page.locator("#grid a.tile").first().waitFor();
+  // In one synchronous turn: the height as the page first lays it out, then the height with
+  // every month laid out for real (the grid skips laying out months off screen).
+  const h = await page.evaluate(() => {
+    const first = document.documentElement.scrollHeight;
+    const tiles = document.querySelectorAll("#grid a.tile").length;
+    const force = document.createElement("style");
+    force.textContent = ".month { content-visibility: visible !important; }";
+    document.head.append(force);
+    const real = document.documentElement.scrollHeight;
+    force.remove();
+    return { first, real, tiles };
+  });
+  check(Math.abs(h.first - h.real) <= 0.1 * h.real,
+    `${width}px grid: the height at first paint is ${h.first}px, laid out ${h.real}px (${h.tiles} tiles)`);
+  await tilesLoaded(page, "#grid");
+  await noOverflow(page, width, "grid");
+  await shapes(page, width, "grid", "#grid");
+  await shot("grid");
+
+  step(`${width}px: a sparse library's months`);
+  await page.locator('#filters input[name="before"]').fill("2020-01-01");
+  await page.locator("#filters").dispatchEvent("change");
+  await page.waitForFunction(() => document.querySelectorAll("#grid section.month").length >= 20
+    && [...document.querySelectorAll("#grid section.month")].every((s) => s.dataset.month < "2020"),
+    null, { timeout: 30000 });
+  await noOverflow(page, width, "sparse months");
+  await shapes(page, width, "sparse months", "#grid");
+  if (width >= 1440) {
+    const rows = await page.evaluate(() => {
+      const tops = [...document.querySelectorAll("#grid section.month")]
+        .map((s) => Math.round(s.getBoundingClientRect().top));
+      return { months: tops.length, rows: new Set(tops).size };
+    });
+    check(rows.rows <= rows.months / 2,
+      `${width}px sparse months: ${rows.months} months take ${rows.rows} rows (they should share rows)`);
+  }
+  await shot("sparse");
+  await page.getByRole("button", { name: "Clear" }).click();
+  await page.waitForFunction(() => document.querySelector("#grid section.month")?.dataset.month >= "2023");
+
+  step(`${width}px: the viewer`);
+  await page.locator("#grid a.tile").first().click();
+  await page.waitForFunction(() => {
+    const img = document.querySelector("dialog#asset[open] .frame img");
+    return img && img.complete && img.naturalWidth > 0;
+  }, null, { timeout: 30000 });
+  await noOverflow(page, width, "viewer");
+  for (const f of await page.evaluate(dialogFit, "dialog#asset")) check(false, `${width}px viewer: ${f}`);
+  await shot("viewer");
+}
+
+async function views(page, width, shot) {
+  const waits = {
+    activity: "#runs tr", libraries: "#libraries tr", duplicates: "#duplicates > *",
+    similar: "#similar > *", trash: "#trash-end:not(:empty)",
+  };
+  for (const [view, sel] of Object.entries(waits)) {
+    step(`${width}px: the ${view} view`);
+    await page.goto(`${url}#/${view}`);
+    await page.locator(sel).first().waitFor({ timeout: 30000 });
+    await page.waitForFunction((v) => !document.querySelector(`#view-${v}`).textContent.includes("Loading…"),
+      view, { timeout: 30000 });
+    await noOverflow(page, width, view);
+    await shot(view);
+  }
+
+  step(`${width}px: the problems dialog`);
+  await page.goto(`${url}#/activity`);
+  await page.getByRole("button", { name: "List problems" }).first().click();
+  await page.locator("dialog#problems-dialog[open] #problems tr").first().waitFor();
+  await noOverflow(page, width, "problems dialog");
+  for (const f of await page.evaluate(dialogFit, "dialog#problems-dialog")) check(false, `${width}px problems: ${f}`);
+  await shot("problems");
+  await page.locator("#problems-close").click();
+
+  step(`${width}px: the token form`);
+  await page.evaluate(() => document.querySelector("#token-dialog").showModal());
+  await noOverflow(page, width, "token form");
+  for (const f of await page.evaluate(dialogFit, "dialog#token-dialog")) check(false, `${width}px token form: ${f}`);
+  await shot("token");
+}
+
+// Serves the page's own files from WEB_DIR, the API from the server.
+async function fromDisk(page) {
+  const dir = process.env.WEB_DIR;
+  if (!dir) return;
+  const types = { html: "text/html", css: "text/css", js: "text/javascript" };
+  await page.route(/\/(index\.html|app\.css|js\/[a-z]+\.js)?(\?.*)?(#.*)?$/, (route) => {
+    const path = new URL(route.request().url()).pathname.replace(/^\/$/, "/index.html");
+    if (path.startsWith("/api/")) return route.continue();
+    route.fulfill({ body: readFileSync(join(dir, path)), contentType: types[path.split(".").pop()] });
+  });
+}
+
+const errors = [];
+try {
+  for (const [width, height] of SIZES) {
+    const context = await browser.newContext({ viewport: { width, height } });
+    const page = await context.newPage();
+    page.on("pageerror", (e) => errors.push(`${width}px page error: ${e.message}`));
+    await fromDisk(page);
+    const shot = (what) => page.screenshot({ path: `${shots}/layout-${width}-${what}.png` });
+    try {
+      await grid(page, width, shot);
+      await views(page, width, shot);
+    } catch (e) {
+      await shot("failure").catch(() => {});
+      failures.push(`${width}px: ${e.message.split("\n")[0]}`);
+    }
+    await context.close();
+  }
+  for (const e of errors) failures.push(e);
+  if (failures.length) {
+    console.error(`layout-test: FAILED (${failures.length}):\n  ${failures.join("\n  ")}`);
+    process.exitCode = 1;
+  } else {
+    step("all checks passed");
+  }
+} finally {
+  await browser.close();
+}
