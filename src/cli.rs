@@ -97,6 +97,18 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Keep one asset of a group of duplicates or similar pictures and trash the others
+    /// (each by its own move, as `trash` does); the kept one must be live
+    Keep {
+        /// The asset to keep (see `mediadex duplicates` and `mediadex similar`)
+        id: i64,
+        /// The assets to trash
+        #[arg(long, num_args = 1.., required = true)]
+        trash: Vec<i64>,
+        /// Print `{"kept": asset, "trashed": [asset]}` as one JSON object on stdout
+        #[arg(long)]
+        json: bool,
+    },
     /// Move a trashed asset's files back where they were
     Restore {
         /// The asset id (see `mediadex assets --trashed`)
@@ -371,6 +383,7 @@ pub fn run(args: Args, settings: &Settings) -> anyhow::Result<()> {
             emit(&assets::assets(&open(data)?.1.assets(trashed)?, json)?)
         }
         Command::Trash { id, json } => one_asset(data, id, json, ops::trash::trash, false),
+        Command::Keep { id, trash, json } => keep(data, id, &trash, json),
         Command::Restore { id, json } => one_asset(data, id, json, ops::trash::restore, false),
         Command::Faces {
             action: FacesAction::Redetect { id, json },
@@ -485,6 +498,13 @@ fn one_asset(
     let (config, store) = open(data)?;
     let asset = op(&services(&config, store, detector), id)?;
     emit(&assets::one(&asset, json)?)
+}
+
+/// `keep`: one asset kept, the others trashed (`ops::trash::keep`).
+fn keep(data: &Settings, id: i64, others: &[i64], json: bool) -> anyhow::Result<()> {
+    let (config, store) = open(data)?;
+    let kept = ops::trash::keep(&services(&config, store, false), id, others)?;
+    emit(&assets::kept(&kept, json)?)
 }
 
 /// `serve` on the layered settings (its `--bind` and `--library` are in them).

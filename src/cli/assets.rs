@@ -59,6 +59,22 @@ pub fn one(asset: &Asset, json: bool) -> serde_json::Result<String> {
     Ok(format!("asset {} is {state}\n", asset.id))
 }
 
+/// What `keep` did: the kept asset and each trashed one.
+pub fn kept(k: &mediadex::ops::trash::Kept, json: bool) -> serde_json::Result<String> {
+    if json {
+        let out = serde_json::json!({
+            "kept": asset_out(&k.kept),
+            "trashed": k.trashed.iter().map(asset_out).collect::<Vec<_>>(),
+        });
+        return to_json(&out);
+    }
+    let mut text = one(&k.kept, false)?;
+    for a in &k.trashed {
+        text.push_str(&one(a, false)?);
+    }
+    Ok(text)
+}
+
 fn present_shown(files: &[AssetPath]) -> Vec<String> {
     files
         .iter()

@@ -1,6 +1,7 @@
 //! `/api/assets` and `/api/duplicates`: the paged asset list with its filters (keyset
 //! pagination; the cursor is opaque to clients), one asset with its paths, trash and
-//! restore through `ops::trash` (journaled file moves), and both kinds of duplicates. The
+//! restore through `ops::trash` (journaled file moves), the cameras (`/api/cameras`), and both
+//! kinds of duplicates. The
 //! JSON is the wire contract's (`crate::wire`, what the CLI's `--json` gives too) with one
 //! object per file: its text, its exact bytes in base64 beside it where the text is lossy.
 //! The page sizes, the `limit`/`cursor` query and the bad-cursor error are the other paged
@@ -8,7 +9,7 @@
 
 use super::error::ApiError;
 use super::{AppState, blocking};
-use crate::model::{Asset, AssetCursor, AssetFilter, MediaKind};
+use crate::model::{Asset, AssetCursor, AssetFilter, Camera, MediaKind};
 use crate::store::Store;
 use crate::wire::{Asset as AssetOut, DuplicateGroup, PathForm};
 use axum::Json;
@@ -44,6 +45,7 @@ pub struct ListQuery {
     before: Option<String>,
     make: Option<String>,
     model: Option<String>,
+    camera: Option<String>,
     has_gps: Option<String>,
     has_faces: Option<String>,
     rating_min: Option<String>,
@@ -124,6 +126,7 @@ fn filter(q: ListQuery) -> Result<(AssetFilter, Option<AssetCursor>, i64), ApiEr
         taken_before: local_time("before", q.before)?,
         make: q.make,
         model: q.model,
+        camera: q.camera.filter(|c| !c.trim().is_empty()),
         has_gps: flag("has_gps", q.has_gps.as_deref())?,
         has_faces: flag("has_faces", q.has_faces.as_deref())?,
         rating_min: rating_min(q.rating_min.as_deref())?,
@@ -192,6 +195,12 @@ pub async fn restore(
     let Path(id) = id?;
     let asset = blocking(move || Ok(crate::ops::trash::restore(&s.ops, id)?)).await?;
     Ok(Json(asset_out(asset)))
+}
+
+/// The cameras of the live assets, for the camera filter's suggestions.
+pub async fn cameras(State(s): State<AppState>) -> Result<Json<Vec<Camera>>, ApiError> {
+    let store = s.ops.store.clone();
+    Ok(Json(blocking(move || Ok(store.cameras()?)).await?))
 }
 
 /// Both kinds of twin, as `mediadex duplicates --json` gives them.

@@ -174,6 +174,7 @@ impl From<OpsError> for ApiError {
             OpsError::ChainWaiting(..) => Code::NotRunning,
             OpsError::NoDetector => Code::NoDetector,
             OpsError::Trashed(_) => Code::Trashed,
+            OpsError::KeepTrashed(_) => Code::Conflict,
             OpsError::NotAnImage(_) => Code::NotAnImage,
             OpsError::NoPicture(_) => Code::NoPicture,
             OpsError::DetectionFailed(..) => Code::DetectionFailed,

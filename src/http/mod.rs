@@ -13,6 +13,7 @@ mod check;
 mod error;
 mod faces;
 mod jobs;
+mod keep;
 mod libraries;
 mod media;
 mod page;
@@ -150,6 +151,8 @@ pub fn router(state: AppState) -> Router {
         .route("/api/walks/{kind}/start", post(walks::start))
         .route("/api/walks/{kind}/release", post(walks::release))
         .route("/api/duplicates", get(assets::duplicates))
+        .route("/api/keep", post(keep::keep))
+        .route("/api/cameras", get(assets::cameras))
         .route("/api/check", get(check::check))
         .route("/api/check/repair", post(check::repair))
         .route("/api/watch", get(watch_status))

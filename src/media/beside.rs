@@ -47,7 +47,10 @@ pub fn apply(facts: &mut MediaFacts, beside: &Beside) {
         }
     }
     if facts.lat.is_none() || facts.lon.is_none() {
-        let place = |lat: Option<f64>, lon: Option<f64>| lat.zip(lon);
+        let place = |lat, lon| {
+            let (lat, lon) = super::values::place(lat, lon);
+            lat.zip(lon)
+        };
         let found = (sidecar.and_then(|s| place(s.lat, s.lon)))
             .or_else(|| takeout.and_then(|t| place(t.lat, t.lon)));
         if let Some((lat, lon)) = found {

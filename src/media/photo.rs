@@ -208,9 +208,7 @@ fn apply(exif: &Tags, facts: &mut MediaFacts) {
     }
     facts.lat = gps(exif, Tag::GPSLatitude, Tag::GPSLatitudeRef, 90.0);
     facts.lon = gps(exif, Tag::GPSLongitude, Tag::GPSLongitudeRef, 180.0);
-    if facts.lat.is_none() || facts.lon.is_none() {
-        (facts.lat, facts.lon) = (None, None);
-    }
+    (facts.lat, facts.lon) = super::values::place(facts.lat, facts.lon);
 }
 
 /// ExifImageWidth x ExifImageHeight (PixelXDimension, PixelYDimension): the size of a RAF

@@ -72,6 +72,15 @@ pub fn gps_degrees(dms: [f64; 3], reference: Option<&str>, limit: f64) -> Option
     (magnitude <= limit).then_some(sign * magnitude)
 }
 
+/// A place from a latitude and a longitude: both or neither, and 0,0 (where a camera
+/// without a fix writes zeros) is none.
+pub fn place(lat: Option<f64>, lon: Option<f64>) -> (Option<f64>, Option<f64>) {
+    match (lat, lon) {
+        (Some(lat), Some(lon)) if (lat, lon) != (0.0, 0.0) => (Some(lat), Some(lon)),
+        _ => (None, None),
+    }
+}
+
 /// EXIF orientation, kept only when it is one of the eight defined values.
 pub fn orientation(value: u32) -> Option<u16> {
     (1..=8).contains(&value).then_some(value as u16)
@@ -147,6 +156,9 @@ mod tests {
         let lon = gps_degrees([73.0, 58.0, 0.0], Some("W"), 180.0).unwrap();
         assert!((lon + 73.9666667).abs() < 1e-6);
         assert_eq!(gps_degrees([0.0, 0.0, 0.0], Some("N"), 90.0), Some(0.0));
+        assert_eq!(place(Some(0.0), Some(0.0)), (None, None));
+        assert_eq!(place(Some(0.0), Some(2.5)), (Some(0.0), Some(2.5)));
+        assert_eq!(place(Some(1.0), None), (None, None));
         assert_eq!(gps_degrees([91.0, 0.0, 0.0], Some("N"), 90.0), None);
         assert_eq!(gps_degrees([f64::NAN, 0.0, 0.0], Some("S"), 90.0), None);
     }

@@ -137,9 +137,7 @@ fn apply(info: &TrackInfo, facts: &mut MediaFacts) {
         let lon_ref = gps.longitude_ref.as_char().to_string();
         facts.lat = gps_degrees(dms(&gps.latitude), Some(&lat_ref), 90.0);
         facts.lon = gps_degrees(dms(&gps.longitude), Some(&lon_ref), 180.0);
-        if facts.lat.is_none() || facts.lon.is_none() {
-            (facts.lat, facts.lon) = (None, None);
-        }
+        (facts.lat, facts.lon) = super::values::place(facts.lat, facts.lon);
     }
 }
 

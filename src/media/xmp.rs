@@ -59,7 +59,7 @@ pub fn fill_from_heif<R: Read + Seek>(reader: &mut R, facts: &mut MediaFacts) {
         description: read.description,
     };
     if (facts.lat.is_none() || facts.lon.is_none())
-        && let (Some(lat), Some(lon)) = (read.lat, read.lon)
+        && let (Some(lat), Some(lon)) = super::values::place(read.lat, read.lon)
     {
         (facts.lat, facts.lon) = (Some(lat), Some(lon));
     }

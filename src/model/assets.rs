@@ -110,6 +110,9 @@ pub struct AssetFilter {
     pub taken_before: Option<String>,
     pub make: Option<String>,
     pub model: Option<String>,
+    /// A camera whose make or model holds this text, without ASCII case ("canon", "iPhone").
+    pub camera: Option<String>,
+    /// A place other than 0,0 (which is where a camera without a fix writes zeros).
     pub has_gps: Option<bool>,
     /// Assets whose current face results hold at least one face (or none).
     pub has_faces: Option<bool>,
@@ -117,6 +120,15 @@ pub struct AssetFilter {
     pub rating_min: Option<i8>,
     /// Tagged with this tag (without ASCII case).
     pub tag: Option<String>,
+}
+
+/// A camera the index knows, with how many live assets it took: the camera filter's
+/// suggestions.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Camera {
+    pub make: Option<String>,
+    pub model: Option<String>,
+    pub count: u64,
 }
 
 /// Where a page of the timeline (newest taken first, undated last, then by id) ends: the
@@ -162,4 +174,83 @@ pub struct MetricsSnapshot {
     pub last_scan: Vec<(i64, String, Option<Millis>)>,
     /// Visible live assets by kind (`unknown` when not sniffed).
     pub assets_by_kind: Vec<(String, i64)>,
+}
+
+/// The one of a group to keep (docs/api.md, "Keep one of a group"): the most pixels, then the
+/// biggest file, then the most metadata (a date, a camera make, a model, a place, a rating,
+/// tags, a title, a description: one point each), then the lowest id. Trashed ones are not
+/// suggested; `None` when every one is trashed.
+pub fn suggest_keep(assets: &[Asset]) -> Option<i64> {
+    assets
+        .iter()
+        .filter(|a| a.trashed_at.is_none())
+        .max_by_key(|a| (pixels(&a.facts), a.size, completeness(&a.facts), -a.id))
+        .map(|a| a.id)
+}
+
+fn pixels(f: &MediaFacts) -> u64 {
+    u64::from(f.width.unwrap_or(0)) * u64::from(f.height.unwrap_or(0))
+}
+
+fn completeness(f: &MediaFacts) -> usize {
+    let n = &f.notes;
+    [
+        f.taken_local.is_some(),
+        f.make.is_some(),
+        f.model.is_some(),
+        f.lat.is_some() && f.lon.is_some(),
+        n.rating.is_some(),
+        !n.tags.is_empty(),
+        n.title.is_some(),
+        n.description.is_some(),
+    ]
+    .iter()
+    .filter(|b| **b)
+    .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn asset(id: i64, (w, h): (u32, u32), size: u64, dated: bool) -> Asset {
+        Asset {
+            id,
+            owner: "local".into(),
+            checksum: [0; 32],
+            size,
+            facts: MediaFacts {
+                width: Some(w),
+                height: Some(h),
+                taken_local: dated.then(|| "2024-01-01T00:00:00".into()),
+                ..MediaFacts::default()
+            },
+            created_at: 0,
+            trashed_at: None,
+            trash_reason: None,
+            paths: vec![],
+            content_hash: None,
+            faces_scheme: None,
+            faces: vec![],
+            live_clip: None,
+            stack: vec![],
+        }
+    }
+
+    #[test]
+    fn the_one_to_keep_has_the_most_pixels_then_bytes_then_metadata_then_the_lowest_id() {
+        let big = asset(1, (40, 30), 10, false);
+        let heavy = asset(2, (30, 40), 99, false);
+        assert_eq!(suggest_keep(&[big.clone(), heavy.clone()]), Some(2));
+        let small = asset(3, (20, 10), 999, true);
+        assert_eq!(suggest_keep(&[small.clone(), big.clone()]), Some(1));
+        let dated = asset(4, (40, 30), 10, true);
+        assert_eq!(suggest_keep(&[big.clone(), dated.clone()]), Some(4));
+        let twin = asset(5, (40, 30), 10, false);
+        assert_eq!(suggest_keep(&[twin, big.clone()]), Some(1));
+        let mut trashed = heavy;
+        trashed.trashed_at = Some(1);
+        assert_eq!(suggest_keep(&[big, trashed.clone()]), Some(1));
+        assert_eq!(suggest_keep(&[trashed]), None);
+    }
 }

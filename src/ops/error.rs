@@ -44,6 +44,10 @@ pub enum Error {
     NoPicture(i64),
     #[error("face detection of asset {0} failed: {1}")]
     DetectionFailed(i64, crate::walks::faces::DetectError),
+    /// Keeping a group's copy that is in the trash (or also among those to trash) would
+    /// leave the group without a live copy.
+    #[error("asset {0} cannot be kept: it is in the trash or among those to trash")]
+    KeepTrashed(i64),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]

@@ -1,7 +1,8 @@
 //! Trash and restore of one asset, with their follow-ups: a command without workers first
 //! carries on the moves whose holder died; a restore queues the face walk in the transaction
 //! that makes the asset live again (it picks the asset up if it lacks the current detector's
-//! faces: it was skipped while trashed).
+//! faces: it was skipped while trashed). Keeping one asset of a group trashes the others, each
+//! by its own leased move.
 
 use super::error::Thing;
 use super::{Error, Services};
@@ -22,6 +23,42 @@ pub fn restore(s: &Services, id: i64) -> Result<Asset, Error> {
         (s.wake)(); // the face walk queued with the restore
     }
     asset(s, id)
+}
+
+/// What keeping one of a group did: the kept asset, and each other one as it is now.
+#[derive(Debug)]
+pub struct Kept {
+    pub kept: Asset,
+    pub trashed: Vec<Asset>,
+}
+
+/// Keeps `keep` and trashes each of `others`, one leased move each (a crash mid-way leaves
+/// the moves begun so far to be carried on like any move). The kept asset must be live, so
+/// the group never loses its last copy. Another already in the trash is left as it is, so
+/// the same request repeated after a failure carries on where the last one stopped.
+pub fn keep(s: &Services, keep: i64, others: &[i64]) -> Result<Kept, Error> {
+    if others.contains(&keep) {
+        return Err(Error::KeepTrashed(keep));
+    }
+    let kept = asset(s, keep)?;
+    if kept.trashed_at.is_some() {
+        return Err(Error::KeepTrashed(keep));
+    }
+    for &id in others {
+        asset(s, id)?;
+    }
+    carry_on(s);
+    let mut trashed = Vec::with_capacity(others.len());
+    for &id in others {
+        if asset(s, id)?.trashed_at.is_none() {
+            crate::trash::trash(&s.store, id)?;
+        }
+        trashed.push(asset(s, id)?);
+    }
+    Ok(Kept {
+        kept: asset(s, keep)?,
+        trashed,
+    })
 }
 
 /// The asset, or `NotFound`.

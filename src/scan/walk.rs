@@ -268,7 +268,9 @@ fn file_step(rel: PathBuf, meta: std::io::Result<Metadata>) -> Step {
 }
 
 /// A symlink is followed only while its target stays inside the root, and a directory it
-/// leads to is entered only if it is not one of the directories being listed (a loop).
+/// leads to is entered only if it is not one of the directories being listed (a loop). A
+/// link to a file the walk reaches by its own path is skipped: a symlink and its target are
+/// one file, not two copies (a link into a folder the walk skips, a hidden one, is followed).
 fn follow(root: &Path, dir: &Open, entry: &DirEntry, rel: PathBuf) -> Step {
     let path = entry.path();
     let target = match fs::canonicalize(&path) {
@@ -291,6 +293,9 @@ fn follow(root: &Path, dir: &Open, entry: &DirEntry, rel: PathBuf) -> Step {
             rel,
             real: target,
         };
+    }
+    if kind.as_ref().is_some_and(FileType::is_file) && !skipped(&relative(root, &target)) {
+        return Step::Skip;
     }
     if kind.as_ref().is_some_and(FileType::is_file) || meta.is_err() {
         return file_step(rel, meta);
@@ -403,11 +408,18 @@ mod tests {
         symlink(root.join("nowhere"), root.join("2024/dangling.jpg")).expect("dangling");
         symlink(outside.path(), root.join("2024/escape")).expect("escape");
         symlink(root.join("2024/a.jpg"), root.join("alias.jpg")).expect("alias");
+        fs::create_dir(root.join(".hidden")).expect("hidden");
+        fs::write(root.join(".hidden/c.jpg"), "ccc").expect("write");
+        symlink(root.join(".hidden/c.jpg"), root.join("shown.jpg")).expect("into hidden");
         let seen = collect(&root, "");
+        assert!(
+            !seen.contains_key("alias.jpg"),
+            "a link to what the walk reaches is the same file, not a copy: {seen:?}"
+        );
         assert_eq!(
-            seen["alias.jpg"],
-            Ok(4),
-            "a link inside the root is followed"
+            seen["shown.jpg"],
+            Ok(3),
+            "a link into a folder the walk skips is followed"
         );
         assert!(seen["2024/loop"].is_err(), "{seen:?}");
         assert!(seen["2024/dangling.jpg"].is_err());

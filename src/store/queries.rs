@@ -1,12 +1,13 @@
 //! Read queries of the HTTP API and /metrics: the paged, filtered asset list (keyset
 //! pagination on the `assets_timeline` index of migration 0004; a Live Photo's clip left out,
-//! as `assets::LIST` does) and the metrics snapshot.
+//! as `assets::LIST` does), the cameras it knows, and the metrics snapshot.
 //! Reads only, on the pool; must not write.
 
 use super::assets::{ASSET_COLS, NOT_A_SHOWN_CLIP, asset_from_row, load_paths};
 use super::{Store, StoreError};
 use crate::model::{
-    AssetCursor, AssetFilter, AssetPage, Counter, MediaKind, MetricsSnapshot, Millis, QueueStats,
+    AssetCursor, AssetFilter, AssetPage, Camera, Counter, MediaKind, MetricsSnapshot, Millis,
+    QueueStats,
 };
 use rusqlite::{Connection, ToSql};
 
@@ -44,12 +45,17 @@ fn page_sql(filter: &AssetFilter, after: bool) -> String {
     add(filter.make.is_some(), " AND make = :make");
     add(filter.model.is_some(), " AND model = :model");
     add(
+        filter.camera.is_some(),
+        " AND instr(lower(coalesce(make, '') || ' ' || coalesce(model, '')), lower(:camera)) > 0",
+    );
+    // 0,0 is where a camera without a fix writes zeros: no place.
+    add(
         filter.has_gps == Some(true),
-        " AND lat IS NOT NULL AND lon IS NOT NULL",
+        " AND lat IS NOT NULL AND lon IS NOT NULL AND NOT (lat = 0 AND lon = 0)",
     );
     add(
         filter.has_gps == Some(false),
-        " AND (lat IS NULL OR lon IS NULL)",
+        " AND (lat IS NULL OR lon IS NULL OR (lat = 0 AND lon = 0))",
     );
     // Kept by migration 0017's triggers: a face of the version the asset was last run with.
     add(filter.has_faces == Some(true), " AND has_faces = 1");
@@ -86,7 +92,7 @@ fn page(
     let kind = filter.kind.map(MediaKind::as_str);
     // One more than asked tells whether a next page exists.
     let fetch = limit + 1;
-    let optional: [(&str, Option<&dyn ToSql>); 9] = [
+    let optional: [(&str, Option<&dyn ToSql>); 10] = [
         (":kind", kind.as_ref().map(|k| k as &dyn ToSql)),
         (":from", filter.taken_from.as_ref().map(|v| v as &dyn ToSql)),
         (
@@ -95,6 +101,7 @@ fn page(
         ),
         (":make", filter.make.as_ref().map(|v| v as &dyn ToSql)),
         (":model", filter.model.as_ref().map(|v| v as &dyn ToSql)),
+        (":camera", filter.camera.as_ref().map(|v| v as &dyn ToSql)),
         (
             ":rating",
             filter.rating_min.as_ref().map(|v| v as &dyn ToSql),
@@ -135,6 +142,11 @@ const QUEUES: &str = "
            coalesce(?1 - min(CASE WHEN state = 'running' THEN started_at END), 0)
       FROM scan_runs WHERE state IN ('accepted', 'running')
     ORDER BY 1";
+/// The cameras of the live, published assets, the most used first.
+const CAMERAS: &str = "
+    SELECT make, model, count(*) FROM assets
+     WHERE pending_run IS NULL AND trashed_at IS NULL AND (make IS NOT NULL OR model IS NOT NULL)
+     GROUP BY make, model ORDER BY count(*) DESC, make, model LIMIT 500";
 const COUNTER: &str = "SELECT value FROM counters WHERE name = ?1";
 const LAST_SCAN: &str = "
     SELECT l.id, l.name, (SELECT max(finished_at) FROM scan_runs r
@@ -195,6 +207,21 @@ fn snapshot(conn: &Connection, now: Millis) -> Result<MetricsSnapshot, StoreErro
 }
 
 impl Store {
+    /// Every camera of the live assets with its count (at most 500, the most used first).
+    pub fn cameras(&self) -> Result<Vec<Camera>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(CAMERAS)?;
+            let rows = stmt.query_map([], |r| {
+                Ok(Camera {
+                    make: r.get(0)?,
+                    model: r.get(1)?,
+                    count: r.get::<_, i64>(2)?.max(0) as u64,
+                })
+            })?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        })
+    }
+
     /// One page of the asset list: the filter's assets, newest taken first (undated last),
     /// starting strictly after `after`. At most `limit` items, each with its paths (the
     /// page names each tile by its file) and its faces (an asset is the same on every

@@ -23,6 +23,9 @@ pub struct DuplicateGroup {
     pub content_hash_scheme: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub assets: Option<Vec<Twin>>,
+    /// `same_content`: the asset to keep (`model::suggest_keep`), `null` when all are trashed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suggested: Option<Option<i64>>,
     #[serde(flatten)]
     pub paths: Paths,
 }
@@ -48,6 +51,7 @@ impl DuplicateGroup {
             content_hash: None,
             content_hash_scheme: None,
             assets: None,
+            suggested: None,
             paths: Paths::present(form, &g.files),
         }
     }
@@ -73,6 +77,7 @@ impl DuplicateGroup {
             content_hash: Some(hex(&t.content_hash.hash)),
             content_hash_scheme: Some(t.content_hash.scheme),
             assets: Some(assets),
+            suggested: Some(model::suggest_keep(&t.assets)),
             paths: Paths::present(form, &files),
         }
     }

@@ -9,12 +9,15 @@ use serde::Serialize;
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SimilarGroup {
     pub assets: Vec<Asset>,
+    /// The asset to keep (`model::suggest_keep`).
+    pub suggested: Option<i64>,
 }
 
 impl SimilarGroup {
     pub fn new(g: &crate::model::SimilarGroup, form: PathForm) -> SimilarGroup {
         SimilarGroup {
             assets: g.assets.iter().map(|a| Asset::new(a, form)).collect(),
+            suggested: crate::model::suggest_keep(&g.assets),
         }
     }
 }

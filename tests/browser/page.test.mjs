@@ -186,6 +186,28 @@ try {
     Math.min(before, 200));
   await shot("7-restored");
 
+  step("the camera filter: suggestions from the index, any part of a make or model");
+  await page.waitForFunction(() => [...document.querySelectorAll("#cameras option")]
+    .some((o) => o.value === "Canon"));
+  const canon = await (await page.request.get(`${url}api/assets?camera=canon&limit=500`)).json();
+  assert.ok(canon.items.length > 0 && canon.items.every((a) => a.make === "Canon"), "camera=canon finds the Canons");
+  await page.fill('#filters input[name="camera"]', "canon");
+  await page.dispatchEvent("#filters", "change");
+  await page.waitForFunction((id) => {
+    const tiles = document.querySelectorAll("#grid a.tile");
+    return tiles.length > 0 && tiles[0].getAttribute("href") === `#/asset/${id}`;
+  }, canon.items[0].id);
+  await shot("8-camera-canon");
+  await page.click('#filters button[type="reset"]');
+
+  step("duplicates: the byte-identical copy is shown, with why it has no Keep");
+  await page.goto(url + "#/duplicates");
+  const group = page.locator('#duplicates .dup[data-kind="identical"]').first();
+  await group.waitFor();
+  assert.match(await group.locator(".dup-head").innerText(), /identical files of one picture/);
+  assert.equal(await group.locator("button.keep").count(), 0, "no per-file keep yet");
+  await shot("9-duplicates");
+
   assert.deepEqual(problems, [], "no script errors on the page");
   step("all checks passed");
 } catch (e) {

@@ -952,3 +952,46 @@ fn runs_problems_lists_each_file_a_run_could_not_read_or_parse_with_its_error() 
         "no scan run 999",
     );
 }
+
+/// Issue 27 deliverable 3: `keep ID --trash ID...` keeps one asset and trashes the others,
+/// each by its own move; keeping one that is in the trash is refused and moves nothing.
+#[test]
+fn keep_trashes_the_others_and_refuses_a_trashed_one() {
+    let env = Env::new();
+    let photos = env.folder("photos");
+    std::fs::write(
+        photos.join("chelsea.png"),
+        include_bytes!("../fixtures/chelsea.png"),
+    )
+    .expect("a");
+    std::fs::write(
+        photos.join("rocket.jpg"),
+        include_bytes!("../fixtures/rocket.jpg"),
+    )
+    .expect("b");
+    env.ok_json(&["library", "add", s(&photos), "--json"]);
+    env.ok_json(&["scan", "photos", "--wait", "--json"]);
+    let assets = env.ok_json(&["assets", "--json"]);
+    let id_of = |name: &str| {
+        (assets.as_array().expect("array").iter())
+            .find(|a| a["paths"][0] == name)
+            .and_then(|a| a["id"].as_i64())
+            .expect("id")
+    };
+    let (keep, other) = (id_of("chelsea.png"), id_of("rocket.jpg"));
+    let out = env.ok_json(&[
+        "keep",
+        &keep.to_string(),
+        "--trash",
+        &other.to_string(),
+        "--json",
+    ]);
+    assert_eq!(out["kept"]["id"], keep, "{out}");
+    assert_eq!(out["kept"]["trashed"], false, "{out}");
+    assert_eq!(out["trashed"][0]["id"], other, "{out}");
+    assert_eq!(out["trashed"][0]["trashed"], true, "{out}");
+    assert!(photos.join("chelsea.png").exists() && !photos.join("rocket.jpg").exists());
+    let refused = env.run(&["keep", &other.to_string(), "--trash", &keep.to_string()]);
+    assert_fails(&refused, 2, "in the trash");
+    assert!(photos.join("chelsea.png").exists());
+}

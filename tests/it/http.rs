@@ -3087,3 +3087,177 @@ async fn the_live_assets_by_kind_follow_publication_trash_and_restore() {
         vec![("image".to_string(), 14), ("video".to_string(), 2)]
     );
 }
+
+/// Issue 27 finding 8: the camera filter finds a make or a model by any part of it, in any
+/// case; `/api/cameras` lists the index's cameras for the page's suggestions; 0,0 is no place.
+#[tokio::test]
+async fn the_camera_filter_matches_part_of_a_make_or_model_and_zero_zero_is_no_place() {
+    let api = api();
+    let lib = api.env.library("pics");
+    let items = (1..=6u64)
+        .map(|i| {
+            let mut f = synthetic::facts(i);
+            if i == 6 {
+                (f.lat, f.lon) = (Some(0.0), Some(0.0));
+            }
+            synthetic::item(&format!("{i}.jpg"), i, f)
+        })
+        .collect();
+    synthetic::ingest(&api.env.store, lib, "", items).unwrap();
+    let ids = |uri: String| {
+        let api = &api;
+        async move {
+            let page = api.get(&uri).await;
+            assert_eq!(page.status, StatusCode::OK, "{uri}: {:?}", page.body);
+            let mut ids: Vec<i64> = (page.json()["items"].as_array().unwrap().iter())
+                .map(|a| a["id"].as_i64().unwrap())
+                .collect();
+            ids.sort();
+            ids
+        }
+    };
+    let at = |rel: &str| api.asset_at(rel);
+    // 1, 4: Apple iPhone 15; 2, 5: FUJIFILM X-T5; 3, 6: Canon EOS R6.
+    for (camera, expected) in [
+        ("canon", vec!["3.jpg", "6.jpg"]),
+        ("iPhone", vec!["1.jpg", "4.jpg"]),
+        ("x-t", vec!["2.jpg", "5.jpg"]),
+        ("apple%20iphone", vec!["1.jpg", "4.jpg"]),
+        ("nikon", vec![]),
+    ] {
+        let mut want: Vec<i64> = expected.iter().map(|r| at(r)).collect();
+        want.sort();
+        assert_eq!(
+            ids(format!("/api/assets?camera={camera}")).await,
+            want,
+            "{camera}"
+        );
+    }
+    assert_eq!(
+        ids("/api/assets?has_gps=true".into()).await,
+        vec![at("3.jpg")]
+    );
+    assert_eq!(ids("/api/assets?has_gps=false".into()).await.len(), 5);
+    let cameras = api.get("/api/cameras").await;
+    assert_eq!(cameras.status, StatusCode::OK);
+    let cameras = cameras.json();
+    let names: Vec<String> = (cameras.as_array().unwrap().iter())
+        .map(|c| format!("{} {} {}", c["make"], c["model"], c["count"]))
+        .collect();
+    assert_eq!(names.len(), 3, "{cameras}");
+    assert!(
+        names.contains(&"\"Canon\" \"EOS R6\" 2".to_string()),
+        "{cameras}"
+    );
+}
+
+/// Issue 27 deliverable 3: keeping one of a group trashes the others through the leased
+/// trash, and never the kept one; a group whose kept copy is trashed is refused.
+#[tokio::test]
+async fn keep_one_trashes_the_others_and_refuses_to_leave_no_live_copy() {
+    let api = api();
+    let (lib, root) = api.photos("photos");
+    png(&root.join("c.png"), 120, 40, 20);
+    api.scan(lib);
+    let (a, b, c) = (
+        api.asset_at("2024/a.png"),
+        api.asset_at("b.png"),
+        api.asset_at("c.png"),
+    );
+    let r = api
+        .post("/api/keep", serde_json::json!({"keep": a, "trash": [a, b]}))
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::CONFLICT, "conflict".into())
+    );
+    let r = api
+        .post(
+            "/api/keep",
+            serde_json::json!({"keep": a, "trash": [b, 424242]}),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::NOT_FOUND, "not_found".into())
+    );
+    assert!(
+        root.join("b.png").exists(),
+        "nothing moved before every id was known"
+    );
+    let r = api
+        .post("/api/keep", serde_json::json!({"keep": a, "trash": []}))
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::BAD_REQUEST, "bad_request".into())
+    );
+    let r = api
+        .post("/api/keep", serde_json::json!({"keep": a, "trash": [b, c]}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let out = r.json();
+    assert_eq!(
+        (out["kept"]["id"].as_i64(), &out["kept"]["trashed"]),
+        (Some(a), &false.into())
+    );
+    let trashed: Vec<(i64, bool)> = (out["trashed"].as_array().unwrap().iter())
+        .map(|t| (t["id"].as_i64().unwrap(), t["trashed"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(trashed, [(b, true), (c, true)]);
+    assert!(!root.join("b.png").exists() && !root.join("c.png").exists());
+    assert!(support::trashed_to(&api.env.store, &root, b, "b.png").exists());
+    assert!(root.join("2024/a.png").exists() && root.join("copy-of-a.png").exists());
+    // Repeated (a retry after a failure): the trashed ones stay as they are.
+    let r = api
+        .post("/api/keep", serde_json::json!({"keep": a, "trash": [b, c]}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    // The kept one must be live.
+    let r = api
+        .post("/api/keep", serde_json::json!({"keep": b, "trash": [a]}))
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::CONFLICT, "conflict".into())
+    );
+    assert!(root.join("2024/a.png").exists());
+}
+
+/// The suggested one to keep: the most pixels, then the biggest file, then the most metadata.
+#[tokio::test]
+async fn a_same_content_group_suggests_the_biggest_picture_to_keep() {
+    use mediadex::model::ContentHash;
+    let api = api();
+    let lib = api.env.library("pics");
+    let hash = ContentHash {
+        scheme: 1,
+        hash: [7; 32],
+    };
+    let mut small = synthetic::facts(1);
+    (small.width, small.height) = (Some(2000), Some(1500));
+    let bare = mediadex::model::MediaFacts {
+        width: Some(4000),
+        height: Some(3000),
+        ..mediadex::model::MediaFacts::default()
+    };
+    // Seeds set the file sizes (1000 + seed): "fuller" is smaller than "bare" but says more.
+    let mut items = vec![
+        synthetic::item("small.jpg", 9, small),
+        synthetic::item("bare.jpg", 3, bare),
+        synthetic::item("fuller.jpg", 2, synthetic::facts(2)),
+    ];
+    for i in &mut items {
+        i.content_hash = Some(hash);
+    }
+    synthetic::ingest(&api.env.store, lib, "", items).unwrap();
+    let dups = api.get("/api/duplicates").await.json();
+    assert_eq!(dups[0]["suggested"], api.asset_at("bare.jpg"), "{dups}");
+    let r = api
+        .post(
+            "/api/keep",
+            serde_json::json!({"keep": api.asset_at("bare.jpg"), "trash": []}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+}

@@ -1347,3 +1347,42 @@ fn a_move_carried_on_while_its_library_is_away_waits_and_marks_nothing() {
     );
     assert!(trashed(&env.store, a) && lib.in_trash(a, "a.png").exists());
 }
+
+// ---- issue 27: keep one of a group, trash the others ---------------------------------
+
+/// Keeping one asset trashes the others through the leased trash: each other's files end in
+/// its trash folder, the kept one's stay; a move that a crashed keep left held is carried on
+/// like any move once its lease expired, and the same keep repeated finishes the rest.
+#[test]
+fn keep_trashes_the_others_under_the_lease_and_carries_on_after_a_crash() {
+    let env = env();
+    let lib = library(&env, &[("a.png", 1), ("b.png", 2), ("c.png", 3)]);
+    let [a, b, c] = ["a.png", "b.png", "c.png"].map(|p| lib.asset(&env.store, p));
+    // The process that began b's move died before its first rename.
+    let _abandoned = held(env.store.begin_trash(b, TTL).expect("begin"));
+    let s = mediadex::ops::Services::new(env.store.clone());
+    let early = mediadex::ops::trash::keep(&s, a, &[b, c]);
+    assert!(early.is_err(), "b's move is held: {early:?}");
+    assert!(lib.path(b"b.png").exists() && !trashed(&env.store, b));
+    // Past the ttl and the retry backoff, the next keep carries the move on.
+    env.clock.advance(TTL + 1);
+    env.store.reclaim_stale().expect("reclaim");
+    env.clock.advance(60_000);
+    let kept = mediadex::ops::trash::keep(&s, a, &[b, c]).expect("keep");
+    assert_eq!(kept.kept.id, a);
+    assert!(kept.kept.trashed_at.is_none());
+    assert!(kept.trashed.iter().all(|t| t.trashed_at.is_some()));
+    for (id, rel) in [(b, "b.png"), (c, "c.png")] {
+        assert!(trashed(&env.store, id), "{rel}");
+        assert!(!lib.path(rel.as_bytes()).exists(), "{rel}");
+        assert!(lib.in_trash(id, rel).exists(), "{rel}");
+        assert!(move_job(&env.store, id).is_none(), "{rel}");
+    }
+    assert!(lib.path(b"a.png").exists() && !trashed(&env.store, a));
+    let refused = mediadex::ops::trash::keep(&s, b, &[a]);
+    assert!(
+        matches!(refused, Err(mediadex::ops::Error::KeepTrashed(id)) if id == b),
+        "{refused:?}"
+    );
+    assert!(lib.path(b"a.png").exists());
+}

@@ -147,7 +147,9 @@ function filterQuery() {
   const q = {};
   if (f.get("from")) q.from = f.get("from");
   if (f.get("before")) q.before = f.get("before");
-  if (f.get("model")) q.model = f.get("model");
+  if (f.get("camera")) q.camera = f.get("camera").trim();
+  if (f.get("rating_min")) q.rating_min = f.get("rating_min");
+  if (f.get("tag")) q.tag = f.get("tag").trim();
   if (f.get("kind")) q.kind = f.get("kind");
   if (f.get("has_gps")) q.has_gps = "true";
   if (f.get("has_faces")) q.has_faces = "true";

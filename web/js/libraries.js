@@ -5,16 +5,20 @@ import { progressText } from "./format.js";
 import { markGridDirty } from "./grid.js";
 import { state } from "./state.js";
 
+// Each load's number: a load that a later one overtook (an add asks for two, one after its
+// scan request) draws nothing, and a load draws its rows at once, so rows are never doubled.
+let loads = 0;
+
 export async function loadLibraries() {
-  state.libraries = await api("GET", "/api/libraries").catch((e) => { banner(e.message); return []; });
+  const mine = ++loads;
+  const libraries = await api("GET", "/api/libraries").catch((e) => { banner(e.message); return []; });
   const watch = await api("GET", "/api/watch").catch(() => []);
-  const body = $("#libraries");
-  body.replaceChildren();
-  for (const lib of state.libraries) {
+  const rows = [];
+  for (const lib of libraries) {
     const runs = await api("GET", `/api/scans?library=${lib.id}&limit=1`).catch(() => []);
     const last = runs[0];
     const w = watch.find((s) => s.library_id === lib.id);
-    body.append(el("tr", {},
+    rows.push(el("tr", {},
       el("td", {}, lib.name),
       el("td", { class: "path" }, lib.root),
       el("td", {}, w ? (w.mode === "events" ? "live" : `polling${w.reason ? " — " + w.reason : ""}`) : "—"),
@@ -24,7 +28,10 @@ export async function loadLibraries() {
         el("button", { onclick: guard(() => requestScan(lib.id, true)), title: "Re-read every file, changed or not" }, "Full rescan"),
         el("button", { class: "danger", onclick: guard(() => removeLibrary(lib)) }, "Remove"))));
   }
-  if (!state.libraries.length) body.append(el("tr", {}, el("td", { colspan: 5, class: "muted" }, "No library yet: add a folder above.")));
+  if (mine !== loads) return;
+  state.libraries = libraries;
+  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 5, class: "muted" }, "No library yet: add a folder above.")));
+  $("#libraries").replaceChildren(...rows);
 }
 
 async function requestScan(libraryId, force = false) {
@@ -51,7 +58,7 @@ export function initLibraries() {
     const lib = await api("POST", "/api/libraries", body);
     ev.target.reset();
     banner(`Added ${lib.name}; scanning it now.`, "info");
-    await requestScan(lib.id).catch(() => {});
-    loadLibraries();
+    // requestScan loads the list itself; without a scan, load it here.
+    await requestScan(lib.id).catch(() => loadLibraries());
   }));
 }

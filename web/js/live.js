@@ -6,6 +6,7 @@ import { progressText } from "./format.js";
 import { gridIsEmpty, refreshGridSoon } from "./grid.js";
 import { loadActivity, runRow, updateWalk } from "./activity.js";
 import { currentView, libName } from "./state.js";
+import { loadCameras } from "./filters.js";
 
 const liveRuns = new Map();
 const isLive = (run) => run.state === "running" || run.state === "accepted";
@@ -37,6 +38,7 @@ function onRunEvent(kind, run) {
   if (kind === "scan_finished" || (kind === "scan_progress" && currentView() === "photos" && gridIsEmpty())) {
     refreshGridSoon();
   }
+  if (kind === "scan_finished") loadCameras();
 }
 
 /** Shows the runs already live, then follows the event stream. */

@@ -15,6 +15,7 @@ import { showTrash } from "./trash.js";
 import { startLive } from "./live.js";
 import { showLacking } from "./lacking.js";
 import { showAccess } from "./access.js";
+import { loadCameras } from "./filters.js";
 import { currentView, state, views } from "./state.js";
 
 const shows = { photos: showPhotos, libraries: loadLibraries, activity: loadActivity,
@@ -56,3 +57,4 @@ await startLive();
 route();
 showLacking();
 showAccess();
+loadCameras();
