@@ -17,7 +17,7 @@
 //! replays the same schedule (what the processes do in that time is up to the machine).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
-use mediadex::model::{Asset, FileState, JobState, RunState, TRASH_DIR, WalkKindId};
+use mediadex::model::{Asset, FileState, JobState, RunState, TRASH_DIR, WalkKindId, trash_place};
 use mediadex::store::{Store, StoreOptions};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -656,10 +656,9 @@ fn check_trash(store: &Store, root: &Path, v: &dyn Fn(String)) -> anyhow::Result
         .filter_map(Result::ok);
     for e in entries.filter(|e| e.file_type().is_file()) {
         let rel = e.path().strip_prefix(&trash)?;
-        let id: Option<i64> = rel
-            .components()
-            .next()
-            .and_then(|c| c.as_os_str().to_str()?.parse().ok());
+        // `<asset>-<move>/<path>`, or `<asset>/<path>` from older versions.
+        let from_root = e.path().strip_prefix(root)?.as_os_str().as_bytes();
+        let id = trash_place(from_root).map(|p| p.asset_id);
         let asset = match id {
             Some(id) => store.asset(id)?,
             None => None,
