@@ -2,8 +2,8 @@
 //! (with what a present file's asset needs: restored from the trash, or claimed afresh),
 //! ingest batches (file rows, asset claims, a Live Photo's pairing (`motion`), the RAW+JPEG
 //! pairing of a file read (`stacks`), the restore of unchanged files' trashed assets, the
-//! file's `beside` (what its asset takes from beside it: `sidecars::beside`), the mark of
-//! a photo whose sidecar changed to be read again (`files.read_again`, which a read clears), progress, reason counts and the
+//! refresh of a kept asset's sidecar facts, the mark of a photo whose sidecar changed to be
+//! read again (`files.read_again`, which a read clears), progress, reason counts and the
 //! run's problems in one transaction under the scan lease),
 //! progress with the count of unchanged files (which cost no row of their own), and the end
 //! of a full scan (missing files from what the walk found gone, except rows a restore
@@ -70,17 +70,14 @@ const PREVIOUS: &str = "SELECT id, asset_id FROM files WHERE library_id = ?1 AND
 /// table with foreign keys makes every execution keep a statement journal.
 const INSERT_FILE: &str = "
     INSERT INTO files (library_id, rel_path, rel_path_text, size, mtime_ns, dev, inode,
-                       asset_id, state, last_reason, error, first_seen_run, last_seen_run,
-                       beside)
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'present', ?9, ?10, ?11, ?11, ?12)";
+                       asset_id, state, last_reason, error, first_seen_run, last_seen_run)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'present', ?9, ?10, ?11, ?11)";
 /// A processed file the library had a row for, with the link `ingest_one` decided. The
-/// read is the one `read_again` asked for. A file that could not be read keeps what lay
-/// beside it when it last could.
+/// read is the one `read_again` asked for.
 const UPDATE_FILE: &str = "
     UPDATE files SET rel_path_text = ?2, size = ?3, mtime_ns = ?4, dev = ?5, inode = ?6,
                      asset_id = ?7, state = 'present', last_reason = ?8,
-                     error = ?9, last_seen_run = ?10, missing_since = NULL, read_again = NULL,
-                     beside = coalesce(?11, beside)
+                     error = ?9, last_seen_run = ?10, missing_since = NULL, read_again = NULL
      WHERE id = ?1";
 /// A known photo whose sidecar's new stamp this batch stores: its re-read may come in a
 /// later batch or run (migration 0021). A mark already there stays (either reads it).
@@ -278,12 +275,6 @@ fn write_row(
 ) -> Result<i64, StoreError> {
     let (size, mtime, dev, inode) = stamp_params(&item.stamp);
     let (text, reason, error) = (&item.rel_path_text, item.reason.as_str(), &item.error);
-    // What the asset takes from beside this file (migration 0022's triggers choose the
-    // file it takes it from).
-    let beside = (item.checksum.is_some())
-        .then_some(item.facts.as_ref())
-        .flatten()
-        .map(super::sidecars::beside);
     let Some(id) = existing else {
         conn.prepare_cached(INSERT_FILE)?.execute(params![
             library_id,
@@ -296,13 +287,12 @@ fn write_row(
             asset,
             reason,
             error,
-            run_id,
-            beside
+            run_id
         ])?;
         return Ok(conn.last_insert_rowid());
     };
     conn.prepare_cached(UPDATE_FILE)?.execute(params![
-        id, text, size, mtime, dev, inode, asset, reason, error, run_id, beside
+        id, text, size, mtime, dev, inode, asset, reason, error, run_id
     ])?;
     Ok(id)
 }
@@ -336,6 +326,11 @@ fn claim_read(
     if let (Some(content), Claim::Kept | Claim::Duplicate | Claim::Restored) = (content, claimed.1)
     {
         super::assets::stamp_content(conn, claimed.0, content)?;
+    }
+    // A read of the asset's own file brings what lies beside it now (a sidecar created,
+    // changed or deleted since); a duplicate's file leaves the asset as its first file has it.
+    if let (Some(facts), Claim::Kept | Claim::Restored) = (&item.facts, claimed.1) {
+        super::sidecars::refresh(conn, claimed.0, facts)?;
     }
     Ok(Some(claimed))
 }

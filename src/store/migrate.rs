@@ -123,11 +123,6 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "read again",
         sql: include_str!("../../schema/0021_read_again.sql"),
     },
-    Migration {
-        version: 22,
-        name: "beside per file",
-        sql: include_str!("../../schema/0022_beside_per_file.sql"),
-    },
 ];
 
 pub(super) fn migrate(

@@ -1,18 +1,23 @@
 //! What a photo takes from its XMP sidecar or Takeout JSON, on its asset (migration 0013):
 //! the notes (rating, title and description on the row, tags in `asset_tags`) written with
-//! a new asset, and what each file read lends its asset from beside it (`files.beside`,
-//! migration 0022, written with the file's row). The asset shows the `beside` of its
-//! present file of the lowest library and path: the migration's triggers choose it again
-//! whenever a row of the asset is read, goes, comes back or moves to another asset, so a
-//! copy deleted takes its sidecar's facts along (finding 13). Runs inside the writer's
-//! transactions only; must not decide what a sidecar says (`media::beside` does) or touch
-//! files.
+//! a new asset, and the refresh of an asset that a read of its own file kept (a photo read
+//! again because its sidecar changed has the same checksum: its claim is `Kept`, and the
+//! facts the sidecar gave, the date and place it filled included, are rewritten in the
+//! batch's fenced transaction). Runs inside the writer's transactions only; must not decide
+//! what a sidecar says (`media::beside` does) or touch files.
 
 use super::StoreError;
 use crate::model::{Asset, MediaFacts, Notes, TakenAtSource};
 use rusqlite::{Connection, params};
 
 const SET_NOTES: &str = "UPDATE assets SET rating = ?2, title = ?3, description = ?4 WHERE id = ?1";
+/// Everything of a kept asset that lies beside its file or depends on what does: a date and
+/// a place a sidecar gave or no longer gives, and the name's or the mtime's date behind it.
+const REFRESH: &str = "
+    UPDATE assets SET taken_local = ?2, taken_offset_minutes = ?3, taken_at_source = ?4,
+                      lat = ?5, lon = ?6, rating = ?7, title = ?8, description = ?9
+     WHERE id = ?1";
+const DROP_TAGS: &str = "DELETE FROM asset_tags WHERE asset_id = ?1";
 /// A tag met twice (without ASCII case) is stored once, as first written.
 const ADD_TAG: &str =
     "INSERT INTO asset_tags (asset_id, tag) VALUES (?1, ?2) ON CONFLICT DO NOTHING";
@@ -45,32 +50,23 @@ pub(super) fn note_new(conn: &Connection, id: i64, notes: &Notes) -> Result<(), 
     add_tags(conn, id, &notes.tags)
 }
 
-/// What the asset of a file read with `facts` takes from beside it and from its name or
-/// mtime, for `files.beside` (migration 0022: its triggers give the asset the `beside` of
-/// its first present file). JSON, a key left out when it says nothing.
-pub(super) fn beside(facts: &MediaFacts) -> String {
+/// Rewrites what the read `facts` of the asset's own file say beside its bytes: the date
+/// with its source, the place, and the notes with the tags.
+pub(super) fn refresh(conn: &Connection, id: i64, facts: &MediaFacts) -> Result<(), StoreError> {
     let n = &facts.notes;
-    let mut out = serde_json::Map::new();
-    let mut put = |key: &str, value: serde_json::Value| {
-        if !value.is_null() {
-            out.insert(key.to_string(), value);
-        }
-    };
-    put("taken_local", facts.taken_local.clone().into());
-    put("offset", facts.taken_offset_minutes.into());
-    put(
-        "source",
-        facts.taken_at_source.map(TakenAtSource::as_str).into(),
-    );
-    put("lat", facts.lat.into());
-    put("lon", facts.lon.into());
-    put("rating", n.rating.into());
-    put("title", n.title.clone().into());
-    put("description", n.description.clone().into());
-    if !n.tags.is_empty() {
-        put("tags", n.tags.clone().into());
-    }
-    serde_json::Value::Object(out).to_string()
+    conn.prepare_cached(REFRESH)?.execute(params![
+        id,
+        facts.taken_local,
+        facts.taken_offset_minutes,
+        facts.taken_at_source.map(TakenAtSource::as_str),
+        facts.lat,
+        facts.lon,
+        n.rating,
+        n.title,
+        n.description
+    ])?;
+    conn.prepare_cached(DROP_TAGS)?.execute([id])?;
+    add_tags(conn, id, &n.tags)
 }
 
 /// The asset's tags, in the order they were written.
