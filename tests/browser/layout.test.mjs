@@ -9,15 +9,11 @@
 // 1.3x of the picture's shape; the page's height at first paint is within 10% of its laid-out
 // height; at 1440 px sparse months share rows. Screenshots: SHOTS/layout-WIDTH-WHAT.png.
 // Every check runs and the failures are listed together at the end.
-import { chromium } from "playwright-core";
-import { mkdirSync, readFileSync } from "node:fs";
+import { url, shots, launch } from "./launch.mjs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import assert from "node:assert/strict";
 
-const url = process.env.MEDIADEX_URL;
-const shots = process.env.SHOTS || "browser-shots";
-assert.ok(url, "set MEDIADEX_URL to the server's address");
-mkdirSync(shots, { recursive: true });
 
 // LAYOUT_SIZES=360x740,2560x1440 tries other screens.
 const SIZES = process.env.LAYOUT_SIZES
@@ -27,11 +23,7 @@ const failures = [];
 const check = (ok, what) => { if (!ok) failures.push(what); };
 const step = (what) => console.log(`layout-test: ${what}`);
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
+const browser = await launch();
 
 // In the page: how wide the document is against the screen, and the widest offenders.
 function overflow() {

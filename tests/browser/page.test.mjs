@@ -7,20 +7,11 @@
 // completion; the Activity view's Walks table shows the content-hash walk, and a run's
 // problems open from the run list; trash then
 // restore of an asset works. Screenshots of each step go to SHOTS.
-import { chromium } from "playwright-core";
-import { mkdirSync } from "node:fs";
+import { url, shots, launch } from "./launch.mjs";
 import assert from "node:assert/strict";
 
-const url = process.env.MEDIADEX_URL;
-const shots = process.env.SHOTS || "browser-shots";
-assert.ok(url, "set MEDIADEX_URL to the server's address");
-mkdirSync(shots, { recursive: true });
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
+const browser = await launch();
 const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
 const problems = [];
 page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));

@@ -5,20 +5,11 @@
 // opened by a direct link closes to the grid (never about:blank); a trash from the viewer
 // shows a toast whose Undo restores the photo (the API says so); a failed trash's error
 // shows in front of the viewer, where it can be seen. Every wait is for a state, not a time.
-import { chromium } from "playwright-core";
-import { mkdirSync } from "node:fs";
+import { url, shots, launch } from "./launch.mjs";
 import assert from "node:assert/strict";
 
-const url = process.env.MEDIADEX_URL;
-const shots = process.env.SHOTS || "browser-shots";
-assert.ok(url, "set MEDIADEX_URL to the server's address");
-mkdirSync(shots, { recursive: true });
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
+const browser = await launch();
 const problems = [];
 const open = async () => {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
