@@ -304,6 +304,11 @@ fn compare(
     let int = |v: Option<u32>| v.map(|v| V::I(i64::from(v)));
     let s = |v: &Option<String>| v.clone().map(V::S);
     let media_only = |v: Option<V>| v.filter(|_| media);
+    // A position is both coordinates, and 0,0 is no place (what a camera without a fix
+    // writes; docs/api.md, issue 27): exiftool reports it as read.
+    let place = number(t, "Composite:GPSLatitude")
+        .zip(number(t, "Composite:GPSLongitude"))
+        .filter(|&(lat, lon)| lat != 0.0 || lon != 0.0);
     vec![
         (
             "kind",
@@ -338,16 +343,8 @@ fn compare(
             s(&f.model),
             media_only(text(t, &["EXIF:Model", "QuickTime:Model", "XMP:Model"]).map(V::S)),
         ),
-        (
-            "lat",
-            f.lat.map(V::F),
-            media_only(number(t, "Composite:GPSLatitude").map(V::F)),
-        ),
-        (
-            "lon",
-            f.lon.map(V::F),
-            media_only(number(t, "Composite:GPSLongitude").map(V::F)),
-        ),
+        ("lat", f.lat.map(V::F), media_only(place.map(|p| V::F(p.0)))),
+        ("lon", f.lon.map(V::F), media_only(place.map(|p| V::F(p.1)))),
         (
             "orientation",
             f.orientation.map(|o| V::I(i64::from(o))),
