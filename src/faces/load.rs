@@ -1,8 +1,9 @@
 //! Decoding for face detection: file bytes → stored-frame RGB pixels plus the EXIF
 //! orientation. Owns the format allow-list (JPEG, PNG, WebP, GIF, TIFF) and the size bounds
-//! (checked from the header, a HEIF's before `heif-dec` runs, before any pixel is decoded); must not run the model nor rotate pixels. A HEIF file's frame is the
-//! PNG `heif-dec` makes of it (`media::heif_dec`, bounded in time and size), decoded here like
-//! any PNG: its crop, turn and mirror are applied by libheif, and it has no EXIF orientation.
+//! (checked from the header, a HEIF's before `heif-dec` runs, before any pixel is decoded);
+//! must not run the model nor rotate pixels. A HEIF file's frame is the PNG `heif-dec`
+//! makes of it (`media::heif_dec`, bounded in time and size), decoded here like any PNG: its
+//! crop, turn and mirror are applied by libheif, and it has no EXIF orientation.
 //! A camera RAW's frame is its embedded preview or its binned raw data (`media::raw`), with
 //! the RAW's own orientation and the raw's size as the frame its faces are answered in.
 

@@ -5,12 +5,12 @@
 //! lent, as `upright_picture`, to the perceptual hash (`similar`), so both read the same
 //! formats the same way.
 //!
-//! The pipeline of `RetinaFace::detect`: decode (bounded: refused before it allocates when
-//! the declared size is over `MAX_SIDE` or `MAX_ALLOC_BYTES` of RGBA, so a walk worker's
-//! decode never holds more than `MAX_ALLOC_BYTES` of pixels, plus for a HEIF the PNG
-//! `heif-dec` wrote; HEIF through `heif-dec`, already upright) → apply EXIF orientation → scale the
-//! long side to `TARGET_LONG_SIDE` → run the net → decode priors → score threshold → NMS →
-//! map boxes and landmarks back to stored-pixel coordinates.
+//! The pipeline of `RetinaFace::detect`: decode (bounded: refused before it allocates when the
+//! declared size is over `MAX_SIDE` or `MAX_ALLOC_BYTES` of RGBA, so a walk worker's decode never
+//! holds more than `MAX_ALLOC_BYTES` of pixels, plus for a HEIF the PNG `heif-dec` wrote; HEIF
+//! through `heif-dec`, already upright) → apply EXIF orientation → scale the long side to
+//! `TARGET_LONG_SIDE` → run the net → decode priors → score threshold → NMS → map boxes and
+//! landmarks back to stored-pixel coordinates.
 //!
 //! Must not import: store, queue, http, ops, rusqlite
 
@@ -76,8 +76,8 @@ pub enum FaceError {
         what: String,
         source: std::io::Error,
     },
-    /// Not a format this build can decode (videos, non-media, a TIFF's unsupported coding). Permanent: asking again
-    /// gives the same answer.
+    /// Not a format this build can decode (videos, non-media, a TIFF's unsupported coding).
+    /// Permanent: asking again gives the same answer.
     #[error("face detection does not support {0}")]
     Unsupported(String),
     /// A HEIF picture (HEIC, HEIF, AVIF) and no `heif-dec` here: not permanent, the program

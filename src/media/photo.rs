@@ -4,9 +4,8 @@
 //! of its primary item (`heif_items` finds it, kamadak-exif reads its TIFF), a RAF's from its
 //! embedded JPEG, and a CR3's from its CMT1, CMT2 and CMT4 TIFFs), and the size of a RAF
 //! whose header states none, its JPEG's ExifImageWidth x ExifImageHeight. Owns the choice of
-//! EXIF tags (and hands the
-//! MakerNote to `motion` for a Live Photo's ContentIdentifier); must not decide the
-//! media kind (that is `sniff`) nor touch video containers.
+//! EXIF tags (and hands the MakerNote to `motion` for a Live Photo's ContentIdentifier);
+//! must not decide the media kind (that is `sniff`) nor touch video containers.
 
 use super::values::{
     clean_text, exif_date, gps_degrees, orientation, utc_offset_minutes, with_subsec,

@@ -1,17 +1,16 @@
-//! The scan run handler: what a worker does with a claimed scan run. It checks the library
-//! root, feeds the pipeline with what the store knows (a directory at a time) and commits
-//! each batch through the run's lease guard, so a worker that lost its lease writes nothing
-//! more. Unchanged files cost no write: they are counted, and the count rides on the next
-//! write (a batch of changed files, a progress checkpoint at most every second, or the
-//! completion). A walked run ends with the missing-file marking for a full scope (from what
-//! the walk found gone and is still not there just before the completion), the circuit
-//! breaker, the adoption of the trash-folder files no move explains (`adopt`) and the face
-//! walk it was given, in the same fenced transaction as its completion. An unchanged file whose asset is in the trash or gone is claimed again, and
-//! one the store marked to be read again (back from the trash, its sidecar changed) is read
-//! (DESIGN.md section 6). A walker that failed ends the run failed (a bug); a full disk
-//! pauses it, and a locked database or a root that went away during the walk retries it
-//! (a successor carries on). No SQL here: everything goes through `Store`; it never asks
-//! the walks for anything itself.
+//! The scan run handler: what a worker does with a claimed scan run. It checks the library root,
+//! feeds the pipeline with what the store knows (a directory at a time) and commits each batch
+//! through the run's lease guard, so a worker that lost its lease writes nothing more. Unchanged
+//! files cost no write: they are counted, and the count rides on the next write (a batch of changed
+//! files, a progress checkpoint at most every second, or the completion). A walked run ends with
+//! the missing-file marking for a full scope (from what the walk found gone and is still not there
+//! just before the completion), the circuit breaker, the adoption of the trash-folder files no move
+//! explains (`adopt`) and the face walk it was given, in the same fenced transaction as its
+//! completion. An unchanged file whose asset is in the trash or gone is claimed again, and one the
+//! store marked to be read again (back from the trash, its sidecar changed) is read (DESIGN.md
+//! section 6). A walker that failed ends the run failed (a bug); a full disk pauses it, and a
+//! locked database or a root that went away during the walk retries it (a successor carries on). No
+//! SQL here: everything goes through `Store`; it never asks the walks for anything itself.
 
 use super::identity::{self, Verdict};
 use super::pipeline::{

@@ -10,7 +10,7 @@
 //! (`ops::check`).
 
 use super::assets::{LOCAL_OWNER, insert};
-use super::trash::MOVE_ATTEMPTS;
+use super::trash::{MOVE_ATTEMPTS, next_move};
 use super::{Store, StoreError, parse_col};
 use crate::model::{
     Adopted, Adoption, CheckedFile, FileStamp, MOVE_JOB_KIND, OrphanedMove, StrandedAsset,
@@ -137,7 +137,6 @@ const ADOPTED_FILE: &str = "
                        asset_id, state, last_reason, first_seen_run, last_seen_run,
                        missing_since)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'missing', 'new', 0, 0, ?9)";
-const NEXT_MOVE: &str = "SELECT coalesce(max(move_id), 0) + 1 FROM trash_intents";
 /// The done trash intent of the move that put the file in the trash folder: what a restore
 /// reads to move it back (`store::trash`'s `LAST_TRASHED`).
 const ADOPTED_INTENT: &str = "
@@ -222,9 +221,7 @@ pub(super) fn adopt_all(conn: &Connection, all: &[Adoption], now: i64) -> Result
 /// its trash folder names (`<asset id>-<move id>`, `model::trash_place`), so that no later
 /// move of this index is given a folder name the set-aside index already used.
 fn adopted_move(conn: &Connection, a: &Adoption) -> Result<i64, StoreError> {
-    let next: i64 = conn
-        .prepare_cached(NEXT_MOVE)?
-        .query_row([], |r| r.get(0))?;
+    let next = next_move(conn)?;
     let named = trash_place(&a.trash_path).and_then(|p| p.move_id);
     Ok(named.map_or(next, |m| m.max(next)))
 }

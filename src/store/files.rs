@@ -706,8 +706,8 @@ impl Store {
     /// that was are trashed (reason `missing`), and so is any live asset of the library
     /// that no present file shows any more (`trash_live_without_file`: the index heals
     /// both ways), and the trash-folder files no move explains are adopted as trashed
-    /// assets (`end.adoptions`); then the run completes. A row a restore brought back while this run ran
-    /// is not marked: the restore holds.
+    /// assets (`end.adoptions`); then the run completes. A row a restore brought back while
+    /// this run ran is not marked: the restore holds.
     /// The circuit breaker: when `identity_ok` is false or the share of present files that
     /// would go missing exceeds `max_missing_share`, nothing is marked and the run ends
     /// `suspect` with the reason. A scoped run completes without marking anything missing.

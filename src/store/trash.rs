@@ -275,7 +275,7 @@ fn insert_intent(
 }
 
 /// The id of a move begun in this transaction: above every move id in the journal.
-fn next_move(conn: &Connection) -> Result<i64, StoreError> {
+pub(super) fn next_move(conn: &Connection) -> Result<i64, StoreError> {
     Ok(conn
         .prepare_cached(NEXT_MOVE)?
         .query_row([], |r| r.get(0))?)

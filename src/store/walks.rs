@@ -66,14 +66,15 @@ const SIMILAR_LEFT: &str = "
     SELECT count(*) FROM assets
      WHERE id > ?1 AND trashed_at IS NULL AND kind = 'image'
        AND (?3 OR phash_scheme IS NULL OR phash_scheme < ?2 OR (?4 AND phash_scheme > ?2))";
-/// An asset's files, each with the place its asset's latest done trash of it put it (by
-/// move id: the newest move wins).
+/// An asset's files, each not present one with the place its asset's latest done trash of
+/// it put it (by move id: the newest move wins); a present file needs no journal lookup.
 const FILES: &str = "
     SELECT l.root, f.rel_path, f.state = 'present', f.size, f.mtime_ns, f.dev, f.inode,
+           CASE WHEN f.state <> 'present' THEN
            (SELECT t.to_path FROM trash_intents t
              WHERE t.asset_id = f.asset_id AND t.action = 'trash' AND t.state = 'done'
                AND t.library_id = f.library_id AND t.from_path = f.rel_path
-             ORDER BY t.move_id DESC, t.id DESC LIMIT 1)
+             ORDER BY t.move_id DESC, t.id DESC LIMIT 1) END
       FROM files f
       JOIN libraries l ON l.id = f.library_id
      WHERE f.asset_id = ?1
