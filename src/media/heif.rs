@@ -317,18 +317,20 @@ fn property(kind: &[u8; 4], body: &[u8]) -> Option<Property> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use std::io::Cursor;
 
-    fn bx(kind: &[u8; 4], body: &[u8]) -> Vec<u8> {
+    /// An ISO-BMFF box of `kind` around `body` (also `heif_items`' tests' boxes).
+    pub(in crate::media) fn bx(kind: &[u8; 4], body: &[u8]) -> Vec<u8> {
         let mut out = ((body.len() + 8) as u32).to_be_bytes().to_vec();
         out.extend_from_slice(kind);
         out.extend_from_slice(body);
         out
     }
 
-    fn full(kind: &[u8; 4], version: u8, flags: u8, body: &[u8]) -> Vec<u8> {
+    /// A full box: `bx` with its version and flags first.
+    pub(in crate::media) fn full(kind: &[u8; 4], version: u8, flags: u8, body: &[u8]) -> Vec<u8> {
         bx(kind, &[&[version, 0, 0, flags][..], body].concat())
     }
 

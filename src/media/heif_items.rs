@@ -301,17 +301,12 @@ fn read<R: Read + Seek>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::media::heif::tests::bx;
     use std::io::Cursor;
 
-    fn bx(kind: &[u8; 4], body: &[u8]) -> Vec<u8> {
-        let mut out = ((body.len() + 8) as u32).to_be_bytes().to_vec();
-        out.extend_from_slice(kind);
-        out.extend_from_slice(body);
-        out
-    }
-
+    /// A full box with no flags (`heif::tests::full`).
     fn full(kind: &[u8; 4], version: u8, body: &[u8]) -> Vec<u8> {
-        bx(kind, &[&[version, 0, 0, 0][..], body].concat())
+        crate::media::heif::tests::full(kind, version, 0, body)
     }
 
     struct Item {
