@@ -5,8 +5,9 @@
 // formats this server shows only as placeholders are named above it), and a
 // sparse library's months of one to three photos keep them at their natural width; a scan started from the page shows live progress to
 // completion; the Activity view's Walks table shows the content-hash walk, and a run's
-// problems open from the run list; trash then
-// restore of an asset works. Screenshots of each step go to SHOTS.
+// problems open from the run list; Check lists a photo planted in a trash folder and Repair
+// adopts it; trash then restore of an asset works; the camera filter suggests the index's
+// cameras and matches any part of one; Duplicates shows the byte-identical copy. Screenshots of each step go to SHOTS.
 import { url, shots, launch } from "./launch.mjs";
 import assert from "node:assert/strict";
 

@@ -1,5 +1,6 @@
 // The photo filters' suggestions: the camera box offers every camera the index knows (its
-// make and its model, each matched by any part of it without case by the server). Owns the
+// make and its model; the server matches any part of make and model joined by a space,
+// without case). Owns the
 // #cameras datalist only; the filter form itself is read by grid.js.
 import { $, el } from "./dom.js";
 import { api } from "./api.js";
