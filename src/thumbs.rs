@@ -43,9 +43,10 @@ pub const THUMB_SIZE: u32 = 320;
 pub const PREVIEW_SIZE: u32 = 2048;
 /// Bumped when thumbnails are made differently, so that caches and ETags move on.
 pub const THUMB_VERSION: u32 = 1;
-/// Pictures larger than this are not decoded for a thumbnail (a decompression bomb or a
-/// panorama too large to decode on a small NAS): they get the placeholder.
-const MAX_PIXELS: u64 = 120_000_000;
+// Pictures larger than `MAX_PIXELS` (heif-dec's cap, one for every decoder) are not decoded
+// for a thumbnail (a decompression bomb or a panorama too large to decode on a small NAS):
+// they get the placeholder.
+use crate::media::heif_dec::MAX_PIXELS;
 /// Most memory one in-process decode may allocate (the decoder's `Limits`): `MAX_PIXELS`
 /// at 4 bytes a pixel. A thumbnail worker's peak is this plus the thumbnail (and, for a
 /// HEIF, the PNG `heif-dec` wrote, itself capped by `heif_dec::MAX_OUTPUT`), whatever the
@@ -89,6 +90,7 @@ pub struct Source<'a> {
     pub pixels: Option<u64>,
 }
 
+#[derive(Clone)]
 pub struct Thumbs {
     dir: PathBuf,
     data_dir: PathBuf,
@@ -144,16 +146,7 @@ impl Thumbs {
     /// Named by their size, they sit beside the thumbnails and go with them (`forget`, the
     /// cap); the scan's job does not make them, the first request does.
     pub fn previews(&self) -> Thumbs {
-        Thumbs {
-            dir: self.dir.clone(),
-            data_dir: self.data_dir.clone(),
-            ffmpeg: self.ffmpeg.clone(),
-            heif: self.heif.clone(),
-            space: self.space.clone(),
-            reserve: self.reserve,
-            size: PREVIEW_SIZE,
-            cap: self.cap.clone(),
-        }
+        self.clone().with_size(PREVIEW_SIZE)
     }
 
     /// Makes thumbnails whose longest side is `size` pixels.

@@ -6,7 +6,8 @@
 //! the walks and the thumbnail job read by): inside its library root, with the stamp its scan
 //! recorded, a missing one first in the trash folder; nothing outside a library is ever read, and
 //! no other bytes are ever served under the asset's checksum. Also which formats get only a
-//! placeholder thumbnail here (their decoding program is missing).
+//! placeholder thumbnail here (their decoding program is missing; a picture over the pixel
+//! cap, or a HEIF whose decode timed out, gets one too).
 
 use super::assets::get_asset;
 use super::error::{ApiError, Code};

@@ -1,12 +1,14 @@
-//! Camera RAW files: which RAW a file is by its magic and first IFD (DNG, CR2, CR3, NEF, ARW,
-//! RAF, ORF, RW2, PEF, with exiftool's MIME names), the raw image's own size, and the picture
-//! a thumbnail or the face detector starts from: the biggest embedded JPEG preview (IFD0,
-//! SubIFDs, JpgFromRaw, a RAF's JPEG, a CR3's PRVW or THMB through `cr3`), or, for an
-//! uncompressed CFA without one (a DNG converter's bare output), a 2x2-binned demosaic of
-//! the raw data itself. Reads TIFF
-//! structure only (IFDs, strips, tiles); it decodes no compressed raw data, and every read is
-//! bounded (IFD count and length, preview and tile size, output side). Owns no EXIF tag
-//! choice (that is `photo`) and must not touch the database.
+//! Camera RAW files: which RAW a file is by its magic and its IFDs (DNG, CR2, CR3, NEF, ARW,
+//! RAF, ORF, RW2, PEF, with exiftool's MIME names; a maker's TIFF is a RAW only when IFD0 or
+//! a SubIFD holds CFA or raw-compressed data), the raw image's own size as exiftool gives it
+//! (RW2's sensor borders, CR2's Exif image size or Canon sensor crop, RAF's cropped size),
+//! and the picture a thumbnail or the face detector starts from: the biggest embedded JPEG
+//! preview (IFD0, SubIFDs, JpgFromRaw, a RAF's JPEG, a CR3's PRVW or THMB through `cr3`), or,
+//! for an uncompressed CFA without one (a DNG converter's bare output), a 2x2-binned demosaic
+//! of the raw data itself. Reads TIFF structure only (IFDs, strips, tiles); it decodes no
+//! compressed raw data, and every read is bounded (IFD count and length, preview and tile
+//! size, output side). Owns the size tags above and no other EXIF tag choice (that is
+//! `photo`); must not touch the database.
 
 use std::io::{Read, Seek, SeekFrom};
 
