@@ -30,11 +30,16 @@ function tiles() {
   return [...(view ? $("#view-" + view) : document).querySelectorAll("a[href^='#/asset/']")];
 }
 
-/** The id of the asset `step` tiles after `id` in the open view, or null. */
-export function neighbour(id, step) {
+/** The tile `step` tiles after asset `id`'s in the open view, or null. */
+function neighbourTile(id, step) {
   const list = tiles();
   const i = list.findIndex((t) => t.getAttribute("href") === `#/asset/${id}`);
-  const t = i < 0 ? null : list[i + step];
+  return (i < 0 ? null : list[i + step]) || null;
+}
+
+/** The id of the asset `step` tiles after `id` in the open view, or null. */
+export function neighbour(id, step) {
+  const t = neighbourTile(id, step);
   if (!t) return null;
   // Keeps the grid behind in step, so that its feed loads the next page as the end nears.
   t.scrollIntoView({ block: "center" });
@@ -51,14 +56,8 @@ export function go(id, step) {
 export function navButtons(id) {
   const button = (step, label, text) => el("button", {
     class: `nav ${step < 0 ? "prev" : "next"}`, "aria-label": label, title: label,
-    disabled: neighbourId(id, step) === null, onclick: () => go(id, step) }, text);
+    disabled: neighbourTile(id, step) === null, onclick: () => go(id, step) }, text);
   return [button(-1, "Previous", "‹"), button(1, "Next", "›")];
-}
-
-function neighbourId(id, step) {
-  const list = tiles();
-  const i = list.findIndex((t) => t.getAttribute("href") === `#/asset/${id}`);
-  return i < 0 || !list[i + step] ? null : i + step;
 }
 
 /** Arrow keys and a horizontal swipe over `media` step through the view. */
