@@ -42,6 +42,7 @@ fi
 # The tests that need one of the tools installed above (ignored in a plain `cargo test`).
 cargo test --test it -- --ignored --exact \
     http::a_video_gets_a_poster_frame_when_ffmpeg_is_on_path \
+    motion::an_hevc_live_clip_and_a_motion_photos_mp4_are_converted_to_h264_once \
     content_hash::an_exiftool_metadata_edit_keeps_the_content_hash_and_a_pixel_change_does_not
 # The tests' synthetic CR3 as exiftool reads it (no real CR3 is in the corpus).
 cargo test --test it -- --ignored --exact raw::exiftool_reads_the_builders_cr3_as_mediadex_does

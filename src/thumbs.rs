@@ -18,13 +18,17 @@
 //! configured) it writes nothing and the job waits for space; with a cap (`cap`) it keeps
 //! at most that many bytes, the least recently used going first. A thumbnail is made at the
 //! configured size and cached under it, so a new size makes new thumbnails (the old ones
-//! stay until the cap or the sweep takes them). Touches no database and serves nothing
+//! stay until the cap or the sweep takes them). Clips a browser cannot play are converted to
+//! H.264 here too, on request, and cached the same way (`clip`). Touches no database and serves nothing
 //! itself: the HTTP layer decides which file may be read.
 //!
 //! Must not import: http, ops, rusqlite
 
 mod cap;
+mod clip;
 pub mod job;
+
+pub use clip::{CONVERT_TIMEOUT, ClipError, LONGEST_SIDE};
 
 use crate::disk::{DiskFull, SharedFreeSpace};
 use crate::media::HEIF_MIMES;

@@ -8,7 +8,7 @@
 
 use crate::ops::Error as OpsError;
 use crate::store::StoreError;
-use crate::thumbs::ThumbError;
+use crate::thumbs::{ClipError, ThumbError};
 use crate::trash::TrashError;
 use axum::Json;
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
@@ -234,6 +234,18 @@ impl From<TrashError> for ApiError {
 impl From<ThumbError> for ApiError {
     fn from(e: ThumbError) -> Self {
         ApiError::new(Code::FileUnreadable, e.to_string())
+    }
+}
+
+impl From<ClipError> for ApiError {
+    fn from(e: ClipError) -> Self {
+        let code = match &e {
+            ClipError::NoFfmpeg | ClipError::TimedOut => Code::Unavailable,
+            ClipError::DiskFull(_) => Code::DiskFull,
+            ClipError::Failed(_) => Code::FileUnreadable,
+            ClipError::Io { .. } => return ApiError::internal("a clip's conversion failed", e),
+        };
+        ApiError::new(code, e.to_string())
     }
 }
 

@@ -52,16 +52,16 @@ fn located(store: &Store, asset: &Asset) -> Result<Option<PathBuf>, ApiError> {
 }
 
 /// The file `original` and `motion` serve: the asset's, which must still hold its bytes.
-fn served_file(store: &Store, asset: &Asset) -> Result<PathBuf, ApiError> {
+pub(super) fn served_file(store: &Store, asset: &Asset) -> Result<PathBuf, ApiError> {
     located(store, asset)?
         .ok_or_else(|| missing(asset.id, "still holds the bytes its scan indexed"))
 }
 
-fn missing(id: i64, why: &str) -> ApiError {
+pub(super) fn missing(id: i64, why: &str) -> ApiError {
     ApiError::new(Code::FileMissing, format!("no file of asset {id} {why}"))
 }
 
-fn etag(checksum_hex: &str, suffix: &str) -> String {
+pub(super) fn etag(checksum_hex: &str, suffix: &str) -> String {
     format!("\"{checksum_hex}{suffix}\"")
 }
 
@@ -203,16 +203,16 @@ pub async fn original(
 
 /// What `send` serves: the asset it is for, its tag and type, and the bytes of the file
 /// that are the body (`None`: all of them).
-struct Sent {
-    id: i64,
-    tag: String,
-    mime: Option<String>,
-    window: Option<EmbeddedVideo>,
+pub(super) struct Sent {
+    pub(super) id: i64,
+    pub(super) tag: String,
+    pub(super) mime: Option<String>,
+    pub(super) window: Option<EmbeddedVideo>,
 }
 
 /// Streams the file at `path` (or its `window`, addressed as a file of its own), one range
 /// of it on request.
-async fn send(
+pub(super) async fn send(
     path: &std::path::Path,
     headers: &HeaderMap,
     sent: Sent,
@@ -278,15 +278,7 @@ pub async fn motion(
     let Path(id) = id?;
     let store = s.ops.store.clone();
     let (path, sent) = blocking(move || {
-        let still = get_asset(&store, id)?;
-        let (asset, window) = match (&still.live_clip, still.facts.embedded_video) {
-            (Some(clip), _) => (get_asset(&store, clip.asset_id)?, None),
-            (None, Some(video)) => (still, Some(video)),
-            (None, None) => {
-                let why = format!("asset {id} has no motion clip");
-                return Err(ApiError::new(Code::NotFound, why));
-            }
-        };
+        let (asset, window) = motion_of(&store, id)?;
         let path = served_file(&store, &asset)?;
         let sum = hex(&asset.checksum);
         let (tag, mime) = match window {
@@ -305,6 +297,23 @@ pub async fn motion(
     })
     .await?;
     send(&path, &headers, sent).await
+}
+
+/// Whose bytes are still `id`'s motion clip: its Live clip's own asset (`None`), or the
+/// still itself with the window of its file that is the MP4.
+pub(super) fn motion_of(
+    store: &Store,
+    id: i64,
+) -> Result<(Asset, Option<EmbeddedVideo>), ApiError> {
+    let still = get_asset(store, id)?;
+    match (&still.live_clip, still.facts.embedded_video) {
+        (Some(clip), _) => Ok((get_asset(store, clip.asset_id)?, None)),
+        (None, Some(video)) => Ok((still, Some(video))),
+        (None, None) => {
+            let why = format!("asset {id} has no motion clip");
+            Err(ApiError::new(Code::NotFound, why))
+        }
+    }
 }
 
 /// An original's headers: its type as sniffed, its length and range, its tag, and the rules
@@ -390,11 +399,14 @@ where
 #[derive(serde::Serialize)]
 pub struct ThumbnailsOut {
     no_thumbnails: Vec<&'static str>,
+    /// Clips a browser cannot play can be converted here (`/playable`: ffmpeg is installed).
+    converts_clips: bool,
 }
 
 /// `GET /api/thumbnails`: which formats get only a placeholder here, so the page can say so.
 pub async fn lacking(State(s): State<AppState>) -> axum::Json<ThumbnailsOut> {
     axum::Json(ThumbnailsOut {
         no_thumbnails: s.thumbs.lacking(),
+        converts_clips: s.thumbs.converts_clips(),
     })
 }

@@ -17,6 +17,7 @@ mod keep;
 mod libraries;
 mod media;
 mod page;
+mod playable;
 pub mod range;
 mod scans;
 pub mod security;
@@ -132,20 +133,9 @@ pub fn router(state: AppState) -> Router {
         .route("/api/jobs/{id}", get(jobs::one))
         .route("/api/jobs/{id}/cancel", post(jobs::cancel))
         .route("/api/jobs/{id}/release", post(jobs::release))
-        .route("/api/assets", get(assets::list))
-        .route("/api/assets/{id}", get(assets::one))
-        .route("/api/assets/{id}/thumbnail", get(media::thumbnail))
-        .route("/api/assets/{id}/preview", get(media::preview))
-        .route("/api/assets/{id}/original", get(media::original))
-        .route("/api/thumbnails", get(media::lacking))
-        .route("/api/assets/{id}/motion", get(media::motion))
-        .route("/api/assets/{id}/trash", post(assets::trash))
-        .route("/api/assets/{id}/restore", post(assets::restore))
-        .route("/api/assets/{id}/faces", get(faces::of_asset))
-        .route("/api/assets/{id}/faces/redetect", post(faces::redetect))
+        .merge(asset_routes())
         .route("/api/faces", get(faces::list))
         .route("/api/similar", get(similar::list))
-        .route("/api/assets/{id}/similar", get(similar::of_asset))
         .route("/api/walks", get(walks::list))
         .route("/api/walks/{kind}", get(walks::one))
         .route("/api/walks/{kind}/start", post(walks::start))
@@ -157,6 +147,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/check/repair", post(check::repair))
         .route("/api/watch", get(watch_status))
         .route("/api/server", get(server))
+        .route("/api/thumbnails", get(media::lacking))
         .route("/api", get(api_listing))
         .route("/", get(page::file))
         .route("/index.html", get(page::file))
@@ -171,6 +162,25 @@ pub fn router(state: AppState) -> Router {
             security::guard,
         ))
         .with_state(state)
+}
+
+/// One asset's routes: its facts, its bytes (thumbnail, preview, original, clips), its moves
+/// and its faces and similar pictures.
+fn asset_routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/assets", get(assets::list))
+        .route("/api/assets/{id}", get(assets::one))
+        .route("/api/assets/{id}/thumbnail", get(media::thumbnail))
+        .route("/api/assets/{id}/preview", get(media::preview))
+        .route("/api/assets/{id}/original", get(media::original))
+        .route("/api/assets/{id}/motion", get(media::motion))
+        .route("/api/assets/{id}/playable", get(playable::video))
+        .route("/api/assets/{id}/motion/playable", get(playable::motion))
+        .route("/api/assets/{id}/trash", post(assets::trash))
+        .route("/api/assets/{id}/restore", post(assets::restore))
+        .route("/api/assets/{id}/faces", get(faces::of_asset))
+        .route("/api/assets/{id}/faces/redetect", post(faces::redetect))
+        .route("/api/assets/{id}/similar", get(similar::of_asset))
 }
 
 /// Serves `router` on `listener` until `shutdown` resolves, then lets open requests finish.

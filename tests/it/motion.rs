@@ -521,11 +521,19 @@ fn the_content_hash_of_a_motion_photo_keeps_its_video() {
 /// The API over `env`'s store, as on loopback (no detector: not needed here), and the
 /// sender whose drop stops its background tasks.
 fn router(env: &Env) -> (axum::Router, tokio::sync::watch::Sender<bool>) {
+    router_with(env, None)
+}
+
+/// `router`, converting clips through `ffmpeg`.
+fn router_with(
+    env: &Env,
+    ffmpeg: Option<PathBuf>,
+) -> (axum::Router, tokio::sync::watch::Sender<bool>) {
     let (stop, stop_rx) = tokio::sync::watch::channel(false);
     let token = Some("0123456789abcdef".repeat(4));
     let config = HttpConfig {
         security: Security::for_bind("127.0.0.1:7468".parse().unwrap(), token, false),
-        thumbs: Thumbs::with_ffmpeg(env.dir.path(), None),
+        thumbs: Thumbs::with_ffmpeg(env.dir.path(), ffmpeg),
         event_poll: std::time::Duration::from_millis(10),
         ops: mediadex::ops::Services::new(env.store.clone()),
     };
@@ -701,4 +709,124 @@ fn a_trashed_live_photo_takes_its_clip_into_the_trash_and_back() {
             .map(|c| c.asset_id),
         Some(clip)
     );
+}
+
+#[tokio::test]
+async fn without_ffmpeg_a_clip_is_not_converted_and_says_why() {
+    let env = env();
+    let lib = live_folder(&env);
+    support::scan_now(&env, lib, "");
+    let all = by_path(&env);
+    let (router, _stop) = router(&env);
+    let still = all["Live/IMG_7001.JPG"].id;
+    let got = get(
+        &router,
+        &format!("/api/assets/{still}/motion/playable"),
+        None,
+    )
+    .await;
+    assert_eq!(got.status, StatusCode::SERVICE_UNAVAILABLE);
+    let said: serde_json::Value = serde_json::from_slice(&got.body).unwrap();
+    assert_eq!(said["error"]["code"], "unavailable");
+    assert!(
+        said["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("ffmpeg"),
+        "{said}"
+    );
+    let plain = all["Live/IMG_7002.JPG"].id;
+    let none = get(
+        &router,
+        &format!("/api/assets/{plain}/motion/playable"),
+        None,
+    )
+    .await;
+    assert_eq!(none.status, StatusCode::NOT_FOUND, "a still without a clip");
+    let picture = get(&router, &format!("/api/assets/{still}/playable"), None).await;
+    assert_eq!(
+        picture.status,
+        StatusCode::NOT_FOUND,
+        "a picture is no video"
+    );
+    let tools = get(&router, "/api/thumbnails", None).await;
+    let tools: serde_json::Value = serde_json::from_slice(&tools.body).unwrap();
+    assert_eq!(tools["converts_clips"], false, "{tools}");
+}
+
+/// The codec ffprobe finds in `bytes`' first video stream.
+fn video_codec(bytes: &[u8]) -> String {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), bytes).unwrap();
+    let out = std::process::Command::new("ffprobe")
+        .args(["-v", "error", "-select_streams", "v:0", "-show_entries"])
+        .args(["stream=codec_name", "-of", "csv=p=0"])
+        .arg(file.path())
+        .output()
+        .expect("ffprobe runs");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Run by `scripts/corpus-tier.sh`, which installs ffmpeg.
+#[tokio::test]
+#[ignore = "needs ffmpeg"]
+async fn an_hevc_live_clip_and_a_motion_photos_mp4_are_converted_to_h264_once() {
+    let ffmpeg = mediadex::thumbs::find_on_path("ffmpeg")
+        .expect("ffmpeg is on PATH (apt-get install ffmpeg; scripts/corpus-tier.sh does)");
+    let env = env();
+    let lib = live_folder(&env);
+    write(
+        &root(&env, "lib"),
+        PXL,
+        &std::fs::read(fixture(PXL)).unwrap(),
+    );
+    support::scan_now(&env, lib, "");
+    let all = by_path(&env);
+    let (router, _stop) = router_with(&env, Some(ffmpeg));
+    assert_eq!(
+        video_codec(&std::fs::read(fixture("IMG_7001.MOV")).unwrap()),
+        "hevc"
+    );
+    let still = all["Live/IMG_7001.JPG"].id;
+    let uri = format!("/api/assets/{still}/motion/playable");
+    let got = get(&router, &uri, None).await;
+    assert_eq!(
+        got.status,
+        StatusCode::OK,
+        "{}",
+        String::from_utf8_lossy(&got.body)
+    );
+    assert_eq!(header(&got, "content-type"), "video/mp4");
+    assert_eq!(video_codec(&got.body), "h264");
+    let key = mediadex::model::hex(&all["Live/IMG_7001.MOV"].checksum);
+    let cached = env
+        .dir
+        .path()
+        .join("thumbs")
+        .join(&key[..2])
+        .join(format!("{key}-h264.mp4"));
+    let made = std::fs::metadata(&cached)
+        .expect("cached")
+        .modified()
+        .unwrap();
+    let again = get(&router, &uri, Some("bytes=4-7")).await;
+    assert_eq!(again.status, StatusCode::PARTIAL_CONTENT);
+    assert_eq!(again.body, b"ftyp");
+    assert_eq!(
+        std::fs::metadata(&cached).unwrap().modified().unwrap(),
+        made,
+        "made once"
+    );
+    let clip = all["Live/IMG_7002.MOV"].id;
+    let video = get(&router, &format!("/api/assets/{clip}/playable"), None).await;
+    assert_eq!(video.status, StatusCode::OK);
+    assert_eq!(video_codec(&video.body), "h264");
+    let motion = get(
+        &router,
+        &format!("/api/assets/{}/motion/playable", all[PXL].id),
+        None,
+    )
+    .await;
+    assert_eq!(motion.status, StatusCode::OK);
+    assert_eq!(video_codec(&motion.body), "h264");
 }

@@ -1,12 +1,14 @@
 // The asset view: the picture (the original when the browser shows its format, else the
 // server's large preview) or video with its faces drawn, its motion clip played on request
-// (or word that this browser cannot play it, and its download), its facts, trash (with a
-// toast to undo it) and restore. Stepping through the view and closing: nav.js.
+// (or word that this browser cannot play it, its download, and its conversion where the
+// server has ffmpeg), its facts, trash (with a toast to undo it) and restore. Stepping
+// through the view and closing: nav.js.
 import { $, el, banner, guard, toast } from "./dom.js";
 import { api } from "./api.js";
 import { fmtBytes, fmtDuration } from "./format.js";
 import { markGridDirty, showPhotos } from "./grid.js";
 import { initViewerNav, leaveViewer, navButtons, viewerOpens } from "./nav.js";
+import { serverTools } from "./lacking.js";
 import { currentView } from "./state.js";
 
 export const dialog = () => $("#asset");
@@ -78,17 +80,38 @@ export async function openAsset(id) {
 
 // Chromium and Firefox cannot decode HEVC (an iPhone's videos and Live Photo clips): such a
 // clip fails, or plays as a black box with no picture. Either way the viewer says so and
-// offers the file.
+// offers the file, and where the server has ffmpeg, to convert it (`playable`: the same clip
+// as H.264, made on the first request, which waits for it).
 function sayWhenUnplayable(video, frame, href, codec) {
-  const say = () => {
+  const say = async () => {
     if (frame.querySelector(".cannot-play")) return;
-    frame.append(el("p", { class: "cannot-play", role: "status" },
+    const note = el("p", { class: "cannot-play", role: "status" },
       `This browser cannot play this clip${codec ? ` (${codec})` : ""}. `,
-      el("a", { href, download: "" }, "Download it"), " to watch it in another player."));
+      el("a", { href, download: "" }, "Download it"), " to watch it in another player.");
+    frame.append(note);
+    const tools = await serverTools();
+    if (!tools || !tools.converts_clips || video.dataset.converted) return;
+    const convert = el("button", { class: "convert-clip" }, "Convert it to play here");
+    convert.addEventListener("click", () => {
+      video.dataset.converted = "1";
+      if (!video.isConnected) frame.append(video); // a motion clip that failed was taken away
+      note.replaceChildren("Converting the clip… a long video takes a while.");
+      video.addEventListener("loadeddata", () => note.remove(), { once: true });
+      video.src = href.replace(/\/(original|motion)$/, (_, what) =>
+        what === "motion" ? "/motion/playable" : "/playable");
+      video.load();
+      video.play().catch(() => {});
+    });
+    note.append(" ", convert);
   };
   if (/hevc|h\.?265|hvc1|hev1/i.test(codec || "")
       && !video.canPlayType('video/mp4; codecs="hvc1.1.6.L93.B0"')) say();
-  video.addEventListener("error", say);
+  video.addEventListener("error", () => {
+    const failed = frame.querySelector(".cannot-play");
+    if (video.dataset.converted && failed) {
+      failed.replaceChildren("The clip could not be converted here. ", el("a", { href, download: "" }, "Download it"), ".");
+    } else say();
+  });
   video.addEventListener("loadedmetadata", () => { if (!video.videoWidth) say(); });
 }
 

@@ -13,8 +13,12 @@ const needs = {
 };
 const names = { "image/heic": "HEIC", "image/heif": "HEIF", "image/avif": "AVIF", video: "Videos" };
 
+// What this server lacks and can do, asked once: the notice and the viewer's clips read it.
+let tools = null;
+export const serverTools = () => (tools ??= api("GET", "/api/thumbnails").catch(() => null));
+
 export async function showLacking() {
-  const out = await api("GET", "/api/thumbnails").catch(() => null);
+  const out = await serverTools();
   const lacking = (out && out.no_thumbnails) || [];
   const notice = $("#lacking");
   notice.hidden = lacking.length === 0;
