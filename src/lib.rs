@@ -16,6 +16,7 @@ pub mod memory;
 pub mod metrics;
 pub mod model;
 pub mod ops;
+pub mod people;
 pub mod queue;
 pub mod scan;
 pub mod similar;

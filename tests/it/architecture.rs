@@ -99,8 +99,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "services",
         &[
-            "scan", "walks", "queue", "trash", "thumbs", "faces", "similar", "watch", "config",
-            "metrics",
+            "scan", "walks", "queue", "trash", "thumbs", "faces", "similar", "people", "watch",
+            "config", "metrics",
         ],
     ),
     ("store", &["store"]),
