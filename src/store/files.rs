@@ -2,7 +2,7 @@
 //! (with what a present file's asset needs: restored from the trash, or claimed afresh),
 //! ingest batches (file rows, asset claims, a Live Photo's pairing (`motion`), the RAW+JPEG
 //! pairing of a file read (`stacks`), the restore of unchanged files' trashed assets, the
-//! refresh of a kept asset's sidecar facts, the mark of a photo whose sidecar changed to be
+//! refresh of a read asset's sidecar facts (from its first copy's, `sidecars`), the mark of a photo whose sidecar changed to be
 //! read again (`files.read_again`, which a read clears), progress, reason counts and the
 //! run's problems in one transaction under the scan lease),
 //! progress with the count of unchanged files (which cost no row of their own), and the end
@@ -73,11 +73,14 @@ const INSERT_FILE: &str = "
                        asset_id, state, last_reason, error, first_seen_run, last_seen_run)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'present', ?9, ?10, ?11, ?11)";
 /// A processed file the library had a row for, with the link `ingest_one` decided. The
-/// read is the one `read_again` asked for.
+/// read is the one `read_again` asked for. A file read lends its asset nothing until
+/// `sidecars::read_copy` finds it one of several copies (migration 0022); one that could
+/// not be read (?11 false) keeps its link and what it lent.
 const UPDATE_FILE: &str = "
     UPDATE files SET rel_path_text = ?2, size = ?3, mtime_ns = ?4, dev = ?5, inode = ?6,
                      asset_id = ?7, state = 'present', last_reason = ?8,
-                     error = ?9, last_seen_run = ?10, missing_since = NULL, read_again = NULL
+                     error = ?9, last_seen_run = ?10, missing_since = NULL, read_again = NULL,
+                     beside = CASE WHEN ?11 THEN NULL ELSE beside END
      WHERE id = ?1";
 /// A known photo whose sidecar's new stamp this batch stores: its re-read may come in a
 /// later batch or run (migration 0021). A mark already there stays (either reads it).
@@ -291,8 +294,9 @@ fn write_row(
         ])?;
         return Ok(conn.last_insert_rowid());
     };
+    let read = item.checksum.is_some();
     conn.prepare_cached(UPDATE_FILE)?.execute(params![
-        id, text, size, mtime, dev, inode, asset, reason, error, run_id
+        id, text, size, mtime, dev, inode, asset, reason, error, run_id, read
     ])?;
     Ok(id)
 }
@@ -326,11 +330,6 @@ fn claim_read(
     if let (Some(content), Claim::Kept | Claim::Duplicate | Claim::Restored) = (content, claimed.1)
     {
         super::assets::stamp_content(conn, claimed.0, content)?;
-    }
-    // A read of the asset's own file brings what lies beside it now (a sidecar created,
-    // changed or deleted since); a duplicate's file leaves the asset as its first file has it.
-    if let (Some(facts), Claim::Kept | Claim::Restored) = (&item.facts, claimed.1) {
-        super::sidecars::refresh(conn, claimed.0, facts)?;
     }
     Ok(Some(claimed))
 }
@@ -375,10 +374,18 @@ pub(super) fn ingest_one(
         let facts = item.facts.as_ref();
         stacks::pair(conn, library_id, file_id, namesakes, facts, row.is_some())?;
     }
-    if let Some(old) = previous.filter(|old| Some(*old) != asset_id) {
-        trash_if_orphan(conn, old, TrashReason::Replaced, now)?;
+    if let Some(old) = previous.filter(|old| Some(*old) != asset_id)
+        && !trash_if_orphan(conn, old, TrashReason::Replaced, now)?
+    {
+        super::sidecars::follow_first(conn, old)?;
     }
     if let (Some((id, claim)), Some(facts)) = (claimed, &item.facts) {
+        // A read of a file brings what lies beside it now (a sidecar created, changed or
+        // deleted since) to its asset, or to its copy's share of it (finding 13).
+        if matches!(claim, Claim::Kept | Claim::Restored | Claim::Duplicate) {
+            let joined = claim == Claim::Duplicate;
+            super::sidecars::read_copy(conn, id, file_id, facts, joined)?;
+        }
         // A created asset was inserted with these facts already.
         if !matches!(claim, Claim::Created | Claim::Recreated) {
             super::motion::stamp(conn, id, facts)?;
@@ -409,7 +416,11 @@ fn reclaim(
     let Some(id) = asset.flatten() else {
         return Ok(None);
     };
-    Ok(restore(conn, id)?.then_some(ItemOutcome {
+    if !restore(conn, id)? {
+        return Ok(None);
+    }
+    super::sidecars::follow_first(conn, id)?;
+    Ok(Some(ItemOutcome {
         file_id,
         asset_id: Some(id),
         claim: Claim::Restored,
@@ -507,7 +518,12 @@ fn mark_missing(
     candidates.dedup();
     let mut trashed = 0;
     for id in candidates {
-        trashed += u64::from(trash_if_orphan(conn, id, TrashReason::Missing, now)?);
+        if trash_if_orphan(conn, id, TrashReason::Missing, now)? {
+            trashed += 1;
+        } else {
+            // A copy went: the asset takes the sidecar facts of its first one left.
+            super::sidecars::follow_first(conn, id)?;
+        }
     }
     Ok((files, trashed))
 }

@@ -123,6 +123,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "read again",
         sql: include_str!("../../schema/0021_read_again.sql"),
     },
+    Migration {
+        version: 22,
+        name: "beside per copy",
+        sql: include_str!("../../schema/0022_beside_per_copy.sql"),
+    },
 ];
 
 pub(super) fn migrate(

@@ -4,7 +4,8 @@
 //! sidecar as its own problem, and nothing written into any of those files. A sidecar edit
 //! is never lost (issue 25 defects 4 and 5): not by a run that ends between the sidecar's
 //! batch and its photo's, nor by a scan of the sidecar alone, nor while its photo is in the
-//! trash.
+//! trash. An asset shown by byte copies has the sidecar facts of its present copy of the
+//! lowest library and path, again when that copy goes (issue 25, finding 13).
 
 use crate::support::{self, Env, env};
 use mediadex::model::{Asset, Provenance, RunState};
@@ -410,6 +411,106 @@ fn a_sidecar_changed_while_its_photo_is_in_the_trash_is_applied_once_the_photo_i
         back.facts.notes.rating,
         Some(2),
         "the edit made while it was away"
+    );
+    assert_eq!(back.facts.notes.tags, ["Lyon"]);
+}
+
+/// Finding 13 (issue 25's simulation): an asset shows the facts of the sidecar of one present
+/// file of its bytes, the one of the lowest library and path, whatever order the copies came
+/// in, and again when that copy goes or another comes before it.
+#[test]
+fn an_asset_shown_by_copies_has_the_sidecar_facts_of_its_first_present_copy() {
+    let env = env();
+    let (lib, root) = library(&env, "photos");
+    // Enough other files that the deleted copies stay under the circuit breaker's share.
+    for i in 0..6 {
+        support::photo(&root.join(format!("other/{i}.png")), 10 + i);
+    }
+    support::photo(&root.join("b.png"), 1);
+    write_at(
+        &root.join("b.png.xmp"),
+        &xmp(2, &["Lyon"], "B", ""),
+        1_600_000_000,
+    );
+    support::scan_now(&env, lib, "");
+    let first = asset(&env, "b.png");
+    assert_eq!(first.facts.notes.title.as_deref(), Some("B"));
+
+    // A copy that comes before it in path order, with a sidecar of its own, gives its facts.
+    std::fs::copy(root.join("b.png"), root.join("a.png")).expect("copy");
+    write_at(
+        &root.join("a.png.xmp"),
+        &xmp(4, &["Paris"], "A", DATED),
+        1_600_000_000,
+    );
+    support::scan_now(&env, lib, "");
+    let both = asset(&env, "a.png");
+    assert_eq!(both.id, first.id, "one asset for the two copies");
+    let facts = |a: &Asset| (a.facts.notes.rating, a.facts.notes.title.clone());
+    assert_eq!(facts(&both), (Some(4), Some("A".into())), "a.png's sidecar");
+    assert_eq!(both.facts.notes.tags, ["Paris"]);
+    assert_eq!(
+        both.facts.taken_at_source.map(|s| s.as_str()),
+        Some("sidecar")
+    );
+
+    // That copy deleted: the other's sidecar, its date and tags included.
+    std::fs::remove_file(root.join("a.png")).expect("rm");
+    support::scan_now(&env, lib, "");
+    let left = asset(&env, "b.png");
+    assert_eq!(left.id, first.id);
+    assert_eq!(facts(&left), (Some(2), Some("B".into())), "b.png's sidecar");
+    assert_eq!(left.facts.notes.tags, ["Lyon"]);
+    assert_eq!(
+        left.facts.taken_at_source.map(|s| s.as_str()),
+        Some("mtime")
+    );
+
+    // A copy without a sidecar before it: nothing beside the first copy, no notes.
+    std::fs::copy(root.join("b.png"), root.join("a0.png")).expect("copy");
+    support::scan_now(&env, lib, "");
+    assert_eq!(
+        facts(&asset(&env, "a0.png")),
+        (None, None),
+        "a0.png has no sidecar"
+    );
+}
+
+/// Finding 13: a copy that brings back an asset trashed as missing gives it its own sidecar's
+/// facts, not those the asset had when it went.
+#[test]
+fn a_copy_that_brings_an_asset_back_from_the_trash_gives_it_its_own_sidecar_s_facts() {
+    let env = env();
+    let (lib, root) = library(&env, "photos");
+    for i in 0..12 {
+        support::photo(&root.join(format!("other/{i}.png")), 10 + i);
+    }
+    support::photo(&root.join("a.png"), 1);
+    write_at(
+        &root.join("a.png.xmp"),
+        &xmp(4, &["Paris"], "A", ""),
+        1_600_000_000,
+    );
+    support::scan_now(&env, lib, "");
+    let first = asset(&env, "a.png");
+    std::fs::rename(root.join("a.png"), env.dir.path().join("kept.png")).expect("away");
+    std::fs::remove_file(root.join("a.png.xmp")).expect("rm");
+    support::scan_now(&env, lib, "");
+    let gone = env.store.asset(first.id).expect("read").expect("row");
+    assert!(gone.trashed_at.is_some(), "trashed as missing");
+
+    std::fs::rename(env.dir.path().join("kept.png"), root.join("b.png")).expect("back");
+    write_at(
+        &root.join("b.png.xmp"),
+        &xmp(2, &["Lyon"], "B", ""),
+        1_600_000_000,
+    );
+    support::scan_now(&env, lib, "");
+    let back = asset(&env, "b.png");
+    assert_eq!(back.id, first.id, "the same asset, restored");
+    assert_eq!(
+        (back.facts.notes.rating, back.facts.notes.title.as_deref()),
+        (Some(2), Some("B"))
     );
     assert_eq!(back.facts.notes.tags, ["Lyon"]);
 }

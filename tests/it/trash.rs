@@ -610,7 +610,8 @@ fn item(root: &Path, path: &str, content: u8) -> IngestItem {
     }
 }
 
-/// What migrations 12, 13 and 14 add to `assets`, which the store's statements write and read.
+/// What migrations 12, 13, 14, 21 and 22 add to `assets` and `files`, which the store's
+/// statements write and read.
 const LATER_ASSET_COLUMN: &str = "ALTER TABLE assets ADD COLUMN taken_at_source TEXT;
     ALTER TABLE assets ADD COLUMN rating INTEGER;
     ALTER TABLE assets ADD COLUMN title TEXT;
@@ -621,7 +622,8 @@ const LATER_ASSET_COLUMN: &str = "ALTER TABLE assets ADD COLUMN taken_at_source 
     ALTER TABLE assets ADD COLUMN motion_offset INTEGER;
     ALTER TABLE assets ADD COLUMN motion_length INTEGER;
     ALTER TABLE assets ADD COLUMN live_video_id INTEGER;
-    ALTER TABLE files ADD COLUMN read_again TEXT;";
+    ALTER TABLE files ADD COLUMN read_again TEXT;
+    ALTER TABLE files ADD COLUMN beside TEXT;";
 /// `LATER_ASSET_COLUMN` undone, before the upgrade adds them for real.
 const DROP_LATER_ASSET_COLUMN: &str = "ALTER TABLE assets DROP COLUMN taken_at_source;
     ALTER TABLE assets DROP COLUMN rating;
@@ -632,7 +634,8 @@ const DROP_LATER_ASSET_COLUMN: &str = "ALTER TABLE assets DROP COLUMN taken_at_s
     ALTER TABLE assets DROP COLUMN motion_offset;
     ALTER TABLE assets DROP COLUMN motion_length;
     ALTER TABLE assets DROP COLUMN live_video_id;
-    ALTER TABLE files DROP COLUMN read_again;";
+    ALTER TABLE files DROP COLUMN read_again;
+    ALTER TABLE files DROP COLUMN beside;";
 
 /// The files written and indexed through a scan lease with the statements of the store, as
 /// an old schema allows (the pipeline needs the current one).
