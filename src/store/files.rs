@@ -87,6 +87,8 @@ const UPDATE_FILE: &str = "
 const MARK_READ_AGAIN: &str = "
     UPDATE files SET read_again = 'sidecar'
      WHERE library_id = ?1 AND rel_path = ?2 AND state = 'present' AND read_again IS NULL";
+/// Whether the library has a present row at ?2.
+const PRESENT_AT: &str = "SELECT EXISTS (SELECT 1 FROM files WHERE library_id = ?1 AND rel_path = ?2 AND state = 'present')";
 /// The live assets of the library's missing rows that no move is moving (no pending intent,
 /// no live move job: a trash between its renames and its flip looks the same): candidates
 /// for `trash_if_orphan`, which checks that no present file shows them. Read through the
@@ -462,6 +464,30 @@ fn mark_read_again(
     Ok(())
 }
 
+/// Marks the photos of `read_with` to be read again whose facts come from a sidecar or
+/// JSON that has no present row after the batch's items (issue 25 finding 15): its row
+/// comes in a later batch, and a run cut before that commits would leave the photo with
+/// facts that nothing takes away when the file goes (a gone file is known by its row).
+/// A later batch of the same run that stores it reads the photo again and clears the
+/// mark; a photo read in the file's own batch is not marked.
+fn mark_read_with_unknown(
+    conn: &Connection,
+    library_id: i64,
+    read_with: &[(Vec<u8>, Vec<Vec<u8>>)],
+) -> Result<(), StoreError> {
+    let mut present = conn.prepare_cached(PRESENT_AT)?;
+    let mut unknown = Vec::new();
+    for (photo, from) in read_with {
+        for path in from {
+            if !present.query_row(params![library_id, path], |r| r.get::<_, bool>(0))? {
+                unknown.push(photo.clone());
+                break;
+            }
+        }
+    }
+    mark_read_again(conn, library_id, &unknown)
+}
+
 /// How many of the unseen files and of the files below vanished directories run `run_id`
 /// would mark missing (see `MARK_FILE_MISSING`).
 fn count_unseen(
@@ -686,6 +712,7 @@ impl Store {
                 }
                 report.items.push(outcome);
             }
+            mark_read_with_unknown(conn, library_id, &batch.read_with)?;
             for file_id in batch.reclaim {
                 report
                     .items

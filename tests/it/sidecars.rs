@@ -514,3 +514,69 @@ fn a_copy_that_brings_an_asset_back_from_the_trash_gives_it_its_own_sidecar_s_fa
     );
     assert_eq!(back.facts.notes.tags, ["Lyon"]);
 }
+
+/// Finding 15 (issue 25's simulation, seed 36 step 975): a photo read with a new sidecar by
+/// a run cut after the photo's batch committed and before the sidecar's own row did. The
+/// sidecar deleted then, the next full scan must take its facts away, though it never had a
+/// row to miss.
+#[test]
+fn a_sidecar_whose_row_a_cut_run_never_wrote_is_missed_when_it_is_deleted() {
+    let env = env();
+    let (lib, root) = library(&env, "photos");
+    for i in 0..6 {
+        support::photo(&root.join(format!("other/{i}.png")), 10 + i);
+    }
+    support::scan_now(&env, lib, "");
+    support::photo(&root.join("sub/a.png"), 1);
+    let sidecar = root.join("sub/a.png.xmp");
+    write_at(&sidecar, &xmp(4, &["Paris"], "Tower", ""), 1_600_000_000);
+    let store = env.store.clone();
+    // The run is cut (a cancel; a lost lease or a crash the same) before the batch with the
+    // sidecar's own row commits; the photo's batch before it has committed.
+    let config = one_per_batch(move |batch| {
+        if (batch.changed.iter()).any(|o| o.rel == Path::new("sub/a.png.xmp")) {
+            store.cancel_scans(lib).expect("cancel");
+        }
+    });
+    let cut = support::scan_now_with(&env, lib, "", config);
+    assert_eq!(cut.state, RunState::Cancelled);
+    // Its asset is held pending by the cut run until a completion publishes it.
+    let rating: Option<i64> = env
+        .raw()
+        .query_row(
+            "SELECT a.rating FROM assets a JOIN files f ON f.asset_id = a.id
+              WHERE f.rel_path = CAST('sub/a.png' AS BLOB)",
+            [],
+            |r| r.get(0),
+        )
+        .expect("the photo's row");
+    assert_eq!(rating, Some(4), "read with its sidecar");
+
+    std::fs::remove_file(&sidecar).expect("rm");
+    support::scan_now(&env, lib, "");
+    let a = asset(&env, "sub/a.png");
+    assert_eq!(
+        (a.facts.notes.rating, a.facts.notes.title.as_deref()),
+        (None, None),
+        "the deleted sidecar's facts are gone"
+    );
+    assert!(a.facts.notes.tags.is_empty(), "{:?}", a.facts.notes.tags);
+
+    // A run that is not cut leaves no mark behind: its later batch stored the sidecar and
+    // read the photo again, and the next scan reads nothing.
+    support::photo(&root.join("sub/b.png"), 2);
+    write_at(
+        &root.join("sub/b.png.xmp"),
+        &xmp(3, &[], "B", ""),
+        1_600_000_000,
+    );
+    let whole = support::scan_now_with(&env, lib, "", one_per_batch(|_| {}));
+    assert_eq!(whole.state, RunState::Completed);
+    assert_eq!(asset(&env, "sub/b.png").facts.notes.rating, Some(3));
+    let next = support::scan_now(&env, lib, "");
+    let reasons = reasons_of(&env, next.id);
+    assert!(
+        reasons.iter().all(|(p, _)| *p == Provenance::Unchanged),
+        "{reasons:?}"
+    );
+}
