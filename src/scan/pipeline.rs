@@ -22,7 +22,9 @@
 //! makes the diff read its photo again (reason `sidecar`) when the walk leaves their folder,
 //! whichever of the two it met first and whichever batch took each; the batch that takes a
 //! new or changed one names its photos for the store to mark in that commit, so a run that
-//! ends before their re-read loses no edit (`Batch::read_again`). A file the store marked
+//! ends before their re-read loses no edit (`Batch::read_again`); each photo read says
+//! which sidecar and JSON its facts come from (`Observed::beside_from`), for the store to
+//! mark one whose sidecar has no row yet (issue 25 finding 15). A file the store marked
 //! (back from the trash, or its sidecar's mark) is read though unchanged. Each batch names
 //! the rows of the files it read that the store listed present (`Batch::known_present`),
 //! so that the writer does not write back one a move settled after the read.

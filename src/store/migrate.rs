@@ -128,6 +128,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "beside per copy",
         sql: include_str!("../../schema/0022_beside_per_copy.sql"),
     },
+    Migration {
+        version: 23,
+        name: "move counter",
+        sql: include_str!("../../schema/0023_move_counter.sql"),
+    },
 ];
 
 pub(super) fn migrate(

@@ -1387,3 +1387,45 @@ fn keep_trashes_the_others_under_the_lease_and_carries_on_after_a_crash() {
     );
     assert!(lib.path(b"a.png").exists());
 }
+
+// ---- issue 25: a move number is never issued twice ---------------------------------------
+
+/// A library's removal takes its journal rows with it; a move number must not come back with
+/// them. Here the photo's trash folder in the removed library's root (`<asset>-<move>/`) is
+/// still on disk when the folder is added again and the photo found there by a scan of that
+/// file alone (a watcher's; a full scan would adopt the trash folder): the next trash of the
+/// photo gets a fresh number and moves both copies, instead of meeting that folder's file.
+#[test]
+fn a_move_after_a_library_was_removed_gets_a_fresh_number_and_trashes() {
+    let env = env();
+    let b = library(&env, &[("b.png", 1)]);
+    let x = b.asset(&env.store, "b.png");
+    let original = support::digest(&b.root.join("b.png"));
+    mediadex::trash::trash(&env.store, x).expect("trash");
+    let first = support::trashed_to(&env.store, &b.root, x, "b.png");
+    // The user saves the photo in a second library: its scan brings the asset back.
+    let other = env.dir.path().join("other");
+    photo(&other.join("a.png"), 1);
+    let a = std::fs::canonicalize(&other).expect("canon");
+    let a_id = mediadex::app::add_library(&env.store, "other", &a.to_string_lossy())
+        .expect("add")
+        .id;
+    scan_now(&env, a_id, "");
+    assert!(!trashed(&env.store, x), "the copy brought it back");
+
+    env.store.remove_library(b.id).expect("remove");
+    let again = mediadex::app::add_library(&env.store, "photos", &b.root.to_string_lossy())
+        .expect("add again")
+        .id;
+    std::fs::copy(&first, b.root.join("b.png")).expect("copy back");
+    scan_now(&env, again, "b.png");
+
+    assert_eq!(
+        mediadex::trash::trash(&env.store, x).expect("the next trash"),
+        MoveOutcome::Trashed
+    );
+    let second = support::trashed_to(&env.store, &b.root, x, "b.png");
+    assert_ne!(first, second, "a move number was issued twice");
+    assert_eq!(support::digest(&second), original);
+    assert_eq!(support::digest(&first), original, "never touched");
+}
