@@ -1943,9 +1943,13 @@ fn defect_7_a_walk_that_ended_stamped_every_restored_asset() {
     replay(7, 11, 212);
 }
 
+/// Seed 2 step 196 found it first; since the knobs added after, that schedule no longer
+/// meets it. Seed 9 step 34 (three copies, one with a sidecar) fails with the fix weakened
+/// (`store::sidecars::follow_first` doing nothing: "a/s2.png: asset 2 says rating/title
+/// (None, None), its sidecar says (Some(5), Some("t3"))").
 #[test]
 fn finding_13_an_assets_facts_follow_the_sidecar_of_its_file() {
-    replay(13, 2, 196);
+    replay(13, 9, 34);
 }
 
 #[test]

@@ -580,3 +580,39 @@ fn a_sidecar_whose_row_a_cut_run_never_wrote_is_missed_when_it_is_deleted() {
         "{reasons:?}"
     );
 }
+
+/// Finding 13: copies in two libraries. The asset shows the sidecar of its copy in the
+/// library added first; once that library is removed, the other copy's.
+#[test]
+fn an_asset_whose_first_copy_goes_with_its_library_takes_the_other_copy_s_sidecar() {
+    let env = env();
+    let (first_lib, first) = library(&env, "first");
+    let (second_lib, second) = library(&env, "second");
+    support::photo(&first.join("p.png"), 1);
+    write_at(
+        &first.join("p.png.xmp"),
+        &xmp(4, &["Paris"], "A", ""),
+        1_600_000_000,
+    );
+    support::photo(&second.join("p.png"), 1);
+    write_at(
+        &second.join("p.png.xmp"),
+        &xmp(2, &["Lyon"], "B", ""),
+        1_600_000_000,
+    );
+    support::scan_now(&env, second_lib, "");
+    support::scan_now(&env, first_lib, "");
+    let facts = |a: &Asset| (a.facts.notes.rating, a.facts.notes.title.clone());
+    let both = asset(&env, "p.png");
+    assert_eq!(
+        facts(&both),
+        (Some(4), Some("A".into())),
+        "the first library's copy"
+    );
+
+    env.store.remove_library(first_lib).expect("remove");
+    let left = asset(&env, "p.png");
+    assert_eq!(left.id, both.id);
+    assert_eq!(facts(&left), (Some(2), Some("B".into())), "the copy left");
+    assert_eq!(left.facts.notes.tags, ["Lyon"]);
+}
