@@ -233,6 +233,12 @@ pub struct IngestBatch {
     /// Row ids of the `items` the store listed present when the scan met them: one that
     /// is missing now was settled by a move after the read, and is not written back.
     pub known_present: Vec<i64>,
+    /// Library-relative paths of photos among `items` with the sidecars and Takeout JSONs
+    /// their facts were read from: a photo one of whose files the store has no present row
+    /// for after this batch is marked to be read again (`files.read_again`), so that a run
+    /// cut before that file's own batch commits leaves no facts nothing would take away
+    /// when the file goes (issue 25 finding 15).
+    pub read_with: Vec<(Vec<u8>, Vec<Vec<u8>>)>,
     pub unchanged: u64,
     pub problems: Vec<RunProblem>,
 }

@@ -8,7 +8,8 @@
 //! video in it (`Listings`), and only names that are there are opened: no probe per
 //! candidate name, no listing for an unchanged file. The naming rules and the parsers are
 //! `media::sidecar` and `media::takeout`, the merge `media::beside`; this module only finds
-//! and reads. A sidecar that does not parse is that file's problem, never the photo's.
+//! and reads. A sidecar that does not parse is that file's problem, never the photo's. A
+//! read says which files its facts come from (`Found::from`).
 //! Reads only; must not write anything.
 
 use crate::media::beside::Beside;
@@ -96,23 +97,35 @@ pub fn is_beside(name: &str) -> bool {
     sidecar::is_sidecar(name) || name.ends_with(".json")
 }
 
+/// What `read` found beside a photo.
+#[derive(Debug, Default)]
+pub struct Found {
+    pub beside: Beside,
+    /// The library-relative paths of the sidecar and JSON that `beside` comes from: the
+    /// photo's facts change when one of them goes, so the store must know each of them
+    /// (issue 25 finding 15).
+    pub from: Vec<PathBuf>,
+    /// Those that could not be read or parsed, each at its own path with its error.
+    pub problems: Vec<(PathBuf, String)>,
+}
+
 /// What lies beside the picture or video at `rel` (library-relative) under `root`: its best
 /// sidecar that parses (`photo.ext.xmp` before `photo.xmp`) and its Takeout JSON, with the
 /// problems of those that could not be read or parsed, each at its own path.
-pub fn read(root: &Path, rel: &Path, listings: &Listings) -> (Beside, Vec<(PathBuf, String)>) {
-    let mut problems = Vec::new();
+pub fn read(root: &Path, rel: &Path, listings: &Listings) -> Found {
+    let mut found = Found::default();
     let (Some(name), Some(dir)) = (rel.file_name().and_then(|n| n.to_str()), rel.parent()) else {
-        return (Beside::default(), problems);
+        return found;
     };
     let folder = listings.folder(&root.join(dir));
     let Some(names) = folder.as_ref().as_ref().map(|l| &l.names) else {
-        return (Beside::default(), problems);
+        return found;
     };
     if names.is_empty() {
-        return (Beside::default(), problems);
+        return found;
     }
     let there = |c: &String| names.contains(c.as_str());
-    let mut beside = Beside::default();
+    let (beside, problems) = (&mut found.beside, &mut found.problems);
     for candidate in sidecar::candidates(name).iter().filter(|c| there(c)) {
         let at = dir.join(candidate);
         let parsed = load(&root.join(&at), sidecar::MAX_SIDECAR)
@@ -120,6 +133,7 @@ pub fn read(root: &Path, rel: &Path, listings: &Listings) -> (Beside, Vec<(PathB
         match parsed {
             Ok(Some(Ok(facts))) => {
                 beside.sidecar = Some(facts);
+                found.from.push(at);
                 break;
             }
             Ok(Some(Err(e))) | Err(e) => problems.push((at, e)),
@@ -133,14 +147,17 @@ pub fn read(root: &Path, rel: &Path, listings: &Listings) -> (Beside, Vec<(PathB
         let at = dir.join(&json);
         match load(&root.join(&at), takeout::MAX_JSON) {
             Ok(Some(bytes)) => match takeout::parse(&bytes) {
-                Ok(facts) => beside.takeout = Some(facts),
+                Ok(facts) => {
+                    beside.takeout = Some(facts);
+                    found.from.push(at);
+                }
                 Err(e) => problems.push((at, e.to_string())),
             },
             Ok(None) => {}
             Err(e) => problems.push((at, e)),
         }
     }
-    (beside, problems)
+    found
 }
 
 /// The file's bytes, up to one more than `max` (so that the parser sees it is too large);
@@ -338,16 +355,26 @@ mod tests {
         std::fs::write(dir.path().join("q.xmp"), xmp(2)).expect("write");
         std::fs::write(dir.path().join("q.jpg.json"), "{\"title\": 3}").expect("write");
         let listings = Listings::default();
-        let (p, problems) = read(dir.path(), Path::new("p.jpg"), &listings);
+        let Found {
+            beside: p,
+            from,
+            problems,
+        } = read(dir.path(), Path::new("p.jpg"), &listings);
         assert_eq!(
             p.sidecar.and_then(|s| s.rating),
             Some(5),
             "photo.ext.xmp wins"
         );
         assert!(problems.is_empty(), "{problems:?}");
-        let (q, problems) = read(dir.path(), Path::new("q.jpg"), &listings);
+        assert_eq!(from, [Path::new("p.jpg.xmp")], "what the facts come from");
+        let Found {
+            beside: q,
+            from,
+            problems,
+        } = read(dir.path(), Path::new("q.jpg"), &listings);
         assert_eq!(q.sidecar.and_then(|s| s.rating), Some(2));
         assert_eq!(q.takeout, None);
+        assert_eq!(from, [Path::new("q.xmp")], "not the corrupt ones");
         let at: Vec<&Path> = problems.iter().map(|(p, _)| p.as_path()).collect();
         assert_eq!(at, [Path::new("q.jpg.xmp"), Path::new("q.jpg.json")]);
         assert!(problems[0].1.contains("cut short"), "{problems:?}");

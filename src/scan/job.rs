@@ -360,6 +360,13 @@ impl Sink for LeaseSink<'_> {
         // Problems are written with the batch that met them, never held for a later write.
         if !batch.changed.is_empty() || !batch.reclaim.is_empty() || !batch.problems.is_empty() {
             let scheme = self.content_hash_scheme;
+            let read_with = (batch.changed.iter())
+                .filter(|o| !o.beside_from.is_empty())
+                .map(|o| {
+                    let from = o.beside_from.iter().map(|p| path_to_bytes(p)).collect();
+                    (path_to_bytes(&o.rel), from)
+                })
+                .collect();
             let ingest = IngestBatch {
                 problems: batch.problems.iter().map(run_problem).collect(),
                 items: (batch.changed.into_iter())
@@ -368,6 +375,7 @@ impl Sink for LeaseSink<'_> {
                 reclaim: batch.reclaim,
                 read_again: batch.read_again.iter().map(|p| path_to_bytes(p)).collect(),
                 known_present: batch.known_present,
+                read_with,
                 unchanged: std::mem::take(&mut self.unchanged),
             };
             self.write(|s, l| s.ingest_batch_counting(l, library_id, ingest, &progress))?;

@@ -22,7 +22,9 @@
 //! makes the diff read its photo again (reason `sidecar`) when the walk leaves their folder,
 //! whichever of the two it met first and whichever batch took each; the batch that takes a
 //! new or changed one names its photos for the store to mark in that commit, so a run that
-//! ends before their re-read loses no edit (`Batch::read_again`). A file the store marked
+//! ends before their re-read loses no edit (`Batch::read_again`); each photo read says
+//! which sidecar and JSON its facts come from (`Observed::beside_from`), for the store to
+//! mark one whose sidecar has no row yet (issue 25 finding 15). A file the store marked
 //! (back from the trash, or its sidecar's mark) is read though unchanged. Each batch names
 //! the rows of the files it read that the store listed present (`Batch::known_present`),
 //! so that the writer does not write back one a move settled after the read.
@@ -116,6 +118,8 @@ pub struct Observed {
     /// The sidecars or Takeout JSONs beside it that could not be read or parsed, each at its
     /// own path with its error: their problems, never the photo's.
     pub beside_problems: Vec<(PathBuf, String)>,
+    /// The sidecar and Takeout JSON its facts come from (library-relative).
+    pub beside_from: Vec<PathBuf>,
     /// Whether another name in its folder may share its stem (`beside::Listings::namesake`).
     pub namesake: bool,
 }
@@ -850,11 +854,10 @@ fn observe(
         Ok(mut read) => {
             // The date chain after everything the file itself says: its sidecar's, then its
             // Takeout JSON's (with the notes), then the name's, then the mtime.
-            let (mut beside_problems, mut namesake) = (Vec::new(), true);
+            let (mut found, mut namesake) = (beside::Found::default(), true);
             if read.facts.kind.is_some_and(|k| k != MediaKind::Other) {
-                let (found, problems) = beside::read(root, &rel, listings);
-                media::beside::apply(&mut read.facts, &found);
-                beside_problems = problems;
+                found = beside::read(root, &rel, listings);
+                media::beside::apply(&mut read.facts, &found.beside);
                 namesake = listings.namesake(root, &rel);
             }
             let name = rel.file_name().map(|n| n.to_string_lossy());
@@ -871,7 +874,8 @@ fn observe(
                 content_hash: Some(read.content_hash),
                 error: read.facts.error.clone(),
                 facts: Some(read.facts),
-                beside_problems,
+                beside_problems: found.problems,
+                beside_from: found.from,
                 namesake,
             };
             (observed, read.times)
@@ -887,6 +891,7 @@ fn observe(
                 facts: None,
                 error: Some(format!("cannot read: {e}")),
                 beside_problems: Vec::new(),
+                beside_from: Vec::new(),
                 namesake: true,
             };
             (observed, ReadTimes::default())

@@ -10,7 +10,7 @@
 //! (`ops::check`).
 
 use super::assets::{LOCAL_OWNER, insert};
-use super::trash::{MOVE_ATTEMPTS, next_move};
+use super::trash::{MOVE_ATTEMPTS, next_move, saw_move};
 use super::{Store, StoreError, parse_col};
 use crate::model::{
     Adopted, Adoption, CheckedFile, FileStamp, MOVE_JOB_KIND, OrphanedMove, StrandedAsset,
@@ -217,13 +217,16 @@ pub(super) fn adopt_all(conn: &Connection, all: &[Adoption], now: i64) -> Result
     Ok(n)
 }
 
-/// The move id of a new adoption: above every move id in the journal and at least the one
-/// its trash folder names (`<asset id>-<move id>`, `model::trash_place`), so that no later
-/// move of this index is given a folder name the set-aside index already used.
+/// The move id of a new adoption: above every move id issued and at least the one its
+/// trash folder names (`<asset id>-<move id>`, `model::trash_place`), which the counter
+/// then passes, so that no later move of this index is given a folder name the set-aside
+/// index already used.
 fn adopted_move(conn: &Connection, a: &Adoption) -> Result<i64, StoreError> {
     let next = next_move(conn)?;
     let named = trash_place(&a.trash_path).and_then(|p| p.move_id);
-    Ok(named.map_or(next, |m| m.max(next)))
+    let id = named.map_or(next, |m| m.max(next));
+    saw_move(conn, id)?;
+    Ok(id)
 }
 
 /// The file row and the done trash intent of an adopted file of asset `id`, in move

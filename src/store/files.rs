@@ -2,9 +2,10 @@
 //! (with what a present file's asset needs: restored from the trash, or claimed afresh),
 //! ingest batches (file rows, asset claims, a Live Photo's pairing (`motion`), the RAW+JPEG
 //! pairing of a file read (`stacks`), the restore of unchanged files' trashed assets, the
-//! refresh of a kept asset's sidecar facts, the mark of a photo whose sidecar changed to be
-//! read again (`files.read_again`, which a read clears), progress, reason counts and the
-//! run's problems in one transaction under the scan lease),
+//! refresh of a read asset's sidecar facts (from its first copy's, `sidecars`), the mark
+//! of a photo to be read again (`files.read_again`, which a read clears) whose sidecar
+//! changed or whose sidecar has no row yet, progress, reason counts and the run's
+//! problems in one transaction under the scan lease),
 //! progress with the count of unchanged files (which cost no row of their own), and the end
 //! of a full scan (missing files from what the walk found gone, except rows a restore
 //! brought back during the run; orphaned assets, and live assets no present file shows
@@ -73,17 +74,22 @@ const INSERT_FILE: &str = "
                        asset_id, state, last_reason, error, first_seen_run, last_seen_run)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'present', ?9, ?10, ?11, ?11)";
 /// A processed file the library had a row for, with the link `ingest_one` decided. The
-/// read is the one `read_again` asked for.
+/// read is the one `read_again` asked for. A file read lends its asset nothing until
+/// `sidecars::read_copy` finds it one of several copies (migration 0022); one that could
+/// not be read (?11 false) keeps its link and what it lent.
 const UPDATE_FILE: &str = "
     UPDATE files SET rel_path_text = ?2, size = ?3, mtime_ns = ?4, dev = ?5, inode = ?6,
                      asset_id = ?7, state = 'present', last_reason = ?8,
-                     error = ?9, last_seen_run = ?10, missing_since = NULL, read_again = NULL
+                     error = ?9, last_seen_run = ?10, missing_since = NULL, read_again = NULL,
+                     beside = CASE WHEN ?11 THEN NULL ELSE beside END
      WHERE id = ?1";
 /// A known photo whose sidecar's new stamp this batch stores: its re-read may come in a
 /// later batch or run (migration 0021). A mark already there stays (either reads it).
 const MARK_READ_AGAIN: &str = "
     UPDATE files SET read_again = 'sidecar'
      WHERE library_id = ?1 AND rel_path = ?2 AND state = 'present' AND read_again IS NULL";
+/// Whether the library has a present row at ?2.
+const PRESENT_AT: &str = "SELECT EXISTS (SELECT 1 FROM files WHERE library_id = ?1 AND rel_path = ?2 AND state = 'present')";
 /// The live assets of the library's missing rows that no move is moving (no pending intent,
 /// no live move job: a trash between its renames and its flip looks the same): candidates
 /// for `trash_if_orphan`, which checks that no present file shows them. Read through the
@@ -291,8 +297,9 @@ fn write_row(
         ])?;
         return Ok(conn.last_insert_rowid());
     };
+    let read = item.checksum.is_some();
     conn.prepare_cached(UPDATE_FILE)?.execute(params![
-        id, text, size, mtime, dev, inode, asset, reason, error, run_id
+        id, text, size, mtime, dev, inode, asset, reason, error, run_id, read
     ])?;
     Ok(id)
 }
@@ -326,11 +333,6 @@ fn claim_read(
     if let (Some(content), Claim::Kept | Claim::Duplicate | Claim::Restored) = (content, claimed.1)
     {
         super::assets::stamp_content(conn, claimed.0, content)?;
-    }
-    // A read of the asset's own file brings what lies beside it now (a sidecar created,
-    // changed or deleted since); a duplicate's file leaves the asset as its first file has it.
-    if let (Some(facts), Claim::Kept | Claim::Restored) = (&item.facts, claimed.1) {
-        super::sidecars::refresh(conn, claimed.0, facts)?;
     }
     Ok(Some(claimed))
 }
@@ -375,10 +377,18 @@ pub(super) fn ingest_one(
         let facts = item.facts.as_ref();
         stacks::pair(conn, library_id, file_id, namesakes, facts, row.is_some())?;
     }
-    if let Some(old) = previous.filter(|old| Some(*old) != asset_id) {
-        trash_if_orphan(conn, old, TrashReason::Replaced, now)?;
+    if let Some(old) = previous.filter(|old| Some(*old) != asset_id)
+        && !trash_if_orphan(conn, old, TrashReason::Replaced, now)?
+    {
+        super::sidecars::follow_first(conn, old)?;
     }
     if let (Some((id, claim)), Some(facts)) = (claimed, &item.facts) {
+        // A read of a file brings what lies beside it now (a sidecar created, changed or
+        // deleted since) to its asset, or to its copy's share of it (finding 13).
+        if matches!(claim, Claim::Kept | Claim::Restored | Claim::Duplicate) {
+            let joined = claim == Claim::Duplicate;
+            super::sidecars::read_copy(conn, id, file_id, facts, joined)?;
+        }
         // A created asset was inserted with these facts already.
         if !matches!(claim, Claim::Created | Claim::Recreated) {
             super::motion::stamp(conn, id, facts)?;
@@ -409,7 +419,11 @@ fn reclaim(
     let Some(id) = asset.flatten() else {
         return Ok(None);
     };
-    Ok(restore(conn, id)?.then_some(ItemOutcome {
+    if !restore(conn, id)? {
+        return Ok(None);
+    }
+    super::sidecars::follow_first(conn, id)?;
+    Ok(Some(ItemOutcome {
         file_id,
         asset_id: Some(id),
         claim: Claim::Restored,
@@ -449,6 +463,30 @@ fn mark_read_again(
         stmt.execute(params![library_id, path])?;
     }
     Ok(())
+}
+
+/// Marks the photos of `read_with` to be read again whose facts come from a sidecar or
+/// JSON that has no present row after the batch's items (issue 25 finding 15): its row
+/// comes in a later batch, and a run cut before that commits would leave the photo with
+/// facts that nothing takes away when the file goes (a gone file is known by its row).
+/// A later batch of the same run that stores it reads the photo again and clears the
+/// mark; a photo read in the file's own batch is not marked.
+fn mark_read_with_unknown(
+    conn: &Connection,
+    library_id: i64,
+    read_with: &[(Vec<u8>, Vec<Vec<u8>>)],
+) -> Result<(), StoreError> {
+    let mut present = conn.prepare_cached(PRESENT_AT)?;
+    let mut unknown = Vec::new();
+    for (photo, from) in read_with {
+        for path in from {
+            if !present.query_row(params![library_id, path], |r| r.get::<_, bool>(0))? {
+                unknown.push(photo.clone());
+                break;
+            }
+        }
+    }
+    mark_read_again(conn, library_id, &unknown)
 }
 
 /// How many of the unseen files and of the files below vanished directories run `run_id`
@@ -507,7 +545,12 @@ fn mark_missing(
     candidates.dedup();
     let mut trashed = 0;
     for id in candidates {
-        trashed += u64::from(trash_if_orphan(conn, id, TrashReason::Missing, now)?);
+        if trash_if_orphan(conn, id, TrashReason::Missing, now)? {
+            trashed += 1;
+        } else {
+            // A copy went: the asset takes the sidecar facts of its first one left.
+            super::sidecars::follow_first(conn, id)?;
+        }
     }
     Ok((files, trashed))
 }
@@ -670,6 +713,7 @@ impl Store {
                 }
                 report.items.push(outcome);
             }
+            mark_read_with_unknown(conn, library_id, &batch.read_with)?;
             for file_id in batch.reclaim {
                 report
                     .items

@@ -107,7 +107,7 @@ impl Store {
     /// Forgets a library: its files, scan runs, admission keys and journal rows go by
     /// cascade, and so do the assets no other library shows. An asset its runs held pending
     /// that another library shows is published (`pending::settle`): no run of the library
-    /// is left to. A worker still scanning it finds its lease gone at its next fenced write
+    /// is left to; one still shown takes the sidecar facts of its first copy left. A worker still scanning it finds its lease gone at its next fenced write
     /// and stops. Files on disk are untouched. Returns how many assets were forgotten.
     pub fn remove_library(&self, id: i64) -> Result<u64, StoreError> {
         self.write(move |conn, now| {
@@ -125,7 +125,12 @@ impl Store {
             }
             let mut gone = 0;
             for asset in assets {
-                gone += u64::from(super::pending::settle(conn, asset, now)?);
+                if super::pending::settle(conn, asset, now)? {
+                    gone += 1;
+                } else {
+                    // A copy in another library is left: its sidecar's facts (finding 13).
+                    super::sidecars::follow_first(conn, asset)?;
+                }
             }
             Ok(gone)
         })

@@ -123,6 +123,16 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "read again",
         sql: include_str!("../../schema/0021_read_again.sql"),
     },
+    Migration {
+        version: 22,
+        name: "beside per copy",
+        sql: include_str!("../../schema/0022_beside_per_copy.sql"),
+    },
+    Migration {
+        version: 23,
+        name: "move counter",
+        sql: include_str!("../../schema/0023_move_counter.sql"),
+    },
 ];
 
 pub(super) fn migrate(

@@ -7,7 +7,9 @@
 //! see: a Live Photo's clip and a stack's RAWs follow the shown photo into the trash (intents
 //! of their own assets in its move) and come back with it. The file
 //! moves themselves are the caller's (`crate::trash`). A move is named by its move id (never
-//! by the time it began: a clock may answer the same millisecond for two moves).
+//! by the time it began: a clock may answer the same millisecond for two moves), taken from
+//! a counter that never goes back (migration 0023), not from the journal, whose rows a
+//! library's removal deletes.
 
 use super::assets::{restore, state, trash};
 use super::jobs::complete;
@@ -49,7 +51,11 @@ const PENDING: &str = concat!(
     " FROM trash_intents WHERE state = 'pending' ORDER BY move_id, id"
 );
 /// One number per begin call, above every move id in the journal (old rows included).
-const NEXT_MOVE: &str = "SELECT coalesce(max(move_id), 0) + 1 FROM trash_intents";
+/// The next move number (migration 0023): never one issued before, whatever rows a library's
+/// removal took from the journal.
+const NEXT_MOVE: &str = "UPDATE move_counter SET last = last + 1 RETURNING last";
+/// Raises the counter to at least ?1, a number a trash folder names.
+const SEEN_MOVE: &str = "UPDATE move_counter SET last = max(last, ?1)";
 const HAS_PENDING: &str =
     "SELECT 1 FROM trash_intents WHERE asset_id = ?1 AND state = 'pending' LIMIT 1";
 /// The move's job, already running under the lease of the process that begins it. The
@@ -274,11 +280,18 @@ fn insert_intent(
         .query_row(row, intent_from_row)?)
 }
 
-/// The id of a move begun in this transaction: above every move id in the journal.
+/// The id of a move begun in this transaction: above every move id ever issued.
 pub(super) fn next_move(conn: &Connection) -> Result<i64, StoreError> {
     Ok(conn
         .prepare_cached(NEXT_MOVE)?
         .query_row([], |r| r.get(0))?)
+}
+
+/// Records that move number `id` is taken (an adopted trash folder names it): no later
+/// move is given it or one below.
+pub(super) fn saw_move(conn: &Connection, id: i64) -> Result<(), StoreError> {
+    conn.prepare_cached(SEEN_MOVE)?.execute([id])?;
+    Ok(())
 }
 
 /// Writes move `move_id`'s job under this process's lease, then its intents.

@@ -4,7 +4,8 @@
 //! sidecar as its own problem, and nothing written into any of those files. A sidecar edit
 //! is never lost (issue 25 defects 4 and 5): not by a run that ends between the sidecar's
 //! batch and its photo's, nor by a scan of the sidecar alone, nor while its photo is in the
-//! trash.
+//! trash. An asset shown by byte copies has the sidecar facts of its present copy of the
+//! lowest library and path, again when that copy goes (issue 25, finding 13).
 
 use crate::support::{self, Env, env};
 use mediadex::model::{Asset, Provenance, RunState};
@@ -412,4 +413,206 @@ fn a_sidecar_changed_while_its_photo_is_in_the_trash_is_applied_once_the_photo_i
         "the edit made while it was away"
     );
     assert_eq!(back.facts.notes.tags, ["Lyon"]);
+}
+
+/// Finding 13 (issue 25's simulation): an asset shows the facts of the sidecar of one present
+/// file of its bytes, the one of the lowest library and path, whatever order the copies came
+/// in, and again when that copy goes or another comes before it.
+#[test]
+fn an_asset_shown_by_copies_has_the_sidecar_facts_of_its_first_present_copy() {
+    let env = env();
+    let (lib, root) = library(&env, "photos");
+    // Enough other files that the deleted copies stay under the circuit breaker's share.
+    for i in 0..6 {
+        support::photo(&root.join(format!("other/{i}.png")), 10 + i);
+    }
+    support::photo(&root.join("b.png"), 1);
+    write_at(
+        &root.join("b.png.xmp"),
+        &xmp(2, &["Lyon"], "B", ""),
+        1_600_000_000,
+    );
+    support::scan_now(&env, lib, "");
+    let first = asset(&env, "b.png");
+    assert_eq!(first.facts.notes.title.as_deref(), Some("B"));
+
+    // A copy that comes before it in path order, with a sidecar of its own, gives its facts.
+    std::fs::copy(root.join("b.png"), root.join("a.png")).expect("copy");
+    write_at(
+        &root.join("a.png.xmp"),
+        &xmp(4, &["Paris"], "A", DATED),
+        1_600_000_000,
+    );
+    support::scan_now(&env, lib, "");
+    let both = asset(&env, "a.png");
+    assert_eq!(both.id, first.id, "one asset for the two copies");
+    let facts = |a: &Asset| (a.facts.notes.rating, a.facts.notes.title.clone());
+    assert_eq!(facts(&both), (Some(4), Some("A".into())), "a.png's sidecar");
+    assert_eq!(both.facts.notes.tags, ["Paris"]);
+    assert_eq!(
+        both.facts.taken_at_source.map(|s| s.as_str()),
+        Some("sidecar")
+    );
+
+    // That copy deleted: the other's sidecar, its date and tags included.
+    std::fs::remove_file(root.join("a.png")).expect("rm");
+    support::scan_now(&env, lib, "");
+    let left = asset(&env, "b.png");
+    assert_eq!(left.id, first.id);
+    assert_eq!(facts(&left), (Some(2), Some("B".into())), "b.png's sidecar");
+    assert_eq!(left.facts.notes.tags, ["Lyon"]);
+    assert_eq!(
+        left.facts.taken_at_source.map(|s| s.as_str()),
+        Some("mtime")
+    );
+
+    // A copy without a sidecar before it: nothing beside the first copy, no notes.
+    std::fs::copy(root.join("b.png"), root.join("a0.png")).expect("copy");
+    support::scan_now(&env, lib, "");
+    assert_eq!(
+        facts(&asset(&env, "a0.png")),
+        (None, None),
+        "a0.png has no sidecar"
+    );
+}
+
+/// Finding 13: a copy that brings back an asset trashed as missing gives it its own sidecar's
+/// facts, not those the asset had when it went.
+#[test]
+fn a_copy_that_brings_an_asset_back_from_the_trash_gives_it_its_own_sidecar_s_facts() {
+    let env = env();
+    let (lib, root) = library(&env, "photos");
+    for i in 0..12 {
+        support::photo(&root.join(format!("other/{i}.png")), 10 + i);
+    }
+    support::photo(&root.join("a.png"), 1);
+    write_at(
+        &root.join("a.png.xmp"),
+        &xmp(4, &["Paris"], "A", ""),
+        1_600_000_000,
+    );
+    support::scan_now(&env, lib, "");
+    let first = asset(&env, "a.png");
+    std::fs::rename(root.join("a.png"), env.dir.path().join("kept.png")).expect("away");
+    std::fs::remove_file(root.join("a.png.xmp")).expect("rm");
+    support::scan_now(&env, lib, "");
+    let gone = env.store.asset(first.id).expect("read").expect("row");
+    assert!(gone.trashed_at.is_some(), "trashed as missing");
+
+    std::fs::rename(env.dir.path().join("kept.png"), root.join("b.png")).expect("back");
+    write_at(
+        &root.join("b.png.xmp"),
+        &xmp(2, &["Lyon"], "B", ""),
+        1_600_000_000,
+    );
+    support::scan_now(&env, lib, "");
+    let back = asset(&env, "b.png");
+    assert_eq!(back.id, first.id, "the same asset, restored");
+    assert_eq!(
+        (back.facts.notes.rating, back.facts.notes.title.as_deref()),
+        (Some(2), Some("B"))
+    );
+    assert_eq!(back.facts.notes.tags, ["Lyon"]);
+}
+
+/// Finding 15 (issue 25's simulation, seed 36 step 975): a photo read with a new sidecar by
+/// a run cut after the photo's batch committed and before the sidecar's own row did. The
+/// sidecar deleted then, the next full scan must take its facts away, though it never had a
+/// row to miss.
+#[test]
+fn a_sidecar_whose_row_a_cut_run_never_wrote_is_missed_when_it_is_deleted() {
+    let env = env();
+    let (lib, root) = library(&env, "photos");
+    for i in 0..6 {
+        support::photo(&root.join(format!("other/{i}.png")), 10 + i);
+    }
+    support::scan_now(&env, lib, "");
+    support::photo(&root.join("sub/a.png"), 1);
+    let sidecar = root.join("sub/a.png.xmp");
+    write_at(&sidecar, &xmp(4, &["Paris"], "Tower", ""), 1_600_000_000);
+    let store = env.store.clone();
+    // The run is cut (a cancel; a lost lease or a crash the same) before the batch with the
+    // sidecar's own row commits; the photo's batch before it has committed.
+    let config = one_per_batch(move |batch| {
+        if (batch.changed.iter()).any(|o| o.rel == Path::new("sub/a.png.xmp")) {
+            store.cancel_scans(lib).expect("cancel");
+        }
+    });
+    let cut = support::scan_now_with(&env, lib, "", config);
+    assert_eq!(cut.state, RunState::Cancelled);
+    // Its asset is held pending by the cut run until a completion publishes it.
+    let rating: Option<i64> = env
+        .raw()
+        .query_row(
+            "SELECT a.rating FROM assets a JOIN files f ON f.asset_id = a.id
+              WHERE f.rel_path = CAST('sub/a.png' AS BLOB)",
+            [],
+            |r| r.get(0),
+        )
+        .expect("the photo's row");
+    assert_eq!(rating, Some(4), "read with its sidecar");
+
+    std::fs::remove_file(&sidecar).expect("rm");
+    support::scan_now(&env, lib, "");
+    let a = asset(&env, "sub/a.png");
+    assert_eq!(
+        (a.facts.notes.rating, a.facts.notes.title.as_deref()),
+        (None, None),
+        "the deleted sidecar's facts are gone"
+    );
+    assert!(a.facts.notes.tags.is_empty(), "{:?}", a.facts.notes.tags);
+
+    // A run that is not cut leaves no mark behind: its later batch stored the sidecar and
+    // read the photo again, and the next scan reads nothing.
+    support::photo(&root.join("sub/b.png"), 2);
+    write_at(
+        &root.join("sub/b.png.xmp"),
+        &xmp(3, &[], "B", ""),
+        1_600_000_000,
+    );
+    let whole = support::scan_now_with(&env, lib, "", one_per_batch(|_| {}));
+    assert_eq!(whole.state, RunState::Completed);
+    assert_eq!(asset(&env, "sub/b.png").facts.notes.rating, Some(3));
+    let next = support::scan_now(&env, lib, "");
+    let reasons = reasons_of(&env, next.id);
+    assert!(
+        reasons.iter().all(|(p, _)| *p == Provenance::Unchanged),
+        "{reasons:?}"
+    );
+}
+
+/// Finding 13: copies in two libraries. The asset shows the sidecar of its copy in the
+/// library added first; once that library is removed, the other copy's.
+#[test]
+fn an_asset_whose_first_copy_goes_with_its_library_takes_the_other_copy_s_sidecar() {
+    let env = env();
+    let (first_lib, first) = library(&env, "first");
+    let (second_lib, second) = library(&env, "second");
+    support::photo(&first.join("p.png"), 1);
+    write_at(
+        &first.join("p.png.xmp"),
+        &xmp(4, &["Paris"], "A", ""),
+        1_600_000_000,
+    );
+    support::photo(&second.join("p.png"), 1);
+    write_at(
+        &second.join("p.png.xmp"),
+        &xmp(2, &["Lyon"], "B", ""),
+        1_600_000_000,
+    );
+    support::scan_now(&env, second_lib, "");
+    support::scan_now(&env, first_lib, "");
+    let facts = |a: &Asset| (a.facts.notes.rating, a.facts.notes.title.clone());
+    let both = asset(&env, "p.png");
+    assert_eq!(
+        facts(&both),
+        (Some(4), Some("A".into())),
+        "the first library's copy"
+    );
+
+    env.store.remove_library(first_lib).expect("remove");
+    let left = asset(&env, "p.png");
+    assert_eq!(left.id, both.id);
+    assert_eq!(facts(&left), (Some(2), Some("B".into())), "the copy left");
+    assert_eq!(left.facts.notes.tags, ["Lyon"]);
 }

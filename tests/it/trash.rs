@@ -610,7 +610,8 @@ fn item(root: &Path, path: &str, content: u8) -> IngestItem {
     }
 }
 
-/// What migrations 12, 13 and 14 add to `assets`, which the store's statements write and read.
+/// What migrations 12, 13, 14, 21 and 22 add to `assets` and `files`, which the store's
+/// statements write and read.
 const LATER_ASSET_COLUMN: &str = "ALTER TABLE assets ADD COLUMN taken_at_source TEXT;
     ALTER TABLE assets ADD COLUMN rating INTEGER;
     ALTER TABLE assets ADD COLUMN title TEXT;
@@ -621,7 +622,8 @@ const LATER_ASSET_COLUMN: &str = "ALTER TABLE assets ADD COLUMN taken_at_source 
     ALTER TABLE assets ADD COLUMN motion_offset INTEGER;
     ALTER TABLE assets ADD COLUMN motion_length INTEGER;
     ALTER TABLE assets ADD COLUMN live_video_id INTEGER;
-    ALTER TABLE files ADD COLUMN read_again TEXT;";
+    ALTER TABLE files ADD COLUMN read_again TEXT;
+    ALTER TABLE files ADD COLUMN beside TEXT;";
 /// `LATER_ASSET_COLUMN` undone, before the upgrade adds them for real.
 const DROP_LATER_ASSET_COLUMN: &str = "ALTER TABLE assets DROP COLUMN taken_at_source;
     ALTER TABLE assets DROP COLUMN rating;
@@ -632,7 +634,8 @@ const DROP_LATER_ASSET_COLUMN: &str = "ALTER TABLE assets DROP COLUMN taken_at_s
     ALTER TABLE assets DROP COLUMN motion_offset;
     ALTER TABLE assets DROP COLUMN motion_length;
     ALTER TABLE assets DROP COLUMN live_video_id;
-    ALTER TABLE files DROP COLUMN read_again;";
+    ALTER TABLE files DROP COLUMN read_again;
+    ALTER TABLE files DROP COLUMN beside;";
 
 /// The files written and indexed through a scan lease with the statements of the store, as
 /// an old schema allows (the pipeline needs the current one).
@@ -1383,4 +1386,46 @@ fn keep_trashes_the_others_under_the_lease_and_carries_on_after_a_crash() {
         "{refused:?}"
     );
     assert!(lib.path(b"a.png").exists());
+}
+
+// ---- issue 25: a move number is never issued twice ---------------------------------------
+
+/// A library's removal takes its journal rows with it; a move number must not come back with
+/// them. Here the photo's trash folder in the removed library's root (`<asset>-<move>/`) is
+/// still on disk when the folder is added again and the photo found there by a scan of that
+/// file alone (a watcher's; a full scan would adopt the trash folder): the next trash of the
+/// photo gets a fresh number and moves both copies, instead of meeting that folder's file.
+#[test]
+fn a_move_after_a_library_was_removed_gets_a_fresh_number_and_trashes() {
+    let env = env();
+    let b = library(&env, &[("b.png", 1)]);
+    let x = b.asset(&env.store, "b.png");
+    let original = support::digest(&b.root.join("b.png"));
+    mediadex::trash::trash(&env.store, x).expect("trash");
+    let first = support::trashed_to(&env.store, &b.root, x, "b.png");
+    // The user saves the photo in a second library: its scan brings the asset back.
+    let other = env.dir.path().join("other");
+    photo(&other.join("a.png"), 1);
+    let a = std::fs::canonicalize(&other).expect("canon");
+    let a_id = mediadex::app::add_library(&env.store, "other", &a.to_string_lossy())
+        .expect("add")
+        .id;
+    scan_now(&env, a_id, "");
+    assert!(!trashed(&env.store, x), "the copy brought it back");
+
+    env.store.remove_library(b.id).expect("remove");
+    let again = mediadex::app::add_library(&env.store, "photos", &b.root.to_string_lossy())
+        .expect("add again")
+        .id;
+    std::fs::copy(&first, b.root.join("b.png")).expect("copy back");
+    scan_now(&env, again, "b.png");
+
+    assert_eq!(
+        mediadex::trash::trash(&env.store, x).expect("the next trash"),
+        MoveOutcome::Trashed
+    );
+    let second = support::trashed_to(&env.store, &b.root, x, "b.png");
+    assert_ne!(first, second, "a move number was issued twice");
+    assert_eq!(support::digest(&second), original);
+    assert_eq!(support::digest(&first), original, "never touched");
 }
