@@ -7,16 +7,18 @@
 //! recorded, a missing one first in the trash folder; nothing outside a library is ever read, and
 //! no other bytes are ever served under the asset's checksum. Also which formats get only a
 //! placeholder thumbnail here (their decoding program is missing; a picture over the pixel
-//! cap, or a HEIF whose decode timed out, gets one too).
+//! cap, or a HEIF whose decode timed out, gets one too). A decode that timed out on a
+//! request is remembered in the index for the file's stamp, and one remembered is not run
+//! again (`store::decode_timeouts`).
 
 use super::assets::get_asset;
 use super::error::{ApiError, Code};
 use super::range;
 use super::{AppState, blocking};
-use crate::locate::{LocateError, locate};
-use crate::model::{Asset, EmbeddedVideo, MediaKind, WalkAsset, hex};
+use crate::locate::{Candidate, LocateError, locate_candidate};
+use crate::model::{Asset, DecodeTimeout, EmbeddedVideo, MediaKind, WalkAsset, hex};
 use crate::store::Store;
-use crate::thumbs::{Source, THUMB_VERSION, Thumb, Thumbs, placeholder};
+use crate::thumbs::{Source, THUMB_VERSION, Thumb, Thumbs, placeholder, placeholder_why};
 use axum::body::Body;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
@@ -30,15 +32,16 @@ const CHUNK: usize = 64 * 1024;
 
 /// The asset's file that still holds its bytes, by `crate::locate`'s rules (the walks' and
 /// the thumbnail job's): `Ok(None)` when every file there was rewritten since its scan.
-fn located(store: &Store, asset: &Asset) -> Result<Option<PathBuf>, ApiError> {
+fn located(store: &Store, asset: &Asset) -> Result<Option<Candidate>, ApiError> {
     let files = WalkAsset {
         id: asset.id,
         checksum: asset.checksum,
         trashed: asset.trashed_at.is_some(),
         files: store.asset_files(asset.id)?,
+        timed_out: None,
     };
-    match locate(&files) {
-        Ok(path) => Ok(Some(path)),
+    match locate_candidate(&files) {
+        Ok(found) => Ok(Some(found)),
         Err(LocateError::Changed) => Ok(None),
         Err(LocateError::Outside) => Err(ApiError::new(
             Code::OutsideLibrary,
@@ -54,6 +57,7 @@ fn located(store: &Store, asset: &Asset) -> Result<Option<PathBuf>, ApiError> {
 /// The file `original` and `motion` serve: the asset's, which must still hold its bytes.
 fn served_file(store: &Store, asset: &Asset) -> Result<PathBuf, ApiError> {
     located(store, asset)?
+        .map(|c| c.path)
         .ok_or_else(|| missing(asset.id, "still holds the bytes its scan indexed"))
 }
 
@@ -160,16 +164,37 @@ fn picture(
     if !thumbs.makes(&src) {
         return Ok(thumb_response(placeholder(&src), &tag));
     }
+    // A decode that timed out on this file is not run again (the index remembers it for
+    // the file's stamp): the placeholder says why at once.
+    if let Some(secs) = store.decode_timeout(asset.id)? {
+        let why = crate::model::timed_out_reason(secs);
+        return Ok(thumb_response(placeholder_why(&src, Some(&why)), &tag));
+    }
     // Only a file that still holds the bytes the checksum names may give the thumbnail
     // cached under it: one rewritten since its scan (not rescanned yet) would give a
     // picture of other bytes, cached for good.
-    Ok(thumb_response(
-        match file {
-            Some(file) => thumbs.get(&src, &file)?,
-            None => placeholder(&src),
-        },
-        &tag,
-    ))
+    let Some(file) = file else {
+        return Ok(thumb_response(placeholder(&src), &tag));
+    };
+    let thumb = thumbs.get(&src, &file.path)?;
+    if let Some(seconds) = thumb.timed_out {
+        remember_timeout(store, asset.id, &file, seconds);
+    }
+    Ok(thumb_response(thumb, &tag))
+}
+
+/// Remembers a decode of `file` that ran to its deadline on a request. A request holds no
+/// lease: the fact is about the file's bytes, kept by its stamp; a failure costs a retry.
+fn remember_timeout(store: &Store, asset_id: i64, file: &Candidate, seconds: u64) {
+    let fact = DecodeTimeout {
+        asset_id,
+        size: file.stamp.size,
+        mtime_ns: file.stamp.mtime_ns,
+        seconds,
+    };
+    if let Err(e) = store.remember_decode_timeout(fact) {
+        tracing::warn!(asset = asset_id, error = %e, "could not remember a timed-out decode");
+    }
 }
 
 pub async fn original(

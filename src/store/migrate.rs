@@ -123,6 +123,12 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "read again",
         sql: include_str!("../../schema/0021_read_again.sql"),
     },
+    // 22 and 23 are kept for work landing beside this one.
+    Migration {
+        version: 24,
+        name: "decode timeouts",
+        sql: include_str!("../../schema/0024_decode_timeouts.sql"),
+    },
 ];
 
 pub(super) fn migrate(

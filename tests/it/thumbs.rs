@@ -756,12 +756,12 @@ fn a_jpeg_declaring_17000x17000_gets_the_placeholder_without_allocating() {
     assert_eq!(t.content_type, "image/svg+xml", "the placeholder");
 }
 
-/// Issue 26 finding 13: a HEIF whose decode timed out is remembered for its bytes: the
-/// next request and the job give the placeholder at once, saying why, without running
-/// heif-dec again.
+/// Issue 26 finding 13: a HEIF whose decode ran to its deadline gets the placeholder saying
+/// so, and the answer says it timed out (the caller remembers it in the index); the job does
+/// not decode an asset the index remembers so (`WalkAsset::timed_out`).
 #[cfg(unix)]
 #[test]
-fn a_timed_out_decode_is_remembered_and_its_placeholder_says_so() {
+fn a_timed_out_decode_says_so_and_the_job_skips_one_the_index_remembers() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().expect("tempdir");
     let ran = dir.path().join("ran");
@@ -780,28 +780,19 @@ fn a_timed_out_decode_is_remembered_and_its_placeholder_says_so() {
     let sum = hex(&[0xff; 32]);
     let src = heif_source(&sum, "image/heic");
     let runs = || std::fs::read_to_string(&ran).map_or(0, |s| s.lines().count());
-    for attempt in 0..2 {
-        let t = thumbs.get(&src, &file).expect("placeholder");
-        assert_eq!(t.content_type, "image/svg+xml", "attempt {attempt}");
-        let svg = String::from_utf8(t.bytes).expect("svg");
-        assert!(
-            svg.contains("decoding timed out"),
-            "attempt {attempt}: {svg}"
-        );
-    }
-    assert_eq!(runs(), 1, "heif-dec ran again after it timed out");
-    assert_eq!(thumbs.why_placeholder(&sum), Some("decoding timed out"));
-    assert_eq!(
-        thumbs.why_placeholder("ff02"),
-        None,
-        "remembered for these bytes only"
-    );
-    let asset = ThumbAsset {
+    let t = thumbs.get(&src, &file).expect("placeholder");
+    assert_eq!(t.content_type, "image/svg+xml");
+    assert_eq!(t.timed_out, Some(0), "the answer says it timed out");
+    let svg = String::from_utf8(t.bytes).expect("svg");
+    assert!(svg.contains("decoding timed out after 0 s"), "{svg}");
+    assert_eq!(runs(), 1);
+    let mut asset = ThumbAsset {
         asset: mediadex::model::WalkAsset {
             id: 1,
             checksum: [0xff; 32],
             trashed: false,
             files: Vec::new(),
+            timed_out: Some(30),
         },
         kind: MediaKind::Image,
         mime: Some("image/heic".into()),
@@ -814,5 +805,15 @@ fn a_timed_out_decode_is_remembered_and_its_placeholder_says_so() {
         Outcome::Placeholder,
         "the job does not decode it"
     );
-    assert_eq!(runs(), 1);
+    assert_eq!(
+        runs(),
+        1,
+        "heif-dec ran again though the index remembers it"
+    );
+    asset.asset.timed_out = None;
+    assert_eq!(
+        thumbs.make(&asset),
+        Outcome::NoFile,
+        "not remembered: looked for"
+    );
 }
