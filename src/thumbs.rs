@@ -13,7 +13,9 @@
 //! whose decode ran to its deadline gets a placeholder saying "decoding timed out after N s"
 //! (`placeholder_why`) and the answer says so (`Thumb::timed_out`, `Ensured::TimedOut`): the
 //! caller remembers it in the index for the file's stamp (`store::decode_timeouts`, the one
-//! source of truth) and, while it holds, asks for no decode again. The thumbnails
+//! source of truth) and, while it holds, asks for no decode again. `unmade` tells, without
+//! decoding, why an asset gets a placeholder (timed out, too large, unsupported,
+//! unreadable), for the API and the placeholder's words. The thumbnails
 //! of an asset the sweep deleted are forgotten, every size. The cache never fills the disk
 //! holding the database: below a reserve of free space (`disk::DEFAULT_RESERVE` unless
 //! configured) it writes nothing and the job waits for space; with a cap (`cap`) it keeps
@@ -276,6 +278,39 @@ impl Thumbs {
         }
     }
 
+    /// Why such an asset gets a placeholder here, or `None` when a picture is (or will be)
+    /// made: its format is not made here, its decode timed out (`timed_out`, as the index
+    /// remembers), it declares more than `MAX_PIXELS` (a RAW shows its smaller preview), or
+    /// no file holds its bytes (`readable` false). A broken file is only found by decoding.
+    pub fn unmade(
+        &self,
+        src: &Source<'_>,
+        timed_out: Option<u64>,
+        readable: bool,
+    ) -> Option<Unmade> {
+        if !self.makes(src) {
+            let what = match src.kind {
+                Some(MediaKind::Video) => "a video needs ffmpeg, not installed here".to_string(),
+                Some(MediaKind::Image) if is_heif(src.mime) => {
+                    format!(
+                        "{} needs heif-dec, not installed here",
+                        src.mime.unwrap_or("HEIF")
+                    )
+                }
+                _ => src.mime.unwrap_or("content of unknown type").to_string(),
+            };
+            return Some(Unmade::Unsupported(what));
+        }
+        if let Some(secs) = timed_out {
+            return Some(Unmade::TimedOut(secs));
+        }
+        let raw = src.mime.is_some_and(|m| RAW_MIMES.contains(&m));
+        if let Some(pixels) = src.pixels.filter(|&p| p > MAX_PIXELS && !raw) {
+            return Some(Unmade::TooLarge(pixels));
+        }
+        (!readable).then_some(Unmade::Unreadable)
+    }
+
     /// Makes and caches the thumbnail of `file` unless one is cached already (which is not
     /// read): the scan's background job, idempotent, so a re-run costs a `stat` per asset.
     /// Below the reserve it makes nothing (`NoRoom`): the job waits for space.
@@ -379,6 +414,48 @@ impl Thumbs {
             }
             (Ok(()), Some(cap)) => cap.added(&self.dir, bytes.len() as u64),
             (Ok(()), None) => {}
+        }
+    }
+}
+
+/// Why an asset's thumbnail and preview are a placeholder here, told without decoding
+/// anything (the asset's `preview` in the API, and the placeholder's own words).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unmade {
+    /// Its decoder ran to its deadline (seconds) on this file, as the index remembers.
+    TimedOut(u64),
+    /// It declares this many pixels, over `MAX_PIXELS`: not decoded.
+    TooLarge(u64),
+    /// Not a format made here: its type, or the program it needs.
+    Unsupported(String),
+    /// No file still holds the bytes its scan indexed (gone, or rewritten since).
+    Unreadable,
+}
+
+impl Unmade {
+    /// A stable word for programs.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Unmade::TimedOut(_) => "timed_out",
+            Unmade::TooLarge(_) => "too_large",
+            Unmade::Unsupported(_) => "unsupported",
+            Unmade::Unreadable => "unreadable",
+        }
+    }
+
+    /// The words a person reads under the placeholder.
+    pub fn reason(&self) -> String {
+        match self {
+            Unmade::TimedOut(secs) => crate::model::timed_out_reason(*secs),
+            Unmade::TooLarge(pixels) => format!(
+                "too large to decode: {} megapixels, over the cap of {}",
+                pixels / 1_000_000,
+                MAX_PIXELS / 1_000_000
+            ),
+            Unmade::Unsupported(what) => format!("unsupported format: {what}"),
+            Unmade::Unreadable => {
+                "unreadable: no file still holds the bytes it was indexed with".to_string()
+            }
         }
     }
 }

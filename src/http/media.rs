@@ -18,7 +18,7 @@ use super::{AppState, blocking};
 use crate::locate::{Candidate, LocateError, locate_candidate};
 use crate::model::{Asset, DecodeTimeout, EmbeddedVideo, MediaKind, WalkAsset, hex};
 use crate::store::Store;
-use crate::thumbs::{Source, THUMB_VERSION, Thumb, Thumbs, placeholder, placeholder_why};
+use crate::thumbs::{Source, THUMB_VERSION, Thumb, Thumbs, Unmade, placeholder, placeholder_why};
 use axum::body::Body;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
@@ -151,8 +151,27 @@ fn picture(
         return Ok(thumb_response(t, &tag));
     }
     let file = located(store, &asset)?;
-    let src = Source {
-        checksum_hex: &sum,
+    let src = source(&asset, &sum);
+    // A decode that timed out on this file is not run again (the index remembers it for
+    // the file's stamp), and only a file that still holds the bytes the checksum names may
+    // give the thumbnail cached under it: one rewritten since its scan (not rescanned yet)
+    // would give a picture of other bytes, cached for good.
+    let why = thumbs.unmade(&src, store.decode_timeout(asset.id)?, file.is_some());
+    let (Some(file), None) = (file, &why) else {
+        return Ok(thumb_response(placeholder_for(&src, why.as_ref()), &tag));
+    };
+    let thumb = thumbs.get(&src, &file.path)?;
+    if let Some(seconds) = thumb.timed_out {
+        remember_timeout(store, asset.id, &file, seconds);
+    }
+    Ok(thumb_response(thumb, &tag))
+}
+
+/// What the thumbnailer needs to know of an asset whose checksum is `sum`.
+fn source<'a>(asset: &'a Asset, sum: &'a str) -> Source<'a> {
+    let f = &asset.facts;
+    Source {
+        checksum_hex: sum,
         kind: f.kind,
         mime: f.mime.as_deref(),
         orientation: f.orientation,
@@ -160,27 +179,32 @@ fn picture(
             .width
             .zip(f.height)
             .map(|(w, h)| u64::from(w) * u64::from(h)),
-    };
-    if !thumbs.makes(&src) {
-        return Ok(thumb_response(placeholder(&src), &tag));
     }
-    // A decode that timed out on this file is not run again (the index remembers it for
-    // the file's stamp): the placeholder says why at once.
-    if let Some(secs) = store.decode_timeout(asset.id)? {
-        let why = crate::model::timed_out_reason(secs);
-        return Ok(thumb_response(placeholder_why(&src, Some(&why)), &tag));
+}
+
+/// The placeholder, saying a timeout under its label (the other reasons are longer than a
+/// tile is wide: the viewer shows them, from the asset's `preview`).
+fn placeholder_for(src: &Source<'_>, why: Option<&Unmade>) -> Thumb {
+    match why {
+        Some(t @ Unmade::TimedOut(_)) => placeholder_why(src, Some(&t.reason())),
+        _ => placeholder(src),
     }
-    // Only a file that still holds the bytes the checksum names may give the thumbnail
-    // cached under it: one rewritten since its scan (not rescanned yet) would give a
-    // picture of other bytes, cached for good.
-    let Some(file) = file else {
-        return Ok(thumb_response(placeholder(&src), &tag));
-    };
-    let thumb = thumbs.get(&src, &file.path)?;
-    if let Some(seconds) = thumb.timed_out {
-        remember_timeout(store, asset.id, &file, seconds);
+}
+
+/// Why the asset's thumbnail and preview are a placeholder here, told without decoding
+/// (`GET /api/assets/{id}`'s `preview`); `None` when a picture is, or will be, made.
+pub(super) fn unmade(
+    store: &Store,
+    thumbs: &Thumbs,
+    asset: &Asset,
+) -> Result<Option<Unmade>, ApiError> {
+    let sum = hex(&asset.checksum);
+    if thumbs.cache_path(&sum).is_file() {
+        return Ok(None);
     }
-    Ok(thumb_response(thumb, &tag))
+    let readable = located(store, asset).is_ok_and(|f| f.is_some());
+    let timed_out = store.decode_timeout(asset.id)?;
+    Ok(thumbs.unmade(&source(asset, &sum), timed_out, readable))
 }
 
 /// Remembers a decode of `file` that ran to its deadline on a request. A request holds no
