@@ -3300,11 +3300,7 @@ async fn a_placeholders_preview_says_why_and_a_timed_out_decode_is_not_run_again
     let (lib, root) = api.photos("photos");
     std::fs::copy(fixture("astronaut_half.heic"), root.join("a.heic")).unwrap();
     std::fs::copy(fixture("astronaut.mp4"), root.join("v.mp4")).unwrap();
-    std::fs::write(
-        root.join("bomb.jpg"),
-        crate::faces::jpeg_declaring(17_000, 17_000),
-    )
-    .unwrap();
+    std::fs::copy(fixture("bomb_17000.jpg"), root.join("bomb.jpg")).unwrap();
     api.scan(lib);
     let preview = async |rel: &str| {
         let id = api.asset_at(rel);

@@ -745,8 +745,7 @@ fn a_tiff_scan_gets_a_real_thumbnail() {
 #[test]
 fn a_jpeg_declaring_17000x17000_gets_the_placeholder_without_allocating() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let bomb = dir.path().join("bomb.jpg");
-    std::fs::write(&bomb, crate::faces::jpeg_declaring(17_000, 17_000)).expect("write");
+    let bomb = fixture("bomb_17000.jpg");
     let thumbs = Thumbs::with_ffmpeg(&dir.path().join("data"), None);
     let t = crate::media_extract::within_memory(16 << 20, move || {
         thumbs.get(&picture_source("ee02", "image/jpeg", None), &bomb)
