@@ -1,5 +1,6 @@
 //! `/api/assets` and `/api/duplicates`: the paged asset list with its filters (keyset
-//! pagination; the cursor is opaque to clients), one asset with its paths, trash and
+//! pagination; the cursor is opaque to clients), one asset with its paths and its
+//! `preview` (a picture, or why a placeholder: `media::unmade`), trash and
 //! restore through `ops::trash` (journaled file moves), the cameras (`/api/cameras`), and both
 //! kinds of duplicates. The
 //! JSON is the wire contract's (`crate::wire`, what the CLI's `--json` gives too) with one

@@ -1,4 +1,5 @@
-//! The asset projection, its path forms and its motion clip.
+//! The asset projection, its path forms and its motion clip, and one asset's `preview` (a
+//! picture, or a placeholder and why, as the HTTP layer tells it).
 
 use crate::model::{self, AssetPath, DetectedFace, FileState, MediaKind, TakenAtSource, hex};
 use serde::Serialize;
