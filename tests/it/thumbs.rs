@@ -816,3 +816,51 @@ fn a_timed_out_decode_says_so_and_the_job_skips_one_the_index_remembers() {
         "not remembered: looked for"
     );
 }
+
+/// Issue 26 deliverable 8: the thumbs job's decode that ran to its deadline lands in the
+/// index with the batch's fenced commit, for the file's stamp (a request and the walks then
+/// skip it).
+#[cfg(unix)]
+#[test]
+fn the_jobs_timed_out_decode_is_remembered_with_its_batch() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = env();
+    let root = env.dir.path().join("photos");
+    std::fs::create_dir_all(&root).expect("mkdir");
+    std::fs::copy(fixture("astronaut_half.heic"), root.join("a.heic")).expect("copy");
+    photo(&root.join("b.png"), 3);
+    let lib = mediadex::app::add_library(&env.store, "photos", &root.to_string_lossy())
+        .expect("add")
+        .id;
+    let script = env.dir.path().join("heif-dec");
+    std::fs::write(&script, "#!/bin/sh\nexec sleep 600\n").expect("script");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let dec = mediadex::media::heif_dec::HeifDec::at(script)
+        .with_limits(Duration::from_millis(100), 1024 * 1024)
+        .with_slope(Duration::ZERO);
+    let thumbs =
+        Arc::new(Thumbs::with_ffmpeg(&env.dir.path().join("data"), None).with_heif(Some(dec)));
+    let recording = Arc::new(Recording {
+        inner: thumbs,
+        seen: Mutex::default(),
+    });
+    let handler = ThumbsJob {
+        store: env.store.clone(),
+        maker: recording.clone(),
+        batch: 8,
+    };
+    scan_and_settle(&env, lib, Some(handler));
+    let id_of = |rel: &str| {
+        let assets = env.store.assets(false).expect("assets");
+        let a = assets
+            .iter()
+            .find(|a| a.paths.iter().any(|p| p.rel_path_text == rel));
+        a.expect("indexed").id
+    };
+    let (heic, png) = (id_of("a.heic"), id_of("b.png"));
+    let seen = recording.seen.lock().expect("lock").clone();
+    assert!(matches!(seen[&heic], Outcome::TimedOut(_)), "{seen:?}");
+    assert_eq!(seen[&png], Outcome::Made);
+    assert_eq!(env.store.decode_timeout(heic).expect("read"), Some(0));
+    assert_eq!(env.store.decode_timeout(png).expect("read"), None);
+}
