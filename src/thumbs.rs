@@ -10,9 +10,12 @@
 //! `lacking` names those formats for `status`. A picture is refused before it is decoded
 //! when its declared size (the index's, else its header's) is over `MAX_PIXELS`, and an
 //! in-process decode may allocate at most `MAX_DECODE_BYTES` (`image`'s `Limits`). A HEIF
-//! whose decode timed out is remembered beside the cache (`<checksum>-timeout`, keyed by the
-//! bytes like a thumbnail), so no request or job waits for it again, and its placeholder
-//! says "decoding timed out" (`placeholder_why`). The thumbnails
+//! whose decode ran to its deadline gets a placeholder saying "decoding timed out after N s"
+//! (`placeholder_why`) and the answer says so (`Thumb::timed_out`, `Ensured::TimedOut`): the
+//! caller remembers it in the index for the file's stamp (`store::decode_timeouts`, the one
+//! source of truth) and, while it holds, asks for no decode again. `unmade` tells, without
+//! decoding, why an asset gets a placeholder (timed out, too large, unsupported,
+//! unreadable), for the API and the placeholder's words. The thumbnails
 //! of an asset the sweep deleted are forgotten, every size. The cache never fills the disk
 //! holding the database: below a reserve of free space (`disk::DEFAULT_RESERVE` unless
 //! configured) it writes nothing and the job waits for space; with a cap (`cap`) it keeps
@@ -56,8 +59,6 @@ use crate::media::heif_dec::MAX_PIXELS;
 /// HEIF, the PNG `heif-dec` wrote, itself capped by `heif_dec::MAX_OUTPUT`), whatever the
 /// file declares.
 pub const MAX_DECODE_BYTES: u64 = MAX_PIXELS * 4;
-/// What a placeholder says when the picture's decoder timed out on it.
-pub const TIMED_OUT: &str = "decoding timed out";
 /// An ffmpeg that has not produced a frame by then is stopped.
 const FFMPEG_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -81,6 +82,9 @@ pub struct Thumb {
     pub content_type: &'static str,
     /// A real thumbnail of these bytes (immutable); `false` for a placeholder.
     pub immutable: bool,
+    /// This answer's decode ran to its deadline (seconds): a placeholder the caller remembers
+    /// for the file's stamp.
+    pub timed_out: Option<u64>,
 }
 
 /// What the thumbnailer needs to know about an asset.
@@ -251,42 +255,20 @@ impl Thumbs {
     }
 
     /// The thumbnail of `file` (already resolved inside its library): from the cache, else
-    /// made now and cached; a placeholder when it cannot be made here.
+    /// made now and cached; a placeholder when it cannot be made here (saying why when its
+    /// decode timed out now: `Thumb::timed_out`).
     pub fn get(&self, src: &Source<'_>, file: &Path) -> Result<Thumb, ThumbError> {
         if let Some(t) = self.cached(src.checksum_hex) {
             return Ok(t);
         }
         Ok(match self.make(src, file)? {
-            Some(bytes) => jpeg(bytes),
-            None => placeholder_why(src, self.why_placeholder(src.checksum_hex)),
+            Made::Bytes(bytes) => jpeg(bytes),
+            Made::Placeholder => placeholder(src),
+            Made::TimedOut(secs) => Thumb {
+                timed_out: Some(secs),
+                ..placeholder_why(src, Some(&crate::model::timed_out_reason(secs)))
+            },
         })
-    }
-
-    /// Why these bytes get a placeholder though their format is made here: their decode
-    /// timed out before (remembered by `remember_timeout`), or `None`.
-    pub fn why_placeholder(&self, checksum_hex: &str) -> Option<&'static str> {
-        self.timeout_path(checksum_hex)
-            .is_file()
-            .then_some(TIMED_OUT)
-    }
-
-    /// Where a timed-out decode of these bytes is remembered: beside their thumbnails, so
-    /// `forget` removes it with them and the cap's eviction (of `.jpg` files) leaves it.
-    fn timeout_path(&self, checksum_hex: &str) -> PathBuf {
-        let shard = checksum_hex.get(..2).unwrap_or("00");
-        self.dir.join(shard).join(format!("{checksum_hex}-timeout"))
-    }
-
-    /// Remembers that decoding these bytes timed out; a failure only costs a later retry.
-    fn remember_timeout(&self, checksum_hex: &str) {
-        let path = self.timeout_path(checksum_hex);
-        let written = path
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| std::fs::write(&path, b""));
-        if let Err(e) = written {
-            tracing::warn!(error = %e, path = %path.display(), "could not remember a timed-out decode");
-        }
     }
 
     /// Whether this process can make a real thumbnail of such an asset (else it gets the
@@ -300,6 +282,39 @@ impl Thumbs {
         }
     }
 
+    /// Why such an asset gets a placeholder here, or `None` when a picture is (or will be)
+    /// made: its format is not made here, its decode timed out (`timed_out`, as the index
+    /// remembers), it declares more than `MAX_PIXELS` (a RAW shows its smaller preview), or
+    /// no file holds its bytes (`readable` false). A broken file is only found by decoding.
+    pub fn unmade(
+        &self,
+        src: &Source<'_>,
+        timed_out: Option<u64>,
+        readable: bool,
+    ) -> Option<Unmade> {
+        if !self.makes(src) {
+            let what = match src.kind {
+                Some(MediaKind::Video) => "a video needs ffmpeg, not installed here".to_string(),
+                Some(MediaKind::Image) if is_heif(src.mime) => {
+                    format!(
+                        "{} needs heif-dec, not installed here",
+                        src.mime.unwrap_or("HEIF")
+                    )
+                }
+                _ => src.mime.unwrap_or("content of unknown type").to_string(),
+            };
+            return Some(Unmade::Unsupported(what));
+        }
+        if let Some(secs) = timed_out {
+            return Some(Unmade::TimedOut(secs));
+        }
+        let raw = src.mime.is_some_and(|m| RAW_MIMES.contains(&m));
+        if let Some(pixels) = src.pixels.filter(|&p| p > MAX_PIXELS && !raw) {
+            return Some(Unmade::TooLarge(pixels));
+        }
+        (!readable).then_some(Unmade::Unreadable)
+    }
+
     /// Makes and caches the thumbnail of `file` unless one is cached already (which is not
     /// read): the scan's background job, idempotent, so a re-run costs a `stat` per asset.
     /// Below the reserve it makes nothing (`NoRoom`): the job waits for space.
@@ -309,44 +324,62 @@ impl Thumbs {
         }
         self.room()?;
         Ok(match self.make(src, file)? {
-            Some(_) => Ensured::Made,
-            None => Ensured::Placeholder,
+            Made::Bytes(_) => Ensured::Made,
+            Made::Placeholder => Ensured::Placeholder,
+            Made::TimedOut(secs) => Ensured::TimedOut(secs),
         })
     }
 
-    /// Makes the thumbnail and caches it: the one function both paths use. `None` when it
-    /// cannot be made here (the caller answers with the placeholder, which is not cached).
-    fn make(&self, src: &Source<'_>, file: &Path) -> Result<Option<Vec<u8>>, ThumbError> {
-        if !self.makes(src) || self.why_placeholder(src.checksum_hex).is_some() {
-            return Ok(None);
+    /// Makes the thumbnail and caches it: the one function both paths use. Not `Bytes`
+    /// when it cannot be made here (the caller answers with the placeholder, which is not
+    /// cached).
+    fn make(&self, src: &Source<'_>, file: &Path) -> Result<Made, ThumbError> {
+        if !self.makes(src) {
+            return Ok(Made::Placeholder);
         }
         // `makes` said yes: a video with ffmpeg here, or else a decodable picture.
         let made = match (src.kind, &self.ffmpeg) {
-            (Some(MediaKind::Video), Some(ffmpeg)) => poster(ffmpeg, file, self.size),
+            (Some(MediaKind::Video), Some(ffmpeg)) => {
+                poster(ffmpeg, file, self.size).map_or(Made::Placeholder, Made::Bytes)
+            }
             _ => self.picture(src, file)?,
         };
-        if let Some(bytes) = &made {
+        if let Made::Bytes(bytes) = &made {
             self.store(src.checksum_hex, bytes);
         }
         Ok(made)
     }
 
-    fn picture(&self, src: &Source<'_>, file: &Path) -> Result<Option<Vec<u8>>, ThumbError> {
+    fn picture(&self, src: &Source<'_>, file: &Path) -> Result<Made, ThumbError> {
+        Ok(match self.picture_bytes(src, file)? {
+            Ok(bytes) => Made::Bytes(bytes),
+            Err(Some(secs)) => Made::TimedOut(secs),
+            Err(None) => Made::Placeholder,
+        })
+    }
+
+    /// The picture's thumbnail bytes, or why not: `Some(seconds)` its decoder's deadline.
+    fn picture_bytes(
+        &self,
+        src: &Source<'_>,
+        file: &Path,
+    ) -> Result<Result<Vec<u8>, Option<u64>>, ThumbError> {
         if let Some(mime) = src.mime.filter(|m| RAW_MIMES.contains(m)) {
-            return raw_picture(file, mime, src.orientation, self.size);
+            return Ok(raw_picture(file, mime, src.orientation, self.size)?.ok_or(None));
         }
         if src.pixels.is_some_and(|p| p > MAX_PIXELS) {
-            return Ok(None);
+            return Ok(Err(None));
         }
         if let (true, Some(heif)) = (is_heif(src.mime), &self.heif) {
             return Ok(match heif.decode_png(file) {
-                Ok(png) => shrink(&png, None, self.size),
+                Ok(png) => shrink(&png, None, self.size).ok_or(None),
+                Err(heif_dec::HeifDecError::Timeout { after, .. }) => {
+                    tracing::info!(file = %file.display(), ?after, "HEIF decode timed out; placeholder thumbnail");
+                    Err(Some(after.as_secs()))
+                }
                 Err(e) => {
-                    if matches!(e, heif_dec::HeifDecError::Timeout { .. }) {
-                        self.remember_timeout(src.checksum_hex);
-                    }
                     tracing::info!(error = %e, file = %file.display(), "HEIF picture not decoded; placeholder thumbnail");
-                    None
+                    Err(None)
                 }
             });
         }
@@ -356,7 +389,7 @@ impl Thumbs {
             source,
         })?;
         let reader = std::io::BufReader::new(opened);
-        Ok(shrink_from(reader, src.orientation, self.size))
+        Ok(shrink_from(reader, src.orientation, self.size).ok_or(None))
     }
 
     /// Writes the cache file atomically (a temp file renamed into place), so that a reader
@@ -389,6 +422,48 @@ impl Thumbs {
     }
 }
 
+/// Why an asset's thumbnail and preview are a placeholder here, told without decoding
+/// anything (the asset's `preview` in the API, and the placeholder's own words).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unmade {
+    /// Its decoder ran to its deadline (seconds) on this file, as the index remembers.
+    TimedOut(u64),
+    /// It declares this many pixels, over `MAX_PIXELS`: not decoded.
+    TooLarge(u64),
+    /// Not a format made here: its type, or the program it needs.
+    Unsupported(String),
+    /// No file still holds the bytes its scan indexed (gone, or rewritten since).
+    Unreadable,
+}
+
+impl Unmade {
+    /// A stable word for programs.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Unmade::TimedOut(_) => "timed_out",
+            Unmade::TooLarge(_) => "too_large",
+            Unmade::Unsupported(_) => "unsupported",
+            Unmade::Unreadable => "unreadable",
+        }
+    }
+
+    /// The words a person reads under the placeholder.
+    pub fn reason(&self) -> String {
+        match self {
+            Unmade::TimedOut(secs) => crate::model::timed_out_reason(*secs),
+            Unmade::TooLarge(pixels) => format!(
+                "too large to decode: {} megapixels, over the cap of {}",
+                pixels / 1_000_000,
+                MAX_PIXELS / 1_000_000
+            ),
+            Unmade::Unsupported(what) => format!("unsupported format: {what}"),
+            Unmade::Unreadable => {
+                "unreadable: no file still holds the bytes it was indexed with".to_string()
+            }
+        }
+    }
+}
+
 /// What `ensure` did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ensured {
@@ -399,6 +474,15 @@ pub enum Ensured {
     /// Cannot be made here (undecodable, unsupported, no ffmpeg): the placeholder is what
     /// a request gets, and nothing is cached.
     Placeholder,
+    /// The decoder ran to its deadline (seconds): the placeholder, to be remembered.
+    TimedOut(u64),
+}
+
+/// What `make` made.
+enum Made {
+    Bytes(Vec<u8>),
+    Placeholder,
+    TimedOut(u64),
 }
 
 fn jpeg(bytes: Vec<u8>) -> Thumb {
@@ -406,6 +490,7 @@ fn jpeg(bytes: Vec<u8>) -> Thumb {
         bytes,
         content_type: "image/jpeg",
         immutable: true,
+        timed_out: None,
     }
 }
 
@@ -557,7 +642,7 @@ pub fn placeholder(src: &Source<'_>) -> Thumb {
 }
 
 /// `placeholder`, saying `why` under its label when the format is made here but these bytes
-/// were not (`Thumbs::why_placeholder`).
+/// were not (a decode that timed out, now or as the index remembers).
 pub fn placeholder_why(src: &Source<'_>, why: Option<&str>) -> Thumb {
     let label = match (src.kind, src.mime) {
         (Some(MediaKind::Video), _) => "video",
@@ -581,6 +666,7 @@ pub fn placeholder_why(src: &Source<'_>, why: Option<&str>) -> Thumb {
         bytes: svg.into_bytes(),
         content_type: "image/svg+xml",
         immutable: false,
+        timed_out: None,
     }
 }
 

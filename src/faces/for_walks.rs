@@ -15,9 +15,10 @@ impl WalkDetector for WalkRetinaFace {
     /// walk only hands over files that still hold the asset's bytes, so this build can never
     /// do better for them, and the repair walk would otherwise retry them on every run
     /// (`mediadex faces redetect` still can). A read or model failure, a HEIF with no
-    /// `heif-dec` here (it may be installed) or a `heif-dec` stopped before it finished (its
-    /// deadline, a signal) stays an error, so the asset keeps its old stamp and is tried
-    /// again by the next walk (a NAS blip passes).
+    /// `heif-dec` here (it may be installed) or a `heif-dec` stopped by a signal stays an
+    /// error, so the asset keeps its old stamp and is tried again by the next walk (a NAS
+    /// blip passes). A `heif-dec` that ran to its deadline is `TimedOut`: the walk keeps
+    /// the old stamp too, and remembers the timeout for the file's stamp.
     fn detect(&self, path: &Path) -> Result<Vec<StoredFace>, DetectError> {
         walk_result(path, self.0.detect(path))
     }
@@ -27,8 +28,9 @@ impl WalkDetector for WalkRetinaFace {
     }
 }
 
-/// The walk's answer for a detection's outcome on `path`.
-fn walk_result(
+/// The walk's answer for a detection's outcome on `path` (public for detectors that decode
+/// their own way, as the tests' do).
+pub fn walk_result(
     path: &Path,
     outcome: Result<Vec<super::DetectedFace>, FaceError>,
 ) -> Result<Vec<StoredFace>, DetectError> {
@@ -43,6 +45,7 @@ fn walk_result(
             source,
         }),
         Err(e @ FaceError::Stopped(_)) => Err(DetectError::Stopped(e.to_string())),
+        Err(FaceError::TimedOut(after)) => Err(DetectError::TimedOut(after.as_secs())),
         Err(e) => Err(DetectError::Detector(e.to_string())),
     }
 }
@@ -105,6 +108,12 @@ mod tests {
             Err(e @ DetectError::Stopped(_)) => assert_eq!(e.retry(), blip.retry()),
             other => panic!("a stopped decoder is not stamped: {other:?}"),
         }
+        // Ran to its deadline: the walk remembers it (in seconds) for the file's stamp.
+        let timed_out = Err(FaceError::TimedOut(std::time::Duration::from_secs(63)));
+        assert!(matches!(
+            walk_result(path, timed_out),
+            Err(DetectError::TimedOut(63))
+        ));
         let unsupported = Err(FaceError::Unsupported("image/tiff".into()));
         assert_eq!(walk_result(path, unsupported).ok(), Some(Vec::new()));
     }

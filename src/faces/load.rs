@@ -109,9 +109,8 @@ fn heif_error(e: HeifDecError) -> FaceError {
         HeifDecError::TooLarge { .. } | HeifDecError::Declared { .. } => {
             FaceError::TooLarge(e.to_string())
         }
-        HeifDecError::Timeout { .. } | HeifDecError::Killed { .. } => {
-            FaceError::Stopped(e.to_string())
-        }
+        HeifDecError::Timeout { after, .. } => FaceError::TimedOut(after),
+        HeifDecError::Killed { .. } => FaceError::Stopped(e.to_string()),
         HeifDecError::Failed { .. } => FaceError::Decode(e.to_string()),
     }
 }
@@ -326,10 +325,20 @@ mod tests {
         let deadline = std::time::Duration::from_millis(200);
         for (what, body) in [("timeout", "exec sleep 600"), ("SIGKILL", "kill -KILL $$")] {
             // One script path: each is written just before it runs.
-            let dec = fake_heif_dec(dir.path(), body).with_limits(deadline, 1024 * 1024);
-            match open_with(&heic, Some(&dec)) {
-                Err(e) => assert!(!e.is_permanent(), "{what}: {e}"),
-                Ok(_) => panic!("{what}: decoded"),
+            let dec = fake_heif_dec(dir.path(), body)
+                .with_limits(deadline, 1024 * 1024)
+                .with_slope(std::time::Duration::ZERO);
+            match (what, open_with(&heic, Some(&dec))) {
+                // Ran to its deadline: said apart from a kill, so that the walks remember it.
+                ("timeout", Err(e @ FaceError::TimedOut(after))) => {
+                    assert_eq!(after, deadline);
+                    assert!(!e.is_permanent(), "{what}: {e}");
+                }
+                ("SIGKILL", Err(e @ FaceError::Stopped(_))) => {
+                    assert!(!e.is_permanent(), "{what}: {e}");
+                }
+                (_, Err(e)) => panic!("{what}: {e:?}"),
+                (_, Ok(_)) => panic!("{what}: decoded"),
             }
         }
         let failing = fake_heif_dec(dir.path(), "exit 1");

@@ -20,7 +20,7 @@ mod load;
 mod orient;
 mod retina;
 
-pub use for_walks::WalkRetinaFace;
+pub use for_walks::{WalkRetinaFace, walk_result};
 pub use load::{Decoded, MAX_ALLOC_BYTES, MAX_SIDE, open_with as open_with_decoder};
 pub use retina::{NMS_THRESHOLD, RetinaFace, SCORE_THRESHOLD, TARGET_LONG_SIDE};
 
@@ -90,10 +90,17 @@ pub enum FaceError {
     /// Corrupt, truncated or otherwise undecodable image data.
     #[error("cannot decode image: {0}")]
     Decode(String),
-    /// The external decoder (`heif-dec`) was stopped before it finished, at its deadline or
-    /// by a signal: it said nothing about the file, so this is not permanent.
+    /// The external decoder (`heif-dec`) was stopped from outside before it finished (a
+    /// signal: a shutdown, the OOM killer): it said nothing about the file, so this is not
+    /// permanent.
     #[error("the decoder stopped before it finished: {0}")]
     Stopped(String),
+    /// The external decoder ran to its full deadline (already scaled by the declared size)
+    /// and was killed: it will take as long again on these bytes. Not permanent for the
+    /// picture (a faster machine may decode it), but remembered for the file's stamp by the
+    /// walks, which do not run it again until the file changes.
+    #[error("decoding timed out after {} s", .0.as_secs())]
+    TimedOut(std::time::Duration),
     /// The embedded model failed to load or to run (a bug, not the file's fault).
     #[error("face model failed: {0}")]
     Model(String),

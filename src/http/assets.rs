@@ -1,5 +1,6 @@
 //! `/api/assets` and `/api/duplicates`: the paged asset list with its filters (keyset
-//! pagination; the cursor is opaque to clients), one asset with its paths, trash and
+//! pagination; the cursor is opaque to clients), one asset with its paths and its
+//! `preview` (a picture, or why a placeholder: `media::unmade`), trash and
 //! restore through `ops::trash` (journaled file moves), the cameras (`/api/cameras`), and both
 //! kinds of duplicates. The
 //! JSON is the wire contract's (`crate::wire`, what the CLI's `--json` gives too) with one
@@ -11,7 +12,7 @@ use super::error::ApiError;
 use super::{AppState, blocking};
 use crate::model::{Asset, AssetCursor, AssetFilter, Camera, MediaKind};
 use crate::store::Store;
-use crate::wire::{Asset as AssetOut, DuplicateGroup, PathForm};
+use crate::wire::{Asset as AssetOut, AssetDetail, DuplicateGroup, PathForm, Preview};
 use axum::Json;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
@@ -171,11 +172,20 @@ pub(super) fn get_asset(store: &Store, id: i64) -> Result<Asset, ApiError> {
 pub async fn one(
     State(s): State<AppState>,
     id: Result<Path<i64>, PathRejection>,
-) -> Result<Json<AssetOut>, ApiError> {
+) -> Result<Json<AssetDetail>, ApiError> {
     let Path(id) = id?;
-    let store = s.ops.store.clone();
-    let asset = blocking(move || get_asset(&store, id)).await?;
-    Ok(Json(asset_out(asset)))
+    let (store, thumbs) = (s.ops.store.clone(), s.thumbs.clone());
+    let (asset, why) = blocking(move || {
+        let asset = get_asset(&store, id)?;
+        let why = super::media::unmade(&store, &thumbs, &asset)?;
+        Ok((asset, why))
+    })
+    .await?;
+    let preview = Preview::of(why.map(|w| (w.code(), w.reason())));
+    Ok(Json(AssetDetail {
+        asset: asset_out(asset),
+        preview,
+    }))
 }
 
 pub async fn trash(

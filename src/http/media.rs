@@ -7,16 +7,18 @@
 //! recorded, a missing one first in the trash folder; nothing outside a library is ever read, and
 //! no other bytes are ever served under the asset's checksum. Also which formats get only a
 //! placeholder thumbnail here (their decoding program is missing; a picture over the pixel
-//! cap, or a HEIF whose decode timed out, gets one too).
+//! cap, or a HEIF whose decode timed out, gets one too). A decode that timed out on a
+//! request is remembered in the index for the file's stamp, and one remembered is not run
+//! again (`store::decode_timeouts`).
 
 use super::assets::get_asset;
 use super::error::{ApiError, Code};
 use super::range;
 use super::{AppState, blocking};
-use crate::locate::{LocateError, locate};
-use crate::model::{Asset, EmbeddedVideo, MediaKind, WalkAsset, hex};
+use crate::locate::{Candidate, LocateError, locate_candidate};
+use crate::model::{Asset, DecodeTimeout, EmbeddedVideo, MediaKind, WalkAsset, hex};
 use crate::store::Store;
-use crate::thumbs::{Source, THUMB_VERSION, Thumb, Thumbs, placeholder};
+use crate::thumbs::{Source, THUMB_VERSION, Thumb, Thumbs, Unmade, placeholder, placeholder_why};
 use axum::body::Body;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
@@ -30,15 +32,16 @@ const CHUNK: usize = 64 * 1024;
 
 /// The asset's file that still holds its bytes, by `crate::locate`'s rules (the walks' and
 /// the thumbnail job's): `Ok(None)` when every file there was rewritten since its scan.
-fn located(store: &Store, asset: &Asset) -> Result<Option<PathBuf>, ApiError> {
+fn located(store: &Store, asset: &Asset) -> Result<Option<Candidate>, ApiError> {
     let files = WalkAsset {
         id: asset.id,
         checksum: asset.checksum,
         trashed: asset.trashed_at.is_some(),
         files: store.asset_files(asset.id)?,
+        timed_out: None,
     };
-    match locate(&files) {
-        Ok(path) => Ok(Some(path)),
+    match locate_candidate(&files) {
+        Ok(found) => Ok(Some(found)),
         Err(LocateError::Changed) => Ok(None),
         Err(LocateError::Outside) => Err(ApiError::new(
             Code::OutsideLibrary,
@@ -54,6 +57,7 @@ fn located(store: &Store, asset: &Asset) -> Result<Option<PathBuf>, ApiError> {
 /// The file `original` and `motion` serve: the asset's, which must still hold its bytes.
 pub(super) fn served_file(store: &Store, asset: &Asset) -> Result<PathBuf, ApiError> {
     located(store, asset)?
+        .map(|c| c.path)
         .ok_or_else(|| missing(asset.id, "still holds the bytes its scan indexed"))
 }
 
@@ -147,8 +151,27 @@ fn picture(
         return Ok(thumb_response(t, &tag));
     }
     let file = located(store, &asset)?;
-    let src = Source {
-        checksum_hex: &sum,
+    let src = source(&asset, &sum);
+    // A decode that timed out on this file is not run again (the index remembers it for
+    // the file's stamp), and only a file that still holds the bytes the checksum names may
+    // give the thumbnail cached under it: one rewritten since its scan (not rescanned yet)
+    // would give a picture of other bytes, cached for good.
+    let why = thumbs.unmade(&src, store.decode_timeout(asset.id)?, file.is_some());
+    let (Some(file), None) = (file, &why) else {
+        return Ok(thumb_response(placeholder_for(&src, why.as_ref()), &tag));
+    };
+    let thumb = thumbs.get(&src, &file.path)?;
+    if let Some(seconds) = thumb.timed_out {
+        remember_timeout(store, asset.id, &file, seconds);
+    }
+    Ok(thumb_response(thumb, &tag))
+}
+
+/// What the thumbnailer needs to know of an asset whose checksum is `sum`.
+fn source<'a>(asset: &'a Asset, sum: &'a str) -> Source<'a> {
+    let f = &asset.facts;
+    Source {
+        checksum_hex: sum,
         kind: f.kind,
         mime: f.mime.as_deref(),
         orientation: f.orientation,
@@ -156,20 +179,46 @@ fn picture(
             .width
             .zip(f.height)
             .map(|(w, h)| u64::from(w) * u64::from(h)),
-    };
-    if !thumbs.makes(&src) {
-        return Ok(thumb_response(placeholder(&src), &tag));
     }
-    // Only a file that still holds the bytes the checksum names may give the thumbnail
-    // cached under it: one rewritten since its scan (not rescanned yet) would give a
-    // picture of other bytes, cached for good.
-    Ok(thumb_response(
-        match file {
-            Some(file) => thumbs.get(&src, &file)?,
-            None => placeholder(&src),
-        },
-        &tag,
-    ))
+}
+
+/// The placeholder, saying a timeout under its label (the other reasons are longer than a
+/// tile is wide: the viewer shows them, from the asset's `preview`).
+fn placeholder_for(src: &Source<'_>, why: Option<&Unmade>) -> Thumb {
+    match why {
+        Some(t @ Unmade::TimedOut(_)) => placeholder_why(src, Some(&t.reason())),
+        _ => placeholder(src),
+    }
+}
+
+/// Why the asset's thumbnail and preview are a placeholder here, told without decoding
+/// (`GET /api/assets/{id}`'s `preview`); `None` when a picture is, or will be, made.
+pub(super) fn unmade(
+    store: &Store,
+    thumbs: &Thumbs,
+    asset: &Asset,
+) -> Result<Option<Unmade>, ApiError> {
+    let sum = hex(&asset.checksum);
+    if thumbs.cache_path(&sum).is_file() {
+        return Ok(None);
+    }
+    let readable = located(store, asset).is_ok_and(|f| f.is_some());
+    let timed_out = store.decode_timeout(asset.id)?;
+    Ok(thumbs.unmade(&source(asset, &sum), timed_out, readable))
+}
+
+/// Remembers a decode of `file` that ran to its deadline on a request. A request holds no
+/// lease: the fact is about the file's bytes, kept by its stamp; a failure costs a retry.
+fn remember_timeout(store: &Store, asset_id: i64, file: &Candidate, seconds: u64) {
+    let fact = DecodeTimeout {
+        asset_id,
+        size: file.stamp.size,
+        mtime_ns: file.stamp.mtime_ns,
+        seconds,
+    };
+    if let Err(e) = store.remember_decode_timeout(fact) {
+        tracing::warn!(asset = asset_id, error = %e, "could not remember a timed-out decode");
+    }
 }
 
 pub async fn original(

@@ -42,9 +42,19 @@ pub struct Candidate {
 
 /// The asset's first file that still holds its bytes.
 pub fn locate(asset: &WalkAsset) -> Result<PathBuf, LocateError> {
-    let found = search(asset);
-    if let Some(c) = found.inside.iter().find(|c| unchanged(&c.path, &c.stamp)) {
-        return Ok(c.path.clone());
+    locate_candidate(asset).map(|c| c.path)
+}
+
+/// `locate`, with the stamp the scan recorded for the file (what a timed-out decode of it
+/// is remembered for).
+pub fn locate_candidate(asset: &WalkAsset) -> Result<Candidate, LocateError> {
+    let mut found = search(asset);
+    if let Some(at) = found
+        .inside
+        .iter()
+        .position(|c| unchanged(&c.path, &c.stamp))
+    {
+        return Ok(found.inside.swap_remove(at));
     }
     Err(if found.outside {
         LocateError::Outside
@@ -127,6 +137,7 @@ mod tests {
             checksum: [0; 32],
             trashed: true,
             files,
+            timed_out: None,
         }
     }
 

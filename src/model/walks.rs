@@ -75,6 +75,26 @@ pub struct WalkAsset {
     pub checksum: [u8; 32],
     pub trashed: bool,
     pub files: Vec<WalkFile>,
+    /// A decode of its file ran to its deadline (this many seconds) and the file still has
+    /// the stamp that was decoded (`DecodeTimeout`): nothing decodes it again.
+    pub timed_out: Option<u64>,
+}
+
+/// A decode of an asset's file that ran to its full deadline (`seconds`), remembered for
+/// the stamp of the file it read (its recorded size and mtime): while a present file of the
+/// asset still has that stamp, the walks, the thumbnail job and requests skip the decode.
+/// A decoder stopped from outside (a signal, a shutdown) is no timeout and is not one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodeTimeout {
+    pub asset_id: i64,
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub seconds: u64,
+}
+
+/// What a placeholder says for a decode that timed out after `seconds`.
+pub fn timed_out_reason(seconds: u64) -> String {
+    format!("decoding timed out after {seconds} s")
 }
 
 /// A face found by a detector, in original-image pixel coordinates (EXIF orientation
@@ -94,15 +114,19 @@ pub struct DetectedFace {
 #[derive(Clone, Debug, PartialEq)]
 pub enum WalkResults {
     ContentHashes(Vec<(i64, ContentHash)>),
+    /// Faces under `version`; `timed_out`: the decodes that ran to their deadline (those
+    /// assets keep their old stamp, and the fact is remembered for their file's stamp).
     Faces {
         version: i64,
         found: Vec<(i64, Vec<DetectedFace>)>,
+        timed_out: Vec<DecodeTimeout>,
     },
     /// Perceptual hashes under `scheme`; `None`: the picture can never be hashed (stamped
-    /// "no hash", so the walk does not try it again).
+    /// "no hash", so the walk does not try it again). `timed_out` as for faces.
     Similar {
         scheme: i64,
         hashes: Vec<(i64, Option<u64>)>,
+        timed_out: Vec<DecodeTimeout>,
     },
 }
 

@@ -23,6 +23,7 @@
 pub mod index;
 
 use crate::faces::FaceError;
+use crate::walks::similar::HashError;
 use image::DynamicImage;
 use image_hasher::{HashAlg, Hasher, HasherConfig};
 use std::path::Path;
@@ -69,24 +70,33 @@ pub fn hash_file(path: &Path) -> Result<u64, FaceError> {
 /// This hash as the similar walk's hasher (`walks::similar::PictureHasher`): a permanent
 /// decode error is "no hash, ever" (the walk stamps it and does not try again), any other
 /// (I/O, no `heif-dec` here yet, a stopped `heif-dec`) leaves the asset's stamp for a later
-/// walk.
+/// walk; a `heif-dec` that ran to its deadline is `HashError::TimedOut`, which the walk
+/// remembers.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WalkHasher;
 
 impl crate::walks::similar::PictureHasher for WalkHasher {
-    fn hash(&self, path: &Path) -> Result<Option<u64>, String> {
-        match hash_file(path) {
-            Ok(hash) => Ok(Some(hash)),
-            Err(e) if e.is_permanent() => {
-                tracing::info!(path = %path.display(), error = %e, "no perceptual hash for this picture");
-                Ok(None)
-            }
-            Err(e) => Err(e.to_string()),
-        }
+    fn hash(&self, path: &Path) -> Result<Option<u64>, HashError> {
+        walk_hash(path, hash_file(path))
     }
 
     fn version(&self) -> i64 {
         SCHEME
+    }
+}
+
+/// The walk's answer for a hash's outcome on `path` (public for hashers that decode their
+/// own way, as the tests' do): a permanent error is "no hash, ever", a decoder that ran to
+/// its deadline a timeout to remember, any other error a later walk's.
+pub fn walk_hash(path: &Path, outcome: Result<u64, FaceError>) -> Result<Option<u64>, HashError> {
+    match outcome {
+        Ok(hash) => Ok(Some(hash)),
+        Err(e) if e.is_permanent() => {
+            tracing::info!(path = %path.display(), error = %e, "no perceptual hash for this picture");
+            Ok(None)
+        }
+        Err(FaceError::TimedOut(after)) => Err(HashError::TimedOut(after.as_secs())),
+        Err(e) => Err(HashError::Failed(e.to_string())),
     }
 }
 

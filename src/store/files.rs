@@ -2,10 +2,11 @@
 //! (with what a present file's asset needs: restored from the trash, or claimed afresh),
 //! ingest batches (file rows, asset claims, a Live Photo's pairing (`motion`), the RAW+JPEG
 //! pairing of a file read (`stacks`), the restore of unchanged files' trashed assets, the
-//! refresh of a read asset's sidecar facts (from its first copy's, `sidecars`), the mark
-//! of a photo to be read again (`files.read_again`, which a read clears) whose sidecar
-//! changed or whose sidecar has no row yet, progress, reason counts and the run's
-//! problems in one transaction under the scan lease),
+//! refresh of a read asset's sidecar facts (from its first copy's, `sidecars`), a forced
+//! read's forgetting of a timed-out decode (`decode_timeouts`), the mark of a photo to be
+//! read again (`files.read_again`, which a read clears) whose sidecar changed or whose
+//! sidecar has no row yet, progress, reason counts and the run's problems in one
+//! transaction under the scan lease),
 //! progress with the count of unchanged files (which cost no row of their own), and the end
 //! of a full scan (missing files from what the walk found gone, except rows a restore
 //! brought back during the run; orphaned assets, and live assets no present file shows
@@ -357,6 +358,10 @@ pub(super) fn ingest_one(
     let previous = row.and_then(|(_, asset)| asset);
     let claimed = claim_read(conn, item, previous, run_id, now)?;
     let claimed_id = claimed.map(|(id, _)| id);
+    // `scan --force` is the user's "try everything again": a decode that timed out too.
+    if let (FileReason::Forced, Some(id)) = (item.reason, claimed_id) {
+        super::decode_timeouts::forget(conn, id)?;
+    }
     let asset_id = if not_media(item) {
         None
     } else {

@@ -133,6 +133,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "move counter",
         sql: include_str!("../../schema/0023_move_counter.sql"),
     },
+    Migration {
+        version: 24,
+        name: "decode timeouts",
+        sql: include_str!("../../schema/0024_decode_timeouts.sql"),
+    },
 ];
 
 pub(super) fn migrate(

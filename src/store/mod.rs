@@ -28,6 +28,7 @@ mod assets;
 mod check;
 mod conn;
 mod counters;
+mod decode_timeouts;
 mod error;
 mod faces;
 mod files;

@@ -1,12 +1,13 @@
 //! The `thumbs` job's selection: the pictures and videos a scan's completion published, in
 //! id order after the job's cursor, each with the files that may show it, and one asset's
-//! files for a thumbnail or an original asked for by request. Reads only; the
-//! job's rows are advanced through `jobs` like every other job.
+//! files for a thumbnail or an original asked for by request, each with its remembered
+//! timed-out decode; and a batch's fenced completion, which remembers the decodes of the
+//! batch that timed out. The job's rows are advanced through `jobs` like every other job.
 
 use super::assets::checksum_col;
 use super::walks::files_of;
 use super::{Store, StoreError, parse_col};
-use crate::model::{MediaKind, ThumbAsset, WalkAsset, WalkFile};
+use crate::model::{DecodeTimeout, Lease, MediaKind, NewJob, ThumbAsset, WalkAsset, WalkFile};
 use rusqlite::params;
 
 /// Visible pictures and videos with `after < id <= last`. Assets of another run still
@@ -33,6 +34,25 @@ impl Store {
     /// its scan recorded: what `locate` needs to find the one to read for a request.
     pub fn asset_files(&self, id: i64) -> Result<Vec<WalkFile>, StoreError> {
         self.read(|conn| files_of(conn, id))
+    }
+
+    /// Completes a thumbnail batch's row in one fenced transaction: the decodes of the batch
+    /// that timed out remembered, then the chain's `next` row when it goes on.
+    pub fn complete_thumbs_batch(
+        &self,
+        lease: &Lease,
+        timed_out: Vec<DecodeTimeout>,
+        next: Option<NewJob>,
+    ) -> Result<(), StoreError> {
+        let lease = lease.clone();
+        self.write(move |conn, now| {
+            super::jobs::complete(conn, &lease, now)?;
+            super::decode_timeouts::record(conn, &timed_out, now)?;
+            if let Some(next) = &next {
+                super::jobs::insert(conn, next, now)?;
+            }
+            Ok(())
+        })
     }
 
     /// Up to `limit` assets for the thumbnail job after its cursor `after`, up to `last`.
@@ -69,6 +89,7 @@ impl Store {
                                 checksum,
                                 trashed,
                                 files: files_of(conn, id)?,
+                                timed_out: super::decode_timeouts::timed_out(conn, id)?,
                             },
                             kind,
                             mime,

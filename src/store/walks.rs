@@ -7,11 +7,13 @@
 //! batch, the walk record. A batch keeps what a newer scheme stamped (a newer binary on the
 //! same database) unless it walks a rollback. An asset a restore makes live while a chain is
 //! live marks the chain (`made_live`), and the chain's next commit takes it back to that
-//! asset: "walked to the end" is written only once every live asset was visited.
+//! asset: "walked to the end" is written only once every live asset was visited. A batch's
+//! decodes that ran to their deadline are remembered in the same commit (`decode_timeouts`),
+//! and each asset selected says whether one is remembered for its file.
 
 use super::assets::checksum_col;
 use super::jobs::{self, Enqueued};
-use super::{Store, StoreError, faces, parse_col};
+use super::{Store, StoreError, decode_timeouts, faces, parse_col};
 use crate::model::{
     FileStamp, Lease, Millis, WalkAsset, WalkCommit, WalkFile, WalkKindId, WalkRecord, WalkRequest,
     WalkResults, WalkVisit,
@@ -140,7 +142,7 @@ pub(super) fn files_of(conn: &Connection, asset_id: i64) -> Result<Vec<WalkFile>
 fn write_results(
     conn: &Connection,
     results: &WalkResults,
-    rollback: bool,
+    (rollback, now): (bool, Millis),
 ) -> Result<(), StoreError> {
     match results {
         WalkResults::ContentHashes(hashes) => {
@@ -149,13 +151,23 @@ fn write_results(
                 stmt.execute(params![id, &c.hash[..], c.scheme, rollback])?;
             }
         }
-        WalkResults::Faces { version, found } => {
+        WalkResults::Faces {
+            version,
+            found,
+            timed_out,
+        } => {
             for (id, list) in found {
                 faces::replace(conn, *id, (*version, rollback), list)?;
             }
+            decode_timeouts::record(conn, timed_out, now)?;
         }
-        WalkResults::Similar { scheme, hashes } => {
+        WalkResults::Similar {
+            scheme,
+            hashes,
+            timed_out,
+        } => {
             super::similar::stamp(conn, *scheme, hashes, rollback)?;
+            decode_timeouts::record(conn, timed_out, now)?;
         }
     }
     Ok(())
@@ -304,6 +316,7 @@ impl Store {
                         checksum,
                         trashed,
                         files: files_of(conn, id)?,
+                        timed_out: decode_timeouts::timed_out(conn, id)?,
                     })
                 })
                 .collect()
@@ -371,7 +384,7 @@ impl Store {
         let lease = lease.clone();
         self.write(move |conn, now| {
             jobs::complete(conn, &lease, now)?;
-            write_results(conn, &commit.results, commit.rollback)?;
+            write_results(conn, &commit.results, (commit.rollback, now))?;
             advance(conn, lease.id, &commit, now)
         })
     }

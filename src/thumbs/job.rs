@@ -6,12 +6,14 @@
 //! its lease advances nothing. It writes only cache files, through `Thumbs` (the function
 //! and cache key the first request uses), and skips what is cached, so a re-run costs a
 //! `stat` per asset. A file that is gone, changed, unreadable or undecodable is counted and
-//! skipped (it gets the placeholder, as on request); it never fails the job. Below the
+//! skipped (it gets the placeholder, as on request); it never fails the job. A decode that
+//! ran to its deadline is remembered for the file's stamp in the row's fenced commit, and an
+//! asset the index remembers so is not decoded again. Below the
 //! cache's reserve of free space the row waits (paused, no attempt spent) and is made once
 //! space is back. No SQL here.
 
 use super::{Ensured, Source, Thumbs};
-use crate::model::{Job, ThumbAsset, ThumbsPayload, hex};
+use crate::model::{DecodeTimeout, Job, ThumbAsset, ThumbsPayload, hex};
 use crate::queue::{Failure, JobDone, JobHandler, WorkContext, WorkError};
 use crate::store::Store;
 use rayon::prelude::*;
@@ -29,9 +31,11 @@ pub enum Outcome {
     Cached,
     Made,
     /// Cannot be made here (undecodable, a HEIF without heif-dec or whose decode timed out
-    /// before, a video without ffmpeg):
-    /// the placeholder.
+    /// before, as the index remembers, a video without ffmpeg): the placeholder.
     Placeholder,
+    /// Its decode ran to its deadline now: the placeholder, and the fact the batch's commit
+    /// remembers for the file's stamp.
+    TimedOut(DecodeTimeout),
     /// No file of the asset still holds the bytes the scan indexed.
     NoFile,
     /// The file could not be read, or the decoder failed outright.
@@ -66,18 +70,24 @@ impl MakeThumb for Thumbs {
         if self.cache_path(&sum).is_file() {
             return Outcome::Cached;
         }
-        if !self.makes(&src) || self.why_placeholder(&sum).is_some() {
+        if !self.makes(&src) || a.asset.timed_out.is_some() {
             return Outcome::Placeholder;
         }
         // Only a file whose stamp is the one the scan recorded holds these bytes: a
         // thumbnail cached under the checksum must be of exactly them.
-        let Ok(file) = crate::locate::locate(&a.asset) else {
+        let Ok(file) = crate::locate::locate_candidate(&a.asset) else {
             return Outcome::NoFile;
         };
-        match self.ensure(&src, &file) {
+        match self.ensure(&src, &file.path) {
             Ok(Ensured::Cached) => Outcome::Cached,
             Ok(Ensured::Made) => Outcome::Made,
             Ok(Ensured::Placeholder) => Outcome::Placeholder,
+            Ok(Ensured::TimedOut(seconds)) => Outcome::TimedOut(DecodeTimeout {
+                asset_id: a.asset.id,
+                size: file.stamp.size,
+                mtime_ns: file.stamp.mtime_ns,
+                seconds,
+            }),
             Err(super::ThumbError::NoRoom(full)) => Outcome::Paused(full.to_string()),
             Err(e) => Outcome::Failed(e.to_string()),
         }
@@ -132,7 +142,7 @@ fn tally(batch: &[ThumbAsset], outcomes: &[Outcome]) -> Tally {
         match o {
             Outcome::Made => t.made += 1,
             Outcome::Cached => t.cached += 1,
-            Outcome::Placeholder => t.placeholder += 1,
+            Outcome::Placeholder | Outcome::TimedOut(_) => t.placeholder += 1,
             Outcome::NoFile => t.no_file += 1,
             Outcome::Failed(why) => {
                 t.failed += 1;
@@ -142,6 +152,17 @@ fn tally(batch: &[ThumbAsset], outcomes: &[Outcome]) -> Tally {
         }
     }
     t
+}
+
+/// The batch's decodes that ran to their deadline, for its commit to remember.
+fn timeouts(outcomes: &[Outcome]) -> Vec<DecodeTimeout> {
+    outcomes
+        .iter()
+        .filter_map(|o| match o {
+            Outcome::TimedOut(t) => Some(*t),
+            _ => None,
+        })
+        .collect()
 }
 
 impl JobHandler for ThumbsJob {
@@ -189,17 +210,17 @@ impl JobHandler for ThumbsJob {
             ..payload.clone()
         };
         let last_row = batch.len() < self.batch || next.after >= payload.last;
+        let timed_out = timeouts(&outcomes);
         // The commit completes this row: no heartbeat may follow it.
         ctx.stop_heartbeat();
+        let follow = (!last_row).then(|| next.job());
+        ctx.ack(move |s, l| s.complete_thumbs_batch(l, timed_out, follow))?;
         if last_row {
-            ctx.ack(|s, l| s.complete_job(l))?;
             tracing::info!(
                 run = payload.run,
                 visited = next.visited,
                 "thumbnails of the scan's new assets done"
             );
-        } else {
-            ctx.ack(|s, l| s.complete_job_and_enqueue(l, next.job()))?;
         }
         Ok(JobDone::Committed)
     }

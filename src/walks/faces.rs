@@ -3,12 +3,16 @@
 //! is a trait object so that any implementation plugs in without touching the machinery.
 //! A file is used only if it still has its scan stamp or the asset's checksum; an asset
 //! whose file cannot be read or whose detection failed (`DetectError`) keeps its old stamp
-//! and does not block the walk.
+//! and does not block the walk. A decode that ran to its deadline (`DetectError::TimedOut`)
+//! is remembered in the index for the file's stamp (`model::DecodeTimeout`, committed with
+//! the batch): the next walks skip that asset, saying "decoding timed out after N s", until
+//! the file changes or `scan --force` reads it again. A decoder stopped from outside (a
+//! shutdown, the OOM killer, a lost lease) is not remembered: the next walk tries again.
 
 use super::WalkKind;
 use crate::locate::{Candidate, candidates, unchanged};
 use crate::media::content_hash::hash_file;
-use crate::model::{WalkAsset, WalkKindId, WalkResults};
+use crate::model::{DecodeTimeout, WalkAsset, WalkKindId, WalkResults, timed_out_reason};
 use crate::queue::{Retry, io_retry};
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
@@ -39,13 +43,18 @@ pub enum DetectError {
     /// signal): nothing was learnt about the file, a later walk tries again.
     #[error("{0}")]
     Stopped(String),
+    /// The decoder ran to its full deadline (seconds) and was killed: the walk remembers it
+    /// for the file's stamp (`model::DecodeTimeout`) and does not run it again until the
+    /// file changes.
+    #[error("decoding timed out after {0} s")]
+    TimedOut(u64),
 }
 
 impl DetectError {
     pub fn retry(&self) -> Retry {
         match self {
             DetectError::Read { source, .. } => io_retry(source),
-            DetectError::Stopped(_) => Retry::Transient,
+            DetectError::Stopped(_) | DetectError::TimedOut(_) => Retry::Transient,
             DetectError::Detector(_) | DetectError::NoFile(_) => Retry::Permanent,
         }
     }
@@ -84,12 +93,65 @@ impl FacesWalk {
 /// The first candidate file that still holds the asset's bytes (its scan stamp, or else its
 /// checksum, says so).
 pub(super) fn file_of(asset: &WalkAsset) -> Option<PathBuf> {
+    candidate_of(asset).map(|c| c.path)
+}
+
+/// `file_of`, with the stamp the scan recorded for it (what a timed-out decode is
+/// remembered for).
+pub(super) fn candidate_of(asset: &WalkAsset) -> Option<Candidate> {
     candidates(asset)
         .into_iter()
         .find(|Candidate { path, stamp }| {
             unchanged(path, stamp) || hash_file(path).is_ok_and(|h| h.checksum == asset.checksum)
         })
-        .map(|c| c.path)
+}
+
+/// What one asset of a batch gave: its faces, a decode that timed out on its file, or
+/// nothing (unreadable, remembered as timed out before, failed: it keeps its stamp).
+pub(super) enum Visit<T> {
+    Done(T),
+    TimedOut(DecodeTimeout),
+    Skipped,
+}
+
+impl<T> Visit<T> {
+    /// The visits' results and timeouts, apart.
+    pub(super) fn split(visits: Vec<(i64, Visit<T>)>) -> (Vec<(i64, T)>, Vec<DecodeTimeout>) {
+        let (mut done, mut timed_out) = (Vec::new(), Vec::new());
+        for (id, v) in visits {
+            match v {
+                Visit::Done(t) => done.push((id, t)),
+                Visit::TimedOut(t) => timed_out.push(t),
+                Visit::Skipped => {}
+            }
+        }
+        (done, timed_out)
+    }
+}
+
+/// Whether the asset's decode timed out before on the file it still has: the walk skips
+/// it (and says so) instead of running the decoder for as long again.
+pub(super) fn remembered_timeout(asset: &WalkAsset, walk: &str) -> bool {
+    let Some(secs) = asset.timed_out else {
+        return false;
+    };
+    tracing::info!(
+        asset = asset.id,
+        walk,
+        problem = %timed_out_reason(secs),
+        "skipped: its decode timed out before on this file (it is tried again once the file changes, or by scan --force)"
+    );
+    true
+}
+
+/// The fact to remember for a decode of `candidate` that ran `secs` to its deadline.
+pub(super) fn timeout_of(asset: &WalkAsset, candidate: &Candidate, secs: u64) -> DecodeTimeout {
+    DecodeTimeout {
+        asset_id: asset.id,
+        size: candidate.stamp.size,
+        mtime_ns: candidate.stamp.mtime_ns,
+        seconds: secs,
+    }
 }
 
 impl FacesWalk {
@@ -99,6 +161,28 @@ impl FacesWalk {
     pub fn detect_one(&self, asset: &WalkAsset) -> Result<Vec<DetectedFace>, DetectError> {
         let path = file_of(asset).ok_or(DetectError::NoFile(asset.id))?;
         self.detector.detect(&path)
+    }
+}
+
+impl FacesWalk {
+    fn visit(&self, a: &WalkAsset) -> Visit<Vec<DetectedFace>> {
+        if remembered_timeout(a, "faces") {
+            return Visit::Skipped;
+        }
+        let Some(candidate) = candidate_of(a) else {
+            return Visit::Skipped;
+        };
+        match self.detector.detect(&candidate.path) {
+            Ok(faces) => Visit::Done(faces),
+            Err(DetectError::TimedOut(secs)) => {
+                tracing::warn!(asset = a.id, problem = %timed_out_reason(secs), "face detection skipped; remembered for this file");
+                Visit::TimedOut(timeout_of(a, &candidate, secs))
+            }
+            Err(e) => {
+                tracing::warn!(asset = a.id, error = %e, "face detection failed");
+                Visit::Skipped
+            }
+        }
     }
 }
 
@@ -116,22 +200,12 @@ impl WalkKind for FacesWalk {
     }
 
     fn process(&self, batch: &[WalkAsset]) -> WalkResults {
-        let found = batch
-            .par_iter()
-            .filter_map(|a| {
-                let path = file_of(a)?;
-                match self.detector.detect(&path) {
-                    Ok(faces) => Some((a.id, faces)),
-                    Err(e) => {
-                        tracing::warn!(asset = a.id, error = %e, "face detection failed");
-                        None
-                    }
-                }
-            })
-            .collect();
+        let visits = batch.par_iter().map(|a| (a.id, self.visit(a))).collect();
+        let (found, timed_out) = Visit::split(visits);
         WalkResults::Faces {
             version: self.scheme,
             found,
+            timed_out,
         }
     }
 }

@@ -5,21 +5,41 @@
 //! is used only if it still has its scan stamp or the asset's checksum (`faces::file_of`).
 //! A picture that can never be hashed (not a format this build decodes, too large, broken)
 //! is stamped "no hash", so that the walk does not try it again on every run; one whose file
-//! cannot be read, or a HEIF with no `heif-dec` here yet or whose `heif-dec` was stopped (its
-//! deadline, a signal), keeps its old stamp and does not block the walk.
+//! cannot be read, or a HEIF with no `heif-dec` here yet or whose `heif-dec` was stopped by a
+//! signal, keeps its old stamp and does not block the walk. One whose `heif-dec` ran to its
+//! deadline keeps its stamp too, and the timeout is remembered for the file's stamp, as the
+//! face walk does (`faces::Visit`): later walks skip it until the file changes.
 
 use super::WalkKind;
-use super::faces::file_of;
-use crate::model::{WalkAsset, WalkKindId, WalkResults};
+use super::faces::{Visit, candidate_of, remembered_timeout, timeout_of};
+use crate::model::{WalkAsset, WalkKindId, WalkResults, timed_out_reason};
 use rayon::prelude::*;
 use std::path::Path;
 use std::sync::Arc;
 
+/// Why a picture was not hashed this time (it keeps its stamp).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HashError {
+    /// A later walk may succeed (the file could not be read, no `heif-dec` here yet, a
+    /// decoder stopped by a signal).
+    #[error("{0}")]
+    Failed(String),
+    /// The decoder ran to its full deadline (seconds): remembered for the file's stamp.
+    #[error("decoding timed out after {0} s")]
+    TimedOut(u64),
+}
+
+impl From<String> for HashError {
+    fn from(why: String) -> HashError {
+        HashError::Failed(why)
+    }
+}
+
 /// A perceptual hasher, shared by all rayon workers.
 pub trait PictureHasher: Send + Sync + 'static {
     /// The picture's hash; `Ok(None)` when this build can never hash it (stamped "no hash");
-    /// `Err` (why) when a later walk may (the file could not be read): it keeps its stamp.
-    fn hash(&self, path: &Path) -> Result<Option<u64>, String>;
+    /// `Err` when a later walk may (the file could not be read): it keeps its stamp.
+    fn hash(&self, path: &Path) -> Result<Option<u64>, HashError>;
     /// The hash rule's version: the walk's scheme.
     fn version(&self) -> i64;
 }
@@ -44,14 +64,24 @@ impl SimilarWalk {
         }
     }
 
-    /// The asset's hash: `Some(None)` for "no hash can be made", `None` to keep its stamp.
-    fn hash_asset(&self, asset: &WalkAsset) -> Option<Option<u64>> {
-        let path = file_of(asset)?;
-        match self.hasher.hash(&path) {
-            Ok(hash) => Some(hash),
+    /// The asset's hash: `Done(None)` for "no hash can be made"; a timeout to remember; or
+    /// skipped, keeping its stamp.
+    fn hash_asset(&self, asset: &WalkAsset) -> Visit<Option<u64>> {
+        if remembered_timeout(asset, "similar") {
+            return Visit::Skipped;
+        }
+        let Some(candidate) = candidate_of(asset) else {
+            return Visit::Skipped;
+        };
+        match self.hasher.hash(&candidate.path) {
+            Ok(hash) => Visit::Done(hash),
+            Err(HashError::TimedOut(secs)) => {
+                tracing::warn!(asset = asset.id, problem = %timed_out_reason(secs), "perceptual hash skipped; remembered for this file");
+                Visit::TimedOut(timeout_of(asset, &candidate, secs))
+            }
             Err(why) => {
                 tracing::warn!(asset = asset.id, error = %why, "perceptual hash failed");
-                None
+                Visit::Skipped
             }
         }
     }
@@ -71,12 +101,15 @@ impl WalkKind for SimilarWalk {
     }
 
     fn process(&self, batch: &[WalkAsset]) -> WalkResults {
+        let visits = batch
+            .par_iter()
+            .map(|a| (a.id, self.hash_asset(a)))
+            .collect();
+        let (hashes, timed_out) = Visit::split(visits);
         WalkResults::Similar {
             scheme: self.scheme,
-            hashes: batch
-                .par_iter()
-                .filter_map(|a| Some((a.id, self.hash_asset(a)?)))
-                .collect(),
+            hashes,
+            timed_out,
         }
     }
 }

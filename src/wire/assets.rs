@@ -1,4 +1,5 @@
-//! The asset projection, its path forms and its motion clip.
+//! The asset projection, its path forms and its motion clip, and one asset's `preview` (a
+//! picture, or a placeholder and why, as the HTTP layer tells it).
 
 use crate::model::{self, AssetPath, DetectedFace, FileState, MediaKind, TakenAtSource, hex};
 use serde::Serialize;
@@ -248,4 +249,40 @@ impl Asset {
             stack: a.stack.iter().map(StackFile::from).collect(),
         }
     }
+}
+
+/// What the viewer shows for an asset (`GET /api/assets/{id}`'s `preview`): `picture` (its
+/// thumbnail and preview are, or will be, made), or `placeholder` with why (`cause`:
+/// `timed_out`, `too_large`, `unsupported`, `unreadable`; `reason`: the words shown).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Preview {
+    pub state: &'static str,
+    pub cause: Option<&'static str>,
+    pub reason: Option<String>,
+}
+
+impl Preview {
+    /// `Some((cause, reason))` for a placeholder, `None` for a picture.
+    pub fn of(placeholder: Option<(&'static str, String)>) -> Preview {
+        match placeholder {
+            None => Preview {
+                state: "picture",
+                cause: None,
+                reason: None,
+            },
+            Some((cause, reason)) => Preview {
+                state: "placeholder",
+                cause: Some(cause),
+                reason: Some(reason),
+            },
+        }
+    }
+}
+
+/// One asset as `GET /api/assets/{id}` gives it: the listed fields and its `preview`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AssetDetail {
+    #[serde(flatten)]
+    pub asset: Asset,
+    pub preview: Preview,
 }

@@ -16,7 +16,7 @@ mod duplicates;
 mod problems;
 mod similar;
 
-pub use assets::{Asset, Face, FilePath, PathForm, Paths};
+pub use assets::{Asset, AssetDetail, Face, FilePath, PathForm, Paths, Preview};
 pub use check::{Check, Finding, Repair, Repaired};
 pub use duplicates::{DuplicateGroup, Twin};
 pub use problems::Problem;

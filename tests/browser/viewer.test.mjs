@@ -3,7 +3,8 @@
 // Checks: a photo opened from the grid steps to the next and previous tile by its buttons,
 // the arrow keys and a swipe, the URL following it; Esc closes it back to the grid; a photo
 // opened by a direct link closes to the grid (never about:blank); a trash from the viewer
-// shows a toast whose Undo restores the photo (the API says so); a failed trash's error
+// shows a toast whose Undo restores the photo (the API says so); a placeholder's reason (the
+// asset's `preview`, staged on one photo) shows under it; a failed trash's error
 // shows in front of the viewer, where it can be seen. Every wait is for a state, not a time.
 import { url, shots, launch } from "./launch.mjs";
 import assert from "node:assert/strict";
@@ -80,6 +81,30 @@ try {
   await closedTo("#/photos");
   assert.ok(page.url().startsWith(url), `still on the page: ${page.url()}`);
   await page.locator("#grid a.tile").first().waitFor();
+
+  step("a placeholder says why under it (the asset's preview)");
+  assert.equal((await api(ids[0])).preview.state, "picture", "a sample photo is a picture");
+  const why = "decoding timed out after 63 s";
+  const one = `**/api/assets/${ids[0]}`;
+  await page.route(one, async (route) => {
+    const real = await route.fetch();
+    const json = await real.json();
+    json.preview = { state: "placeholder", cause: "timed_out", reason: why };
+    await route.fulfill({ response: real, json });
+  });
+  await page.locator(`#grid a.tile[href="#/asset/${ids[0]}"]`).click();
+  await showing(ids[0]);
+  const note = page.locator("#asset-media .placeholder-why");
+  await note.waitFor({ state: "visible" });
+  assert.equal(await note.textContent(), why);
+  await shot("10-placeholder-why");
+  await page.unroute(one);
+  await page.getByRole("button", { name: "Next" }).click();
+  await showing(ids[1]);
+  assert.equal(await page.locator("#asset-media .placeholder-why").count(), 0,
+    "a picture has no note");
+  await page.keyboard.press("Escape");
+  await closedTo("#/photos");
 
   step("a failed trash says why in front of the viewer");
   await page.locator(`#grid a.tile[href="#/asset/${ids[3]}"]`).click();

@@ -558,6 +558,7 @@ fn an_old_layout_trash_folder_is_adopted_located_and_restored() {
         checksum: [0; 32],
         trashed: true,
         files,
+        timed_out: None,
     };
     assert_eq!(mediadex::locate::locate(&asset), Ok(old.clone()));
     let outcome = mediadex::trash::restore(&env.store, adopted).expect("restore");

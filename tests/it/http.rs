@@ -2937,7 +2937,16 @@ async fn the_api_and_the_cli_give_an_asset_the_same_fields_and_values() {
     let (lib, _) = api.photos("photos");
     api.scan(lib);
     let b = api.asset_at("b.png");
-    let one = api.get(&format!("/api/assets/{b}")).await.json();
+    let mut one = api.get(&format!("/api/assets/{b}")).await.json();
+    // The one asset's own field: what its viewer shows (a PNG: a picture).
+    let preview = one
+        .as_object_mut()
+        .and_then(|o| o.remove("preview"))
+        .expect("one asset has its preview");
+    assert_eq!(
+        preview,
+        serde_json::json!({"state": "picture", "cause": null, "reason": null})
+    );
     let page = api.get("/api/assets").await.json();
     let listed = page["items"]
         .as_array()
@@ -3260,4 +3269,79 @@ async fn a_same_content_group_suggests_the_biggest_picture_to_keep() {
         )
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
+}
+
+/// Writes an executable stand-in for heif-dec at `script`.
+#[cfg(unix)]
+fn heif_dec_script(script: &Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(script, format!("#!/bin/sh\n{body}\n")).expect("script");
+    std::fs::set_permissions(script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// Issue 26 deliverable 8: one asset's `preview` says why its thumbnail is a placeholder
+/// (a video without ffmpeg here, a picture over the pixel cap, no file holding its bytes,
+/// a timed-out decode), and a HEIF whose heif-dec ran to its deadline on a request is
+/// remembered in the index: later requests answer the placeholder at once, even once the
+/// decoder would succeed (the stand-in is swapped for one that decodes: it is not run).
+#[cfg(unix)]
+#[tokio::test]
+async fn a_placeholders_preview_says_why_and_a_timed_out_decode_is_not_run_again() {
+    let programs = tempfile::tempdir().expect("tempdir");
+    let script = programs.path().join("heif-dec");
+    heif_dec_script(&script, "exec sleep 600");
+    let dec = mediadex::media::heif_dec::HeifDec::at(script.clone())
+        .with_limits(Duration::from_millis(100), 1024 * 1024)
+        .with_slope(Duration::ZERO);
+    let api = api_tweaked(loopback(), None, None, |c| {
+        let thumbs = std::mem::replace(&mut c.thumbs, Thumbs::with_ffmpeg(Path::new("/"), None));
+        c.thumbs = thumbs.with_heif(Some(dec));
+    });
+    let (lib, root) = api.photos("photos");
+    std::fs::copy(fixture("astronaut_half.heic"), root.join("a.heic")).unwrap();
+    std::fs::copy(fixture("astronaut.mp4"), root.join("v.mp4")).unwrap();
+    std::fs::copy(fixture("bomb_17000.jpg"), root.join("bomb.jpg")).unwrap();
+    api.scan(lib);
+    let preview = async |rel: &str| {
+        let id = api.asset_at(rel);
+        api.get(&format!("/api/assets/{id}")).await.json()["preview"].clone()
+    };
+    let placeholder = |cause: &str, reason: &str| serde_json::json!({"state": "placeholder", "cause": cause, "reason": reason});
+    assert_eq!(
+        preview("v.mp4").await,
+        placeholder(
+            "unsupported",
+            "unsupported format: a video needs ffmpeg, not installed here"
+        )
+    );
+    assert_eq!(
+        preview("bomb.jpg").await,
+        placeholder(
+            "too_large",
+            "too large to decode: 289 megapixels, over the cap of 120"
+        )
+    );
+    std::fs::remove_file(root.join("b.png")).unwrap();
+    assert_eq!(
+        preview("b.png").await,
+        placeholder(
+            "unreadable",
+            "unreadable: no file still holds the bytes it was indexed with"
+        )
+    );
+    let heic = api.asset_at("a.heic");
+    assert_eq!(preview("a.heic").await["state"], "picture", "not tried yet");
+
+    let timed_out = "decoding timed out after 0 s";
+    let first = api.get(&format!("/api/assets/{heic}/thumbnail")).await;
+    assert!(String::from_utf8_lossy(&first.body).contains(timed_out));
+    assert_eq!(preview("a.heic").await, placeholder("timed_out", timed_out));
+    let png = fixture("astronaut.png");
+    heif_dec_script(&script, &format!("cp '{}' \"$4\"", png.display()));
+    for route in ["thumbnail", "preview"] {
+        let r = api.get(&format!("/api/assets/{heic}/{route}")).await;
+        assert_eq!(r.status, StatusCode::OK);
+        let body = String::from_utf8_lossy(&r.body);
+        assert!(body.contains(timed_out), "{route}: heif-dec ran again");
+    }
 }

@@ -366,7 +366,7 @@ impl FaceDetector for NoFaces {
 /// bookkeeping, not the hash, is under test).
 struct BytesHasher;
 impl PictureHasher for BytesHasher {
-    fn hash(&self, path: &Path) -> Result<Option<u64>, String> {
+    fn hash(&self, path: &Path) -> Result<Option<u64>, mediadex::walks::similar::HashError> {
         let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
         let h = sum(&bytes);
         Ok(Some(u64::from_le_bytes(

@@ -31,6 +31,7 @@ fn one_file(root: &Path, rel: &str, stamp: FileStamp) -> WalkAsset {
             stamp,
             trashed_to: None,
         }],
+        timed_out: None,
     }
 }
 

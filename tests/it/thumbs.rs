@@ -745,8 +745,7 @@ fn a_tiff_scan_gets_a_real_thumbnail() {
 #[test]
 fn a_jpeg_declaring_17000x17000_gets_the_placeholder_without_allocating() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let bomb = dir.path().join("bomb.jpg");
-    std::fs::write(&bomb, crate::faces::jpeg_declaring(17_000, 17_000)).expect("write");
+    let bomb = fixture("bomb_17000.jpg");
     let thumbs = Thumbs::with_ffmpeg(&dir.path().join("data"), None);
     let t = crate::media_extract::within_memory(16 << 20, move || {
         thumbs.get(&picture_source("ee02", "image/jpeg", None), &bomb)
@@ -756,12 +755,12 @@ fn a_jpeg_declaring_17000x17000_gets_the_placeholder_without_allocating() {
     assert_eq!(t.content_type, "image/svg+xml", "the placeholder");
 }
 
-/// Issue 26 finding 13: a HEIF whose decode timed out is remembered for its bytes: the
-/// next request and the job give the placeholder at once, saying why, without running
-/// heif-dec again.
+/// Issue 26 finding 13: a HEIF whose decode ran to its deadline gets the placeholder saying
+/// so, and the answer says it timed out (the caller remembers it in the index); the job does
+/// not decode an asset the index remembers so (`WalkAsset::timed_out`).
 #[cfg(unix)]
 #[test]
-fn a_timed_out_decode_is_remembered_and_its_placeholder_says_so() {
+fn a_timed_out_decode_says_so_and_the_job_skips_one_the_index_remembers() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().expect("tempdir");
     let ran = dir.path().join("ran");
@@ -780,28 +779,19 @@ fn a_timed_out_decode_is_remembered_and_its_placeholder_says_so() {
     let sum = hex(&[0xff; 32]);
     let src = heif_source(&sum, "image/heic");
     let runs = || std::fs::read_to_string(&ran).map_or(0, |s| s.lines().count());
-    for attempt in 0..2 {
-        let t = thumbs.get(&src, &file).expect("placeholder");
-        assert_eq!(t.content_type, "image/svg+xml", "attempt {attempt}");
-        let svg = String::from_utf8(t.bytes).expect("svg");
-        assert!(
-            svg.contains("decoding timed out"),
-            "attempt {attempt}: {svg}"
-        );
-    }
-    assert_eq!(runs(), 1, "heif-dec ran again after it timed out");
-    assert_eq!(thumbs.why_placeholder(&sum), Some("decoding timed out"));
-    assert_eq!(
-        thumbs.why_placeholder("ff02"),
-        None,
-        "remembered for these bytes only"
-    );
-    let asset = ThumbAsset {
+    let t = thumbs.get(&src, &file).expect("placeholder");
+    assert_eq!(t.content_type, "image/svg+xml");
+    assert_eq!(t.timed_out, Some(0), "the answer says it timed out");
+    let svg = String::from_utf8(t.bytes).expect("svg");
+    assert!(svg.contains("decoding timed out after 0 s"), "{svg}");
+    assert_eq!(runs(), 1);
+    let mut asset = ThumbAsset {
         asset: mediadex::model::WalkAsset {
             id: 1,
             checksum: [0xff; 32],
             trashed: false,
             files: Vec::new(),
+            timed_out: Some(30),
         },
         kind: MediaKind::Image,
         mime: Some("image/heic".into()),
@@ -814,5 +804,63 @@ fn a_timed_out_decode_is_remembered_and_its_placeholder_says_so() {
         Outcome::Placeholder,
         "the job does not decode it"
     );
-    assert_eq!(runs(), 1);
+    assert_eq!(
+        runs(),
+        1,
+        "heif-dec ran again though the index remembers it"
+    );
+    asset.asset.timed_out = None;
+    assert_eq!(
+        thumbs.make(&asset),
+        Outcome::NoFile,
+        "not remembered: looked for"
+    );
+}
+
+/// Issue 26 deliverable 8: the thumbs job's decode that ran to its deadline lands in the
+/// index with the batch's fenced commit, for the file's stamp (a request and the walks then
+/// skip it).
+#[cfg(unix)]
+#[test]
+fn the_jobs_timed_out_decode_is_remembered_with_its_batch() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = env();
+    let root = env.dir.path().join("photos");
+    std::fs::create_dir_all(&root).expect("mkdir");
+    std::fs::copy(fixture("astronaut_half.heic"), root.join("a.heic")).expect("copy");
+    photo(&root.join("b.png"), 3);
+    let lib = mediadex::app::add_library(&env.store, "photos", &root.to_string_lossy())
+        .expect("add")
+        .id;
+    let script = env.dir.path().join("heif-dec");
+    std::fs::write(&script, "#!/bin/sh\nexec sleep 600\n").expect("script");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let dec = mediadex::media::heif_dec::HeifDec::at(script)
+        .with_limits(Duration::from_millis(100), 1024 * 1024)
+        .with_slope(Duration::ZERO);
+    let thumbs =
+        Arc::new(Thumbs::with_ffmpeg(&env.dir.path().join("data"), None).with_heif(Some(dec)));
+    let recording = Arc::new(Recording {
+        inner: thumbs,
+        seen: Mutex::default(),
+    });
+    let handler = ThumbsJob {
+        store: env.store.clone(),
+        maker: recording.clone(),
+        batch: 8,
+    };
+    scan_and_settle(&env, lib, Some(handler));
+    let id_of = |rel: &str| {
+        let assets = env.store.assets(false).expect("assets");
+        let a = assets
+            .iter()
+            .find(|a| a.paths.iter().any(|p| p.rel_path_text == rel));
+        a.expect("indexed").id
+    };
+    let (heic, png) = (id_of("a.heic"), id_of("b.png"));
+    let seen = recording.seen.lock().expect("lock").clone();
+    assert!(matches!(seen[&heic], Outcome::TimedOut(_)), "{seen:?}");
+    assert_eq!(seen[&png], Outcome::Made);
+    assert_eq!(env.store.decode_timeout(heic).expect("read"), Some(0));
+    assert_eq!(env.store.decode_timeout(png).expect("read"), None);
 }

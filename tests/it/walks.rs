@@ -1109,3 +1109,179 @@ fn a_scans_restore_behind_a_face_chains_cursor_is_walked_before_the_end() {
     assert_eq!(face_stamps(&env.store, &lib.assets), [Some(1); 3]);
     assert_eq!(env.store.walk_record(kind).unwrap().unwrap().scheme, 1);
 }
+
+/// A face detector and perceptual hasher that decode through a stand-in heif-dec which
+/// sleeps past a 100 ms deadline (no sleep races anything: the decoder is killed at its
+/// deadline whatever it did), counting the decodes it is asked for.
+#[cfg(unix)]
+struct SlowHeif {
+    dec: mediadex::media::heif_dec::HeifDec,
+    calls: Mutex<u32>,
+}
+
+#[cfg(unix)]
+impl SlowHeif {
+    fn new(dir: &Path) -> Arc<SlowHeif> {
+        use std::os::unix::fs::PermissionsExt;
+        let script = dir.join("slow-heif-dec");
+        std::fs::write(&script, "#!/bin/sh\nexec sleep 600\n").expect("script");
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let dec = mediadex::media::heif_dec::HeifDec::at(script)
+            .with_limits(Duration::from_millis(100), 1024 * 1024)
+            .with_slope(Duration::ZERO);
+        Arc::new(SlowHeif {
+            dec,
+            calls: Mutex::new(0),
+        })
+    }
+
+    fn decode(&self, path: &Path) -> Result<(), mediadex::faces::FaceError> {
+        *self.calls.lock().expect("calls") += 1;
+        mediadex::faces::open_with_decoder(path, Some(&self.dec)).map(|_| ())
+    }
+
+    fn calls(&self) -> u32 {
+        *self.calls.lock().expect("calls")
+    }
+}
+
+#[cfg(unix)]
+impl FaceDetector for SlowHeif {
+    fn detect(&self, path: &Path) -> Result<Vec<DetectedFace>, DetectError> {
+        mediadex::faces::walk_result(path, self.decode(path).map(|()| Vec::new()))
+    }
+    fn version(&self) -> i64 {
+        1
+    }
+}
+
+#[cfg(unix)]
+impl mediadex::walks::similar::PictureHasher for SlowHeif {
+    fn hash(&self, path: &Path) -> Result<Option<u64>, mediadex::walks::similar::HashError> {
+        mediadex::similar::walk_hash(path, self.decode(path).map(|()| 7))
+    }
+    fn version(&self) -> i64 {
+        1
+    }
+}
+
+/// Indexes `name` (its bytes as they are now) in library `lib` through a scan lease,
+/// recorded with `stamp` for `reason`; answers its asset.
+fn index_one(
+    env: &Env,
+    lib: i64,
+    root: &Path,
+    name: &str,
+    stamp: FileStamp,
+    reason: FileReason,
+) -> i64 {
+    let bytes = std::fs::read(root.join(name)).expect("read");
+    let item = IngestItem {
+        rel_path: name.as_bytes().to_vec(),
+        rel_path_text: name.to_string(),
+        stamp,
+        reason,
+        checksum: Some(*blake3::hash(&bytes).as_bytes()),
+        content_hash: None,
+        facts: Some(MediaFacts {
+            kind: Some(MediaKind::Image),
+            mime: Some("image/heic".into()),
+            ..MediaFacts::default()
+        }),
+        error: None,
+        namesake: true,
+    };
+    env.store
+        .request_scan(env.scan_request(lib, ""))
+        .expect("request");
+    let (lease, _) = env
+        .store
+        .claim_scan_run(600_000)
+        .expect("claim")
+        .expect("a run");
+    let report = env
+        .store
+        .ingest_batch(&lease, lib, vec![item], "")
+        .expect("ingest");
+    env.store
+        .finish_full_scan(&lease, lib, ScanEnd::breaker(1.0, true))
+        .expect("finish");
+    report.items[0].asset_id.expect("an asset")
+}
+
+/// Issue 26 deliverable 8: a HEIC whose heif-dec runs to its deadline is remembered in the
+/// index for the file's stamp: the next walk (of either kind) does not decode it again and
+/// the asset keeps its old stamp; once a scan records a new stamp for the file (re-saved)
+/// it is decoded again, and `scan --force`'s read of it forgets the timeout.
+#[cfg(unix)]
+fn a_timed_out_decode_is_remembered_for_the_files_stamp(which: Which) {
+    let env = support::env();
+    let lib = env.library("photos");
+    let root = env.dir.path().join("photos");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/astronaut_half.heic"),
+        root.join("a.heic"),
+    )
+    .expect("copy");
+    let size = std::fs::metadata(root.join("a.heic")).expect("stat").len();
+    let stamp = |mtime_ns| FileStamp {
+        size,
+        mtime_ns,
+        dev: 1,
+        inode: 1,
+    };
+    let id = index_one(&env, lib, &root, "a.heic", stamp(5), FileReason::New);
+    let slow = SlowHeif::new(env.dir.path());
+    let kind = which.kind();
+    let walk: Box<dyn JobHandler> = match which {
+        Which::Faces => Box::new(WalkJob::new(
+            &env.store,
+            Arc::new(FacesWalk::new(slow.clone(), None)),
+        )),
+        _ => Box::new(WalkJob::new(
+            &env.store,
+            Arc::new(SimilarWalk::new(slow.clone(), None)),
+        )),
+    };
+    let walk_again = |restart| {
+        walks::request(&env.store, kind, 1, restart).expect("a walk");
+        drain(&env.store, kind, walk.as_ref());
+    };
+    walks::boot(&env.store, kind, 1, TTL).expect("boot");
+    drain(&env.store, kind, walk.as_ref());
+    assert_eq!(slow.calls(), 1);
+    assert_eq!(env.store.decode_timeout(id).expect("read"), Some(0));
+    assert_eq!(
+        which.stamps(&env.store, &[id]),
+        [None],
+        "it keeps its old stamp"
+    );
+
+    walk_again(false);
+    walk_again(true);
+    assert_eq!(slow.calls(), 1, "a later walk ran heif-dec again");
+
+    // Re-saved: the scan records a new stamp for the file, and the fact no longer holds.
+    let same = index_one(&env, lib, &root, "a.heic", stamp(6), FileReason::Mtime);
+    assert_eq!(same, id);
+    assert_eq!(env.store.decode_timeout(id).expect("read"), None);
+    walk_again(false);
+    assert_eq!(slow.calls(), 2, "a changed stamp is decoded again");
+    assert_eq!(env.store.decode_timeout(id).expect("read"), Some(0));
+
+    // `scan --force` reads it again and forgets the timeout.
+    index_one(&env, lib, &root, "a.heic", stamp(6), FileReason::Forced);
+    assert_eq!(env.store.decode_timeout(id).expect("read"), None);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_face_walks_timed_out_decode_is_remembered_for_the_files_stamp() {
+    a_timed_out_decode_is_remembered_for_the_files_stamp(Which::Faces);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_similar_walks_timed_out_decode_is_remembered_for_the_files_stamp() {
+    a_timed_out_decode_is_remembered_for_the_files_stamp(Which::Similar);
+}

@@ -222,7 +222,9 @@ fn a_motion_clip_of_either_kind_has_the_documented_fields_and_types() {
 
 #[test]
 fn an_asset_in_the_cli_has_the_documented_fields_and_types() {
-    let doc = tables(&[ASSET, CLI_PATHS]);
+    let mut doc = tables(&[ASSET, CLI_PATHS]);
+    // Only the API's one asset has it: the CLI decodes nothing to tell.
+    doc.remove("preview");
     let full = json(&wire::Asset::new(&full_asset(1), PathForm::Text));
     let seen = check("a CLI asset", &full, &doc);
     check(
@@ -270,7 +272,10 @@ fn an_asset_carries_what_its_sidecar_says_in_the_cli_and_the_api() {
 #[test]
 fn an_asset_in_the_api_has_the_documented_fields_and_types() {
     let doc = tables(&[ASSET, API_PATHS]);
-    let full = json(&wire::Asset::new(&full_asset(1), PathForm::Files));
+    let full = json(&wire::AssetDetail {
+        asset: wire::Asset::new(&full_asset(1), PathForm::Files),
+        preview: wire::Preview::of(None),
+    });
     let seen = check("an API asset", &full, &doc);
     check(
         "a bare API asset",
@@ -284,6 +289,23 @@ fn an_asset_in_the_api_has_the_documented_fields_and_types() {
         seen.extend(check("a path object", p, &object));
     }
     all_seen("a path object", &seen, &object);
+}
+
+/// Issue 26 deliverable 8: a placeholder's preview says why; a picture's has no cause.
+#[test]
+fn a_preview_has_the_documented_fields_and_types() {
+    let doc = table("**A preview**");
+    let placeholder =
+        wire::Preview::of(Some(("timed_out", "decoding timed out after 30 s".into())));
+    let seen = check("a placeholder's preview", &json(&placeholder), &doc);
+    check("a picture's preview", &json(&wire::Preview::of(None)), &doc);
+    all_seen("a preview", &seen, &doc);
+    for cause in ["unsupported", "timed_out", "too_large", "unreadable"] {
+        assert!(
+            DOC.contains(&format!("`{cause}` (")),
+            "{cause} undocumented"
+        );
+    }
 }
 
 #[test]

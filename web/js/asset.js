@@ -1,8 +1,9 @@
 // The asset view: the picture (the original when the browser shows its format, else the
 // server's large preview) or video with its faces drawn, its motion clip played on request
 // (or word that this browser cannot play it, its download, and its conversion where the
-// server has ffmpeg), its facts, trash (with a toast to undo it) and restore. Stepping
-// through the view and closing: nav.js.
+// server has ffmpeg), why a placeholder stands in for the picture when the server has one,
+// its facts, trash (with a toast to undo it) and restore. Stepping through the view and
+// closing: nav.js.
 import { $, el, banner, guard, toast } from "./dom.js";
 import { api } from "./api.js";
 import { fmtBytes, fmtDuration } from "./format.js";
@@ -72,6 +73,10 @@ export async function openAsset(id) {
     const draw = async () => { const f = await faces; if (f) drawFaces(frame, img, f); };
     if (img.complete) draw(); else img.addEventListener("load", draw);
     if (asset.motion) frame.append(motionControl(id, frame));
+  }
+  // Why the server shows a placeholder instead of the picture (docs/json.md, a preview).
+  if (asset.preview && asset.preview.state === "placeholder") {
+    frame.append(el("p", { class: "placeholder-why", role: "status" }, asset.preview.reason));
   }
   media.append(frame, ...navButtons(id));
   renderFacts(asset, faces);
