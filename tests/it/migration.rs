@@ -358,6 +358,21 @@ fn wal(path: &Path) -> std::path::PathBuf {
     support::sibling(path, "-wal")
 }
 
+/// A page (1-based, as `support::zero_page` counts) in the middle of the jobs' rows: the
+/// data a command's start does not read unless it reads every page. A page picked by
+/// position alone may be a table's root, which any open reads, and moves as tables are added.
+fn a_middle_page_of_rows(path: &Path) -> u64 {
+    let bytes = std::fs::read(path).expect("db");
+    let rows: Vec<u64> = bytes
+        .chunks(support::PAGE as usize)
+        .enumerate()
+        .filter(|(_, page)| page.windows(40).any(|w| w.iter().all(|b| *b == b'x')))
+        .map(|(i, _)| i as u64 + 1)
+        .collect();
+    assert!(rows.len() > 4, "the padded jobs fill pages: {rows:?}");
+    rows[rows.len() / 2]
+}
+
 fn pages(path: &Path) -> u64 {
     std::fs::metadata(path).expect("size").len() / support::PAGE
 }
@@ -575,7 +590,7 @@ fn the_libraries_of_a_damaged_index_are_read_back_where_their_page_is_sound() {
 fn a_command_start_reads_every_page_only_within_its_budget() {
     let (_dir, path, clock) = setup();
     used_index(&path, &clock);
-    support::zero_page(&path, pages(&path) / 2);
+    support::zero_page(&path, a_middle_page_of_rows(&path));
     let len = std::fs::metadata(&path).expect("db").len();
     let with = |check| {
         let clock: SharedClock = clock.clone();
@@ -592,7 +607,8 @@ fn a_command_start_reads_every_page_only_within_its_budget() {
         with(StartCheck::FullUpTo(len)),
         Err(StoreError::Damaged { .. })
     ));
-    assert!(with(StartCheck::FullUpTo(len - 1)).is_ok());
+    let quick = with(StartCheck::FullUpTo(len - 1));
+    assert!(quick.is_ok(), "{:?}", quick.err());
     assert!(matches!(
         with(StartCheck::Full),
         Err(StoreError::Damaged { .. })
