@@ -4,7 +4,8 @@
 //! One test thread plays a seeded user and the app against the real store (a real SQLite
 //! file, a fake clock), the real scan pipeline, trash, restore, the sweep and the walks, over
 //! real folders in a temp dir. The user creates small real photos (PNGs, camera JPEGs and
-//! DNGs of one second, which stack), edits them in place, re-saves them by renaming over,
+//! DNGs of one second, which stack, and Live Photos: an iPhone still and a MOV that carry
+//! one ContentIdentifier per capture), edits them in place, re-saves them by renaming over,
 //! renames, copies and deletes them, writes, changes and deletes XMP sidecars, unmounts and
 //! remounts a library's root (renames the folder away and back), removes and re-adds a
 //! library and empties the trash folder by hand. The app scans (full and scoped), cancels,
@@ -22,9 +23,15 @@
 //! present library, no move in flight): every media file in the folder is shown by exactly
 //! one live, published asset with its checksum and its sidecar's rating and title; a live
 //! asset's present rows are files with its bytes and it has one; a trashed asset's files are
-//! in the trash folder or its rows say they are gone; RAW+JPEG stacks are what the folder
-//! implies; an asset id is never issued twice. After a walk batch that completed a walk:
-//! every asset the walk had to stamp is stamped.
+//! in the trash folder or its rows say they are gone; RAW+JPEG stacks and Live pairs are
+//! what the folder implies (a clip whose still is in the folder is that still's clip and
+//! never a second photo in the grid); an asset id is never issued twice. After a trash that
+//! ended flipped: the photo's files, its Live clip's and its stack's RAWs' are no longer at
+//! their paths (the user trashes what they see). After a restore that ended flipped: every
+//! file its last trash moved (with its followers') that was still in the trash folder is
+//! back, and at least one of its own. After any move, once none is in flight: no file came
+//! into a trash folder that is the only copy of a live asset's bytes. After a walk batch
+//! that completed a walk: every asset the walk had to stamp is stamped.
 //!
 //! `MEDIADEX_LIBSIM_SEEDS`, `MEDIADEX_LIBSIM_STEPS`, `MEDIADEX_LIBSIM_SEED_BASE`,
 //! `MEDIADEX_LIBSIM_THREADS` override the defaults; `MEDIADEX_LIBSIM_ALL=1` turns on the
@@ -52,12 +59,12 @@
 // 9, 12  | unreachable: no HEIF / heif-dec; the index is never damaged nor repaired
 
 use crate::support::dng::Dng;
-use crate::support::exif::{ascii, jpeg_with_exif};
+use crate::support::exif::{apple_note, ascii, jpeg_with_exif};
 use exif::Tag;
 use mediadex::clock::FakeClock;
 use mediadex::model::{
-    DetectedFace, JobFilter, MOVE_JOB_KIND, Millis, RunState, ScanRequest, TRASH_DIR, Trigger,
-    WalkKindId,
+    DetectedFace, JobFilter, MOVE_JOB_KIND, Millis, MoveOutcome, RunState, ScanRequest, TRASH_DIR,
+    Trigger, WalkKindId,
 };
 use mediadex::queue::{
     JobHandler, LeaseGuard, NoHooks, Registry, ScanDone, ScanHandler, WorkError,
@@ -73,6 +80,7 @@ use mediadex::walks::faces::{DetectError, FaceDetector, FacesWalk};
 use mediadex::walks::similar::{PictureHasher, SimilarWalk};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rusqlite::OptionalExtension;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -87,6 +95,11 @@ const DAY: Millis = 86_400_000;
 const LOG_LINES: usize = 120;
 const DIRS: [&str; 3] = ["", "a", "b/c"];
 const STEMS: [&str; 4] = ["s0", "s1", "s2", "s3"];
+const LIVE_STEMS: [&str; 2] = ["IMG_1", "IMG_2"];
+/// Every Live pair's identifier starts so (36 characters with the version's 12 hex digits).
+const LIVE_PREFIX: &str = "5EED0000-0000-4000-8000-";
+/// The identifier `tests/fixtures/live/IMG_7001.MOV` carries.
+const FIXTURE_LIVE_ID: &str = "1F7B6A52-3C1D-4E8B-9C0A-5D2E7F4B8A61";
 const TAKEN: &str = "2021:09:18 19:02:33";
 const FACES_SCHEME: i64 = 1;
 const SIMILAR_SCHEME: i64 = 1;
@@ -195,6 +208,10 @@ enum Kind {
     Png,
     Jpg,
     Dng,
+    /// A Live Photo's still: an iPhone JPEG whose MakerNote carries a ContentIdentifier.
+    Still,
+    /// A Live Photo's clip: a MOV carrying a ContentIdentifier.
+    Mov,
 }
 
 impl Kind {
@@ -203,15 +220,77 @@ impl Kind {
             Kind::Png => "png",
             Kind::Jpg => "JPG",
             Kind::Dng => "DNG",
+            Kind::Still => "jpg",
+            Kind::Mov => "MOV",
         }
     }
 
     fn of(path: &str) -> Option<Kind> {
         let ext = path.rsplit('.').next()?;
-        [Kind::Png, Kind::Jpg, Kind::Dng]
+        [Kind::Png, Kind::Jpg, Kind::Dng, Kind::Still, Kind::Mov]
             .into_iter()
             .find(|k| k.ext() == ext)
     }
+
+    /// The names a file of this kind takes: Live Photos their own, so that no RAW shares
+    /// a still's stem (that would be a stack as well as a pair).
+    fn stems(self) -> &'static [&'static str] {
+        match self {
+            Kind::Still | Kind::Mov => &LIVE_STEMS,
+            _ => &STEMS,
+        }
+    }
+}
+
+/// The ContentIdentifier of version `v` of a Live pair: the still and the clip of one
+/// capture carry the same one; any edit of either makes a new one (no pair any more).
+fn live_id(v: u32) -> String {
+    format!("{LIVE_PREFIX}{v:012X}")
+}
+
+/// The ContentIdentifier a still's or clip's bytes carry, if any.
+fn identifier_of(bytes: &[u8]) -> Option<String> {
+    let p = LIVE_PREFIX.as_bytes();
+    let at = bytes.windows(p.len()).position(|w| w == p)?;
+    let id = bytes.get(at..at + p.len() + 12)?;
+    Some(String::from_utf8_lossy(id).into_owned())
+}
+
+/// The corpus's Live Photo MOV with its identifier replaced by `live_id(v)` (the same
+/// length, so every box keeps its size): a clip of its own for each version.
+fn clip_bytes(v: u32) -> Vec<u8> {
+    static MOV: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    let mov = MOV.get_or_init(|| {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/live/IMG_7001.MOV");
+        std::fs::read(path).expect("the Live Photo fixture")
+    });
+    let at = mov
+        .windows(FIXTURE_LIVE_ID.len())
+        .position(|w| w == FIXTURE_LIVE_ID.as_bytes())
+        .expect("the fixture's identifier");
+    let mut out = mov.clone();
+    out[at..at + FIXTURE_LIVE_ID.len()].copy_from_slice(live_id(v).as_bytes());
+    out
+}
+
+/// An iPhone still of version `v`, paired with `clip_bytes(v)` by identifier.
+fn still_bytes(v: u32) -> Vec<u8> {
+    jpeg_with_exif(
+        16,
+        8,
+        &[
+            ascii(Tag::Make, "Apple"),
+            ascii(Tag::Model, "iPhone 12 Pro"),
+            ascii(Tag::DateTimeOriginal, TAKEN),
+            ascii(Tag::SubSecTimeOriginal, &v.to_string()),
+            ascii(Tag::OffsetTimeOriginal, "-04:00"),
+            exif::Field {
+                tag: Tag::MakerNote,
+                ifd_num: exif::In::PRIMARY,
+                value: exif::Value::Undefined(apple_note(&live_id(v)), 0),
+            },
+        ],
+    )
 }
 
 /// The bytes of version `v` of a photo of `kind`: every version distinct.
@@ -247,6 +326,8 @@ fn media_bytes(kind: Kind, v: u32) -> Vec<u8> {
             preview: None,
         }
         .bytes(),
+        Kind::Still => still_bytes(v),
+        Kind::Mov => clip_bytes(v),
     }
 }
 
@@ -290,6 +371,23 @@ fn files_under(root: &Path) -> Vec<String> {
         }
     }
     out.sort();
+    out
+}
+
+/// The files of `kind` under `root` outside the trash folder, by the identifier they carry.
+fn by_identifier(root: &Path, kind: Kind) -> HashMap<String, Vec<String>> {
+    let mut out: HashMap<String, Vec<String>> = HashMap::new();
+    for rel in files_under(root) {
+        if in_trash(&rel) || Kind::of(&rel) != Some(kind) {
+            continue;
+        }
+        if let Some(id) = std::fs::read(root.join(&rel))
+            .ok()
+            .and_then(|b| identifier_of(&b))
+        {
+            out.entry(id).or_default().push(rel);
+        }
+    }
     out
 }
 
@@ -598,7 +696,8 @@ impl Sim {
     fn free_path(&mut self, l: usize, kind: Kind) -> Option<(String, PathBuf)> {
         for _ in 0..4 {
             let d = DIRS[self.rng.random_range(0..DIRS.len())];
-            let s = STEMS[self.rng.random_range(0..STEMS.len())];
+            let stems = kind.stems();
+            let s = stems[self.rng.random_range(0..stems.len())];
             let rel = if d.is_empty() {
                 format!("{s}.{}", kind.ext())
             } else {
@@ -664,7 +763,8 @@ impl Sim {
         let root = self.libs[l].root.clone();
         let media = self.media_in(l);
         match self.rng.random_range(0..100) {
-            0..=19 => {
+            0..=3 => self.live_pair(l),
+            4..=19 => {
                 let kind =
                     [Kind::Png, Kind::Png, Kind::Jpg, Kind::Dng][self.rng.random_range(0..4)];
                 if let Some((rel, p)) = self.free_path(l, kind) {
@@ -845,6 +945,27 @@ impl Sim {
             _ => {}
         }
         Ok(())
+    }
+
+    /// A Live Photo: a still and its clip of one capture, side by side.
+    fn live_pair(&mut self, l: usize) {
+        let Some((rel, p)) = self.free_path(l, Kind::Still) else {
+            return;
+        };
+        let clip = p.with_extension(Kind::Mov.ext());
+        if clip.exists() {
+            return;
+        }
+        let v = self.version();
+        let (s, c) = (media_bytes(Kind::Still, v), media_bytes(Kind::Mov, v));
+        self.note(format!(
+            "user: live pair {}/{rel} +MOV v{v}",
+            self.libs[l].name
+        ));
+        self.wrote(&s);
+        self.wrote(&c);
+        self.put(&p, &s);
+        self.put(&clip, &c);
     }
 
     fn remount(&mut self) -> Result<(), String> {
@@ -1161,6 +1282,12 @@ impl Sim {
             return Ok(());
         };
         let faults = self.faults();
+        self.move_asset(id, restore, faults)
+    }
+
+    /// The user's trash or restore of asset `id` with `faults`, then the oracle's checks of
+    /// what a move did.
+    fn move_asset(&mut self, id: i64, restore: bool, faults: Faults) -> Result<(), String> {
         let config = self.move_config();
         let what = if restore { "restore" } else { "trash" };
         self.note(format!(
@@ -1175,6 +1302,12 @@ impl Sim {
                 .unwrap_or_default(),
             if faults.no_room { " no room" } else { "" }
         ));
+        let expect = if restore {
+            self.expect_restore(id)?
+        } else {
+            self.expect_trash(id)?
+        };
+        let in_trash_before = self.trash_listing();
         let store = self.store.clone();
         let got = catch_unwind(AssertUnwindSafe(|| {
             if restore {
@@ -1183,24 +1316,8 @@ impl Sim {
                 mediadex::trash::trash_with(&store, id, &config, &faults)
             }
         }));
-        if restore {
-            if matches!(got, Ok(Ok(_))) {
-                self.trashed_step.remove(&id);
-            }
-        } else {
-            // What the index knew of the asset's folders when it went: their last full scan
-            // (a change since, unseen, is read by nothing until the file comes back).
-            let known = list
-                .iter()
-                .find(|a| a.id == id)
-                .into_iter()
-                .flat_map(|a| &a.paths)
-                .filter_map(|p| self.libs.iter().position(|l| l.id == Some(p.library_id)))
-                .map(|l| self.last_full[l])
-                .min()
-                .unwrap_or(self.step);
-            self.trashed_step.entry(id).or_insert(known);
-        }
+        let outcome = got.as_ref().ok().and_then(|r| r.as_ref().ok()).copied();
+        self.remember_move(id, restore, outcome.is_some());
         match got {
             Ok(r) => self.note(format!("  -> {r:?}")),
             Err(p) if p.is::<Crash>() => {
@@ -1214,15 +1331,41 @@ impl Sim {
         } else {
             self.stats.trashes += 1;
         }
-        Ok(())
+        self.check_move(id, outcome, &expect)?;
+        self.check_no_live_file_trashed(&in_trash_before)
+    }
+
+    /// The oracle's bookkeeping of a trash or restore of `id` (`done`: it ended flipped).
+    fn remember_move(&mut self, id: i64, restore: bool, done: bool) {
+        if restore {
+            if done {
+                self.trashed_step.remove(&id);
+            }
+            return;
+        }
+        // What the index knew of the asset's folders when it went: their last full scan
+        // (a change since, unseen, is read by nothing until the file comes back).
+        let known = self
+            .store
+            .asset(id)
+            .ok()
+            .flatten()
+            .into_iter()
+            .flat_map(|a| a.paths)
+            .filter_map(|p| self.libs.iter().position(|l| l.id == Some(p.library_id)))
+            .map(|l| self.last_full[l])
+            .min()
+            .unwrap_or(self.step);
+        self.trashed_step.entry(id).or_insert(known);
     }
 
     fn finish_abandoned(&mut self) -> Result<(), String> {
         self.clock.advance(MOVE_TTL + 1);
+        let before = self.trash_listing();
         let n = mediadex::trash::finish_abandoned(&self.store, &self.move_config())
             .map_err(|e| format!("finish_abandoned: {e}"))?;
         self.note(format!("app: clock +ttl, carried on {n} moves"));
-        Ok(())
+        self.check_no_live_file_trashed(&before)
     }
 
     fn sweep(&mut self) -> Result<(), String> {
@@ -1423,6 +1566,214 @@ impl Sim {
         for id in gone {
             self.ids.remove(&id);
             self.gone_ids.insert(id);
+        }
+        Ok(())
+    }
+
+    // -- the oracle's checks of a move --
+
+    /// What a trash of `id` that ends flipped must do, as the user sees it: the photo goes,
+    /// and with it what the grid showed as part of it (its Live clip, unless another live
+    /// still shows that clip too; the RAWs of the stack it heads).
+    fn expect_trash(&self, id: i64) -> Result<Expect, String> {
+        let Some(a) = self.store.asset(id).map_err(|e| e.to_string())? else {
+            return Ok(Expect::default());
+        };
+        let mut ids = vec![(id, "it")];
+        if let Some(clip) = &a.live_clip {
+            let others: i64 = self
+                .raw
+                .query_row(
+                    "SELECT count(*) FROM assets
+                      WHERE live_video_id = ?1 AND id <> ?2 AND trashed_at IS NULL",
+                    [clip.asset_id, id],
+                    |r| r.get(0),
+                )
+                .map_err(|e| e.to_string())?;
+            if others == 0 {
+                ids.push((clip.asset_id, "its Live clip"));
+            }
+        }
+        if a.stack.first().is_some_and(|m| m.asset_id == id) {
+            ids.extend(a.stack[1..].iter().map(|m| (m.asset_id, "its stack's RAW")));
+        }
+        let mut expect = Expect::default();
+        for (f, role) in ids {
+            let Some(fa) = self.store.asset(f).map_err(|e| e.to_string())? else {
+                continue;
+            };
+            let paths: Vec<Place> = (fa.paths.iter())
+                .filter(|p| p.state == mediadex::model::FileState::Present)
+                .filter_map(|p| {
+                    let l = self.libs.iter().position(|l| l.id == Some(p.library_id))?;
+                    Some((l, p.rel_path_text.clone()))
+                })
+                .collect();
+            // Finding 16: a trash of a photo with no present file flips it at once and
+            // moves nothing, not even what follows it (`Store::begin_trash`).
+            if f == id && paths.is_empty() {
+                expect.leave.push((f, role, fa.checksum, paths));
+                break;
+            }
+            if fa.trashed_at.is_none() && !paths.is_empty() {
+                expect.leave.push((f, role, fa.checksum, paths));
+            }
+        }
+        Ok(expect)
+    }
+
+    /// What a restore of `id` that ends flipped must do: put back each file its last trash
+    /// moved that is still in the trash folder, with those of the assets that followed it
+    /// there when it led that trash and are still in the trash.
+    fn expect_restore(&self, id: i64) -> Result<Expect, String> {
+        let mut stmt = self
+            .raw
+            .prepare_cached(
+                "SELECT asset_id, library_id, CAST(from_path AS TEXT), CAST(to_path AS TEXT), state
+                   FROM trash_intents
+                  WHERE move_id = (SELECT max(move_id) FROM trash_intents
+                                    WHERE asset_id = ?1 AND action = 'trash' AND state = 'done')
+                  ORDER BY id",
+            )
+            .map_err(|e| e.to_string())?;
+        let intents: Vec<(i64, i64, String, String, String)> = stmt
+            .query_map([id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })
+            .map_err(|e| e.to_string())?
+            .collect::<Result<_, _>>()
+            .map_err(|e| e.to_string())?;
+        let led = intents.first().is_some_and(|i| i.0 == id);
+        let mut expect = Expect {
+            moved: intents.iter().any(|i| i.0 == id && i.4 == "done"),
+            ..Expect::default()
+        };
+        for (f, lib, from, to, state) in intents {
+            let Some(fa) = self.store.asset(f).map_err(|e| e.to_string())? else {
+                continue;
+            };
+            let Some(l) = self
+                .libs
+                .iter()
+                .position(|x| x.id == Some(lib) && x.mounted)
+            else {
+                continue;
+            };
+            let follows = f == id || (led && fa.trashed_at.is_some());
+            let there =
+                std::fs::read(self.libs[l].root.join(&to)).is_ok_and(|b| sum(&b) == fa.checksum);
+            if state == "done" && follows && there {
+                expect.back.push((f, fa.checksum, l, from));
+            }
+        }
+        Ok(expect)
+    }
+
+    /// A move that ended flipped did what the user asked (`expect`, taken before it).
+    fn check_move(
+        &self,
+        id: i64,
+        outcome: Option<MoveOutcome>,
+        expect: &Expect,
+    ) -> Result<(), String> {
+        let holds = |l: usize, rel: &str, c: &[u8; 32]| {
+            std::fs::read(self.libs[l].here().join(rel)).is_ok_and(|b| sum(&b) == *c)
+        };
+        let asset = |f: i64| self.store.asset(f).map_err(|e| e.to_string());
+        if outcome == Some(MoveOutcome::Trashed) {
+            for (f, role, c, paths) in &expect.leave {
+                // A follower whose file the user changed unseen stays live (not its file).
+                if *f == id && asset(*f)?.is_some_and(|a| a.trashed_at.is_none()) {
+                    return Err(format!(
+                        "the trash of asset {id} ended, and {role} (asset {f}) is live{}",
+                        self.describe(*f)
+                    ));
+                }
+                if let Some((l, rel)) = paths.iter().find(|(l, rel)| holds(*l, rel, c)) {
+                    return Err(format!(
+                        "the trash of asset {id} ended, and the file of {role} (asset {f}) is \
+                         still at {}/{rel}{}",
+                        self.libs[*l].name,
+                        self.describe(*f)
+                    ));
+                }
+            }
+        }
+        if outcome == Some(MoveOutcome::Restored) {
+            for (f, c, l, from) in &expect.back {
+                if asset(*f)?.is_none_or(|a| a.trashed_at.is_some()) || !holds(*l, from, c) {
+                    return Err(format!(
+                        "the restore of asset {id} ended, and asset {f}'s file is not back at \
+                         {}/{from}{}",
+                        self.libs[*l].name,
+                        self.describe(*f)
+                    ));
+                }
+            }
+            let a = asset(id)?.ok_or("restored asset gone")?;
+            let back = a.paths.iter().any(|p| {
+                p.state == mediadex::model::FileState::Present
+                    && (self.libs.iter().position(|l| l.id == Some(p.library_id)))
+                        .is_some_and(|l| holds(l, &p.rel_path_text, &a.checksum))
+            });
+            if expect.moved && !back {
+                return Err(format!(
+                    "the restore of asset {id} says it restored it, and none of its files is back{}",
+                    self.describe(id)
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every media file in the trash folders of the libraries here, with its checksum.
+    fn trash_listing(&self) -> HashMap<(usize, String), [u8; 32]> {
+        let mut out = HashMap::new();
+        for (l, lib) in self.libs.iter().enumerate().filter(|(_, lib)| lib.mounted) {
+            let trash = lib.root.join(TRASH_DIR);
+            for rel in files_under(&trash) {
+                if let Ok(b) = std::fs::read(trash.join(&rel)) {
+                    out.insert((l, rel), sum(&b));
+                }
+            }
+        }
+        out
+    }
+
+    /// Mediadex never moves into the trash the only file of a photo the user still sees:
+    /// once no move is in flight, a file that came into a trash folder since `before` holds
+    /// no live asset's bytes unless a copy of them is still in a library folder.
+    fn check_no_live_file_trashed(
+        &self,
+        before: &HashMap<(usize, String), [u8; 32]>,
+    ) -> Result<(), String> {
+        if self.moves_in_flight()? {
+            return Ok(());
+        }
+        let mut copies = None;
+        for ((l, rel), c) in self.trash_listing() {
+            if before.get(&(l, rel.clone())) == Some(&c)
+                || copies.get_or_insert_with(|| self.copies()).contains_key(&c)
+            {
+                continue;
+            }
+            let live: Option<i64> = self
+                .raw
+                .query_row(
+                    "SELECT id FROM assets WHERE checksum = ?1 AND trashed_at IS NULL
+                        AND pending_run IS NULL",
+                    [c.as_slice()],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(|e| e.to_string())?;
+            if let Some(a) = live {
+                return Err(format!(
+                    "live asset {a}'s only file was moved into {}/{TRASH_DIR}/{rel}{}",
+                    self.libs[l].name,
+                    self.describe(a)
+                ));
+            }
         }
         Ok(())
     }
@@ -1629,8 +1980,81 @@ impl Sim {
                 _ => {}
             }
         }
+        self.check_live_pairs(l, &by_path, &rows)?;
         self.note(format!("  quiet point: {} holds", self.libs[l].name));
         Ok(())
+    }
+
+    /// Live pairs are what the folder implies: a clip whose still (the same identifier) is
+    /// in the folder is that still's clip and never a second photo in the grid; a clip the
+    /// grid hides is shown by a live still somewhere (here in the folder, or in another
+    /// library that was not scanned since).
+    fn check_live_pairs(
+        &self,
+        l: usize,
+        by_path: &HashMap<&str, &Row>,
+        rows: &[Row],
+    ) -> Result<(), String> {
+        let root = &self.libs[l].root;
+        let (stills, clips) = (
+            by_identifier(root, Kind::Still),
+            by_identifier(root, Kind::Mov),
+        );
+        if clips.is_empty() {
+            return Ok(());
+        }
+        let shown: HashSet<i64> = (self.store.assets(false).map_err(|e| e.to_string())?)
+            .iter()
+            .map(|a| a.id)
+            .collect();
+        let asset_at = |rel: &str| by_path.get(rel).and_then(|r| r.asset);
+        for (id, rels) in &clips {
+            for rel in rels {
+                let Some(c) = asset_at(rel) else { continue };
+                let still = stills.get(id).and_then(|s| s.first());
+                if let Some(still) = still {
+                    let s = asset_at(still).ok_or("still without asset")?;
+                    let a = self
+                        .store
+                        .asset(s)
+                        .map_err(|e| e.to_string())?
+                        .ok_or("still gone")?;
+                    if shown.contains(&c) || a.live_clip.as_ref().map(|v| v.asset_id) != Some(c) {
+                        return Err(format!(
+                            "{still} and {rel} are a Live pair, but asset {s} shows clip {:?} and \
+                             the grid shows the clip (asset {c}): {}",
+                            a.live_clip.map(|v| v.asset_id),
+                            shown.contains(&c)
+                        ));
+                    }
+                } else if !shown.contains(&c) && !self.hidden_by_elsewhere(c, l, rows)? {
+                    return Err(format!(
+                        "{rel} (asset {c}) is hidden from the grid as a Live clip, and no still \
+                         of its capture is in a folder{}",
+                        self.describe(c)
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a live still that shows clip `c` has a present row in a library other than
+    /// `l` (one whose folder the index may not have seen since).
+    fn hidden_by_elsewhere(&self, c: i64, l: usize, rows: &[Row]) -> Result<bool, String> {
+        let mut stmt = self
+            .raw
+            .prepare_cached("SELECT id FROM assets WHERE live_video_id = ?1 AND trashed_at IS NULL")
+            .map_err(|e| e.to_string())?;
+        let stills: HashSet<i64> = stmt
+            .query_map([c], |r| r.get(0))
+            .map_err(|e| e.to_string())?
+            .collect::<Result<_, _>>()
+            .map_err(|e| e.to_string())?;
+        let here = self.libs[l].id;
+        Ok(rows.iter().any(|r| {
+            r.present && Some(r.library) != here && r.asset.is_some_and(|a| stills.contains(&a))
+        }))
     }
 
     /// A walk that says it walked to the end stamped every asset it had to: the face walk
@@ -1739,10 +2163,10 @@ impl Sim {
             .unwrap_or_default()
         };
         format!(
-            "\n  asset {id}: {:?}\n  files (library path state last_seen_run beside): {:?}\n  intents (action from to state move): {:?}",
+            "\n  asset {id}: {:?}\n  files (library path state last_seen_run): {:?}\n  intents (action from to state move): {:?}",
             q("SELECT trashed_at, trash_reason, pending_run, mime FROM assets WHERE id = ?1"),
             q(
-                "SELECT library_id, rel_path_text, state, last_seen_run, beside FROM files WHERE asset_id = ?1"
+                "SELECT library_id, rel_path_text, state, last_seen_run FROM files WHERE asset_id = ?1"
             ),
             q(
                 "SELECT action, CAST(from_path AS TEXT), CAST(to_path AS TEXT), state, move_id FROM trash_intents WHERE asset_id = ?1"
@@ -1762,6 +2186,21 @@ impl Sim {
         }
         out
     }
+}
+
+/// A file of a library: (library index, path).
+type Place = (usize, String);
+
+/// What a move that ends flipped must have done, taken before it.
+#[derive(Default)]
+struct Expect {
+    /// A trash: each asset that must go (it, or what the grid showed with it, named), its
+    /// checksum and its present files (library, path) that must no longer hold its bytes.
+    leave: Vec<(i64, &'static str, [u8; 32], Vec<Place>)>,
+    /// A restore: each asset that must be live again with its checksum at (library, path).
+    back: Vec<(i64, [u8; 32], usize, String)>,
+    /// A restore: the asset's last trash moved a file of its own.
+    moved: bool,
 }
 
 struct Row {
@@ -1938,6 +2377,16 @@ fn defect_3_a_restore_that_moved_nothing_leaves_no_live_asset_without_its_file()
 #[test]
 fn defect_7_a_walk_that_ended_stamped_every_restored_asset() {
     replay(7, 11, 212);
+}
+
+#[test]
+fn defect_8_a_trashed_jpeg_takes_its_raw_along() {
+    replay(8, 1, 34);
+}
+
+#[test]
+fn defect_8_a_trashed_live_photo_takes_its_clip_along() {
+    replay(8, 8, 21);
 }
 
 #[test]
