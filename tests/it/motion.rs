@@ -25,21 +25,6 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// An Apple MakerNote whose ContentIdentifier (tag 0x0011) is `id`.
-fn apple_note(id: &str) -> Vec<u8> {
-    let mut n = b"Apple iOS\0\0\x01MM".to_vec();
-    n.extend_from_slice(&1u16.to_be_bytes());
-    let value_at = 14 + 2 + 12 + 4;
-    n.extend_from_slice(&0x0011u16.to_be_bytes());
-    n.extend_from_slice(&2u16.to_be_bytes());
-    n.extend_from_slice(&(id.len() as u32 + 1).to_be_bytes());
-    n.extend_from_slice(&(value_at as u32).to_be_bytes());
-    n.extend_from_slice(&[0; 4]);
-    n.extend_from_slice(id.as_bytes());
-    n.push(0);
-    n
-}
-
 /// An iPhone JPEG taken at `when` (EXIF local time) + `subsec`, UTC+2, with a MakerNote
 /// ContentIdentifier when `id` is given; `shade` keeps two stills apart.
 fn still(when: &str, subsec: &str, id: Option<&str>, shade: u32) -> Vec<u8> {
@@ -54,7 +39,7 @@ fn still(when: &str, subsec: &str, id: Option<&str>, shade: u32) -> Vec<u8> {
         fields.push(Field {
             tag: Tag::MakerNote,
             ifd_num: In::PRIMARY,
-            value: Value::Undefined(apple_note(id), 0),
+            value: Value::Undefined(exif::apple_note(id), 0),
         });
     }
     exif::jpeg_with_exif(16 + shade, 12, &fields)

@@ -56,3 +56,18 @@ pub fn with_exif(body: &[u8], fields: &[Field]) -> Vec<u8> {
     out.extend_from_slice(&body[2..]);
     out
 }
+
+/// An Apple MakerNote whose ContentIdentifier (tag 0x0011) is `id`.
+pub fn apple_note(id: &str) -> Vec<u8> {
+    let mut n = b"Apple iOS\0\0\x01MM".to_vec();
+    n.extend_from_slice(&1u16.to_be_bytes());
+    let value_at = 14 + 2 + 12 + 4;
+    n.extend_from_slice(&0x0011u16.to_be_bytes());
+    n.extend_from_slice(&2u16.to_be_bytes());
+    n.extend_from_slice(&(id.len() as u32 + 1).to_be_bytes());
+    n.extend_from_slice(&(value_at as u32).to_be_bytes());
+    n.extend_from_slice(&[0; 4]);
+    n.extend_from_slice(id.as_bytes());
+    n.push(0);
+    n
+}
