@@ -364,9 +364,10 @@ pub fn run(args: Args, settings: &Settings) -> anyhow::Result<()> {
         Command::Library(LibraryCommand::Add { path, name, json }) => {
             library_add(data, &path, name, json)
         }
-        Command::Library(LibraryCommand::List { json }) => {
-            emit(&render::libraries(&open(data)?.1.libraries()?, json)?)
-        }
+        Command::Library(LibraryCommand::List { json }) => emit(&render::libraries(
+            &ops::library::list(&open(data)?.1)?,
+            json,
+        )?),
         Command::Runs {
             library,
             limit,

@@ -138,8 +138,15 @@ fn library_add_then_list_round_trips_in_json() {
         .keys()
         .map(String::as_str)
         .collect();
-    assert_eq!(keys.len(), 4);
-    for k in ["id", "name", "root", "created_at"] {
+    assert_eq!(keys.len(), 6);
+    for k in [
+        "id",
+        "name",
+        "root",
+        "created_at",
+        "available",
+        "unavailable",
+    ] {
         assert!(keys.contains(&k), "missing {k} in {keys:?}");
     }
     assert_ne!(id, list[1]["id"].as_i64().expect("id"));
