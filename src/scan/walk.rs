@@ -7,7 +7,7 @@
 //! the root per file); a directory is recognised from `readdir`'s `d_type` with no stat at
 //! all. Only symlinks cost more (canonicalize + a followed stat). Junk (hidden entries, NAS
 //! thumbnail and recycle folders, OS droppings) is skipped; symlinks are followed only
-//! while they stay inside the root; loops, dangling links and unreadable entries are
+//! while they stay inside the root and lead where the walk does not go by itself; loops, dangling links and unreadable entries are
 //! reported as problems, never fatal. A scope inside a skipped folder (our own
 //! `.mediadex-trash/` among them) walks nothing. Must not touch the database.
 
@@ -269,8 +269,10 @@ fn file_step(rel: PathBuf, meta: std::io::Result<Metadata>) -> Step {
 
 /// A symlink is followed only while its target stays inside the root, and a directory it
 /// leads to is entered only if it is not one of the directories being listed (a loop). A
-/// link to a file the walk reaches by its own path is skipped: a symlink and its target are
-/// one file, not two copies (a link into a folder the walk skips, a hidden one, is followed).
+/// link to a file or a folder the walk reaches by its own path is skipped: a symlink and its
+/// target are one file, not two copies, and a folder's files are indexed once, at their own
+/// paths (a link into a folder the walk skips, a hidden one, is followed: nothing else
+/// reaches it).
 fn follow(root: &Path, dir: &Open, entry: &DirEntry, rel: PathBuf) -> Step {
     let path = entry.path();
     let target = match fs::canonicalize(&path) {
@@ -287,6 +289,9 @@ fn follow(root: &Path, dir: &Open, entry: &DirEntry, rel: PathBuf) -> Step {
                 target.display()
             );
             return Step::Send(problem(rel, &error));
+        }
+        if !skipped(&relative(root, &target)) {
+            return Step::Skip;
         }
         return Step::Descend {
             path,
