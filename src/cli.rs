@@ -98,18 +98,27 @@ pub enum Command {
         json: bool,
     },
     /// Keep one asset of a group of duplicates or similar pictures and trash the others
-    /// (each by its own move, as `trash` does); the kept one must be live
+    /// (each by its own move, as `trash` does); the kept one must be live. With `--file`:
+    /// keep one file of the asset and trash its byte-identical copies
     Keep {
         /// The asset to keep (see `mediadex duplicates` and `mediadex similar`)
         id: i64,
         /// The assets to trash
-        #[arg(long, num_args = 1.., required = true)]
+        #[arg(long, num_args = 1.., required_unless_present = "file", conflicts_with = "file")]
         trash: Vec<i64>,
+        /// Keep this file of the asset (library-relative path) and trash its other files,
+        /// its byte-identical copies; the asset stays
+        #[arg(long, value_name = "PATH")]
+        file: Option<String>,
+        /// The library of `--file` when several hold that path
+        #[arg(long, value_name = "ID", requires = "file")]
+        library: Option<i64>,
         /// Print `{"kept": asset, "trashed": [asset]}` as one JSON object on stdout
         #[arg(long)]
         json: bool,
     },
-    /// Move a trashed asset's files back where they were
+    /// Move a trashed asset's files back where they were (of a live asset: the copies
+    /// `keep --file` trashed)
     Restore {
         /// The asset id (see `mediadex assets --trashed`)
         id: i64,
@@ -384,7 +393,16 @@ pub fn run(args: Args, settings: &Settings) -> anyhow::Result<()> {
             emit(&assets::assets(&open(data)?.1.assets(trashed)?, json)?)
         }
         Command::Trash { id, json } => one_asset(data, id, json, ops::trash::trash, false),
-        Command::Keep { id, trash, json } => keep(data, id, &trash, json),
+        Command::Keep {
+            id,
+            trash,
+            file: Some(path),
+            library,
+            json,
+        } if trash.is_empty() => keep_file(data, id, (library, &path), json),
+        Command::Keep {
+            id, trash, json, ..
+        } => keep(data, id, &trash, json),
         Command::Restore { id, json } => one_asset(data, id, json, ops::trash::restore, false),
         Command::Faces {
             action: FacesAction::Redetect { id, json },
@@ -505,6 +523,24 @@ fn one_asset(
 fn keep(data: &Settings, id: i64, others: &[i64], json: bool) -> anyhow::Result<()> {
     let (config, store) = open(data)?;
     let kept = ops::trash::keep(&services(&config, store, false), id, others)?;
+    emit(&assets::kept(&kept, json)?)
+}
+
+/// `keep ID --file PATH`: one file of an identical group kept, the asset's other files
+/// trashed (`ops::trash::keep_file`); prints the asset as `keep` prints the kept one.
+fn keep_file(
+    data: &Settings,
+    id: i64,
+    (library, path): (Option<i64>, &str),
+    json: bool,
+) -> anyhow::Result<()> {
+    let (config, store) = open(data)?;
+    let s = services(&config, store, false);
+    let kept = ops::trash::keep_file(&s, id, library, path)?;
+    let kept = ops::trash::Kept {
+        kept,
+        trashed: vec![],
+    };
     emit(&assets::kept(&kept, json)?)
 }
 
