@@ -373,10 +373,7 @@ pub fn run(args: Args, settings: &Settings) -> anyhow::Result<()> {
         Command::Library(LibraryCommand::Add { path, name, json }) => {
             library_add(data, &path, name, json)
         }
-        Command::Library(LibraryCommand::List { json }) => emit(&render::libraries(
-            &ops::library::list(&open(data)?.1)?,
-            json,
-        )?),
+        Command::Library(LibraryCommand::List { json }) => library_list(data, json),
         Command::Runs {
             library,
             limit,
@@ -396,13 +393,10 @@ pub fn run(args: Args, settings: &Settings) -> anyhow::Result<()> {
         Command::Keep {
             id,
             trash,
-            file: Some(path),
+            file,
             library,
             json,
-        } if trash.is_empty() => keep_file(data, id, (library, &path), json),
-        Command::Keep {
-            id, trash, json, ..
-        } => keep(data, id, &trash, json),
+        } => keep(data, id, (&trash, file.as_deref(), library), json),
         Command::Restore { id, json } => one_asset(data, id, json, ops::trash::restore, false),
         Command::Faces {
             action: FacesAction::Redetect { id, json },
@@ -414,11 +408,7 @@ pub fn run(args: Args, settings: &Settings) -> anyhow::Result<()> {
             insecure_no_auth,
         } => serve(data, insecure_no_auth),
         Command::Token => token(data),
-        Command::Duplicates { json } => {
-            let store = open(data)?.1;
-            let twins = store.content_twins()?;
-            emit(&assets::duplicates(&store.duplicates()?, &twins, json)?)
-        }
+        Command::Duplicates { json } => duplicates(data, json),
         Command::Walk {
             kind,
             wait,
@@ -519,8 +509,29 @@ fn one_asset(
     emit(&assets::one(&asset, json)?)
 }
 
-/// `keep`: one asset kept, the others trashed (`ops::trash::keep`).
-fn keep(data: &Settings, id: i64, others: &[i64], json: bool) -> anyhow::Result<()> {
+/// `library list`: each library with whether its folder can be scanned now.
+fn library_list(data: &Settings, json: bool) -> anyhow::Result<()> {
+    let listed = ops::library::list(&open(data)?.1)?;
+    emit(&render::libraries(&listed, json)?)
+}
+
+fn duplicates(data: &Settings, json: bool) -> anyhow::Result<()> {
+    let store = open(data)?.1;
+    let twins = store.content_twins()?;
+    emit(&assets::duplicates(&store.duplicates()?, &twins, json)?)
+}
+
+/// `keep`: one asset kept, the others trashed (`ops::trash::keep`); or with `--file`, one
+/// file of the asset kept and its copies trashed (`keep_file`).
+fn keep(
+    data: &Settings,
+    id: i64,
+    (others, file, library): (&[i64], Option<&str>, Option<i64>),
+    json: bool,
+) -> anyhow::Result<()> {
+    if let Some(path) = file {
+        return keep_file(data, id, (library, path), json);
+    }
     let (config, store) = open(data)?;
     let kept = ops::trash::keep(&services(&config, store, false), id, others)?;
     emit(&assets::kept(&kept, json)?)
