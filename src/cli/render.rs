@@ -1,7 +1,7 @@
-//! Output of the command line: the `--json` shapes of libraries, runs, jobs, walks and
-//! status (a stable contract, documented in docs/json.md, deliberately separate from `model`
-//! so that a model change cannot silently change it; assets and duplicates are the wire
-//! contract's, `mediadex::wire`, rendered by `assets.rs`) and the human tables. Pure functions from rows to text; must not touch the
+//! Output of the command line: the `--json` shapes of runs, jobs, walks and status (a
+//! stable contract, documented in docs/json.md, deliberately separate from `model` so that a
+//! model change cannot silently change it; libraries, assets and duplicates are the wire
+//! contract's, `mediadex::wire`, assets rendered by `assets.rs`) and the human tables. Pure functions from rows to text; must not touch the
 //! store or the disk. Human output never lets a name forge a line: control characters are
 //! escaped, and paths show their non-UTF-8 bytes as `\xNN` (`human_path`).
 
