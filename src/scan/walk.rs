@@ -510,14 +510,21 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
-    fn a_linked_folder_inside_the_root_is_walked_under_the_link_name() {
+    fn a_linked_folder_the_walk_reaches_is_not_walked_again_and_one_it_skips_is() {
         use std::os::unix::fs::symlink;
         let dir = tree();
         let root = fs::canonicalize(dir.path()).expect("canon");
         symlink(root.join("2024/trip"), root.join("album")).expect("link");
+        fs::create_dir(root.join(".hidden")).expect("hidden");
+        fs::write(root.join(".hidden/c.jpg"), "ccc").expect("write");
+        symlink(root.join(".hidden"), root.join("shown")).expect("into hidden");
         let seen = collect(&root, "");
-        assert_eq!(seen["album/b.jpg"], Ok(2));
         assert_eq!(seen["2024/trip/b.jpg"], Ok(2));
+        assert!(
+            !seen.contains_key("album/b.jpg"),
+            "one folder, not a copy: {seen:?}"
+        );
+        assert_eq!(seen["shown/c.jpg"], Ok(3), "nothing else reaches it");
         assert_eq!(seen.len(), 3, "{seen:?}");
     }
 
