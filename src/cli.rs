@@ -98,18 +98,27 @@ pub enum Command {
         json: bool,
     },
     /// Keep one asset of a group of duplicates or similar pictures and trash the others
-    /// (each by its own move, as `trash` does); the kept one must be live
+    /// (each by its own move, as `trash` does); the kept one must be live. With `--file`:
+    /// keep one file of the asset and trash its byte-identical copies
     Keep {
         /// The asset to keep (see `mediadex duplicates` and `mediadex similar`)
         id: i64,
         /// The assets to trash
-        #[arg(long, num_args = 1.., required = true)]
+        #[arg(long, num_args = 1.., required_unless_present = "file", conflicts_with = "file")]
         trash: Vec<i64>,
+        /// Keep this file of the asset (library-relative path) and trash its other files,
+        /// its byte-identical copies; the asset stays
+        #[arg(long, value_name = "PATH")]
+        file: Option<String>,
+        /// The library of `--file` when several hold that path
+        #[arg(long, value_name = "ID", requires = "file")]
+        library: Option<i64>,
         /// Print `{"kept": asset, "trashed": [asset]}` as one JSON object on stdout
         #[arg(long)]
         json: bool,
     },
-    /// Move a trashed asset's files back where they were
+    /// Move a trashed asset's files back where they were (of a live asset: the copies
+    /// `keep --file` trashed)
     Restore {
         /// The asset id (see `mediadex assets --trashed`)
         id: i64,
@@ -364,9 +373,7 @@ pub fn run(args: Args, settings: &Settings) -> anyhow::Result<()> {
         Command::Library(LibraryCommand::Add { path, name, json }) => {
             library_add(data, &path, name, json)
         }
-        Command::Library(LibraryCommand::List { json }) => {
-            emit(&render::libraries(&open(data)?.1.libraries()?, json)?)
-        }
+        Command::Library(LibraryCommand::List { json }) => library_list(data, json),
         Command::Runs {
             library,
             limit,
@@ -383,7 +390,13 @@ pub fn run(args: Args, settings: &Settings) -> anyhow::Result<()> {
             emit(&assets::assets(&open(data)?.1.assets(trashed)?, json)?)
         }
         Command::Trash { id, json } => one_asset(data, id, json, ops::trash::trash, false),
-        Command::Keep { id, trash, json } => keep(data, id, &trash, json),
+        Command::Keep {
+            id,
+            trash,
+            file,
+            library,
+            json,
+        } => keep(data, id, (&trash, file.as_deref(), library), json),
         Command::Restore { id, json } => one_asset(data, id, json, ops::trash::restore, false),
         Command::Faces {
             action: FacesAction::Redetect { id, json },
@@ -395,11 +408,7 @@ pub fn run(args: Args, settings: &Settings) -> anyhow::Result<()> {
             insecure_no_auth,
         } => serve(data, insecure_no_auth),
         Command::Token => token(data),
-        Command::Duplicates { json } => {
-            let store = open(data)?.1;
-            let twins = store.content_twins()?;
-            emit(&assets::duplicates(&store.duplicates()?, &twins, json)?)
-        }
+        Command::Duplicates { json } => duplicates(data, json),
         Command::Walk {
             kind,
             wait,
@@ -500,10 +509,49 @@ fn one_asset(
     emit(&assets::one(&asset, json)?)
 }
 
-/// `keep`: one asset kept, the others trashed (`ops::trash::keep`).
-fn keep(data: &Settings, id: i64, others: &[i64], json: bool) -> anyhow::Result<()> {
+/// `library list`: each library with whether its folder can be scanned now.
+fn library_list(data: &Settings, json: bool) -> anyhow::Result<()> {
+    let listed = ops::library::list(&open(data)?.1)?;
+    emit(&render::libraries(&listed, json)?)
+}
+
+fn duplicates(data: &Settings, json: bool) -> anyhow::Result<()> {
+    let store = open(data)?.1;
+    let twins = store.content_twins()?;
+    emit(&assets::duplicates(&store.duplicates()?, &twins, json)?)
+}
+
+/// `keep`: one asset kept, the others trashed (`ops::trash::keep`); or with `--file`, one
+/// file of the asset kept and its copies trashed (`keep_file`).
+fn keep(
+    data: &Settings,
+    id: i64,
+    (others, file, library): (&[i64], Option<&str>, Option<i64>),
+    json: bool,
+) -> anyhow::Result<()> {
+    if let Some(path) = file {
+        return keep_file(data, id, (library, path), json);
+    }
     let (config, store) = open(data)?;
     let kept = ops::trash::keep(&services(&config, store, false), id, others)?;
+    emit(&assets::kept(&kept, json)?)
+}
+
+/// `keep ID --file PATH`: one file of an identical group kept, the asset's other files
+/// trashed (`ops::trash::keep_file`); prints the asset as `keep` prints the kept one.
+fn keep_file(
+    data: &Settings,
+    id: i64,
+    (library, path): (Option<i64>, &str),
+    json: bool,
+) -> anyhow::Result<()> {
+    let (config, store) = open(data)?;
+    let s = services(&config, store, false);
+    let kept = ops::trash::keep_file(&s, id, library, path)?;
+    let kept = ops::trash::Kept {
+        kept,
+        trashed: vec![],
+    };
     emit(&assets::kept(&kept, json)?)
 }
 

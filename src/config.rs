@@ -391,6 +391,10 @@ pub fn library_root(path: &Path, name: Option<String>) -> Result<(String, String
     if !meta.is_dir() {
         return Err(bad(format!("{shown} is not a directory")));
     }
+    // A folder that cannot be listed or entered would scan as empty: refused here, with
+    // the reason, instead of a scan that "completes" with nothing.
+    crate::scan::identity::listable(&canonical)
+        .map_err(|e| bad(format!("cannot read {shown}: {e}")))?;
     let root = canonical
         .to_str()
         .ok_or_else(|| bad(format!("{shown} is not valid UTF-8")))?

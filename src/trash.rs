@@ -8,7 +8,9 @@
 //!    match what the move began with, never without the lease confirmed right before) and
 //!    settle its intent;
 //! 3. flip the asset, unless a copy of it appeared meanwhile or a restore put no file back
-//!    (a restore queues its face walk in the same transaction);
+//!    (a restore queues its face walk in the same transaction); a trash of copies
+//!    (`trash_copies`: keep one file of a live asset, trash its byte-identical others) flips
+//!    nothing and ends only while the kept file is present;
 //! 4. on any failure, record the rollback, put every moved file back, and end the move
 //!    failed with one error naming the file and the reason.
 //!
@@ -129,6 +131,23 @@ pub fn trash_with(
 ) -> Result<MoveOutcome, TrashError> {
     libraries_here(store, store.asset_libraries(asset_id)?)?;
     let begun = store.begin_trash(asset_id, config.ttl)?;
+    run(store, begun, config, hooks)
+}
+
+/// Keeps one file of a live asset and moves its other files (byte-identical copies) into
+/// the trash folder under a leased move (DESIGN.md section 6): the journal's intents name
+/// each file, so the trash folder stays explained and the next scan neither re-adds nor
+/// misses them; the asset stays live, shown by `keep` (library id, library-relative path).
+/// `restore` of the asset puts them back.
+pub fn trash_copies(
+    store: &Store,
+    asset_id: i64,
+    keep: (i64, Vec<u8>),
+    config: &MoveConfig,
+    hooks: &dyn MoveHooks,
+) -> Result<MoveOutcome, TrashError> {
+    libraries_here(store, store.asset_libraries(asset_id)?)?;
+    let begun = store.begin_trash_copies(asset_id, keep, config.ttl)?;
     run(store, begun, config, hooks)
 }
 
@@ -346,6 +365,10 @@ fn forward(
             reason: "no file was put back (none is in the trash folder as the trash left it); \
                      the asset stays in the trash"
                 .into(),
+        })),
+        Finish::KeptGone => Err(Stop::Undo(TrashError::RolledBack {
+            asset: held.asset_id,
+            reason: "the file to keep is no longer in the library; every copy stays".into(),
         })),
     }
 }

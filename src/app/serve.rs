@@ -2,9 +2,7 @@
 //! SIGTERM/SIGINT, then a graceful drain. Also the engine of the desktop mode, which adds
 //! the instance claim and the browser.
 
-use super::{
-    add_library, forget_thumbnails, handlers, maintenance_config, open_store, pool_config,
-};
+use super::{forget_thumbnails, handlers, maintenance_config, open_store, pool_config};
 use crate::config::Config;
 use crate::queue::{Maintenance, WorkerPool};
 use crate::store::Store;
@@ -254,15 +252,14 @@ fn announce(store: &Store, url: &str, claim: Option<&crate::instance::Claim>, br
 }
 
 /// Adds `path` as a library unless it is one already (its scan is the boot scan that
-/// `ops::scans::request_at_start` asks for every library).
+/// `ops::scans::request_at_start` asks for every library); one that is away is added
+/// unavailable (`ops::library::adopt`), and the service serves.
 fn adopt_library(store: &Store, path: &std::path::Path) -> anyhow::Result<()> {
-    let new = crate::ops::library::NewLibrary::check(path, None)?;
-    if store.libraries()?.iter().any(|l| l.root == new.root) {
-        return Ok(());
-    }
-    let library = add_library(store, &new.name, &new.root)
+    let added = crate::ops::library::adopt(store, path)
         .with_context(|| format!("cannot add {} as a library", path.display()))?;
-    tracing::info!(root = %library.root, name = %library.name, "added a library");
+    if let Some(library) = added {
+        tracing::info!(root = %library.root, name = %library.name, "added a library");
+    }
     Ok(())
 }
 

@@ -1,32 +1,14 @@
-//! Output of the command line: the `--json` shapes of libraries, runs, jobs, walks and
-//! status (a stable contract, documented in docs/json.md, deliberately separate from `model`
-//! so that a model change cannot silently change it; assets and duplicates are the wire
-//! contract's, `mediadex::wire`, rendered by `assets.rs`) and the human tables. Pure functions from rows to text; must not touch the
+//! Output of the command line: the `--json` shapes of runs, jobs, walks and status (a
+//! stable contract, documented in docs/json.md, deliberately separate from `model` so that a
+//! model change cannot silently change it; libraries, assets and duplicates are the wire
+//! contract's, `mediadex::wire`, assets rendered by `assets.rs`) and the human tables. Pure functions from rows to text; must not touch the
 //! store or the disk. Human output never lets a name forge a line: control characters are
 //! escaped, and paths show their non-UTF-8 bytes as `\xNN` (`human_path`).
 
 use mediadex::model::{Job, JobState, Library, Millis, Provenance, RunState, ScanRun};
+use mediadex::wire;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
-
-#[derive(Serialize)]
-struct LibraryOut<'a> {
-    id: i64,
-    name: &'a str,
-    root: &'a str,
-    created_at: Millis,
-}
-
-impl<'a> From<&'a Library> for LibraryOut<'a> {
-    fn from(l: &'a Library) -> Self {
-        LibraryOut {
-            id: l.id,
-            name: &l.name,
-            root: &l.root,
-            created_at: l.created_at,
-        }
-    }
-}
 
 #[derive(Serialize)]
 struct RunOut<'a> {
@@ -95,7 +77,7 @@ struct StatusOut<'a> {
 
 pub fn added(library: &Library, json: bool) -> serde_json::Result<String> {
     if json {
-        return to_json(&LibraryOut::from(library));
+        return to_json(&wire::Library::of(library, None));
     }
     Ok(format!(
         "added library '{}' (id {}) at {}\n",
@@ -105,25 +87,44 @@ pub fn added(library: &Library, json: bool) -> serde_json::Result<String> {
     ))
 }
 
-pub fn libraries(libraries: &[Library], json: bool) -> serde_json::Result<String> {
+/// Each library with why it cannot be scanned now, or `None`.
+pub fn libraries(
+    libraries: &[(Library, Option<String>)],
+    json: bool,
+) -> serde_json::Result<String> {
     if json {
-        return to_json(&libraries.iter().map(LibraryOut::from).collect::<Vec<_>>());
+        let out: Vec<_> = (libraries.iter())
+            .map(|(l, why)| wire::Library::of(l, why.clone()))
+            .collect();
+        return to_json(&out);
     }
     if libraries.is_empty() {
         return Ok("no libraries yet; add one with `mediadex library add PATH`\n".into());
     }
     let rows = libraries
         .iter()
-        .map(|l| {
+        .map(|(l, why)| {
             vec![
                 l.id.to_string(),
                 l.name.clone(),
                 local_time(l.created_at),
+                if why.is_some() { "no" } else { "yes" }.to_string(),
                 l.root.clone(),
             ]
         })
         .collect();
-    Ok(table(&["ID", "NAME", "ADDED", "ROOT"], rows))
+    let mut out = table(&["ID", "NAME", "ADDED", "AVAILABLE", "ROOT"], rows);
+    for (l, why) in libraries {
+        if let Some(why) = why {
+            let name = escape_controls(&l.name);
+            out.push_str(&format!(
+                "library {} ({name}): {}\n",
+                l.id,
+                escape_controls(why)
+            ));
+        }
+    }
+    Ok(out)
 }
 
 pub fn runs(

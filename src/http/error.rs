@@ -175,6 +175,7 @@ impl From<OpsError> for ApiError {
             OpsError::NoDetector => Code::NoDetector,
             OpsError::Trashed(_) => Code::Trashed,
             OpsError::KeepTrashed(_) => Code::Conflict,
+            OpsError::KeepFile { .. } => Code::BadRequest,
             OpsError::NotAnImage(_) => Code::NotAnImage,
             OpsError::NoPicture(_) => Code::NoPicture,
             OpsError::DetectionFailed(..) => Code::DetectionFailed,

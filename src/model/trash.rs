@@ -33,6 +33,9 @@ pub enum MoveOutcome {
     AlreadyLive,
     /// The sweep deleted the asset first: the moved file is found afresh by the next scan.
     Gone,
+    /// Other files of a live asset (byte-identical copies) went to the trash; the asset
+    /// stays live, shown by the file kept.
+    CopiesTrashed,
 }
 
 /// The job kind of a move: one asset's trash or restore, held by a lease like any work.
@@ -80,6 +83,9 @@ pub enum Finish {
     /// A restore put no file back (none was in the trash folder as it left it): nothing
     /// flipped, the move must be rolled back and the asset stays in the trash.
     NothingBack,
+    /// A trash of copies found the kept file no longer present: the asset would be left
+    /// without a file, so the move must be rolled back.
+    KeptGone,
 }
 
 /// The trash folder in each library root.

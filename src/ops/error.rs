@@ -48,6 +48,17 @@ pub enum Error {
     /// leave the group without a live copy.
     #[error("asset {0} cannot be kept: it is in the trash or among those to trash")]
     KeepTrashed(i64),
+    /// The file to keep of an identical group is not one present file of the asset (none,
+    /// or one in each of several libraries: name the library).
+    #[error(
+        "asset {asset} has {found} present files at {path:?} (one is needed; with several \
+         libraries, name the library)"
+    )]
+    KeepFile {
+        asset: i64,
+        path: String,
+        found: usize,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]

@@ -1,6 +1,8 @@
 //! Libraries: a folder checked before anything is written (`NewLibrary::check`), added with
-//! its root's identity recorded for the circuit breaker and the watcher told, removed (the
-//! index forgets it; files on disk stay) with the watcher told, and found by id or name.
+//! its root's identity recorded for the circuit breaker and the watcher told (a configured
+//! folder that is away at start is added unavailable, `adopt`), removed (the
+//! index forgets it; files on disk stay) with the watcher told, listed with whether each can
+//! be scanned now, and found by id or name.
 
 use super::{Error, Services};
 use crate::model::Library;
@@ -21,6 +23,41 @@ impl NewLibrary {
         let (root, name) = crate::config::library_root(path, name).map_err(Error::LibraryPath)?;
         Ok(NewLibrary { root, name })
     }
+}
+
+/// Adds a folder the service is configured to index (`serve --library`, `libraries =`)
+/// unless it is a library already; answers the library it added. A folder that is not there
+/// or cannot be read at start is added all the same, as the path given, and is unavailable
+/// until it is back (its identity is recorded by its first scan then): a start must not fail
+/// on an unmounted disk, which under a service manager is a restart loop and no page at all.
+/// From there it is any library that is away: its scans are held back with the reason, its
+/// moves refused, and the library lists say why.
+pub fn adopt(store: &Store, path: &Path) -> Result<Option<Library>, Error> {
+    let given = std::path::absolute(path)
+        .ok()
+        .and_then(|p| p.to_str().map(str::to_string));
+    let checked = NewLibrary::check(path, None);
+    let away = checked.is_err() && (path.is_dir() || !path.exists());
+    let new = match (checked, given.clone()) {
+        (Ok(new), _) => new,
+        (Err(_), Some(root)) if away => NewLibrary {
+            name: Path::new(&root)
+                .file_name()
+                .and_then(|n| n.to_str())
+                .map_or_else(|| root.clone(), str::to_string),
+            root,
+        },
+        (Err(e), _) => return Err(e),
+    };
+    let known = store.libraries()?;
+    let is_it = |root: &str| root == new.root || Some(root) == given.as_deref();
+    if known.iter().any(|l| is_it(&l.root)) {
+        return Ok(None);
+    }
+    Ok(Some(match away {
+        true => store.add_library(&new.name, &new.root)?,
+        false => add_root(store, &new.name, &new.root)?,
+    }))
 }
 
 /// Adds the library, records its root's identity and tells the watcher.
@@ -52,6 +89,17 @@ pub fn remove(s: &Services, id: i64) -> Result<u64, Error> {
         watch.remove(id);
     }
     Ok(removed)
+}
+
+/// Every library, each with why it cannot be scanned now (its folder is not there or cannot
+/// be read), or `None`.
+pub fn list(store: &Store) -> Result<Vec<(Library, Option<String>)>, Error> {
+    let mut listed = vec![];
+    for library in store.libraries()? {
+        let unavailable = crate::scan::identity::unavailable(store, &library)?;
+        listed.push((library, unavailable));
+    }
+    Ok(listed)
 }
 
 /// The library `wanted` names, by id first, then by name.

@@ -2,11 +2,13 @@
 //! carries on the moves whose holder died; a restore queues the face walk in the transaction
 //! that makes the asset live again (it picks the asset up if it lacks the current detector's
 //! faces: it was skipped while trashed). Keeping one asset of a group trashes the others, each
-//! by its own leased move.
+//! by its own leased move; keeping one file of a byte-identical group (one asset, several
+//! files) trashes its other files by one leased move of copies, and the asset's restore puts
+//! them back.
 
 use super::error::Thing;
 use super::{Error, Services};
-use crate::model::Asset;
+use crate::model::{Asset, FileState};
 
 /// Moves the asset's files into their library's trash folder; answers the asset as it is now.
 pub fn trash(s: &Services, id: i64) -> Result<Asset, Error> {
@@ -59,6 +61,42 @@ pub fn keep(s: &Services, keep: i64, others: &[i64]) -> Result<Kept, Error> {
         kept: asset(s, keep)?,
         trashed,
     })
+}
+
+/// Keeps the file `path` (library-relative; in `library` when several libraries hold that
+/// path) of the live asset `asset_id` and moves the asset's other present files, its
+/// byte-identical copies, to their library's trash folder under one leased move
+/// (`trash::trash_copies`). The asset stays live, shown by the kept file; `restore` of the
+/// asset puts the copies back. Answers the asset as it is now.
+pub fn keep_file(
+    s: &Services,
+    asset_id: i64,
+    library: Option<i64>,
+    path: &str,
+) -> Result<Asset, Error> {
+    let shown = asset(s, asset_id)?;
+    if shown.trashed_at.is_some() {
+        return Err(Error::KeepTrashed(asset_id));
+    }
+    let keep: Vec<(i64, Vec<u8>)> = (shown.paths.iter())
+        .filter(|p| p.state == FileState::Present && p.rel_path_text == path)
+        .filter(|p| library.is_none_or(|l| l == p.library_id))
+        .map(|p| (p.library_id, p.rel_path.clone()))
+        .collect();
+    let [keep] = <[_; 1]>::try_from(keep).map_err(|found| Error::KeepFile {
+        asset: asset_id,
+        path: path.to_string(),
+        found: found.len(),
+    })?;
+    carry_on(s);
+    crate::trash::trash_copies(
+        &s.store,
+        asset_id,
+        keep,
+        &moves(s),
+        &crate::trash::NoMoveHooks,
+    )?;
+    asset(s, asset_id)
 }
 
 /// The asset, or `NotFound`.

@@ -2,7 +2,9 @@
 //! device id and the id in its `.mediadex-library` marker, recorded at `library add` and
 //! compared before a full scan may mark anything missing. An unmounted NAS share, a
 //! different disk mounted at the same path, or an empty folder in place of the real one
-//! must never look like deleted photos. No SQL: rows go through `Store`.
+//! must never look like deleted photos. A root that is not there, or that this process cannot
+//! list or enter, is unavailable: nothing is walked or moved, and the library lists say why.
+//! No SQL: rows go through `Store`.
 
 use crate::model::{Library, LibraryIdentity};
 use crate::store::{Store, StoreError};
@@ -43,6 +45,12 @@ pub fn check(store: &Store, library: &Library) -> Result<Verdict, StoreError> {
             library.root
         )));
     }
+    if let Err(e) = listable(root) {
+        return Ok(Verdict::Unavailable(format!(
+            "the library folder {} cannot be read: {e}",
+            library.root
+        )));
+    }
     let recorded = store.library_identity(library.id)?.unwrap_or_default();
     if let Some(dev) = recorded.root_dev
         && root_dev(root) != Some(dev)
@@ -59,6 +67,34 @@ pub fn check(store: &Store, library: &Library) -> Result<Verdict, StoreError> {
         )));
     }
     Ok(Verdict::Same)
+}
+
+/// Records the identity of a root that has none yet (a library added while its folder was
+/// away, at a service's start) once the root is there, so the breaker guards it from then on.
+pub fn record_if_none(store: &Store, library: &Library) -> Result<(), StoreError> {
+    let recorded = store.library_identity(library.id)?.unwrap_or_default();
+    if recorded == LibraryIdentity::default() && Path::new(&library.root).is_dir() {
+        record(store, library)?;
+    }
+    Ok(())
+}
+
+/// Whether the library can be scanned now: `None`, or why not (its folder is not there or
+/// cannot be read), for the library lists of the API and the CLI.
+pub fn unavailable(store: &Store, library: &Library) -> Result<Option<String>, StoreError> {
+    Ok(match check(store, library)? {
+        Verdict::Unavailable(why) => Some(why),
+        Verdict::Same | Verdict::Changed(_) => None,
+    })
+}
+
+/// Fails unless this process may list `dir` (read) and reach what is in it (search): the
+/// stat of `dir/.` resolves through `dir` itself, so it needs the search permission that a
+/// listing alone does not.
+pub fn listable(dir: &Path) -> std::io::Result<()> {
+    std::fs::read_dir(dir)?;
+    std::fs::metadata(dir.join("."))?;
+    Ok(())
 }
 
 fn read_marker(root: &Path) -> Option<String> {

@@ -71,6 +71,7 @@ impl ScanHandler for ScanJob {
             .store
             .library(run.library_id)?
             .ok_or_else(|| WorkError::bad_data(format!("library {} is gone", run.library_id)))?;
+        identity::record_if_none(&self.store, &library)?;
         let verdict = identity::check(&self.store, &library)?;
         if let Verdict::Unavailable(why) = &verdict {
             // Nothing to walk: never let an unmounted disk look like deleted photos.

@@ -7,7 +7,7 @@
 //! the root per file); a directory is recognised from `readdir`'s `d_type` with no stat at
 //! all. Only symlinks cost more (canonicalize + a followed stat). Junk (hidden entries, NAS
 //! thumbnail and recycle folders, OS droppings) is skipped; symlinks are followed only
-//! while they stay inside the root; loops, dangling links and unreadable entries are
+//! while they stay inside the root and lead where the walk does not go by itself; loops, dangling links and unreadable entries are
 //! reported as problems, never fatal. A scope inside a skipped folder (our own
 //! `.mediadex-trash/` among them) walks nothing. Must not touch the database.
 
@@ -269,8 +269,10 @@ fn file_step(rel: PathBuf, meta: std::io::Result<Metadata>) -> Step {
 
 /// A symlink is followed only while its target stays inside the root, and a directory it
 /// leads to is entered only if it is not one of the directories being listed (a loop). A
-/// link to a file the walk reaches by its own path is skipped: a symlink and its target are
-/// one file, not two copies (a link into a folder the walk skips, a hidden one, is followed).
+/// link to a file or a folder the walk reaches by its own path is skipped: a symlink and its
+/// target are one file, not two copies, and a folder's files are indexed once, at their own
+/// paths (a link into a folder the walk skips, a hidden one, is followed: nothing else
+/// reaches it).
 fn follow(root: &Path, dir: &Open, entry: &DirEntry, rel: PathBuf) -> Step {
     let path = entry.path();
     let target = match fs::canonicalize(&path) {
@@ -287,6 +289,9 @@ fn follow(root: &Path, dir: &Open, entry: &DirEntry, rel: PathBuf) -> Step {
                 target.display()
             );
             return Step::Send(problem(rel, &error));
+        }
+        if !skipped(&relative(root, &target)) {
+            return Step::Skip;
         }
         return Step::Descend {
             path,
@@ -505,14 +510,21 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
-    fn a_linked_folder_inside_the_root_is_walked_under_the_link_name() {
+    fn a_linked_folder_the_walk_reaches_is_not_walked_again_and_one_it_skips_is() {
         use std::os::unix::fs::symlink;
         let dir = tree();
         let root = fs::canonicalize(dir.path()).expect("canon");
         symlink(root.join("2024/trip"), root.join("album")).expect("link");
+        fs::create_dir(root.join(".hidden")).expect("hidden");
+        fs::write(root.join(".hidden/c.jpg"), "ccc").expect("write");
+        symlink(root.join(".hidden"), root.join("shown")).expect("into hidden");
         let seen = collect(&root, "");
-        assert_eq!(seen["album/b.jpg"], Ok(2));
         assert_eq!(seen["2024/trip/b.jpg"], Ok(2));
+        assert!(
+            !seen.contains_key("album/b.jpg"),
+            "one folder, not a copy: {seen:?}"
+        );
+        assert_eq!(seen["shown/c.jpg"], Ok(3), "nothing else reaches it");
         assert_eq!(seen.len(), 3, "{seen:?}");
     }
 

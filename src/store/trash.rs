@@ -5,7 +5,11 @@
 //! flip, the end) is fenced on that lease in the same transaction as its data. A restore's
 //! face walk is queued in the transaction that flips the asset. The user trashes what they
 //! see: a Live Photo's clip and a stack's RAWs follow the shown photo into the trash (intents
-//! of their own assets in its move) and come back with it. The file
+//! of their own assets in its move) and come back with it. A trash of copies (`begin_trash_copies`,
+//! "keep this file, trash the others" of a byte-identical group) is a move of some files of a
+//! live asset: its intents name each file it takes, its job's payload says `copies`, and its
+//! end completes the job without flipping the asset (refused, `KeptGone`, when the kept file
+//! is no longer present); the restore of a live asset brings those files back. The file
 //! moves themselves are the caller's (`crate::trash`). A move is named by its move id (never
 //! by the time it began: a clock may answer the same millisecond for two moves), taken from
 //! a counter that never goes back (migration 0023), not from the journal, whose rows a
@@ -73,11 +77,13 @@ const INSERT_JOB: &str = "
 pub(super) const MOVE_ATTEMPTS: i64 = 1_000_000;
 const LIVE_MOVE: &str =
     "SELECT id FROM jobs WHERE unique_key = ?1 AND state IN ('queued', 'running')";
-/// The fence of every write of a held move; answers what the job moves.
+/// The fence of every write of a held move; answers what the job moves (`copies`: a trash
+/// of some files of a live asset, or the restore of those).
 const FENCE: &str = fenced!(
     "UPDATE jobs SET updated_at = ?3",
     "RETURNING json_extract(payload, '$.move'), json_extract(payload, '$.asset'),
-               json_extract(payload, '$.action')"
+               json_extract(payload, '$.action'),
+               coalesce(json_extract(payload, '$.copies'), 0)"
 );
 const HELD: &str = "
     SELECT json_extract(payload, '$.move'), json_extract(payload, '$.asset'),
@@ -140,6 +146,23 @@ const FOLLOWERS: &str = "
       JOIN files rf ON rf.id = st.raw_file_id AND rf.state = 'present'
       JOIN assets r ON r.id = rf.asset_id AND r.trashed_at IS NULL
      WHERE pf.asset_id = ?1 AND pf.state = 'present' AND rf.asset_id <> ?1";
+/// The copies a trash of copies took from a live asset (?1) and no restore has put back:
+/// the done intents of its latest trash when no done restore came after it. For a live
+/// asset that is a trash of copies (a whole trash leaves it trashed until a restore).
+const TRASHED_COPIES: &str = "
+    SELECT t.library_id, t.from_path, t.to_path,
+           coalesce(t.size, f.size), coalesce(t.mtime_ns, f.mtime_ns),
+           coalesce(t.dev, f.dev), coalesce(t.inode, f.inode), t.asset_id
+      FROM trash_intents t
+      LEFT JOIN files f ON f.library_id = t.library_id AND f.rel_path = t.from_path
+                       AND f.asset_id = t.asset_id
+     WHERE t.asset_id = ?1 AND t.action = 'trash' AND t.state = 'done'
+       AND t.move_id = (SELECT max(move_id) FROM trash_intents
+                         WHERE asset_id = ?1 AND action = 'trash' AND state = 'done')
+       AND NOT EXISTS (SELECT 1 FROM trash_intents r
+                        WHERE r.asset_id = ?1 AND r.action = 'restore' AND r.state = 'done'
+                          AND r.move_id > t.move_id)
+     ORDER BY t.id";
 /// The other assets whose files move ?1 moved (its followers).
 const MOVED_FOLLOWERS: &str = "
     SELECT DISTINCT asset_id FROM trash_intents
@@ -222,6 +245,7 @@ struct Held {
     move_id: i64,
     asset_id: i64,
     action: TrashAction,
+    copies: bool,
 }
 
 fn fence(conn: &Connection, lease: &Lease, now: Millis) -> Result<Held, StoreError> {
@@ -234,6 +258,7 @@ fn fence(conn: &Connection, lease: &Lease, now: Millis) -> Result<Held, StoreErr
                 move_id: r.get(0)?,
                 asset_id: r.get(1)?,
                 action: parse_col(r, 2, TrashAction::parse)?,
+                copies: r.get::<_, i64>(3)? != 0,
             })
         })
         .optional()?
@@ -294,18 +319,23 @@ pub(super) fn saw_move(conn: &Connection, id: i64) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Writes move `move_id`'s job under this process's lease, then its intents.
+/// Writes move `move_id`'s job under this process's lease, then its intents. `copies`: the
+/// move takes some files of a live asset to the trash, or brings them back (the payload says
+/// so; the asset never flips).
 fn hold(
     conn: &Connection,
     (asset_id, move_id): (i64, i64),
-    action: TrashAction,
+    (action, copies): (TrashAction, bool),
     moves: Vec<Planned>,
     (owner, ttl, now): (&str, Millis, Millis),
 ) -> Result<Begun, StoreError> {
     let key = format!("{MOVE_JOB_KIND}:{asset_id}");
-    let payload =
-        serde_json::json!({"asset": asset_id, "action": action.as_str(), "move": move_id})
-            .to_string();
+    let mut payload =
+        serde_json::json!({"asset": asset_id, "action": action.as_str(), "move": move_id});
+    if copies {
+        payload["copies"] = serde_json::Value::from(1);
+    }
+    let payload = payload.to_string();
     let job: Option<(i64, i64)> = conn
         .prepare_cached(INSERT_JOB)?
         .query_row(
@@ -465,6 +495,10 @@ fn finish(
         )));
     }
     let outcome = match held.action {
+        TrashAction::Trash if held.copies => match has_present(conn, held.asset_id)? {
+            true => MoveOutcome::CopiesTrashed,
+            false => return Ok(Finish::KeptGone),
+        },
         TrashAction::Trash => {
             let linked: Vec<String> = conn
                 .prepare_cached(PRESENT_PATHS)?
@@ -515,15 +549,20 @@ fn moved_followers(conn: &Connection, held: &Held) -> Result<Vec<i64>, StoreErro
 /// a byte copy elsewhere stays live, shown by that copy).
 fn trash_followers(conn: &Connection, held: &Held, now: Millis) -> Result<(), StoreError> {
     for follower in moved_followers(conn, held)? {
-        let present = conn
-            .prepare_cached(PRESENT_PATHS)?
-            .query_row([follower], |_| Ok(()))
-            .optional()?;
-        if present.is_none() {
+        if !has_present(conn, follower)? {
             trash(conn, follower, TrashReason::User, now)?;
         }
     }
     Ok(())
+}
+
+/// Whether the asset shows a present file.
+fn has_present(conn: &Connection, asset_id: i64) -> Result<bool, StoreError> {
+    Ok(conn
+        .prepare_cached(PRESENT_PATHS)?
+        .query_row([asset_id], |_| Ok(()))
+        .optional()?
+        .is_some())
 }
 
 /// The files a trash of `asset_id` in move `move_id` moves: each present file, to the
@@ -543,6 +582,27 @@ fn planned_trash(
                 to: trash_path(asset_id, move_id, &from),
                 from,
                 stamp: stamp_at(r, 2)?,
+            })
+        })?
+        .collect::<Result<_, _>>()?)
+}
+
+/// The files a restore of `asset_id` moves back, as `sql` (`LAST_TRASHED`, `TRASHED_COPIES`)
+/// finds them: from the trash folder to where each came from.
+fn planned_restore(
+    conn: &Connection,
+    sql: &str,
+    asset_id: i64,
+) -> Result<Vec<Planned>, StoreError> {
+    Ok(conn
+        .prepare_cached(sql)?
+        .query_map([asset_id], |r| {
+            Ok(Planned {
+                asset_id: r.get(7)?,
+                library_id: r.get(0)?,
+                from: r.get(2)?,
+                to: r.get(1)?,
+                stamp: stamp_at(r, 3)?,
             })
         })?
         .collect::<Result<_, _>>()?)
@@ -594,7 +654,48 @@ impl Store {
             hold(
                 conn,
                 (asset_id, move_id),
-                TrashAction::Trash,
+                (TrashAction::Trash, false),
+                moves,
+                (&owner, ttl, now),
+            )
+        })
+    }
+
+    /// Starts a trash of the other files of a live asset (its byte-identical copies): every
+    /// present file but `keep` (library id, library-relative path), which must be one of
+    /// them, moves to `.mediadex-trash/<asset id>-<move id>/<path>` under a held move whose
+    /// intents name each file. The asset stays live, shown by the kept file; no follower
+    /// moves (its Live clip and stack stay with the picture shown). `Conflict` when the
+    /// asset has no other present file.
+    pub fn begin_trash_copies(
+        &self,
+        asset_id: i64,
+        keep: (i64, Vec<u8>),
+        ttl: Millis,
+    ) -> Result<Begun, StoreError> {
+        let owner = self.owner().to_string();
+        self.write(move |conn, now| {
+            expect_state(conn, asset_id, false)?;
+            let move_id = next_move(conn)?;
+            let all = planned_trash(conn, asset_id, move_id)?;
+            let is_kept = |p: &Planned| p.library_id == keep.0 && p.from == keep.1;
+            if !all.iter().any(is_kept) {
+                return Err(StoreError::NotFound(format!(
+                    "asset {asset_id} has no present file {} in library {}",
+                    String::from_utf8_lossy(&keep.1),
+                    keep.0
+                )));
+            }
+            let moves: Vec<Planned> = all.into_iter().filter(|p| !is_kept(p)).collect();
+            if moves.is_empty() {
+                return Err(StoreError::Conflict(format!(
+                    "asset {asset_id} has no other copy to trash"
+                )));
+            }
+            hold(
+                conn,
+                (asset_id, move_id),
+                (TrashAction::Trash, true),
                 moves,
                 (&owner, ttl, now),
             )
@@ -613,19 +714,18 @@ impl Store {
     ) -> Result<Begun, StoreError> {
         let owner = self.owner().to_string();
         self.write(move |conn, now| {
-            expect_state(conn, asset_id, true)?;
-            let moves: Vec<Planned> = conn
-                .prepare_cached(LAST_TRASHED)?
-                .query_map([asset_id], |r| {
-                    Ok(Planned {
-                        asset_id: r.get(7)?,
-                        library_id: r.get(0)?,
-                        from: r.get(2)?,
-                        to: r.get(1)?,
-                        stamp: stamp_at(r, 3)?,
-                    })
-                })?
-                .collect::<Result<_, _>>()?;
+            // A live asset's restore brings back the copies a trash of copies took.
+            let copies = state(conn, asset_id)? == Some(false);
+            let moves = match copies {
+                true => planned_restore(conn, TRASHED_COPIES, asset_id)?,
+                false => {
+                    expect_state(conn, asset_id, true)?;
+                    planned_restore(conn, LAST_TRASHED, asset_id)?
+                }
+            };
+            if copies && moves.is_empty() {
+                expect_state(conn, asset_id, true)?;
+            }
             if moves.is_empty() {
                 restore_then(conn, asset_id, follow_up.as_ref(), now)?;
                 return Ok(Begun::Settled(MoveOutcome::Restored));
@@ -633,7 +733,7 @@ impl Store {
             hold(
                 conn,
                 (asset_id, next_move(conn)?),
-                TrashAction::Restore,
+                (TrashAction::Restore, copies),
                 moves,
                 (&owner, ttl, now),
             )

@@ -7,7 +7,7 @@
 // completion; the Activity view's Walks table shows the content-hash walk, and a run's
 // problems open from the run list; Check lists a photo planted in a trash folder and Repair
 // adopts it; trash then restore of an asset works; the camera filter suggests the index's
-// cameras and matches any part of one; Duplicates shows the byte-identical copy. Screenshots of each step go to SHOTS.
+// cameras and matches any part of one; Duplicates shows the byte-identical copy, and its Keep on one file moves the other to the trash folder. Screenshots of each step go to SHOTS.
 import { url, shots, launch } from "./launch.mjs";
 import assert from "node:assert/strict";
 
@@ -192,13 +192,23 @@ try {
   await shot("8-camera-canon");
   await page.click('#filters button[type="reset"]');
 
-  step("duplicates: the byte-identical copy is shown, with why it has no Keep");
+  step("duplicates: the byte-identical copies have a Keep per file, which trashes the others");
   await page.goto(url + "#/duplicates");
   const group = page.locator('#duplicates .dup[data-kind="identical"]').first();
   await group.waitFor();
   assert.match(await group.locator(".dup-head").innerText(), /identical files of one picture/);
-  assert.equal(await group.locator("button.keep").count(), 0, "no per-file keep yet");
+  const files = await group.locator("button.keep").count();
+  assert.ok(files >= 2, `a Keep per file: ${files}`);
   await shot("9-duplicates");
+  const kept = await group.locator("button.keep").first().getAttribute("data-keep-file");
+  const keptAsset = Number((await group.locator("a").first().getAttribute("href")).split("/").pop());
+  const groupsBefore = (await (await page.request.get(`${url}api/duplicates`)).json()).filter((g) => g.kind === "identical").length;
+  await group.locator("button.keep").first().click();
+  await page.waitForFunction(() => /Kept /.test(document.body.innerText));
+  const after = await (await page.request.get(`${url}api/duplicates`)).json();
+  assert.equal(after.filter((g) => g.kind === "identical").length, groupsBefore - 1, "the group is resolved");
+  assert.ok(!after.some((g) => g.kind === "identical" && g.asset_id === keptAsset), `${kept}'s picture has no copy left`);
+  await shot("9b-duplicates-kept");
 
   assert.deepEqual(problems, [], "no script errors on the page");
   step("all checks passed");

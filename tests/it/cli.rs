@@ -138,8 +138,15 @@ fn library_add_then_list_round_trips_in_json() {
         .keys()
         .map(String::as_str)
         .collect();
-    assert_eq!(keys.len(), 4);
-    for k in ["id", "name", "root", "created_at"] {
+    assert_eq!(keys.len(), 6);
+    for k in [
+        "id",
+        "name",
+        "root",
+        "created_at",
+        "available",
+        "unavailable",
+    ] {
         assert!(keys.contains(&k), "missing {k} in {keys:?}");
     }
     assert_ne!(id, list[1]["id"].as_i64().expect("id"));
@@ -994,4 +1001,30 @@ fn keep_trashes_the_others_and_refuses_a_trashed_one() {
     let refused = env.run(&["keep", &other.to_string(), "--trash", &keep.to_string()]);
     assert_fails(&refused, 2, "in the trash");
     assert!(photos.join("chelsea.png").exists());
+}
+
+/// `keep ID --file PATH` on a byte-identical group: the kept file stays, the asset's other
+/// file goes to the trash folder, the asset stays live; `restore ID` puts the copy back.
+#[test]
+fn keep_file_keeps_one_copy_trashes_the_other_and_restore_puts_it_back() {
+    let env = Env::new();
+    let photos = env.folder("photos");
+    image::RgbImage::from_pixel(8, 8, image::Rgb([1, 2, 3]))
+        .save(photos.join("a.png"))
+        .expect("png");
+    std::fs::copy(photos.join("a.png"), photos.join("b.png")).expect("copy");
+    env.ok_json(&["library", "add", s(&photos), "--json"]);
+    env.ok_json(&["scan", "--wait", "--json"]);
+    let assets = env.ok_json(&["assets", "--json"]);
+    let id = assets[0]["id"].as_i64().expect("id").to_string();
+    let kept = env.ok_json(&["keep", &id, "--file", "b.png", "--json"]);
+    assert_eq!(kept["kept"]["trashed"], false, "{kept}");
+    assert!(photos.join("b.png").exists() && !photos.join("a.png").exists());
+    assert_fails(
+        &env.run(&["keep", &id, "--file", "a.png"]),
+        2,
+        "has 0 present files",
+    );
+    env.ok_json(&["restore", &id, "--json"]);
+    assert!(photos.join("a.png").exists() && photos.join("b.png").exists());
 }

@@ -60,16 +60,16 @@ fn a_full_scan_of_the_corpus_completes_and_records_every_file() {
     let mut by_role: BTreeMap<String, (u32, u32)> = BTreeMap::new();
     for (path, role) in manifest(&lib) {
         let name = path.rsplit('/').next().unwrap_or(&path);
-        // A link to a file inside the library is that file, indexed at its own path (issue
-        // 27: a symlink and its target are one file); a link to a folder is walked.
-        let file_link = role == "symlink" && !lib.join(&path).is_dir();
+        // A link to a file or a folder inside the library is that file or folder, indexed at
+        // its own path (issue 27: a symlink and its target are one file, not two copies).
+        let link = role == "symlink";
         let skipped = mediadex::scan::walk::is_junk(name)
-            || file_link
+            || link
             || matches!(
                 role.as_str(),
                 "hidden" | "hidden-thumbnail" | "symlink-loop" | "symlink-dangling"
             );
-        // A link to a folder inside the library is followed: its files are indexed under it.
+        // A folder is indexed when a file under it is (a link to one inside the library is not followed).
         let dir_prefix = format!("{path}/");
         let indexed = known.contains(&path) || known.iter().any(|k| k.starts_with(&dir_prefix));
         let ok = indexed != skipped || role == "non-utf8-name"; // the manifest escapes those

@@ -3233,6 +3233,41 @@ async fn keep_one_trashes_the_others_and_refuses_to_leave_no_live_copy() {
     assert!(root.join("2024/a.png").exists());
 }
 
+/// A byte-identical group is one asset: `POST /api/keep` with `file` keeps that file and
+/// moves the asset's other files to the trash folder; the asset stays live. A path that is no
+/// present file of the asset is 400, `file` beside `trash` is 400, and nothing moves.
+#[tokio::test]
+async fn keep_one_file_of_an_identical_group_trashes_its_copies() {
+    let api = api();
+    let (lib, root) = api.photos("photos");
+    api.scan(lib);
+    let a = api.asset_at("2024/a.png");
+    for body in [
+        serde_json::json!({"keep": a, "file": {"path": "nope.png"}}),
+        serde_json::json!({"keep": a, "trash": [a], "file": {"path": "copy-of-a.png"}}),
+    ] {
+        let r = api.post("/api/keep", body).await;
+        assert_eq!(
+            (r.status, r.code()),
+            (StatusCode::BAD_REQUEST, "bad_request".into())
+        );
+    }
+    assert!(root.join("2024/a.png").exists(), "nothing moved");
+    let keep = serde_json::json!({"keep": a, "file": {"path": "copy-of-a.png", "library_id": lib}});
+    let r = api.post("/api/keep", keep).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let out = r.json();
+    assert_eq!(
+        (out["kept"]["id"].as_i64(), &out["kept"]["trashed"]),
+        (Some(a), &false.into())
+    );
+    assert_eq!(out["trashed"], serde_json::json!([]));
+    assert!(root.join("copy-of-a.png").exists() && !root.join("2024/a.png").exists());
+    assert!(support::trashed_to(&api.env.store, &root, a, "2024/a.png").exists());
+    let dups = api.get("/api/duplicates").await.json();
+    assert_eq!(dups, serde_json::json!([]), "the group is resolved");
+}
+
 /// The suggested one to keep: the most pixels, then the biggest file, then the most metadata.
 #[tokio::test]
 async fn a_same_content_group_suggests_the_biggest_picture_to_keep() {

@@ -26,6 +26,8 @@ mod foreground;
 mod heal;
 mod http;
 mod lease_protocol;
+#[cfg(target_os = "linux")]
+mod library;
 mod library_sim;
 mod locate;
 mod media_extract;

@@ -887,3 +887,37 @@ fn each_asset_says_where_its_date_came_from_and_the_chain_keeps_the_first() {
     ]);
     assert_eq!(dates, expected);
 }
+
+/// A link to a folder the walk reaches anyway (inside the library, not hidden) is that
+/// folder, not a second copy of its files: they are indexed once, at their own paths, and
+/// nothing is listed as an identical duplicate (issue 27 deliverable 3). A link into a folder
+/// the walk skips (a hidden one) is still followed: nothing else reaches its files.
+#[cfg(unix)]
+#[test]
+fn a_link_to_a_folder_the_walk_reaches_is_that_folder_not_a_copy() {
+    let env = env();
+    let lib = library(&env);
+    let links = lib.root.join("Links");
+    std::fs::create_dir(&links).expect("Links");
+    std::os::unix::fs::symlink("../2024", links.join("year-2024")).expect("link");
+    std::os::unix::fs::symlink(lib.root.join("2024/trip"), links.join("trip")).expect("link");
+    photo(&lib.root.join(".hidden/h.png"), 7);
+    std::os::unix::fs::symlink("../.hidden", links.join("shown")).expect("link");
+    let (run, _) = lib.scan();
+    assert_eq!(run.state, RunState::Completed);
+    let known: Vec<String> = (env.store.known_files(lib.id, "").expect("files").iter())
+        .map(|k| String::from_utf8_lossy(&k.rel_path).into_owned())
+        .filter(|p| p.starts_with("Links/"))
+        .collect();
+    assert_eq!(
+        known,
+        ["Links/shown/h.png"],
+        "only the hidden folder's link is walked"
+    );
+    let dups = env.store.duplicates().expect("dups");
+    assert_eq!(dups.len(), 1, "only copy-of-a.png is a copy: {dups:?}");
+    let a = (lib.assets(false).into_iter())
+        .find(|a| lib.paths_of(a).contains(&"2024/a.png"))
+        .expect("a");
+    assert_eq!(lib.paths_of(&a), ["2024/a.png", "copy-of-a.png"]);
+}

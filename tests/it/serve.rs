@@ -16,6 +16,8 @@ fn start(data: &std::path::Path, args: &[&str]) -> (Child, String, Vec<String>) 
         .arg("--data")
         .arg(data)
         .env("RUST_LOG", "info")
+        // A root that is not there is polled: each second, not every five minutes.
+        .env("MEDIADEX_WATCH_POLL_SECS", "1")
         .stderr(Stdio::piped())
         .spawn()
         .expect("start mediadex serve");
@@ -186,5 +188,71 @@ fn a_non_loopback_bind_needs_the_token() {
     assert_eq!(body, "[]");
     let (status, _) = get(&addr, "/healthz", "nas.lan", None);
     assert!(status.contains("200"), "{status}");
+    stop(child);
+}
+
+/// The service's libraries as `/api/libraries` lists them.
+fn libraries(addr: &str) -> serde_json::Value {
+    let (status, body) = get(addr, "/api/libraries", "127.0.0.1", None);
+    assert!(status.contains("200"), "{status}: {body}");
+    serde_json::from_str(&body).expect("json")
+}
+
+/// A `--library` folder that is not mounted at start must not stop the service (under
+/// systemd an exit is a restart loop and no page at all): the library is listed as
+/// unavailable with the reason, the service serves, and once the folder is there it is
+/// scanned (its root is polled meanwhile) and the next start knows it as the same library.
+#[test]
+fn a_missing_library_at_start_is_listed_unavailable_and_the_service_serves() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let photos = dir.path().join("nas").join("photos");
+    let args = [
+        "--bind",
+        "127.0.0.1:0",
+        "--library",
+        photos.to_str().expect("utf8"),
+        "--no-browser",
+    ];
+    let (child, addr, _) = start(&data, &args);
+    let (status, _) = get(&addr, "/healthz", "127.0.0.1", None);
+    assert!(status.contains("200"), "{status}");
+    let listed = libraries(&addr);
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed[0]["available"], false, "{listed}");
+    let why = listed[0]["unavailable"].as_str().unwrap_or_default();
+    assert!(
+        why.contains(photos.to_str().expect("utf8")) && why.contains("not there"),
+        "the reason names the folder: {listed}"
+    );
+    std::fs::create_dir_all(&photos).expect("mounted");
+    image::RgbImage::from_pixel(8, 8, image::Rgb([1, 2, 3]))
+        .save(photos.join("a.png"))
+        .expect("png");
+    let began = Instant::now();
+    loop {
+        let (_, body) = get(&addr, "/api/assets", "127.0.0.1", None);
+        if body.contains("a.png") {
+            break;
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(30),
+            "the folder, back, was never scanned: {body}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let listed = libraries(&addr);
+    assert_eq!(listed[0]["available"], true, "{listed}");
+    assert!(listed[0]["unavailable"].is_null(), "{listed}");
+    stop(child);
+
+    let (child, addr, _) = start(&data, &args);
+    let listed = libraries(&addr);
+    assert_eq!(
+        listed.as_array().map(Vec::len),
+        Some(1),
+        "one library: {listed}"
+    );
+    assert_eq!(listed[0]["available"], true, "{listed}");
     stop(child);
 }

@@ -1429,3 +1429,148 @@ fn a_move_after_a_library_was_removed_gets_a_fresh_number_and_trashes() {
     assert_eq!(support::digest(&second), original);
     assert_eq!(support::digest(&first), original, "never touched");
 }
+
+// ---- issue 27 deliverable 3: keep one file of a byte-identical group ---------------------
+
+/// The library invariant as `mediadex check` tells it: no disagreement between the index and
+/// the disk (a file in a trash folder that no move explains, a live photo without a file, a
+/// file gone or changed, ...).
+fn agrees(env: &Env) {
+    let check = mediadex::ops::check::check(&mediadex::ops::Services::new(env.store.clone()))
+        .expect("check");
+    assert!(check.findings.is_empty(), "{:#?}", check.findings);
+}
+
+/// The live asset `a.png` shows, with the library paths of its present files.
+fn shown_by(env: &Env, lib: &Lib, rel: &str) -> (i64, Vec<String>) {
+    let asset = lib.asset(&env.store, rel);
+    let row = env.store.asset(asset).expect("asset").expect("row");
+    assert!(row.trashed_at.is_none(), "{rel}'s asset is live");
+    let present = (row.paths.iter())
+        .filter(|p| p.state == mediadex::model::FileState::Present)
+        .map(|p| p.rel_path_text.clone())
+        .collect();
+    (asset, present)
+}
+
+/// "Keep this copy, trash the others" on one asset shown by three byte-identical files: the
+/// other two files go to the trash folder under the leased move (a holder that died between
+/// writing the intents and its first rename is carried on by whoever reclaims the move), the
+/// asset stays live with the kept file, the next full scan neither re-adds the copies nor
+/// calls anything missing (the library invariant holds), and the asset's restore puts both
+/// copies back where they were.
+#[test]
+fn keep_one_file_of_identical_copies_trashes_the_others_and_restore_puts_them_back() {
+    let env = env();
+    let lib = library(
+        &env,
+        &[("a.png", 1), ("b.png", 1), ("trip/c.png", 1), ("d.png", 2)],
+    );
+    let (asset, present) = shown_by(&env, &lib, "a.png");
+    assert_eq!(present, ["a.png", "b.png", "trip/c.png"]);
+    // The process that began the move died before its first rename.
+    let (_, begun) = held(
+        env.store
+            .begin_trash_copies(asset, (lib.id, b"a.png".to_vec()), TTL)
+            .expect("begin"),
+    );
+    let moved: Vec<&[u8]> = begun.intents.iter().map(|i| &i.from_path[..]).collect();
+    assert_eq!(
+        moved,
+        [&b"b.png"[..], b"trip/c.png"],
+        "the journal names each file"
+    );
+    assert!(lib.path(b"b.png").exists(), "nothing moved yet");
+    env.clock.advance(TTL + 1);
+    env.store.reclaim_stale().expect("reclaim");
+    env.clock.advance(60_000);
+    let ended = mediadex::trash::finish_abandoned(&env.store, &MoveConfig::default());
+    assert_eq!(ended.expect("carried on"), 1);
+    assert!(move_job(&env.store, asset).is_none());
+    assert_eq!(shown_by(&env, &lib, "a.png"), (asset, vec!["a.png".into()]));
+    for rel in ["b.png", "trip/c.png"] {
+        assert!(!lib.path(rel.as_bytes()).exists(), "{rel} left the library");
+        assert!(
+            lib.in_trash(asset, rel).exists(),
+            "{rel} is in the trash folder"
+        );
+    }
+    assert!(env.store.duplicates().expect("dups").is_empty());
+
+    let run = scan_now(&env, lib.id, "");
+    assert_eq!(run.state, mediadex::model::RunState::Completed, "{run:?}");
+    assert_eq!(shown_by(&env, &lib, "a.png"), (asset, vec!["a.png".into()]));
+    assert_eq!(
+        env.store.assets(false).expect("live").len(),
+        2,
+        "no copy re-added"
+    );
+    assert!(env.store.assets(true).expect("trash").is_empty());
+    agrees(&env);
+
+    let s = mediadex::ops::Services::new(env.store.clone());
+    let back = mediadex::ops::trash::restore(&s, asset).expect("restore");
+    assert!(back.trashed_at.is_none());
+    assert_eq!(
+        shown_by(&env, &lib, "a.png").1,
+        ["a.png", "b.png", "trip/c.png"]
+    );
+    for rel in ["b.png", "trip/c.png"] {
+        assert!(lib.path(rel.as_bytes()).exists(), "{rel} is back");
+    }
+    scan_now(&env, lib.id, "");
+    assert_eq!(env.store.duplicates().expect("dups").len(), 1);
+    agrees(&env);
+}
+
+/// The same through the use case the CLI and the API call: the file to keep is named by its
+/// path; one that is not a present file of the asset, or a trashed asset, is refused with
+/// nothing moved; a move of copies whose kept file vanished meanwhile is rolled back.
+#[test]
+fn keep_file_names_the_copy_by_path_and_refuses_what_it_cannot_keep() {
+    let env = env();
+    // Five other photos keep one file gone under the scan's breaker.
+    let files = [
+        ("a.png", 1),
+        ("b.png", 1),
+        ("d.png", 2),
+        ("e.png", 3),
+        ("f.png", 4),
+    ];
+    let lib = library(
+        &env,
+        &[files.as_slice(), &[("g.png", 5), ("h.png", 6)]].concat(),
+    );
+    let (asset, _) = shown_by(&env, &lib, "a.png");
+    let s = mediadex::ops::Services::new(env.store.clone());
+    let wrong = mediadex::ops::trash::keep_file(&s, asset, None, "nope.png");
+    assert!(
+        matches!(wrong, Err(mediadex::ops::Error::KeepFile { found: 0, .. })),
+        "{wrong:?}"
+    );
+    assert!(lib.path(b"b.png").exists());
+    // The kept file goes before the move ends: every copy stays.
+    let hooks = before_rename(0, |_, _| {
+        std::fs::remove_file(lib.path(b"a.png")).expect("rm a");
+        scan_now(&env, lib.id, "");
+    });
+    let gone = mediadex::trash::trash_copies(
+        &env.store,
+        asset,
+        (lib.id, b"a.png".to_vec()),
+        &MoveConfig::default(),
+        &hooks,
+    );
+    assert!(
+        matches!(gone, Err(TrashError::RolledBack { .. })),
+        "{gone:?}"
+    );
+    assert!(lib.path(b"b.png").exists(), "b.png stays in the library");
+    photo(&lib.root.join("a.png"), 1);
+    scan_now(&env, lib.id, "");
+    let kept = mediadex::ops::trash::keep_file(&s, asset, Some(lib.id), "b.png").expect("keep");
+    assert!(kept.trashed_at.is_none());
+    assert!(lib.path(b"b.png").exists() && !lib.path(b"a.png").exists());
+    assert!(lib.in_trash(asset, "a.png").exists());
+    agrees(&env);
+}

@@ -447,3 +447,25 @@ fn check_findings_and_repairs_have_the_documented_fields_and_types() {
     assert_eq!(repaired["done"][0]["kind"], "adopted");
     assert_eq!(repaired["done"][1]["kind"], "scan_requested");
 }
+
+/// A library as `library add|list --json` and `/api/libraries` give it, available and not.
+#[test]
+fn a_library_has_the_documented_fields_and_types() {
+    let doc = table("**`library add --json`**");
+    let row = mediadex::model::Library {
+        id: 1,
+        name: "photos".into(),
+        root: "/srv/photos".into(),
+        created_at: 1,
+    };
+    let there = json(&wire::Library::of(&row, None));
+    let mut seen = check("an available library", &there, &doc);
+    assert_eq!(
+        (&there["available"], &there["unavailable"]),
+        (&Value::Bool(true), &Value::Null)
+    );
+    let away = json(&wire::Library::of(&row, Some("not there".into())));
+    seen.extend(check("an unavailable library", &away, &doc));
+    assert_eq!(away["available"], false);
+    all_seen("a library", &seen, &doc);
+}

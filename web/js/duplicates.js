@@ -1,11 +1,12 @@
 // The Duplicates view: the same photo in more than one place. A group of several assets (the
 // same picture with other metadata) has a Keep button per picture, the suggestion marked; a
-// group of byte-identical files is one asset, which the trash moves whole (docs/api.md).
+// group of byte-identical files is one asset, with a Keep button per file that trashes the
+// asset's other files (docs/api.md).
 import { $, el } from "./dom.js";
 import { api } from "./api.js";
 import { fmtBytes } from "./format.js";
 import { libName } from "./state.js";
-import { keepControls } from "./keep.js";
+import { keepControls, keepFileControls } from "./keep.js";
 
 export async function loadDuplicates() {
   const box = $("#duplicates");
@@ -24,7 +25,7 @@ export async function loadDuplicates() {
 
 function kindText(g) {
   return g.kind === "identical"
-    ? "identical files of one picture (trashing it moves every copy)"
+    ? "identical files of one picture (keep one file, or trash the picture with every copy)"
     : "the same picture with other metadata";
 }
 
@@ -32,7 +33,7 @@ function kindText(g) {
 // the first file of each asset: one asset for identical bytes, several for the same picture
 // with other metadata (`same_content`, whose `assets` carry their own files).
 function copies(g) {
-  if (!g.assets) return g.paths.map((p) => [g.asset_id, p, null]);
+  if (!g.assets) return g.paths.map((p) => [g.asset_id, p, keepFileControls(g.asset_id, p, g.paths.length, loadDuplicates)]);
   const live = g.assets.filter((a) => !a.trashed).map((a) => a.asset_id);
   return g.assets.flatMap((a) => a.paths.map((p, i) =>
     [a.asset_id, p, i === 0 ? keepControls(a.asset_id, live, g.suggested, loadDuplicates) : null]));

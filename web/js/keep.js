@@ -1,6 +1,8 @@
 // "Keep this, trash the others" for a group of duplicates or similar pictures: one button per
 // picture, the server's suggestion marked. The others go through the leased trash
-// (`POST /api/keep`), so they can be restored from the Trash view.
+// (`POST /api/keep`), so they can be restored from the Trash view. A byte-identical group is
+// one asset: its button keeps one file and moves the asset's other files (its copies) to the
+// trash folder; restoring the asset puts them back (docs/api.md, "Keep one of a group").
 import { el, banner, guard } from "./dom.js";
 import { api } from "./api.js";
 import { markGridDirty } from "./grid.js";
@@ -27,4 +29,23 @@ export function keepControls(id, live, suggested, reload) {
     }, "Keep this, trash the others"));
   }
   return el("div", { class: "keep-row" }, ...kids);
+}
+
+/**
+ * The Keep button of file `p` (a path object) of asset `id` in a byte-identical group of
+ * `count` files; `reload` redraws the view afterwards.
+ */
+export function keepFileControls(id, p, count, reload) {
+  if (count < 2 || (p.state && p.state !== "present")) return el("div", { class: "keep-row" });
+  return el("div", { class: "keep-row" }, el("button", {
+    class: "keep",
+    "data-keep-file": p.path,
+    title: `Keep this file and move the other ${count - 1} copies to the trash folder`,
+    onclick: guard(async () => {
+      await api("POST", "/api/keep", { keep: id, file: { path: p.path, library_id: p.library_id } });
+      markGridDirty();
+      banner(`Kept ${p.path}; ${count - 1} ${count === 2 ? "copy" : "copies"} moved to the trash folder (restore the photo to put them back).`, "info");
+      reload();
+    }),
+  }, "Keep this file, trash the copies"));
 }

@@ -1,4 +1,5 @@
-// The Libraries view: add a folder, scan or fully rescan it, stop indexing it.
+// The Libraries view: add a folder, scan or fully rescan it, stop indexing it; a folder that
+// is away (not there, unreadable) says so with the reason.
 import { $, el, banner, guard, uuid } from "./dom.js";
 import { api } from "./api.js";
 import { progressText } from "./format.js";
@@ -20,7 +21,9 @@ export async function loadLibraries() {
     const w = watch.find((s) => s.library_id === lib.id);
     rows.push(el("tr", {},
       el("td", {}, lib.name),
-      el("td", { class: "path" }, lib.root),
+      el("td", { class: "path" }, lib.root,
+        // Away (unmounted, unreadable): its scans are held back until it is back.
+        lib.available === false ? el("div", { class: "warning lib-unavailable" }, `Unavailable: ${lib.unavailable}`) : null),
       el("td", {}, w ? (w.mode === "events" ? "live" : `polling${w.reason ? " — " + w.reason : ""}`) : "—"),
       el("td", { id: `lib-scan-${lib.id}` }, last ? `${last.state} · ${progressText(last)}` : "never"),
       el("td", {},
