@@ -9,7 +9,9 @@
 //! Must not import: app, rusqlite, r2d2
 
 mod assets;
+mod bulk;
 mod check;
+mod download;
 mod error;
 mod faces;
 mod jobs;
@@ -17,6 +19,7 @@ mod keep;
 mod libraries;
 mod media;
 mod page;
+mod problems;
 pub mod range;
 mod scans;
 pub mod security;
@@ -126,6 +129,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/scans", get(scans::history))
         .route("/api/scans/{id}", get(scans::one))
         .route("/api/scans/{id}/problems", get(scans::problems))
+        .route("/api/problems", get(problems::open))
         .route("/api/scans/{id}/cancel", post(scans::cancel))
         .route("/api/scans/{id}/release", post(scans::release))
         .route("/api/jobs", get(jobs::list))
@@ -139,6 +143,9 @@ pub fn router(state: AppState) -> Router {
         .route("/api/assets/{id}/original", get(media::original))
         .route("/api/thumbnails", get(media::lacking))
         .route("/api/assets/{id}/motion", get(media::motion))
+        .route("/api/assets/trash", post(bulk::trash))
+        .route("/api/assets/restore", post(bulk::restore))
+        .route("/api/download", get(download::download))
         .route("/api/assets/{id}/trash", post(assets::trash))
         .route("/api/assets/{id}/restore", post(assets::restore))
         .route("/api/assets/{id}/faces", get(faces::of_asset))
@@ -157,12 +164,8 @@ pub fn router(state: AppState) -> Router {
         .route("/api/check/repair", post(check::repair))
         .route("/api/watch", get(watch_status))
         .route("/api/server", get(server))
-        .route("/api", get(api_listing))
-        .route("/", get(page::file))
-        .route("/index.html", get(page::file))
-        .route("/js/{module}", get(page::file))
-        .route("/app.css", get(page::file))
-        .route("/viewer.css", get(page::file))
+        .route("/api", get(api_listing));
+    let api = page_routes(api)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed);
     api.layer(DefaultBodyLimit::max(MAX_BODY))
@@ -171,6 +174,16 @@ pub fn router(state: AppState) -> Router {
             security::guard,
         ))
         .with_state(state)
+}
+
+/// The web page's own files (`page.rs`).
+fn page_routes(router: Router<AppState>) -> Router<AppState> {
+    router
+        .route("/", get(page::file))
+        .route("/index.html", get(page::file))
+        .route("/js/{module}", get(page::file))
+        .route("/app.css", get(page::file))
+        .route("/viewer.css", get(page::file))
 }
 
 /// Serves `router` on `listener` until `shutdown` resolves, then lets open requests finish.

@@ -19,5 +19,5 @@ mod similar;
 pub use assets::{Asset, Face, FilePath, PathForm, Paths};
 pub use check::{Check, Finding, Repair, Repaired};
 pub use duplicates::{DuplicateGroup, Twin};
-pub use problems::Problem;
+pub use problems::{OpenProblem, Problem};
 pub use similar::{Similar, SimilarGroup};
