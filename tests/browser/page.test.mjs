@@ -285,6 +285,18 @@ async function selectMany() {
   await bar.waitFor({ state: "hidden" });
   assert.equal(await page.locator("#grid a.tile.selected").count(), 0);
 
+  step("Space on a focused tile toggles it, Shift-Space selects the range");
+  await tiles.nth(4).focus();
+  await page.keyboard.press("Space");
+  await bar.getByText("1 selected").waitFor();
+  await tiles.nth(6).focus();
+  await page.keyboard.press("Shift+Space");
+  await bar.getByText("3 selected").waitFor();
+  assert.deepEqual(await page.$$eval("#grid a.tile.selected", (ts) => ts.map((t) => t.getAttribute("href"))),
+    await Promise.all([4, 5, 6].map(href)));
+  await page.keyboard.press("Escape");
+  await bar.waitFor({ state: "hidden" });
+
   step("the selection downloads as one zip of its originals");
   await tiles.nth(0).locator(".pick").click();
   await tiles.nth(2).click({ modifiers: ["Shift"] });

@@ -1,7 +1,8 @@
 // Selecting many tiles of a grid (Photos, Trash) and acting on them at once. A tile's check
 // (shown on hover, always on touch screens and while anything is selected) toggles it;
 // while a selection exists a click on a tile toggles it too, and a Shift-click selects the
-// range from the last tile clicked, in the grid's order; Esc clears. The bar shows the
+// range from the last tile clicked, in the grid's order; Space on a focused tile toggles it
+// (Shift-Space: the range), for the keyboard; Esc clears. The bar shows the
 // count and the actions: download (one zip, `GET /api/download`), move to the trash or
 // restore (`POST /api/assets/trash|restore`, each asset by its own leased move on the
 // server), with one toast whose Undo moves the batch back. Owns #selection-bar and the
@@ -26,7 +27,7 @@ const tilesOf = (g) => [...g.querySelectorAll("a.tile")];
 /** The selection's check on a tile, for grid.js to put in every tile it makes. */
 export function pickBox(label) {
   return el("span", { class: "pick", role: "checkbox", "aria-checked": "false",
-                      "aria-label": `Select ${label}`, title: "Select (Shift-click: a range)" });
+                      "aria-label": `Select ${label}`, title: "Select (Shift-click: a range; Space on a focused photo)" });
 }
 
 function mark(tile, on) {
@@ -51,10 +52,21 @@ function click(ev) {
   if (!onPick && !ev.shiftKey && !selected.size) return; // an ordinary click opens the photo
   ev.preventDefault();
   ev.stopPropagation();
-  const g = ev.currentTarget;
+  toggle(ev.currentTarget, tile, ev.shiftKey);
+}
+
+function key(ev) {
+  const tile = ev.key === " " && ev.target.closest?.("a.tile");
+  if (!tile) return;
+  ev.preventDefault();
+  toggle(ev.currentTarget, tile, ev.shiftKey);
+}
+
+/** Toggles `tile` of grid `g`, or with `range` selects from the last one toggled to it. */
+function toggle(g, tile, range) {
   if (grid !== g) { clearSelection(); grid = g; }
   const id = idOf(tile);
-  if (ev.shiftKey && anchor !== null) {
+  if (range && anchor !== null) {
     const tiles = tilesOf(g);
     const [a, b] = [tiles.findIndex((t) => idOf(t) === anchor), tiles.indexOf(tile)].sort((x, y) => x - y);
     if (a >= 0) for (const t of tiles.slice(a, b + 1)) mark(t, true);
@@ -135,7 +147,10 @@ async function move(to) {
 
 /** Wires the grids' clicks and Esc (once, at start). */
 export function initSelection() {
-  for (const g of [$("#grid"), $("#trash-grid")]) g.addEventListener("click", click, true);
+  for (const g of [$("#grid"), $("#trash-grid")]) {
+    g.addEventListener("click", click, true);
+    g.addEventListener("keydown", key);
+  }
   document.addEventListener("keydown", (ev) => {
     if (ev.key === "Escape" && selected.size && !document.querySelector("dialog[open]")) {
       ev.preventDefault();
