@@ -32,7 +32,7 @@ const CHUNK: usize = 64 * 1024;
 
 /// The asset's file that still holds its bytes, by `crate::locate`'s rules (the walks' and
 /// the thumbnail job's): `Ok(None)` when every file there was rewritten since its scan.
-fn located(store: &Store, asset: &Asset) -> Result<Option<Candidate>, ApiError> {
+pub(super) fn located(store: &Store, asset: &Asset) -> Result<Option<Candidate>, ApiError> {
     let files = WalkAsset {
         id: asset.id,
         checksum: asset.checksum,

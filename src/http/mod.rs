@@ -9,7 +9,9 @@
 //! Must not import: app, rusqlite, r2d2
 
 mod assets;
+mod bulk;
 mod check;
+mod download;
 mod error;
 mod faces;
 mod jobs;
@@ -18,6 +20,7 @@ mod libraries;
 mod media;
 mod page;
 mod playable;
+mod problems;
 pub mod range;
 mod scans;
 pub mod security;
@@ -127,6 +130,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/scans", get(scans::history))
         .route("/api/scans/{id}", get(scans::one))
         .route("/api/scans/{id}/problems", get(scans::problems))
+        .route("/api/problems", get(problems::open))
         .route("/api/scans/{id}/cancel", post(scans::cancel))
         .route("/api/scans/{id}/release", post(scans::release))
         .route("/api/jobs", get(jobs::list))
@@ -134,6 +138,9 @@ pub fn router(state: AppState) -> Router {
         .route("/api/jobs/{id}/cancel", post(jobs::cancel))
         .route("/api/jobs/{id}/release", post(jobs::release))
         .merge(asset_routes())
+        .route("/api/assets/trash", post(bulk::trash))
+        .route("/api/assets/restore", post(bulk::restore))
+        .route("/api/download", get(download::download))
         .route("/api/faces", get(faces::list))
         .route("/api/similar", get(similar::list))
         .route("/api/walks", get(walks::list))
@@ -148,12 +155,8 @@ pub fn router(state: AppState) -> Router {
         .route("/api/watch", get(watch_status))
         .route("/api/server", get(server))
         .route("/api/thumbnails", get(media::lacking))
-        .route("/api", get(api_listing))
-        .route("/", get(page::file))
-        .route("/index.html", get(page::file))
-        .route("/js/{module}", get(page::file))
-        .route("/app.css", get(page::file))
-        .route("/viewer.css", get(page::file))
+        .route("/api", get(api_listing));
+    let api = page_routes(api)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed);
     api.layer(DefaultBodyLimit::max(MAX_BODY))
@@ -181,6 +184,16 @@ fn asset_routes() -> Router<AppState> {
         .route("/api/assets/{id}/faces", get(faces::of_asset))
         .route("/api/assets/{id}/faces/redetect", post(faces::redetect))
         .route("/api/assets/{id}/similar", get(similar::of_asset))
+}
+
+/// The web page's own files (`page.rs`).
+fn page_routes(router: Router<AppState>) -> Router<AppState> {
+    router
+        .route("/", get(page::file))
+        .route("/index.html", get(page::file))
+        .route("/js/{module}", get(page::file))
+        .route("/app.css", get(page::file))
+        .route("/viewer.css", get(page::file))
 }
 
 /// Serves `router` on `listener` until `shutdown` resolves, then lets open requests finish.

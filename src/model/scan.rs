@@ -219,6 +219,16 @@ impl RunProblem {
     }
 }
 
+/// A problem still open in a library (issue 27): the latest problem met at a path, until a
+/// later run reads that path fine or it is gone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpenProblem {
+    pub library_id: i64,
+    /// The last run that met it.
+    pub run_id: i64,
+    pub problem: RunProblem,
+}
+
 /// One fenced write of a scan run's data: its processed files, the ids of present files it
 /// saw unchanged whose asset is in the trash (restored by id), how many unchanged files it
 /// saw since its last write (they cost no row of their own), and the problems it met.

@@ -1,11 +1,13 @@
 //! Scan runs: a request through admission with its one scope rule (`Scope::parse`, for the
 //! CLI and the API alike), the start-up scan of every library, cancelling a library's runs
 //! or one run, force-releasing a run, following a retried run to the successor that carries
-//! its work, and one run's reasons and problems.
+//! its work, one run's reasons and problems, and the problems still open.
 
 use super::error::Thing;
 use super::{Error, Services};
-use crate::model::{Library, Provenance, RunProblem, ScanRequest, ScanRun, Target, Trigger};
+use crate::model::{
+    Library, OpenProblem, Provenance, RunProblem, ScanRequest, ScanRun, Target, Trigger,
+};
 use crate::store::{Admission, AdmissionOptions, Store};
 
 /// A library-relative folder to scan: `/`-separated names, none `..` or `.`, no empty name,
@@ -175,6 +177,21 @@ pub fn problems(s: &Services, id: i64, after: i64, limit: i64) -> Result<Problem
         total,
         truncated: total >= crate::store::PROBLEMS_PER_RUN,
     })
+}
+
+/// The first `limit` problems still open (`store::Store::open_problems`) of library
+/// `library` (`None`: every library), and how many there are; `NoLibrary` for no such one.
+pub fn open_problems(
+    s: &Services,
+    library: Option<i64>,
+    limit: i64,
+) -> Result<(Vec<OpenProblem>, i64), Error> {
+    if let Some(id) = library {
+        s.store
+            .library(id)?
+            .ok_or_else(|| Error::NoLibrary(id.to_string()))?;
+    }
+    Ok(s.store.open_problems(library, limit)?)
 }
 
 /// Each run's reason counts (`new`, `size`, `unchanged`, ...).

@@ -4,7 +4,7 @@
 //! faces: it was skipped while trashed). Keeping one asset of a group trashes the others, each
 //! by its own leased move; keeping one file of a byte-identical group (one asset, several
 //! files) trashes its other files by one leased move of copies, and the asset's restore puts
-//! them back.
+//! them back; a selection's trash or restore moves each asset the same way.
 
 use super::error::Thing;
 use super::{Error, Services};
@@ -25,6 +25,19 @@ pub fn restore(s: &Services, id: i64) -> Result<Asset, Error> {
         (s.wake)(); // the face walk queued with the restore
     }
     asset(s, id)
+}
+
+/// One asset's move: `trash` or `restore`.
+pub type Move = fn(&Services, i64) -> Result<Asset, Error>;
+
+/// Moves each of `ids` (each once, in the order given) by `op`, one leased move each as
+/// its own request would: a failure is that asset's answer and the others still move.
+pub fn each(s: &Services, ids: &[i64], op: Move) -> Vec<(i64, Result<Asset, Error>)> {
+    let mut seen = std::collections::HashSet::new();
+    (ids.iter())
+        .filter(|&&id| seen.insert(id))
+        .map(|&id| (id, op(s, id)))
+        .collect()
 }
 
 /// What keeping one of a group did: the kept asset, and each other one as it is now.

@@ -21,5 +21,5 @@ pub use assets::{Asset, AssetDetail, Face, FilePath, PathForm, Paths, Preview};
 pub use check::{Check, Finding, Repair, Repaired};
 pub use duplicates::{DuplicateGroup, Twin};
 pub use library::Library;
-pub use problems::Problem;
+pub use problems::{OpenProblem, Problem};
 pub use similar::{Similar, SimilarGroup};

@@ -7,7 +7,8 @@
 // Activity, Libraries, Duplicates, Similar and Trash views, the open viewer, the problems dialog and
 // the token form, and the dialogs fit the screen; every tile on screen shows its picture within
 // 1.3x of the picture's shape; the page's height at first paint is within 10% of its laid-out
-// height; at 1440 px sparse months share rows. Screenshots: SHOTS/layout-WIDTH-WHAT.png.
+// height; at 1440 px sparse months share rows; a selection's bar lies on the screen.
+// Screenshots: SHOTS/layout-WIDTH-WHAT.png.
 // Every check runs and the failures are listed together at the end.
 import { url, shots, launch } from "./launch.mjs";
 import { readFileSync } from "node:fs";
@@ -96,7 +97,7 @@ async function shapes(page, width, what, gridSel) {
   check(s.bad.length === 0, `${width}px ${what}: ${s.bad.length} of ${s.seen} tiles cropped past 1.3x: ${s.bad.slice(0, 5).join(", ")}`);
 }
 
-async function grid(page, width, shot) {
+async function grid(page, width, height, shot) {
   step(`${width}px: the grid's height at first paint`);
   await page.goto(url);
   await page.locator("#grid a.tile").first().waitFor();
@@ -118,6 +119,21 @@ async function grid(page, width, shot) {
   await noOverflow(page, width, "grid");
   await shapes(page, width, "grid", "#grid");
   await shot("grid");
+
+  step(`${width}px: a selection's bar`);
+  await page.locator("#grid a.tile .pick").first().click();
+  await page.locator("#grid a.tile").nth(1).click({ modifiers: ["Shift"] });
+  await page.locator("#selection-bar").getByText("2 selected").waitFor();
+  await noOverflow(page, width, "selection");
+  const bar = await page.evaluate(() => {
+    const r = document.querySelector("#selection-bar").getBoundingClientRect();
+    return { left: r.left, right: r.right, bottom: r.bottom };
+  });
+  check(bar.left >= 0 && bar.right <= width && bar.bottom <= height + 1,
+    `${width}px selection: the bar is off the screen: ${JSON.stringify(bar)}`);
+  await shot("selection");
+  await page.keyboard.press("Escape");
+  await page.locator("#selection-bar").waitFor({ state: "hidden" });
 
   step(`${width}px: a sparse library's months`);
   await page.locator('#filters input[name="before"]').fill("2020-01-01");
@@ -203,7 +219,7 @@ try {
     await fromDisk(page);
     const shot = (what) => page.screenshot({ path: `${shots}/layout-${width}-${what}.png` });
     try {
-      await grid(page, width, shot);
+      await grid(page, width, height, shot);
       await views(page, width, shot);
     } catch (e) {
       await shot("failure").catch(() => {});

@@ -7,13 +7,19 @@
 // completion; the Activity view's Walks table shows the content-hash walk, and a run's
 // problems open from the run list; Check lists a photo planted in a trash folder and Repair
 // adopts it; trash then restore of an asset works; the camera filter suggests the index's
-// cameras and matches any part of one; Duplicates shows the byte-identical copy, and its Keep on one file moves the other to the trash folder. Screenshots of each step go to SHOTS.
+// cameras and matches any part of one; Duplicates shows the byte-identical copy, and its Keep on one file moves the other to the trash folder. Issue 27:
+// the viewer says the date in words (the ISO value in its title) and the camera without its
+// make twice; Activity says what is happening in words, keeps leases, schemes and attempts
+// behind Details, and lists the problems still open; many tiles are selected by their checks,
+// Shift-click and Esc, downloaded as one zip, trashed with one Undo, restored from the Trash
+// view, and a refused move says why. Screenshots of each step go to SHOTS.
 import { url, shots, launch } from "./launch.mjs";
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 
 
 const browser = await launch();
-const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+const page = await browser.newPage({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
 const problems = [];
 page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
 page.on("console", (m) => { if (m.type() === "error") problems.push(`console: ${m.text()}`); });
@@ -105,7 +111,7 @@ try {
   await page.waitForFunction(() => window.__seen.some((t) => t.startsWith("completed")),
     null, { timeout: 120000 });
   const seen = await page.evaluate(() => window.__seen);
-  assert.ok(seen.some((t) => /^completed · \d+ files/.test(t)), `the end was shown: ${seen.join(" | ")}`);
+  assert.ok(seen.some((t) => /^completed · [\d,.\s]+ files/.test(t)), `the end was shown: ${seen.join(" | ")}`);
   console.log(`browser-test: the scan cell showed: ${[...new Set(seen)].join(" | ")}`);
   await shot("3-scan-completed");
   await page.goto(url + "#/activity");
@@ -118,6 +124,27 @@ try {
   assert.match(walkText, /complete|waiting|running|not walked/, walkText);
   assert.ok(await walkRow.getByRole("button", { name: "Restart" }).count() === 1, "a restart button");
   await shot("4-activity");
+
+  step("Activity says what is happening in words; leases, schemes and attempts are behind Details");
+  const now = await page.locator("#now li").allInnerTexts();
+  assert.ok(now.length >= 1 && now.every((t) => /^(Nothing is running|Scanning |Waiting to scan |Fingerprinting|Finding faces|Comparing)/.test(t)),
+    `the Now list in words: ${JSON.stringify(now)}`);
+  const shown = await page.locator("#view-activity").innerText();
+  assert.doesNotMatch(shown, /Force release|\blease|\bscheme|generation|attempts/i,
+    "no protocol internals up front");
+  assert.equal(await page.locator("#activity-details").evaluate((d) => d.open), false, "Details start closed");
+  await page.locator("#activity-details > summary").click();
+  await page.locator("#walk-internals tr#walk-int-content-hash").waitFor({ state: "visible" });
+  assert.match(await page.locator("#walk-internals tr#walk-int-content-hash").innerText(), /walked to the end/);
+  assert.ok(await page.locator("#jobs").isVisible(), "the job queue is under Details");
+  await shot("4a-activity-details");
+  await page.locator("#activity-details > summary").click();
+
+  step("the problems still open are listed, with the link out of the library");
+  const open = page.locator("#open-problems tr.open-problem", { hasText: "outside" });
+  await open.waitFor();
+  assert.match(await open.innerText(), /symlink leads outside the library/);
+  assert.match(await page.locator("#open-problems").innerText(), /\d+ (file or folder needs|files or folders need) a look/);
 
   step("a run's problems open from the run list, each file with its error");
   await page.getByRole("button", { name: "List problems" }).first().click();
@@ -151,10 +178,18 @@ try {
   await page.locator("#grid a.tile").first().click();
   await page.locator("dialog#asset[open] #asset-facts dt").first().waitFor();
   const facts = await (await page.request.get(`${url}api/assets/${id}`)).json();
-  const taken = await page.locator("dialog#asset[open] #asset-facts dd").first().textContent();
+  const takenAt = page.locator("dialog#asset[open] #asset-facts dd .taken");
+  const taken = await takenAt.textContent();
   assert.ok(facts.taken_at_source, "the API says where the date came from");
-  assert.ok(taken.startsWith(facts.taken_at) && /\(from [^)]+\)+$/.test(taken),
-    `the facts panel says where the date came from: ${taken}`);
+  assert.ok(/\(from [^)]+\)+$/.test(taken), `the facts panel says where the date came from: ${taken}`);
+  // In words, as the page's locale (en-US here) writes it; the ISO value in the title.
+  assert.match(taken, /^[A-Z][a-z]+ \d{1,2}, \d{4} at \d{1,2}:\d{2}\s?[AP]M /, `the date in words: ${taken}`);
+  assert.ok(!taken.includes(facts.taken_at), `no raw ISO text: ${taken}`);
+  assert.equal(await takenAt.getAttribute("title"), facts.taken_at, "the ISO value is in the title");
+  const camera = await page.locator("dialog#asset[open] #asset-facts dt", { hasText: "Camera" })
+    .evaluate((dt) => dt.nextElementSibling.textContent);
+  assert.ok(camera.endsWith(facts.model) && !camera.toLowerCase().startsWith(`${facts.make} ${facts.make}`.toLowerCase()),
+    `the camera without its make repeated: ${camera} (make ${facts.make}, model ${facts.model})`);
   await shot("5-asset");
   await page.getByRole("button", { name: "Move to trash" }).click();
   await page.waitForFunction(() => !document.querySelector("dialog#asset").open);
@@ -210,6 +245,8 @@ try {
   assert.ok(!after.some((g) => g.kind === "identical" && g.asset_id === keptAsset), `${kept}'s picture has no copy left`);
   await shot("9b-duplicates-kept");
 
+  await selectMany();
+
   assert.deepEqual(problems, [], "no script errors on the page");
   step("all checks passed");
 } catch (e) {
@@ -219,4 +256,109 @@ try {
   process.exitCode = 1;
 } finally {
   await browser.close();
+}
+
+// Issue 27 deliverable 4: select many on the photo grid and in the Trash.
+async function selectMany() {
+  const bar = page.locator("#selection-bar");
+  const tiles = page.locator("#grid a.tile");
+  const href = (i) => tiles.nth(i).getAttribute("href");
+  const trashedNow = async (h) => (await (await page.request.get(`${url}api/assets/${h.split("/").pop()}`)).json()).trashed;
+  const opacity = (sel) => page.waitForFunction((sel) => getComputedStyle(document.querySelector(sel)).opacity === "1", sel);
+
+  step("select many: a tile's check shows on hover, a click on it selects without opening");
+  await page.goto(url + "#/photos");
+  await tiles.nth(6).waitFor();
+  await page.mouse.move(1, 1);
+  assert.equal(await tiles.nth(1).locator(".pick").evaluate((e) => getComputedStyle(e).opacity), "0",
+    "no check before hover or selection");
+  await tiles.nth(0).hover();
+  await opacity("#grid a.tile .pick");
+  await tiles.nth(0).locator(".pick").click();
+  await bar.getByText("1 selected").waitFor();
+  assert.equal(new URL(page.url()).hash, "#/photos", "the photo did not open");
+
+  step("Shift-click selects the range in grid order; every check shows while selecting");
+  await tiles.nth(3).click({ modifiers: ["Shift"] });
+  await bar.getByText("4 selected").waitFor();
+  const want = await Promise.all([0, 1, 2, 3].map(href));
+  assert.deepEqual(await page.$$eval("#grid a.tile.selected", (ts) => ts.map((t) => t.getAttribute("href"))), want);
+  await page.mouse.move(1, 1);
+  await opacity("#grid a.tile:nth-child(6) .pick");
+  await shot("12-selection");
+  await tiles.nth(2).click();
+  await bar.getByText("3 selected").waitFor();
+  assert.equal(await page.evaluate(() => document.querySelector("dialog#asset").open), false, "a click toggles, it does not open");
+
+  step("Esc clears the selection");
+  await page.keyboard.press("Escape");
+  await bar.waitFor({ state: "hidden" });
+  assert.equal(await page.locator("#grid a.tile.selected").count(), 0);
+
+  step("Space on a focused tile toggles it, Shift-Space selects the range");
+  await tiles.nth(4).focus();
+  await page.keyboard.press("Space");
+  await bar.getByText("1 selected").waitFor();
+  await tiles.nth(6).focus();
+  await page.keyboard.press("Shift+Space");
+  await bar.getByText("3 selected").waitFor();
+  assert.deepEqual(await page.$$eval("#grid a.tile.selected", (ts) => ts.map((t) => t.getAttribute("href"))),
+    await Promise.all([4, 5, 6].map(href)));
+  await page.keyboard.press("Escape");
+  await bar.waitFor({ state: "hidden" });
+
+  step("the selection downloads as one zip of its originals");
+  await tiles.nth(0).locator(".pick").click();
+  await tiles.nth(2).click({ modifiers: ["Shift"] });
+  await bar.getByText("3 selected").waitFor();
+  const [download] = await Promise.all([page.waitForEvent("download"),
+    bar.getByRole("button", { name: "Download" }).click()]);
+  assert.equal(download.suggestedFilename(), "mediadex-3.zip");
+  const zip = readFileSync(await download.path());
+  const end = zip.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]));
+  assert.ok(end > 0 && zip.readUInt16LE(end + 10) === 3, "the zip holds three files");
+
+  step("the selection goes to the trash with one toast, and its Undo brings all back");
+  const chosen = await Promise.all([0, 1, 2].map(href));
+  await bar.getByRole("button", { name: "Move to trash" }).click();
+  await page.locator("#toast", { hasText: "Moved 3 items to the trash." }).waitFor();
+  for (const h of chosen) {
+    assert.equal(await page.locator(`#grid a.tile[href="${h}"]`).count(), 0, "gone from the grid");
+    assert.equal(await trashedNow(h), true, "the server says trashed");
+  }
+  await shot("13-selection-trashed");
+  await page.locator("#toast").getByRole("button", { name: "Undo" }).click();
+  await page.locator("#toast", { hasText: "Restored 3." }).waitFor();
+  for (const h of chosen) assert.equal(await trashedNow(h), false, "the server says restored");
+
+  step("in the Trash, the selection is restored");
+  await page.locator(`#grid a.tile[href="${chosen[0]}"]`).waitFor();
+  await page.locator(`#grid a.tile[href="${chosen[0]}"] .pick`).click();
+  await page.locator(`#grid a.tile[href="${chosen[1]}"]`).click();
+  await bar.getByText("2 selected").waitFor();
+  await bar.getByRole("button", { name: "Move to trash" }).click();
+  await page.locator("#toast", { hasText: "Moved 2 items to the trash." }).waitFor();
+  await page.goto(url + "#/trash");
+  for (const h of chosen.slice(0, 2)) await page.locator(`#trash-grid a.tile[href="${h}"]`).waitFor();
+  await page.locator(`#trash-grid a.tile[href="${chosen[0]}"] .pick`).click();
+  await page.locator(`#trash-grid a.tile[href="${chosen[1]}"]`).click();
+  await bar.getByText("2 selected").waitFor();
+  await shot("14-trash-selection");
+  await bar.getByRole("button", { name: "Restore" }).click();
+  await page.locator("#toast", { hasText: "Restored 2 items." }).waitFor();
+  for (const h of chosen.slice(0, 2)) assert.equal(await trashedNow(h), false, "the server says restored");
+
+  step("a move the server refuses says why");
+  await page.goto(url + "#/photos");
+  await tiles.nth(1).waitFor();
+  const refused = Number((await href(0)).split("/").pop());
+  await page.route("**/api/assets/trash", (route) => route.fulfill({ status: 200, contentType: "application/json",
+    body: JSON.stringify({ moved: [], failed: [{ id: refused, code: "read_only", message: "the library is read-only here" }] }) }));
+  await tiles.nth(0).locator(".pick").click();
+  await bar.getByRole("button", { name: "Move to trash" }).click();
+  const error = page.locator("#banner", { hasText: "could not be moved to the trash: the library is read-only here" });
+  await error.waitFor({ state: "visible" });
+  await shot("15-selection-refused");
+  await page.unroute("**/api/assets/trash");
+  assert.equal(await trashedNow(`#/asset/${refused}`), false);
 }

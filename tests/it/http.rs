@@ -3380,3 +3380,185 @@ async fn a_placeholders_preview_says_why_and_a_timed_out_decode_is_not_run_again
         assert!(body.contains(timed_out), "{route}: heif-dec ran again");
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Issue 27: the page's selection (bulk trash, restore, download) and the open problems.
+
+#[tokio::test]
+async fn a_selection_is_trashed_and_restored_each_by_its_leased_move() {
+    let api = api();
+    let (lib, root) = api.photos("photos");
+    api.scan(lib);
+    let (a, b) = (api.asset_at("2024/a.png"), api.asset_at("b.png"));
+    let ids = |r: &Reply, key: &str| -> Vec<i64> {
+        let v = r.json();
+        (v[key].as_array().unwrap().iter())
+            .map(|x| x["id"].as_i64().unwrap())
+            .collect()
+    };
+    let r = api
+        .post(
+            "/api/assets/trash",
+            serde_json::json!({"ids": [a, b, 424242, b]}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(
+        (ids(&r, "moved"), ids(&r, "failed")),
+        (vec![a, b], vec![424242])
+    );
+    assert_eq!(r.json()["failed"][0]["code"], "not_found");
+    assert_eq!(r.json()["moved"][0]["trashed"], true);
+    // Each went through the leased move: its files are in the trash folder, none left.
+    assert!(support::trashed_to(&api.env.store, &root, b, "b.png").exists());
+    assert!(!root.join("b.png").exists() && !root.join("copy-of-a.png").exists());
+    // One already in the trash says so, and the others still move.
+    let r = api
+        .post("/api/assets/restore", serde_json::json!({"ids": [b]}))
+        .await;
+    assert_eq!(ids(&r, "moved"), [b]);
+    let r = api
+        .post("/api/assets/restore", serde_json::json!({"ids": [a, b]}))
+        .await;
+    assert_eq!((ids(&r, "moved"), ids(&r, "failed")), (vec![a], vec![b]));
+    assert_eq!(r.json()["failed"][0]["code"], "conflict");
+    assert!(root.join("b.png").exists() && root.join("2024/a.png").exists());
+    for body in [
+        serde_json::json!({"ids": []}),
+        serde_json::json!({"ids": (1..=501).collect::<Vec<i64>>()}),
+    ] {
+        let r = api.post("/api/assets/trash", body).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    }
+    let r = api
+        .post("/api/assets/trash", serde_json::json!({"id": [a]}))
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+}
+
+/// The zip's entries by name, each read back through its CRC and size check.
+fn unzip(bytes: &[u8]) -> std::collections::BTreeMap<String, Vec<u8>> {
+    use std::io::Read;
+    let archive = rawzip::ZipArchive::from_slice(bytes).expect("a zip");
+    let mut out = std::collections::BTreeMap::new();
+    let mut entries = archive.entries();
+    while let Some(e) = entries.next_entry().expect("an entry") {
+        let name = String::from_utf8(e.file_path().as_ref().to_vec()).expect("a name");
+        let entry = archive.get_entry(e.wayfinder()).expect("its data");
+        let mut data = Vec::new();
+        (entry.verifying_reader(entry.data()))
+            .read_to_end(&mut data)
+            .expect("its CRC and size match");
+        out.insert(name, data);
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_selection_downloads_as_one_zip_of_its_originals_streamed() {
+    let api = api();
+    let (lib, root) = api.photos("photos");
+    png(&root.join("2023/b.png"), 99, 30, 30);
+    api.scan(lib);
+    let (a, b, b2) = (
+        api.asset_at("2024/a.png"),
+        api.asset_at("b.png"),
+        api.asset_at("2023/b.png"),
+    );
+    let r = api.get(&format!("/api/download?ids={a},{b},{b2}")).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.header("content-type"), "application/zip");
+    assert_eq!(
+        r.header("content-disposition"),
+        "attachment; filename=\"mediadex-3.zip\""
+    );
+    let files = unzip(&r.body);
+    // The asset of a.png and its copy is one original: whichever file of it is served.
+    let a_name = if files.contains_key("a.png") {
+        "a.png"
+    } else {
+        "copy-of-a.png"
+    };
+    let mut want = vec![a_name.to_string(), "b.png".into(), format!("b-{b2}.png")];
+    want.sort();
+    assert_eq!(files.keys().cloned().collect::<Vec<_>>(), want);
+    assert_eq!(files["b.png"], std::fs::read(root.join("b.png")).unwrap());
+    assert_eq!(
+        files[&format!("b-{b2}.png")],
+        std::fs::read(root.join("2023/b.png")).unwrap()
+    );
+
+    // A file gone since its scan is left out, and the zip says which and why.
+    std::fs::remove_file(root.join("b.png")).unwrap();
+    let r = api.get(&format!("/api/download?ids={a},{b}")).await;
+    assert_eq!(r.status, StatusCode::OK);
+    let files = unzip(&r.body);
+    let note = String::from_utf8_lossy(&files["not-included.txt"]).into_owned();
+    assert!(note.starts_with(&format!("asset {b}: ")), "{note}");
+    assert!(files.contains_key(a_name) && !files.contains_key("b.png"));
+
+    // Checked before the first byte: a JSON error; HEAD checks the same and sends nothing.
+    let many: Vec<String> = (1..=501).map(|i| i.to_string()).collect();
+    for (uri, status) in [
+        ("/api/download?ids=".to_string(), StatusCode::BAD_REQUEST),
+        ("/api/download?ids=1,x".into(), StatusCode::BAD_REQUEST),
+        (
+            format!("/api/download?ids={}", many.join(",")),
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            format!("/api/download?ids={a},424242"),
+            StatusCode::NOT_FOUND,
+        ),
+        ("/api/download".into(), StatusCode::BAD_REQUEST),
+    ] {
+        let r = api.get(&uri).await;
+        assert_eq!(r.status, status, "{uri}: {:?}", r.body);
+        assert!(!r.code().is_empty(), "{uri}");
+    }
+    let head = |uri: String| req(Method::HEAD, &uri).body(Body::empty()).unwrap();
+    let r = api.send(head(format!("/api/download?ids={a}"))).await;
+    assert_eq!((r.status, r.body.len()), (StatusCode::OK, 0));
+    assert_eq!(r.header("content-type"), "application/zip");
+    let r = api
+        .send(head(format!("/api/download?ids={a},424242")))
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn the_open_problems_are_listed_of_every_library_or_one() {
+    let api = api();
+    let (lib, root) = api.photos("photos");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/raw/no_marker.jpg");
+    std::fs::copy(fixture, root.join("broken.jpg")).unwrap();
+    api.scan(lib);
+    api.env.clock.advance(1_000);
+    api.scan(lib);
+    for uri in [
+        "/api/problems".to_string(),
+        format!("/api/problems?library={lib}"),
+    ] {
+        let r = api.get(&uri).await;
+        assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+        let v = r.json();
+        assert_eq!(v["total"], 1, "{v}");
+        assert_eq!(v["items"][0]["path"], "broken.jpg");
+        assert_eq!(v["items"][0]["library_id"], lib);
+        assert!(v["items"][0]["run_id"].as_i64().unwrap() > 0);
+        assert!(
+            v["items"][0]["error"]
+                .as_str()
+                .unwrap()
+                .contains("no JPEG marker"),
+            "{v}"
+        );
+    }
+    let r = api.get("/api/problems?library=999").await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::NOT_FOUND, "not_found".into())
+    );
+    let r = api.get("/api/problems?limit=0").await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+}

@@ -239,3 +239,69 @@ fn a_file_that_claims_a_picture_and_is_not_indexed_is_a_problem_with_its_reason(
         .collect();
     assert_eq!(got, want);
 }
+
+/// Issue 27 deliverable 7: the problems a person sees are those still open, not only the last
+/// run's. A file that failed stays listed while it is unchanged (an incremental scan does not
+/// read it again, so its run does not list it: "14 became 3"), until a later run reads it fine
+/// or it is gone; a folder's problem (a link out of the library) stays while the walk meets it.
+#[test]
+fn problems_stay_listed_until_the_path_reads_fine_or_is_gone() {
+    use crate::support::scan_now;
+    let env = env();
+    let lib = env.library("photos");
+    let other = env.library("others");
+    let root = env.dir.path().join("photos");
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    for name in ["CRW_0001.CRW", "no_marker.jpg", "bigtiff.tif"] {
+        std::fs::copy(fixtures.join("raw").join(name), root.join(name)).unwrap();
+    }
+    // Enough good files that a deleted one is no mass disappearance (the circuit breaker).
+    for i in 0..20 {
+        std::fs::copy(
+            fixtures.join("rocket.jpg"),
+            root.join(format!("fine-{i}.jpg")),
+        )
+        .unwrap();
+    }
+    std::os::unix::fs::symlink("/", root.join("outside")).unwrap();
+    let open = |library: Option<i64>| -> Vec<String> {
+        let (items, total) = env.store.open_problems(library, 100).unwrap();
+        assert_eq!(total as usize, items.len());
+        let mut paths: Vec<String> = items.into_iter().map(|p| p.problem.rel_path_text).collect();
+        paths.sort();
+        paths
+    };
+    let all = ["CRW_0001.CRW", "bigtiff.tif", "no_marker.jpg", "outside"];
+    let first = scan_now(&env, lib, "");
+    assert_eq!(env.store.run_problem_count(first.id).unwrap(), 4);
+    assert_eq!(open(None), all);
+    assert_eq!(open(Some(lib)), all);
+    assert!(open(Some(other)).is_empty());
+
+    // Nothing was fixed: the next run need not read them again, but they are still open.
+    env.clock.advance(1_000);
+    let second = scan_now(&env, lib, "");
+    assert_eq!(
+        env.store.run_problem_count(second.id).unwrap(),
+        1,
+        "the run lists only what it met: the link"
+    );
+    assert_eq!(open(None), all);
+
+    // The broken JPEG is replaced by a good one, the TIFF deleted, the link removed.
+    env.clock.advance(1_000);
+    std::fs::remove_file(root.join("no_marker.jpg")).unwrap();
+    std::fs::copy(fixtures.join("rocket.jpg"), root.join("no_marker.jpg")).unwrap();
+    std::fs::remove_file(root.join("bigtiff.tif")).unwrap();
+    std::fs::remove_file(root.join("outside")).unwrap();
+    scan_now(&env, lib, "");
+    assert_eq!(open(None), ["CRW_0001.CRW"]);
+    let (items, _) = env.store.open_problems(Some(lib), 100).unwrap();
+    assert_eq!(items[0].library_id, lib);
+    assert_eq!(items[0].problem.error, "unsupported format (CRW)");
+    assert_eq!(
+        env.store.open_problems(None, 0).unwrap().1,
+        1,
+        "total past the limit"
+    );
+}

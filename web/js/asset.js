@@ -6,7 +6,7 @@
 // closing: nav.js.
 import { $, el, banner, guard, toast } from "./dom.js";
 import { api } from "./api.js";
-import { fmtBytes, fmtDuration } from "./format.js";
+import { fmtBytes, fmtCamera, fmtDuration, fmtTakenAt } from "./format.js";
 import { markGridDirty, showPhotos } from "./grid.js";
 import { initViewerNav, leaveViewer, navButtons, viewerOpens } from "./nav.js";
 import { serverTools } from "./lacking.js";
@@ -186,8 +186,10 @@ function renderFacts(a, faces) {
     ["Description", a.description],
     ["Rating", fmtRating(a.rating)],
     ["Tags", (a.tags || []).join(", ")],
-    ["Taken", a.taken_at ? a.taken_at + takenFrom(a.taken_at_source) : "unknown"],
-    ["Camera", [a.make, a.model].filter(Boolean).join(" ")],
+    // The ISO value stays at hand in the title, for who wants the exact time and its offset.
+    ["Taken", a.taken_at ? el("span", { class: "taken", title: a.taken_at },
+      fmtTakenAt(a.taken_at) + takenFrom(a.taken_at_source)) : "unknown"],
+    ["Camera", fmtCamera(a.make, a.model)],
     ["Size", a.width && a.height ? `${a.width} × ${a.height}` : ""],
     ["Duration", a.kind === "video" ? fmtDuration(a.duration_ms) : ""],
     ["Codec", a.video_codec],

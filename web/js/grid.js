@@ -3,6 +3,7 @@ import { $, el } from "./dom.js";
 import { api } from "./api.js";
 import { fileName, fmtDuration, fmtTaken, monthKey, monthLabel } from "./format.js";
 import { currentView } from "./state.js";
+import { clearSelection, pickBox } from "./select.js";
 
 // One paged feed of assets into a grid element: keyset pages of 200, fetched as the end
 // marker scrolls into view. Month sections use content-visibility so the browser skips
@@ -15,6 +16,7 @@ export class Feed {
     this.shapes = new Map(); // month section → its tiles' shapes, for its estimated size
     this.width = 0;
     this.generation = (Feed.generation = (Feed.generation || 0) + 1);
+    clearSelection();
     grid.replaceChildren();
     end.textContent = "";
     this.observer = new IntersectionObserver((entries) => {
@@ -129,6 +131,7 @@ export function tile(asset, extra) {
                    "data-width": Math.round(r * rowHeight()), "aria-label": label,
                    title: (asset.paths && asset.paths[0] && asset.paths[0].path) || "" },
     el("img", { src: `/api/assets/${asset.id}/thumbnail`, loading: "lazy", decoding: "async", alt: "" }),
+    pickBox(name),
     asset.kind === "video" ? el("span", { class: "badge" }, "▶ " + fmtDuration(asset.duration_ms)) : null,
     extra || null);
 }

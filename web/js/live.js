@@ -4,8 +4,8 @@ import { $, el, guard } from "./dom.js";
 import { api } from "./api.js";
 import { progressText } from "./format.js";
 import { gridIsEmpty, refreshGridSoon } from "./grid.js";
-import { loadActivity, runRow, updateWalk } from "./activity.js";
-import { currentView, libName } from "./state.js";
+import { loadActivity, noteRun, runNow, runRow, updateWalk } from "./activity.js";
+import { currentView } from "./state.js";
 import { loadCameras } from "./filters.js";
 
 const liveRuns = new Map();
@@ -14,7 +14,7 @@ const isLive = (run) => run.state === "running" || run.state === "accepted";
 function renderLive() {
   const box = $("#live");
   box.replaceChildren(...[...liveRuns.values()].map((run) => el("span", { class: "pill" },
-    `${run.state === "running" ? "Scanning" : "Waiting"} ${libName(run.library_id)}${run.scope ? "/" + run.scope : ""}: ${progressText(run)} `,
+    `${runNow(run)} `,
     el("button", { class: "link", title: "Cancel this scan",
       onclick: guard(() => api("POST", `/api/scans/${run.id}/cancel`)) }, "cancel"))));
 }
@@ -23,12 +23,13 @@ function onRunEvent(kind, run) {
   if (isLive(run)) liveRuns.set(run.id, run);
   else liveRuns.delete(run.id);
   renderLive();
+  noteRun(run);
   const row = document.getElementById(`run-${run.id}`);
   if (row && run.reasons === undefined) {
     // Events carry the run without its reason counts: keep the row's counts.
-    const counts = row.children[6].textContent;
+    const counts = row.querySelector(".reasons").textContent;
     const fresh = runRow(run);
-    fresh.children[6].textContent = counts;
+    fresh.querySelector(".reasons").textContent = counts;
     row.replaceWith(fresh);
   } else if (currentView() === "activity" && kind !== "scan_progress") {
     loadActivity();

@@ -12,6 +12,7 @@ import { initCheck } from "./check.js";
 import { loadDuplicates } from "./duplicates.js";
 import { loadSimilar } from "./similar.js";
 import { showTrash } from "./trash.js";
+import { clearSelection, initSelection } from "./select.js";
 import { startLive } from "./live.js";
 import { showLacking } from "./lacking.js";
 import { showAccess } from "./access.js";
@@ -35,6 +36,7 @@ function route() {
 }
 
 function show(view) {
+  if (view !== currentView()) clearSelection();
   for (const v of views) $("#view-" + v).hidden = v !== view;
   for (const a of document.querySelectorAll("nav a")) {
     a.classList.toggle("active", a.dataset.view === view);
@@ -50,6 +52,7 @@ initCheck();
 $("#filters").addEventListener("change", () => { markGridDirty(); showPhotos(); });
 $("#filters").addEventListener("reset", () => setTimeout(() => { markGridDirty(); showPhotos(); }));
 initViewer();
+initSelection();
 window.addEventListener("hashchange", route);
 
 state.libraries = await api("GET", "/api/libraries").catch(() => []);
