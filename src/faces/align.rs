@@ -135,7 +135,8 @@ impl Similarity {
 }
 
 /// The chip of the face whose landmarks (RetinaFace's order, the upright picture's
-/// continuous coordinates) are `landmarks`. `None` when the landmarks are all one point.
+/// continuous coordinates) are `landmarks`. `None` when the landmarks are all one point, or
+/// when a face large enough to be shrunk first lies wholly off the picture.
 /// Chip pixels that fall outside the picture are black, as dlib's.
 pub fn chip(picture: &RgbImage, landmarks: &[Point; 5]) -> Option<RgbImage> {
     let to_picture = Similarity::fit_weighted(&template(), landmarks, &WEIGHTS)?;

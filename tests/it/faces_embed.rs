@@ -6,10 +6,12 @@
 
 use image::{ImageFormat, Rgb, RgbImage};
 use mediadex::faces::{
-    CHIP_SIDE, EMBEDDING_LEN, Embedding, FaceEmbedder, Point, RetinaFace, align,
+    CHIP_SIDE, EMBEDDING_LEN, Embedding, FaceEmbedder, Point, RetinaFace, align, chips_reader,
 };
 use std::io::Cursor;
 use std::path::PathBuf;
+
+use crate::faces::{landscape_astronaut, png_with_orientation, stored_for};
 
 fn faces_fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -172,5 +174,37 @@ fn an_aligned_face_matches_dlibs_pipeline_turned_and_scaled_or_not() {
     let far = distance(&upright, &other);
     report.push(format!("another person {far:.3}"));
     assert!(far > 0.6, "{report:?}");
+    eprintln!("{report:?}");
+}
+
+/// The face of a PNG with this EXIF orientation, detected (stored coordinates), cut by
+/// `faces::chips_reader` from the upright picture and embedded.
+fn embedding_of_oriented(stored: &RgbImage, exif: u16) -> Embedding {
+    let png = png_with_orientation(stored, exif);
+    let faces = RetinaFace::new()
+        .expect("detector")
+        .detect_reader(Cursor::new(&png))
+        .expect("detects");
+    assert_eq!(faces.len(), 1, "orientation {exif}: {faces:?}");
+    let chips = chips_reader(Cursor::new(&png), &faces).expect("chips");
+    let chip = chips[0].as_ref().expect("a chip");
+    FaceEmbedder::new()
+        .expect("embedder")
+        .embed(chip)
+        .expect("embeds")
+}
+
+#[test]
+fn a_stored_face_is_cut_from_the_upright_picture_whatever_the_orientation() {
+    let upright = landscape_astronaut();
+    let reference = embedding_of_oriented(&upright, 1);
+    let mut report = Vec::new();
+    for exif in [3u8, 5, 6, 8] {
+        let v = embedding_of_oriented(&stored_for(&upright, exif), u16::from(exif));
+        let d = distance(&reference, &v);
+        report.push(format!("orientation {exif}: {d:.3}"));
+        // The same pixels upright: only the detector's landmarks may move a little.
+        assert!(d < 0.1, "{report:?}");
+    }
     eprintln!("{report:?}");
 }
