@@ -3,13 +3,16 @@
 //! sharing one loaded model. The images are the test fixtures plus a 3000x2000 camera-sized
 //! JPEG, so decoding and downscaling a real photo is part of the figure.
 //!
+//! Face embedding throughput: faces per second through `faces::align::chip` (the astronaut's
+//! landmarks on the 512x512 fixture) and `FaceEmbedder::embed`, on 1 and 2 rayon threads.
+//!
 //! `cargo bench --bench faces` (add `-- --quick` for a fast look).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use image::ImageFormat;
 use image::imageops::FilterType;
-use mediadex::faces::{FaceDetector, RetinaFace};
+use mediadex::faces::{FaceDetector, FaceEmbedder, RetinaFace, align};
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -63,5 +66,43 @@ fn faces(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, faces);
+/// Eight faces: the astronaut's, aligned and embedded.
+fn embed_all(
+    embedder: &FaceEmbedder,
+    picture: &image::RgbImage,
+    face: &[mediadex::faces::Point; 5],
+) -> usize {
+    (0..8)
+        .into_par_iter()
+        .map(|_| {
+            let chip = align::chip(picture, face).expect("a chip");
+            embedder.embed(&chip).expect("embeds").len()
+        })
+        .sum()
+}
+
+fn embeddings(c: &mut Criterion) {
+    let det = RetinaFace::new().expect("detector loads");
+    let found = det.detect(&fixture("astronaut.png")).expect("detects");
+    let landmarks = found.first().expect("her face").landmarks;
+    let picture = image::open(fixture("astronaut.png"))
+        .expect("fixture")
+        .to_rgb8();
+    let embedder = FaceEmbedder::new().expect("model loads");
+    let mut group = c.benchmark_group("faces_embed");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(8));
+    for threads in [1usize, 2] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("pool");
+        group.bench_with_input(BenchmarkId::new("threads", threads), &threads, |b, _| {
+            b.iter(|| pool.install(|| embed_all(&embedder, &picture, &landmarks)))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, faces, embeddings);
 criterion_main!(benches);

@@ -1,9 +1,11 @@
 //! Face detection: an image file in, the faces in it out, in the file's stored (un-rotated)
 //! pixel coordinates. Owns the `FaceDetector` trait, the embedded RetinaFace model and its
-//! pre- and post-processing. Must not touch the database or the queue, and must never panic
-//! on what it reads. Only `for_walks` knows the face-repair walk's trait. Its decode is also
-//! lent, as `upright_picture`, to the perceptual hash (`similar`), so both read the same
-//! formats the same way.
+//! pre- and post-processing, and the face descriptor: `align` turns a face's landmarks into
+//! dlib's 150x150 chip, `chips` cuts a file's stored faces out of its upright picture with it,
+//! `embed` runs the embedded dlib ResNet on a chip (128 numbers per face). Must not touch the
+//! database or the queue, and must never panic on what it reads. Only `for_walks` knows the
+//! face-repair walk's trait. Its decode is also lent, as `upright_picture`, to the perceptual
+//! hash (`similar`), so both read the same formats the same way.
 //!
 //! The pipeline of `RetinaFace::detect`: decode (bounded: refused before it allocates when the
 //! declared size is over `MAX_SIDE` or `MAX_ALLOC_BYTES` of RGBA, so a walk worker's decode never
@@ -14,12 +16,18 @@
 //!
 //! Must not import: store, queue, http, ops, rusqlite
 
+pub mod align;
+mod chips;
 mod decode;
+mod embed;
 mod for_walks;
 mod load;
 mod orient;
 mod retina;
 
+pub use align::CHIP_SIDE;
+pub use chips::{chips, chips_reader};
+pub use embed::{EMBEDDING_LEN, Embedding, FaceEmbedder};
 pub use for_walks::{WalkRetinaFace, walk_result};
 pub use load::{Decoded, MAX_ALLOC_BYTES, MAX_SIDE, open_with as open_with_decoder};
 pub use retina::{NMS_THRESHOLD, RetinaFace, SCORE_THRESHOLD, TARGET_LONG_SIDE};

@@ -1,5 +1,6 @@
 //! EXIF orientation as geometry: maps points and boxes found on the displayed (upright)
-//! picture back to the stored pixels. Owns no pixels and does no I/O; the pixel rotation itself
+//! picture back to the stored pixels, and stored points (a stored face's landmarks) forward
+//! onto the displayed picture. Owns no pixels and does no I/O; the pixel rotation itself
 //! is the image crate's `apply_orientation`, and the tests hold the two in agreement.
 
 use super::Point;
@@ -21,6 +22,23 @@ pub fn to_stored(orientation: Orientation, stored: (f32, f32), p: Point) -> Poin
         Orientation::Rotate270 => (sw - v, u), // EXIF 8
     };
     Point { x, y }
+}
+
+/// Where `orientation` displays the stored point `p`: the inverse of `to_stored`.
+pub fn to_shown(orientation: Orientation, stored: (f32, f32), p: Point) -> Point {
+    let (sw, sh) = stored;
+    let (x, y) = (p.x, p.y);
+    let (u, v) = match orientation {
+        Orientation::NoTransforms => (x, y),
+        Orientation::FlipHorizontal => (sw - x, y),
+        Orientation::Rotate180 => (sw - x, sh - y),
+        Orientation::FlipVertical => (x, sh - y),
+        Orientation::Rotate90FlipH => (y, x),
+        Orientation::Rotate90 => (sh - y, x),
+        Orientation::Rotate270FlipH => (sh - y, sw - x),
+        Orientation::Rotate270 => (y, sw - x),
+    };
+    Point { x: u, y: v }
 }
 
 /// The stored box `(x, y, width, height)` covering the displayed box: both corners mapped,
@@ -72,6 +90,19 @@ mod tests {
                     (sx as f32 + 0.5, sy as f32 + 0.5),
                     "orientation {exif}, stored pixel ({sx},{sy})"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn to_shown_undoes_to_stored_in_every_orientation() {
+        let stored = (7.0, 4.0);
+        for exif in ALL {
+            let o = Orientation::from_exif(exif).expect("valid");
+            for (x, y) in [(0.5, 0.5), (6.5, 0.5), (2.5, 3.5), (5.25, 1.75)] {
+                let p = Point { x, y };
+                let back = to_shown(o, stored, to_stored(o, stored, p));
+                assert_eq!((back.x, back.y), (x, y), "orientation {exif}");
             }
         }
     }

@@ -148,7 +148,7 @@ fn jpeg_with_orientation(img: &RgbImage, orientation: u16) -> Vec<u8> {
 }
 
 /// PNG with an eXIf chunk (lossless: the stored pixels are exactly the turned picture).
-fn png_with_orientation(img: &RgbImage, orientation: u16) -> Vec<u8> {
+pub(crate) fn png_with_orientation(img: &RgbImage, orientation: u16) -> Vec<u8> {
     let png = encode(img, ImageFormat::Png);
     let data = exif_tiff(orientation);
     let mut chunk = u32::try_from(data.len())
@@ -182,7 +182,7 @@ fn crc32(bytes: &[u8]) -> u32 {
 }
 
 /// The stored pixels that `exif` orientation displays as `upright`.
-fn stored_for(upright: &RgbImage, exif: u8) -> RgbImage {
+pub(crate) fn stored_for(upright: &RgbImage, exif: u8) -> RgbImage {
     let o = Orientation::from_exif(exif).expect("valid");
     let inverse = match o {
         Orientation::Rotate90 => Orientation::Rotate270,
@@ -227,7 +227,7 @@ fn displayed_box(exif: u8, stored: (f32, f32), b: [f32; 4]) -> [f32; 4] {
 
 /// The astronaut cut to 512x360 (her face is inside), so that a quarter turn changes the
 /// stored width and height and a swapped axis cannot go unnoticed.
-fn landscape_astronaut() -> RgbImage {
+pub(crate) fn landscape_astronaut() -> RgbImage {
     image::imageops::crop_imm(&astronaut(), 0, 0, 512, 360).to_image()
 }
 

@@ -21,6 +21,7 @@ mod crash;
 mod docs;
 mod faces;
 mod faces_cli;
+mod faces_embed;
 #[cfg(unix)]
 mod foreground;
 mod heal;
