@@ -20,7 +20,7 @@ if ((${#missing[@]})); then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 
-cargo build --bin mediadex --example sample-library
+cargo build --release --bin mediadex --example sample-library
 WORK="$(mktemp -d)"
 SERVER=""
 cleanup() {
@@ -28,13 +28,13 @@ cleanup() {
     rm -rf "$WORK"
 }
 trap cleanup EXIT
-target/debug/examples/sample-library "$WORK/library" "$COUNT"
-target/debug/examples/sample-library "$WORK/sparse" 60 --sparse
+target/release/examples/sample-library "$WORK/library" "$COUNT"
+target/release/examples/sample-library "$WORK/sparse" 60 --sparse
 # A problem for the run list to open: a link out of the library (never followed, no tile).
 ln -s / "$WORK/sparse/outside"
 PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 URL="http://127.0.0.1:$PORT/"
-MEDIADEX_DATA="$WORK/data" MEDIADEX_WATCH=off target/debug/mediadex serve \
+MEDIADEX_DATA="$WORK/data" MEDIADEX_WATCH=off target/release/mediadex serve \
     --bind "127.0.0.1:$PORT" --library "$WORK/library" --library "$WORK/sparse" --no-browser \
     >"$WORK/server.log" 2>&1 &
 SERVER=$!
@@ -50,7 +50,7 @@ done
 
 # A photo in a trash folder that the index knows nothing of (the trash of an index set aside),
 # planted after the start's scans: the Activity view's Check lists it and Repair adopts it.
-target/debug/examples/sample-library "$WORK/extra" 61 --sparse >/dev/null
+target/release/examples/sample-library "$WORK/extra" 61 --sparse >/dev/null
 STRAY="$(find "$WORK/extra" -name IMG_6060.JPG)"
 mkdir -p "$WORK/sparse/.mediadex-trash/999/kept"
 cp "$STRAY" "$WORK/sparse/.mediadex-trash/999/kept/stray.jpg"

@@ -40,14 +40,14 @@ if [ "$EXTRAS" = 1 ]; then
     MEDIADEX_CORPUS="$WORK/lib" cargo test --release --test it similar::the_corpus -- --ignored --nocapture
 fi
 # The tests that need one of the tools installed above (ignored in a plain `cargo test`).
-cargo test --test it -- --ignored --exact \
+cargo test --release --test it -- --ignored --exact \
     http::a_video_gets_a_poster_frame_when_ffmpeg_is_on_path \
     motion::an_hevc_live_clip_and_a_motion_photos_mp4_are_converted_to_h264_once \
     content_hash::an_exiftool_metadata_edit_keeps_the_content_hash_and_a_pixel_change_does_not
 # The tests' synthetic CR3 as exiftool reads it (no real CR3 is in the corpus).
-cargo test --test it -- --ignored --exact raw::exiftool_reads_the_builders_cr3_as_mediadex_does
+cargo test --release --test it -- --ignored --exact raw::exiftool_reads_the_builders_cr3_as_mediadex_does
 # HEIC and AVIF through heif-dec (libheif-examples, installed above).
-cargo test --test it -- --ignored --exact \
+cargo test --release --test it -- --ignored --exact \
     thumbs::heic_and_avif_fixtures_get_real_jpeg_thumbnails \
     faces::heic_and_avif_faces_are_found_through_heif_dec
-cargo test --lib -- --ignored --exact media::heif_dec::tests::heif_dec_decodes_the_fixtures_at_their_display_size
+cargo test --release --lib -- --ignored --exact media::heif_dec::tests::heif_dec_decodes_the_fixtures_at_their_display_size

@@ -43,9 +43,9 @@ if ! out=$(mount -t tmpfs -o size=1m tmpfs "$probe" 2>&1); then
 fi
 umount "$probe"
 
-cargo build -q --bin mediadex --example sample-library
-BIN="$PWD/target/debug/mediadex"
-GEN="$PWD/target/debug/examples/sample-library"
+cargo build -q --release --bin mediadex --example sample-library
+BIN="$PWD/target/release/mediadex"
+GEN="$PWD/target/release/examples/sample-library"
 export MEDIADEX_WATCH=off MEDIADEX_LEASE_TTL_MS=6000 RUST_LOG=info
 SCENARIOS=0
 VIOLATIONS=0

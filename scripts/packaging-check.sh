@@ -23,12 +23,12 @@ version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 desktop-file-validate packaging/linux/mediadex.desktop
 echo "packaging-check: packaging/linux/mediadex.desktop is valid"
 
-cargo build --quiet --bin mediadex
+cargo build --quiet --release --bin mediadex
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
-sed "s#^ExecStart=/usr/local/bin/mediadex #ExecStart=$PWD/target/debug/mediadex #" \
+sed "s#^ExecStart=/usr/local/bin/mediadex #ExecStart=$PWD/target/release/mediadex #" \
     packaging/mediadex.service > "$WORK/mediadex.service"
-grep -q "^ExecStart=$PWD/target/debug/mediadex " "$WORK/mediadex.service" \
+grep -q "^ExecStart=$PWD/target/release/mediadex " "$WORK/mediadex.service" \
     || { echo "packaging-check: the unit's ExecStart is not /usr/local/bin/mediadex" >&2; exit 1; }
 systemd-analyze verify "$WORK/mediadex.service"
 echo "packaging-check: packaging/mediadex.service verifies"

@@ -7,7 +7,9 @@
 // Activity, Libraries, Duplicates, Similar and Trash views, the open viewer, the problems dialog and
 // the token form, and the dialogs fit the screen; every tile on screen shows its picture within
 // 1.3x of the picture's shape; the page's height at first paint is within 10% of its laid-out
-// height; at 1440 px sparse months share rows; a selection's bar lies on the screen.
+// height; at 1440 px sparse months share rows; a selection's bar lies on the screen; the
+// viewer's Previous, Next and Close are on the screen and work; a similar group's suggested
+// Keep trashes the others with a toast on the screen, whose Undo brings them back.
 // Screenshots: SHOTS/layout-WIDTH-WHAT.png.
 // Every check runs and the failures are listed together at the end.
 import { url, shots, launch } from "./launch.mjs";
@@ -165,6 +167,63 @@ async function grid(page, width, height, shot) {
   await noOverflow(page, width, "viewer");
   for (const f of await page.evaluate(dialogFit, "dialog#asset")) check(false, `${width}px viewer: ${f}`);
   await shot("viewer");
+  await stepThrough(page, width, shot);
+}
+
+// In the page: whether the viewer shows asset `id` (its URL, and its picture loaded).
+const showing = (page, id) => page.waitForFunction((id) => location.hash === `#/asset/${id}`
+  && document.querySelector("dialog#asset").open
+  && [...document.querySelectorAll("#asset-media img")].some((i) =>
+    i.src.includes(`/api/assets/${id}/`) && i.complete && i.naturalWidth > 0), id, { timeout: 30000 });
+
+// The open viewer (on the first tile) steps to the next and back by its buttons, each reachable
+// on the screen, and its Close goes back to the grid.
+async function stepThrough(page, width, shot) {
+  step(`${width}px: the viewer's previous, next and close`);
+  const ids = (await page.$$eval("#grid a.tile", (ts) => ts.slice(0, 2).map((t) => t.getAttribute("href"))))
+    .map((h) => h.split("/").pop());
+  await showing(page, ids[0]);
+  for (const name of ["Previous", "Next", "Close"]) {
+    const box = await page.getByRole("button", { name }).boundingBox();
+    check(box && box.x >= 0 && box.x + box.width <= width + 1 && box.width >= 24,
+      `${width}px viewer: its ${name} button is not on the screen or too small: ${JSON.stringify(box)}`);
+  }
+  await page.getByRole("button", { name: "Next" }).click();
+  await showing(page, ids[1]);
+  await noOverflow(page, width, "viewer's next");
+  await shot("viewer-next");
+  await page.getByRole("button", { name: "Previous" }).click();
+  await showing(page, ids[0]);
+  await page.getByRole("button", { name: "Close" }).click();
+  await page.waitForFunction(() => location.hash === "#/photos" && !document.querySelector("dialog#asset").open);
+}
+
+// The Similar view's first group: its suggested picture's "Keep this, trash the others" moves
+// the others to the trash with a toast on the screen, whose Undo brings them back (so each
+// width finds the group again).
+async function keepBest(page, width, shot) {
+  step(`${width}px: keep the suggested picture of a similar group, then Undo`);
+  await page.goto(`${url}#/similar`);
+  const keep = page.locator("#similar button.keep.primary").first();
+  await keep.waitFor({ timeout: 30000 });
+  const group = await keep.evaluate((b) => [...b.closest(".dup")
+    ?.querySelectorAll("button.keep") ?? []].map((k) => Number(k.dataset.keep)));
+  const kept = Number(await keep.getAttribute("data-keep"));
+  const live = async (id) => !(await (await page.request.get(`${url}api/assets/${id}`)).json()).trashed;
+  await keep.click();
+  const toast = page.locator("#toast", { hasText: `Kept #${kept}` });
+  await toast.waitFor({ timeout: 30000 });
+  await noOverflow(page, width, "keep toast");
+  const t = await toast.boundingBox();
+  check(t && t.x >= 0 && t.x + t.width <= width + 1, `${width}px keep: the toast is off the screen: ${JSON.stringify(t)}`);
+  const others = group.filter((id) => id !== kept);
+  check(others.length > 0, `${width}px keep: the group has no other picture`);
+  for (const id of others) check(!(await live(id)), `${width}px keep: #${id} is not in the trash`);
+  check(await live(kept), `${width}px keep: the kept #${kept} is not live`);
+  await shot("keep-toast");
+  await toast.getByRole("button", { name: "Undo" }).click();
+  await page.locator("#toast", { hasText: `Restored ${others.length}` }).waitFor({ timeout: 30000 });
+  for (const id of others) check(await live(id), `${width}px keep: Undo did not bring #${id} back`);
 }
 
 async function views(page, width, shot) {
@@ -221,6 +280,7 @@ try {
     try {
       await grid(page, width, height, shot);
       await views(page, width, shot);
+      await keepBest(page, width, shot);
     } catch (e) {
       await shot("failure").catch(() => {});
       failures.push(`${width}px: ${e.message.split("\n")[0]}`);

@@ -3,7 +3,7 @@
 // (`POST /api/keep`), so they can be restored from the Trash view. A byte-identical group is
 // one asset: its button keeps one file and moves the asset's other files (its copies) to the
 // trash folder; restoring the asset puts them back (docs/api.md, "Keep one of a group").
-import { el, banner, guard } from "./dom.js";
+import { el, banner, guard, toast } from "./dom.js";
 import { api } from "./api.js";
 import { markGridDirty } from "./grid.js";
 
@@ -23,7 +23,14 @@ export function keepControls(id, live, suggested, reload) {
       onclick: guard(async () => {
         const out = await api("POST", "/api/keep", { keep: id, trash: others });
         markGridDirty();
-        banner(`Kept #${out.kept.id}; ${out.trashed.length} moved to the trash (restore them from Trash).`, "info");
+        const gone = out.trashed.map((a) => a.id);
+        toast(`Kept #${out.kept.id}; ${gone.length} moved to the trash.`, guard(async () => {
+          const back = await api("POST", "/api/assets/restore", { ids: gone });
+          markGridDirty();
+          if (back.failed.length) banner(`${back.failed.length} could not be restored: ${back.failed[0].message}`);
+          toast(`Restored ${back.moved.length}.`);
+          reload();
+        }));
         reload();
       }),
     }, "Keep this, trash the others"));
@@ -44,7 +51,14 @@ export function keepFileControls(id, p, count, reload) {
     onclick: guard(async () => {
       await api("POST", "/api/keep", { keep: id, file: { path: p.path, library_id: p.library_id } });
       markGridDirty();
-      banner(`Kept ${p.path}; ${count - 1} ${count === 2 ? "copy" : "copies"} moved to the trash folder (restore the photo to put them back).`, "info");
+      const copies = `${count - 1} ${count === 2 ? "copy" : "copies"}`;
+      // The restore of a live photo puts back the copies its latest trash of copies took.
+      toast(`Kept ${p.path}; ${copies} moved to the trash folder.`, guard(async () => {
+        await api("POST", `/api/assets/${id}/restore`);
+        markGridDirty();
+        toast(`Put ${copies} back.`);
+        reload();
+      }));
       reload();
     }),
   }, "Keep this file, trash the copies"));
