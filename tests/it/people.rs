@@ -31,13 +31,13 @@ const KIND: WalkKindId = WalkKindId::Embeddings;
 /// Each face's vector: its person's point (a letter of the photo's name, in the order of its
 /// faces, e.g. `07-AB.jpg`: face 0 is A, face 1 is B; a face's box x is 100 times its
 /// index), moved by the photo's number. People are 1.41 apart, a person's faces < 0.1.
-struct Fake {
+pub(crate) struct Fake {
     version: i64,
     faces: Mutex<usize>,
 }
 
 impl Fake {
-    fn new(version: i64) -> Arc<Fake> {
+    pub(crate) fn new(version: i64) -> Arc<Fake> {
         Arc::new(Fake {
             version,
             faces: Mutex::new(0),
@@ -78,7 +78,7 @@ impl FaceEncoder for Fake {
 
 /// A library of photos named `NN-LETTERS.jpg`, indexed through a scan lease, each with one
 /// stored face per letter. Answers the asset ids by name.
-fn photos(env: &Env, names: &[&str]) -> BTreeMap<String, i64> {
+pub(crate) fn photos(env: &Env, names: &[&str]) -> BTreeMap<String, i64> {
     let library = env.library("photos");
     let root = env.dir.path().join("photos");
     let items: Vec<IngestItem> = names
@@ -185,13 +185,13 @@ fn drain(env: &Env, handler: &WalkJob<EmbeddingsWalk>) -> usize {
 }
 
 /// Boots the walk under the encoder's version and runs it to the end.
-fn walk(env: &Env, encoder: &Arc<Fake>, batch: usize) -> usize {
+pub(crate) fn walk(env: &Env, encoder: &Arc<Fake>, batch: usize) -> usize {
     walks::boot(&env.store, KIND, encoder.version, TTL).unwrap();
     drain(env, &walk_of(&env.store, encoder.clone(), batch))
 }
 
 /// Runs the queued recluster (queueing one if none waits).
-fn recluster(env: &Env) {
+pub(crate) fn recluster(env: &Env) {
     ops::people::recluster(&ops::Services::new(env.store.clone())).unwrap();
     let handler = ReclusterJob::new(&env.store, 1);
     let done = step(&env.store, RECLUSTER_JOB_KIND, None, &handler).expect("a recluster");
