@@ -3600,6 +3600,8 @@ async fn people_are_listed_named_merged_split_and_shown_with_their_photos() {
     assert_eq!(page["photos"], 3);
     assert_eq!(page["items"].as_array().unwrap().len(), 2);
     assert_eq!(page["items"][0]["id"], ids["01-A.jpg"]);
+    let listed = api.get(&format!("/api/assets?person={anna}")).await.json();
+    assert_eq!(listed["items"].as_array().unwrap().len(), 3, "{listed}");
     let next = page["next_cursor"].as_str().unwrap();
     let rest = api
         .get(&format!("/api/people/{anna}?limit=2&cursor={next}"))
