@@ -710,6 +710,8 @@ fn check_settled(store: &Store, v: &dyn Fn(String)) -> anyhow::Result<()> {
                 WalkKindId::ContentHash => a.content_hash.as_ref().map(|c| c.scheme),
                 WalkKindId::Faces => a.faces_scheme,
                 WalkKindId::Similar => store.picture_hash_stamp(a.id)?.map(|(_, s)| s),
+                // Not in the list above: its stamp is not on the asset model.
+                WalkKindId::Embeddings => None,
             };
             if stamp.is_some_and(|s| s < record.scheme) {
                 v(format!(

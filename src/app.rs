@@ -17,13 +17,15 @@ pub use serve::{DEFAULT_BIND, ServeOptions, serve};
 use crate::clock::SystemClock;
 use crate::config::Config;
 use crate::model::Millis;
-use crate::model::{MOVE_JOB_KIND, THUMBS_JOB_KIND, WalkKindId};
+use crate::model::{MOVE_JOB_KIND, RECLUSTER_JOB_KIND, THUMBS_JOB_KIND, WalkKindId};
+use crate::people::recluster::ReclusterJob;
 use crate::queue::{Handlers, Maintenance, MaintenanceConfig, PoolConfig, WorkerPool};
 use crate::scan::job::{ScanConfig, ScanJob};
 use crate::store::{StartCheck, Store, StoreError, StoreOptions};
 use crate::thumbs::job::ThumbsJob;
 use crate::trash::MoveJob;
 use crate::walks::content_hash::ContentHashWalk;
+use crate::walks::embeddings::EmbeddingsWalk;
 use crate::walks::faces::{FaceDetector, FacesWalk};
 use crate::walks::similar::SimilarWalk;
 use crate::walks::{WalkJob, WalkKind};
@@ -35,13 +37,14 @@ use std::sync::Arc;
 /// the library (so a bug report says which index a binary writes).
 pub fn long_version() -> String {
     format!(
-        "{}\ncommit: {}\nsqlite: {}\ncontent-hash scheme: {}\nface scheme: {}\nsimilar scheme: {}",
+        "{}\ncommit: {}\nsqlite: {}\ncontent-hash scheme: {}\nface scheme: {}\nsimilar scheme: {}\nembedding scheme: {}",
         env!("CARGO_PKG_VERSION"),
         env!("MEDIADEX_GIT_COMMIT"),
         crate::store::sqlite_version(),
         crate::media::content_hash::SCHEME,
         crate::faces::SCHEME,
         crate::similar::SCHEME,
+        crate::faces::EMBED_SCHEME,
     )
 }
 
@@ -148,7 +151,40 @@ fn handlers(store: &Store, config: &Config) -> Handlers {
             WalkJob::new(store, Arc::new(faces)),
         );
     }
-    handlers
+    if let Some(embeddings) = embeddings_walk(store, config) {
+        handlers = handlers.job(
+            WalkKindId::Embeddings.job_kind(),
+            WalkJob::new(store, Arc::new(embeddings)),
+        );
+    }
+    handlers.job(RECLUSTER_JOB_KIND, recluster_job(store, config))
+}
+
+/// The embedding scheme this process stamps: the embedder's version unless overridden;
+/// known without loading the model, as `faces_scheme` is.
+pub fn embed_scheme(config: &Config) -> i64 {
+    config.embed_scheme.unwrap_or(crate::faces::EMBED_SCHEME)
+}
+
+/// The embedding walk, when this build's descriptor loads (as for the detector, a failure
+/// is logged and the walk is not run).
+pub fn embeddings_walk(store: &Store, config: &Config) -> Option<EmbeddingsWalk> {
+    match crate::faces::FaceEmbedder::new() {
+        Ok(e) => Some(EmbeddingsWalk::new(
+            store,
+            Arc::new(crate::faces::WalkDlib(e)),
+            config.embed_scheme,
+        )),
+        Err(e) => {
+            tracing::error!(error = %e, "face descriptor unavailable; embedding walk disabled");
+            None
+        }
+    }
+}
+
+/// The "recluster all" job, grouping this process's embedding scheme.
+pub fn recluster_job(store: &Store, config: &Config) -> ReclusterJob {
+    ReclusterJob::new(store, embed_scheme(config))
 }
 
 /// The thumbnail cache at the configured size and cap, keeping the configured reserve free
@@ -214,6 +250,7 @@ pub fn walk_schemes(config: &Config) -> Vec<(WalkKindId, Option<i64>)> {
         (WalkKindId::ContentHash, Some(content_walk(config).scheme)),
         (WalkKindId::Faces, Some(faces_scheme(config))),
         (WalkKindId::Similar, Some(similar_walk(config).scheme)),
+        (WalkKindId::Embeddings, Some(embed_scheme(config))),
     ]
 }
 
@@ -251,6 +288,10 @@ pub fn walk(
             start_walk(store, kind, walk, restart, ttl)
         }
         WalkKindId::Similar => start_walk(store, kind, similar_walk(config), restart, ttl),
+        WalkKindId::Embeddings => {
+            let walk = embeddings_walk(store, config).ok_or(crate::ops::Error::NoDetector)?;
+            start_walk(store, kind, walk, restart, ttl)
+        }
     }?;
     if wait {
         run_until(store, config, handlers, || {
@@ -258,6 +299,15 @@ pub fn walk(
         })?;
     }
     Ok(())
+}
+
+/// `mediadex people recluster --wait`: runs the queued recluster in this process until no
+/// recluster job is left (another process may run it).
+pub fn recluster_here(store: &Store, config: &Config) -> anyhow::Result<()> {
+    let handlers = Handlers::default().job(RECLUSTER_JOB_KIND, recluster_job(store, config));
+    run_until(store, config, handlers, || {
+        Ok(store.live_job(RECLUSTER_JOB_KIND)?.is_some())
+    })
 }
 
 /// Starts a walk of `kind` run by `walk` here (`ops::walks::start_here`) and answers the

@@ -9,6 +9,7 @@
 mod assets;
 mod check;
 mod manpage;
+mod people;
 mod problems;
 mod render;
 mod walks;
@@ -180,6 +181,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List the people found in the pictures, or change who they are (name, merge, move a
+    /// face, hide, recluster)
+    People(PeopleArgs),
     /// Check the index against the disk, like `git fsck`: say every file, photo, trash
     /// folder entry and unfinished move where they disagree
     Check {
@@ -233,11 +237,88 @@ pub enum FacesAction {
     },
 }
 
+// `people`'s arguments (its help is the `People` variant's).
+#[derive(Debug, clap::Args)]
+pub struct PeopleArgs {
+    #[command(subcommand)]
+    pub action: Option<PeopleAction>,
+    /// List the hidden people too
+    #[arg(long)]
+    pub hidden: bool,
+    /// Print one JSON array on stdout
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum PeopleAction {
+    /// Show one person and the photos they are in
+    Show {
+        /// The person's id (see `mediadex people`)
+        id: i64,
+        /// Print the person, with `photo_ids`, as one JSON object on stdout
+        #[arg(long)]
+        json: bool,
+    },
+    /// Who is in a photo: each face and its person
+    Photo {
+        /// The asset id (see `mediadex assets`)
+        asset: i64,
+        /// Print one JSON array of the faces on stdout
+        #[arg(long)]
+        json: bool,
+    },
+    /// Name a person (an empty name unnames them)
+    Name {
+        /// The person's id (see `mediadex people`)
+        id: i64,
+        name: String,
+        /// Print the person as one JSON object on stdout
+        #[arg(long)]
+        json: bool,
+    },
+    /// Merge person B into person A: every face of B is A's from now on, whatever a
+    /// recluster finds
+    Merge {
+        /// The person who stays
+        a: i64,
+        /// The person merged into A (their id goes)
+        b: i64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Put one face in a person (a split, or a fix); `new` makes a new person of it
+    Move {
+        /// The face's id (see `mediadex people show` and the API's faces)
+        face: i64,
+        /// The person's id, or `new`
+        person: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Hide a person from the list (their faces stay theirs)
+    Hide {
+        id: i64,
+        /// Show them again instead
+        #[arg(long)]
+        show: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Group every face into people again (the user's word is kept); a job
+    Recluster {
+        /// Wait until it has run (running it in this process if no service does)
+        #[arg(long)]
+        wait: bool,
+    },
+}
+
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum WalkArg {
     ContentHash,
     Faces,
     Similar,
+    Embeddings,
 }
 
 impl WalkArg {
@@ -246,6 +327,7 @@ impl WalkArg {
             WalkArg::ContentHash => WalkKindId::ContentHash,
             WalkArg::Faces => WalkKindId::Faces,
             WalkArg::Similar => WalkKindId::Similar,
+            WalkArg::Embeddings => WalkKindId::Embeddings,
         }
     }
 }
@@ -416,6 +498,7 @@ pub fn run(args: Args, settings: &Settings) -> anyhow::Result<()> {
             json,
         } => walk(data, kind.id(), restart, wait, json),
         Command::Similar { distance: _, json } => similar(data, json),
+        Command::People(what) => people(data, what),
         Command::Check { repair, json } => check_index(data, repair, json),
         Command::Manpage { dir } => manpage::write(<Args as clap::CommandFactory>::command(), &dir),
     }
@@ -596,6 +679,59 @@ fn similar(data: &Settings, json: bool) -> anyhow::Result<()> {
     let s = services(&config, store, false);
     let page = ops::similar::page(&s, None, usize::MAX)?;
     emit(&assets::similar(&page.groups, s.similar_distance, json)?)
+}
+
+/// `mediadex people ...`: the list, or one change of the user's and the person it leaves.
+fn people(data: &Settings, what: PeopleArgs) -> anyhow::Result<()> {
+    let (config, store) = open(data)?;
+    let s = services(&config, store, false);
+    let out = match what.action {
+        None => people::list(&ops::people::list(&s, what.hidden)?, what.json)?,
+        Some(PeopleAction::Show { id, json }) => {
+            let person = ops::people::person(&s, id)?;
+            people::show(&person, &ops::people::faces(&s, id)?, json)?
+        }
+        Some(PeopleAction::Photo { asset, json }) => {
+            people::photo(&ops::people::in_photo(&s, asset)?, json)?
+        }
+        Some(PeopleAction::Name { id, name, json }) => {
+            people::one(&ops::people::name(&s, id, &name)?, json)?
+        }
+        Some(PeopleAction::Merge { a, b, json }) => {
+            people::one(&ops::people::merge(&s, a, b)?, json)?
+        }
+        Some(PeopleAction::Move { face, person, json }) => {
+            let to = person_arg(&person)?;
+            people::one(&ops::people::move_face(&s, face, to)?, json)?
+        }
+        Some(PeopleAction::Hide { id, show, json }) => {
+            people::one(&ops::people::hide(&s, id, !show)?, json)?
+        }
+        Some(PeopleAction::Recluster { wait }) => {
+            let queued = ops::people::recluster(&s)?;
+            if wait {
+                mediadex::app::recluster_here(&s.store, &config)?;
+                "people regrouped\n".to_string()
+            } else if queued {
+                "recluster queued\n".to_string()
+            } else {
+                "a recluster is already waiting or running\n".to_string()
+            }
+        }
+    };
+    emit(&out)
+}
+
+/// A person argument: an id, or `new`.
+fn person_arg(text: &str) -> anyhow::Result<Option<i64>> {
+    if text == "new" {
+        return Ok(None);
+    }
+    text.parse().map(Some).map_err(|_| {
+        anyhow::Error::from(ops::Error::People(
+            mediadex::store::PeopleRefusal::NotAPerson(text.to_string()),
+        ))
+    })
 }
 
 /// `mediadex check [--repair]`: what disagrees, and with `--repair` what was done about it.

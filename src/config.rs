@@ -41,6 +41,7 @@ pub const WATCH_POLL_SECS_ENV: &str = "MEDIADEX_WATCH_POLL_SECS";
 pub const CONTENT_HASH_SCHEME_ENV: &str = "MEDIADEX_CONTENT_HASH_SCHEME";
 pub const FACE_SCHEME_ENV: &str = "MEDIADEX_FACE_SCHEME";
 pub const SIMILAR_SCHEME_ENV: &str = "MEDIADEX_SIMILAR_SCHEME";
+pub const EMBED_SCHEME_ENV: &str = "MEDIADEX_EMBED_SCHEME";
 
 /// How many bits (of 64) two pictures' perceptual hashes may differ in for them to be
 /// similar (`similar_distance`, at most `similar::index::MAX_DISTANCE`).
@@ -76,6 +77,8 @@ pub struct Config {
     pub face_scheme: Option<i64>,
     /// `MEDIADEX_SIMILAR_SCHEME`: the perceptual-hash scheme instead of this binary's (testing).
     pub similar_scheme: Option<i64>,
+    /// `MEDIADEX_EMBED_SCHEME`: the face-descriptor scheme instead of the embedder's (testing).
+    pub embed_scheme: Option<i64>,
     /// The Hamming distance within which two pictures are similar (`similar_distance`).
     pub similar_distance: u32,
     /// `MEDIADEX_DISK_RESERVE`: bytes the thumbnail cache leaves free for the database.
@@ -197,6 +200,7 @@ impl Config {
             content_hash_scheme: None,
             face_scheme: None,
             similar_scheme: None,
+            embed_scheme: None,
             similar_distance: settings
                 .similar_distance
                 .unwrap_or(DEFAULT_SIMILAR_DISTANCE),
@@ -217,6 +221,7 @@ impl Config {
         config.content_hash_scheme = env_number(&env, CONTENT_HASH_SCHEME_ENV)?.map(scheme);
         config.face_scheme = env_number(&env, FACE_SCHEME_ENV)?.map(scheme);
         config.similar_scheme = env_number(&env, SIMILAR_SCHEME_ENV)?.map(scheme);
+        config.embed_scheme = env_number(&env, EMBED_SCHEME_ENV)?.map(scheme);
         match env_number(&env, LEASE_TTL_ENV)? {
             None => config.validate()?,
             Some(ms) => config.set_lease_ttl(ms)?,

@@ -1,10 +1,67 @@
-//! RetinaFace as the face-repair walk's detector (`walks::faces::FaceDetector`). Owns only the
-//! translation of types and of error policy; must not hold detection logic (that is `retina`).
+//! RetinaFace as the face-repair walk's detector (`walks::faces::FaceDetector`), and dlib's
+//! descriptor as the embedding walk's encoder (`walks::embeddings::FaceEncoder`). Owns only
+//! the translation of types and of error policy; must not hold detection, alignment or
+//! embedding logic (that is `retina`, `chips` and `embed`).
 
-use super::{FaceDetector as _, FaceError, RetinaFace};
+use super::{FaceDetector as _, FaceEmbedder, FaceError, Point, RetinaFace};
 use crate::model::DetectedFace as StoredFace;
+use crate::walks::embeddings::FaceEncoder;
 use crate::walks::faces::{DetectError, FaceDetector as WalkDetector};
 use std::path::Path;
+
+/// The embedder version: the embedding scheme stamped on what it processed. Bump it when
+/// the vectors change: the model, the alignment, the chip's decode.
+pub const EMBED_SCHEME: i64 = 1;
+
+/// The embedding walk's view of dlib's descriptor.
+#[derive(Debug, Clone, Copy)]
+pub struct WalkDlib(pub FaceEmbedder);
+
+impl FaceEncoder for WalkDlib {
+    /// The picture is decoded once and each stored face cut upright and aligned
+    /// (`chips`). A picture this build can never decode again (it was detected, then
+    /// changed into something unsupported or broken with the same bytes: not expected) gives
+    /// no vectors, so that the walk does not retry it forever; I/O and model failures keep
+    /// the old stamp, as for detection.
+    fn encode(
+        &self,
+        path: &Path,
+        faces: &[StoredFace],
+    ) -> Result<Vec<Option<Vec<f32>>>, DetectError> {
+        let faces: Vec<super::DetectedFace> = faces.iter().map(unstored).collect();
+        let chips = match super::chips(path, &faces) {
+            Ok(chips) => chips,
+            Err(e) if e.is_permanent() => {
+                tracing::info!(path = %path.display(), error = %e, "no face descriptors for this picture");
+                return Ok(vec![None; faces.len()]);
+            }
+            Err(e) => return Err(walk_error(path, e)),
+        };
+        chips
+            .iter()
+            .map(|chip| match chip {
+                Some(chip) => (self.0.embed(chip).map(|v| Some(v.to_vec())))
+                    .map_err(|e| DetectError::Detector(e.to_string())),
+                None => Ok(None),
+            })
+            .collect()
+    }
+
+    fn version(&self) -> i64 {
+        EMBED_SCHEME
+    }
+}
+
+fn unstored(f: &StoredFace) -> super::DetectedFace {
+    super::DetectedFace {
+        x: f.x,
+        y: f.y,
+        width: f.w,
+        height: f.h,
+        score: f.score,
+        landmarks: f.landmarks.map(|(x, y)| Point { x, y }),
+    }
+}
 
 /// The walk's view of the RetinaFace detector.
 #[derive(Debug, Clone, Copy)]
@@ -40,13 +97,20 @@ pub fn walk_result(
             tracing::info!(path = %path.display(), error = %e, "no face detection for this picture");
             Ok(Vec::new())
         }
-        Err(FaceError::Io { source, .. }) => Err(DetectError::Read {
+        Err(e) => Err(walk_error(path, e)),
+    }
+}
+
+/// The walk's error for a failure that a later walk may not meet (not permanent).
+fn walk_error(path: &Path, e: FaceError) -> DetectError {
+    match e {
+        FaceError::Io { source, .. } => DetectError::Read {
             path: path.display().to_string(),
             source,
-        }),
-        Err(e @ FaceError::Stopped(_)) => Err(DetectError::Stopped(e.to_string())),
-        Err(FaceError::TimedOut(after)) => Err(DetectError::TimedOut(after.as_secs())),
-        Err(e) => Err(DetectError::Detector(e.to_string())),
+        },
+        e @ FaceError::Stopped(_) => DetectError::Stopped(e.to_string()),
+        FaceError::TimedOut(after) => DetectError::TimedOut(after.as_secs()),
+        e => DetectError::Detector(e.to_string()),
     }
 }
 

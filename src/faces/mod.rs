@@ -28,7 +28,7 @@ mod retina;
 pub use align::CHIP_SIDE;
 pub use chips::{chips, chips_reader};
 pub use embed::{EMBEDDING_LEN, Embedding, FaceEmbedder};
-pub use for_walks::{WalkRetinaFace, walk_result};
+pub use for_walks::{EMBED_SCHEME, WalkDlib, WalkRetinaFace, walk_result};
 pub use load::{Decoded, MAX_ALLOC_BYTES, MAX_SIDE, open_with as open_with_decoder};
 pub use retina::{NMS_THRESHOLD, RetinaFace, SCORE_THRESHOLD, TARGET_LONG_SIDE};
 

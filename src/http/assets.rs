@@ -51,6 +51,7 @@ pub struct ListQuery {
     has_faces: Option<String>,
     rating_min: Option<String>,
     tag: Option<String>,
+    person: Option<i64>,
     trashed: Option<String>,
     limit: Option<i64>,
     cursor: Option<String>,
@@ -132,6 +133,7 @@ fn filter(q: ListQuery) -> Result<(AssetFilter, Option<AssetCursor>, i64), ApiEr
         has_faces: flag("has_faces", q.has_faces.as_deref())?,
         rating_min: rating_min(q.rating_min.as_deref())?,
         tag: tag(q.tag)?,
+        person: q.person,
     };
     Ok((filter, cursor, limit))
 }

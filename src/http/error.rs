@@ -7,7 +7,7 @@
 //! Must not import: app
 
 use crate::ops::Error as OpsError;
-use crate::store::StoreError;
+use crate::store::{PeopleRefusal, StoreError};
 use crate::thumbs::{ClipError, ThumbError};
 use crate::trash::TrashError;
 use axum::Json;
@@ -179,6 +179,10 @@ impl From<OpsError> for ApiError {
             OpsError::NotAnImage(_) => Code::NotAnImage,
             OpsError::NoPicture(_) => Code::NoPicture,
             OpsError::DetectionFailed(..) => Code::DetectionFailed,
+            OpsError::People(PeopleRefusal::NoPerson(_) | PeopleRefusal::NoFace(_)) => {
+                Code::NotFound
+            }
+            OpsError::People(_) => Code::Conflict,
         };
         ApiError::new(code, e.to_string())
     }

@@ -19,6 +19,7 @@ mod keep;
 mod libraries;
 mod media;
 mod page;
+mod people;
 mod playable;
 mod problems;
 pub mod range;
@@ -143,6 +144,14 @@ pub fn router(state: AppState) -> Router {
         .route("/api/download", get(download::download))
         .route("/api/faces", get(faces::list))
         .route("/api/similar", get(similar::list))
+        .route("/api/people", get(people::list))
+        .route("/api/people/recluster", post(people::recluster))
+        .route("/api/people/{id}", get(people::one))
+        .route("/api/people/{id}/name", post(people::name))
+        .route("/api/people/{id}/hide", post(people::hide))
+        .route("/api/people/{id}/merge", post(people::merge))
+        .route("/api/faces/{id}/person", post(people::move_face))
+        .route("/api/faces/{id}/not", post(people::not_person))
         .route("/api/walks", get(walks::list))
         .route("/api/walks/{kind}", get(walks::one))
         .route("/api/walks/{kind}/start", post(walks::start))
@@ -184,6 +193,7 @@ fn asset_routes() -> Router<AppState> {
         .route("/api/assets/{id}/faces", get(faces::of_asset))
         .route("/api/assets/{id}/faces/redetect", post(faces::redetect))
         .route("/api/assets/{id}/similar", get(similar::of_asset))
+        .route("/api/assets/{id}/people", get(people::of_asset))
 }
 
 /// The web page's own files (`page.rs`).

@@ -120,6 +120,8 @@ pub struct AssetFilter {
     pub rating_min: Option<i8>,
     /// Tagged with this tag (without ASCII case).
     pub tag: Option<String>,
+    /// Showing this person (a face of theirs).
+    pub person: Option<i64>,
 }
 
 /// A camera the index knows, with how many live assets it took: the camera filter's

@@ -18,6 +18,7 @@ string_enum!(
         ContentHash => "content-hash",
         Faces => "faces",
         Similar => "similar",
+        Embeddings => "embeddings",
     }
 );
 
@@ -28,6 +29,7 @@ impl WalkKindId {
             WalkKindId::ContentHash => "walk:content-hash",
             WalkKindId::Faces => "walk:faces",
             WalkKindId::Similar => "walk:similar",
+            WalkKindId::Embeddings => "walk:embeddings",
         }
     }
 }
@@ -128,6 +130,16 @@ pub enum WalkResults {
         hashes: Vec<(i64, Option<u64>)>,
         timed_out: Vec<DecodeTimeout>,
     },
+    /// Face descriptors under embedder `version`, per asset visited (an asset whose faces
+    /// all had vectors is there with none: it is stamped); `assigned`: (face, person), the
+    /// new faces that joined a person at once (`people::cluster::assign`). `timed_out` as
+    /// for faces.
+    Embeddings {
+        version: i64,
+        found: Vec<EmbeddedAsset>,
+        assigned: Vec<(i64, i64)>,
+        timed_out: Vec<DecodeTimeout>,
+    },
 }
 
 impl WalkResults {
@@ -136,6 +148,7 @@ impl WalkResults {
             WalkResults::ContentHashes(v) => v.len(),
             WalkResults::Faces { found, .. } => found.len(),
             WalkResults::Similar { hashes, .. } => hashes.len(),
+            WalkResults::Embeddings { found, .. } => found.len(),
         }
     }
 
@@ -174,6 +187,8 @@ pub struct WalkCommit {
     pub complete_scheme: Option<i64>,
     /// The chain walks a rollback: it re-stamps what a newer scheme stamped.
     pub rollback: bool,
+    /// Queued with the record's raise, when the walk reaches the end.
+    pub then: Option<NewJob>,
 }
 
 /// Which assets a walk chain visits under `scheme`: those lacking its stamp (one a newer

@@ -59,6 +59,10 @@ pub enum Error {
         path: String,
         found: usize,
     },
+    /// A change to people the rules refuse (an unknown person or face, two faces of one
+    /// photo in one person).
+    #[error(transparent)]
+    People(#[from] crate::store::PeopleRefusal),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]

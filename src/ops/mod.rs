@@ -1,6 +1,6 @@
 //! The use cases, each once (DESIGN.md section 2, `ops/`): add and remove a library, request,
 //! cancel and release a scan, a run's problems, trash and restore with their follow-ups,
-//! redetect a picture's faces, similar photos, start and release a walk, cancel and release a job, and the
+//! redetect a picture's faces, similar photos, people, start and release a walk, cancel and release a job, and the
 //! status summary. The CLI and the HTTP handlers are adapters over these: they parse, call one
 //! operation here and render what it returns. Each operation takes the `Services` it needs and
 //! plain arguments, and answers model values or one typed `Error` that says whether trying
@@ -13,6 +13,7 @@ mod error;
 pub mod faces;
 pub mod jobs;
 pub mod library;
+pub mod people;
 pub mod scans;
 pub mod similar;
 pub mod status;

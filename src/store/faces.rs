@@ -1,15 +1,17 @@
 //! The `faces` table: the faces a detector version found in an asset, and the asset's
 //! `faces_scheme` stamp. Replacing an asset's faces for a version is one step (delete that
-//! version's rows, insert, stamp), used by the fenced walk commit and by the unfenced
-//! one-off op. Rows go with their asset (ON DELETE CASCADE: the trash sweep).
+//! version's rows, insert, stamp; the faces of other versions leave their people, and the new
+//! ones' descriptors are asked for: `walks::faces_replaced`), used by the fenced walk commit
+//! and by the unfenced one-off op. Rows go with their asset (ON DELETE CASCADE: the trash sweep).
 
 use super::{Store, StoreError};
 use crate::model::DetectedFace;
 use rusqlite::{Connection, params};
 
-/// A walk of an older detector (`?3` false) keeps what a newer one stamped.
+/// A walk of an older detector (`?3` false) keeps what a newer one stamped. New faces have
+/// no descriptors yet: the embedding stamp goes.
 const STAMP: &str = "
-    UPDATE assets SET faces_scheme = ?2
+    UPDATE assets SET faces_scheme = ?2, embed_scheme = NULL
      WHERE id = ?1 AND (?3 OR faces_scheme IS NULL OR faces_scheme <= ?2)";
 const CLEAR: &str = "DELETE FROM faces WHERE asset_id = ?1 AND detector_version = ?2";
 const INSERT: &str = "
@@ -27,6 +29,7 @@ pub(super) fn replace(
     asset_id: i64,
     (version, over_newer): (i64, bool),
     faces: &[DetectedFace],
+    now: crate::model::Millis,
 ) -> Result<bool, StoreError> {
     if conn
         .prepare_cached(STAMP)?
@@ -46,6 +49,8 @@ pub(super) fn replace(
             asset_id, version, f.x, f.y, f.w, f.h, f.score, landmarks
         ])?;
     }
+    super::people::forget_old_faces(conn, asset_id, version)?;
+    super::walks::faces_replaced(conn, asset_id, now)?;
     Ok(true)
 }
 
@@ -91,7 +96,7 @@ impl Store {
         version: i64,
         faces: Vec<DetectedFace>,
     ) -> Result<bool, StoreError> {
-        self.write(move |conn, _| replace(conn, asset_id, (version, true), &faces))
+        self.write(move |conn, now| replace(conn, asset_id, (version, true), &faces, now))
     }
 
     /// The stored faces of an asset for one detector version.

@@ -138,6 +138,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "decode timeouts",
         sql: include_str!("../../schema/0024_decode_timeouts.sql"),
     },
+    Migration {
+        version: 25,
+        name: "people",
+        sql: include_str!("../../schema/0025_people.sql"),
+    },
 ];
 
 pub(super) fn migrate(

@@ -38,6 +38,7 @@ mod libraries;
 mod migrate;
 mod motion;
 mod pending;
+mod people;
 mod problems;
 mod queries;
 mod scan_runs;
@@ -53,6 +54,7 @@ pub use assets::Swept;
 pub use error::{Damage, StoreError};
 pub use jobs::Enqueued;
 pub use migrate::{MIGRATIONS, Migration};
+pub use people::{PeopleRefusal, recluster_job};
 
 /// The SQLite compiled into this binary (bundled), for `mediadex --version`.
 pub fn sqlite_version() -> &'static str {

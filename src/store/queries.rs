@@ -67,6 +67,11 @@ fn page_sql(filter: &AssetFilter, after: bool) -> String {
         " AND id IN (SELECT asset_id FROM asset_tags WHERE tag = :tag)",
     );
     add(
+        filter.person.is_some(),
+        // Driven from the person's range of face_people_person, as the tag filter is.
+        " AND id IN (SELECT asset_id FROM face_people WHERE person_id = :person)",
+    );
+    add(
         after,
         " AND (coalesce(taken_local, '') < :ctaken OR (coalesce(taken_local, '') = :ctaken AND id < :cid))",
     );
@@ -92,7 +97,7 @@ fn page(
     let kind = filter.kind.map(MediaKind::as_str);
     // One more than asked tells whether a next page exists.
     let fetch = limit + 1;
-    let optional: [(&str, Option<&dyn ToSql>); 10] = [
+    let optional: [(&str, Option<&dyn ToSql>); 11] = [
         (":kind", kind.as_ref().map(|k| k as &dyn ToSql)),
         (":from", filter.taken_from.as_ref().map(|v| v as &dyn ToSql)),
         (
@@ -107,6 +112,7 @@ fn page(
             filter.rating_min.as_ref().map(|v| v as &dyn ToSql),
         ),
         (":tag", filter.tag.as_ref().map(|v| v as &dyn ToSql)),
+        (":person", filter.person.as_ref().map(|v| v as &dyn ToSql)),
         (":ctaken", after.map(|c| &c.taken as &dyn ToSql)),
         (":cid", after.map(|c| &c.id as &dyn ToSql)),
     ];

@@ -56,6 +56,13 @@ const SIMILAR_BATCH: &str = "
      WHERE id > ?1 AND trashed_at IS NULL AND kind = 'image'
        AND (?3 OR phash_scheme IS NULL OR phash_scheme < ?2 OR (?5 AND phash_scheme > ?2))
      ORDER BY id LIMIT ?4";
+/// Face descriptors: live pictures whose faces were detected, lacking this embedder's stamp
+/// (a re-detection clears it: `faces::replace`).
+const EMBED_BATCH: &str = "
+    SELECT id, checksum, trashed_at IS NOT NULL FROM assets
+     WHERE id > ?1 AND trashed_at IS NULL AND faces_scheme IS NOT NULL
+       AND (?3 OR embed_scheme IS NULL OR embed_scheme < ?2 OR (?5 AND embed_scheme > ?2))
+     ORDER BY id LIMIT ?4";
 const CONTENT_LEFT: &str = "
     SELECT count(*) FROM assets
      WHERE id > ?1 AND (?3 OR content_hash_scheme IS NULL OR content_hash_scheme < ?2
@@ -68,6 +75,10 @@ const SIMILAR_LEFT: &str = "
     SELECT count(*) FROM assets
      WHERE id > ?1 AND trashed_at IS NULL AND kind = 'image'
        AND (?3 OR phash_scheme IS NULL OR phash_scheme < ?2 OR (?4 AND phash_scheme > ?2))";
+const EMBED_LEFT: &str = "
+    SELECT count(*) FROM assets
+     WHERE id > ?1 AND trashed_at IS NULL AND faces_scheme IS NOT NULL
+       AND (?3 OR embed_scheme IS NULL OR embed_scheme < ?2 OR (?4 AND embed_scheme > ?2))";
 /// An asset's files, each not present one with the place its asset's latest done trash of
 /// it put it (by move id: the newest move wins); a present file needs no journal lookup.
 const FILES: &str = "
@@ -157,7 +168,7 @@ fn write_results(
             timed_out,
         } => {
             for (id, list) in found {
-                faces::replace(conn, *id, (*version, rollback), list)?;
+                faces::replace(conn, *id, (*version, rollback), list, now)?;
             }
             decode_timeouts::record(conn, timed_out, now)?;
         }
@@ -167,6 +178,16 @@ fn write_results(
             timed_out,
         } => {
             super::similar::stamp(conn, *scheme, hashes, rollback)?;
+            decode_timeouts::record(conn, timed_out, now)?;
+        }
+        WalkResults::Embeddings {
+            version,
+            found,
+            assigned,
+            timed_out,
+        } => {
+            super::people::store_vectors(conn, *version, found, rollback)?;
+            super::people::join_people(conn, assigned)?;
             decode_timeouts::record(conn, timed_out, now)?;
         }
     }
@@ -197,9 +218,28 @@ pub(super) fn request_in(
 /// beginning.
 pub(super) fn made_live(conn: &Connection, id: i64) -> Result<(), StoreError> {
     let mut mark = conn.prepare_cached(REVISIT)?;
-    for kind in [WalkKindId::Faces, WalkKindId::Similar] {
+    for kind in [
+        WalkKindId::Faces,
+        WalkKindId::Similar,
+        WalkKindId::Embeddings,
+    ] {
         mark.execute(params![kind.job_kind(), id])?;
     }
+    Ok(())
+}
+
+/// Asset `id`'s faces were just detected anew (a face walk's batch, a one-off redetection):
+/// their descriptors follow in the same transaction. The live embedding chain is marked to go
+/// back for it (`REVISIT`), and without one a chain is queued; it carries no scheme, so the
+/// binary that claims it walks it under its own embedder from the beginning (a stamped asset
+/// is no work).
+pub(super) fn faces_replaced(conn: &Connection, id: i64, now: Millis) -> Result<(), StoreError> {
+    let kind = WalkKindId::Embeddings.job_kind();
+    conn.prepare_cached(REVISIT)?.execute(params![kind, id])?;
+    let chain = crate::model::NewJob::new(kind, "{}")
+        .unique(kind)
+        .max_attempts(10);
+    jobs::insert(conn, &chain, now)?;
     Ok(())
 }
 
@@ -222,6 +262,9 @@ fn advance(
     match (revisit, commit.complete_scheme) {
         (None, Some(scheme)) => {
             raise_record(conn, commit.kind, scheme, now)?;
+            if let Some(then) = &commit.then {
+                jobs::insert(conn, then, now)?;
+            }
             Ok(None)
         }
         (None, None) => Ok(Some(jobs::insert(conn, &commit.next, now)?)),
@@ -299,6 +342,7 @@ impl Store {
             WalkKindId::ContentHash => CONTENT_BATCH,
             WalkKindId::Faces => FACES_BATCH,
             WalkKindId::Similar => SIMILAR_BATCH,
+            WalkKindId::Embeddings => EMBED_BATCH,
         };
         self.read(|conn| {
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
@@ -339,6 +383,7 @@ impl Store {
             WalkKindId::ContentHash => CONTENT_LEFT,
             WalkKindId::Faces => FACES_LEFT,
             WalkKindId::Similar => SIMILAR_LEFT,
+            WalkKindId::Embeddings => EMBED_LEFT,
         };
         self.read(|conn| {
             Ok(conn

@@ -14,6 +14,7 @@
 //! Must not import: http, ops, rusqlite
 
 pub mod content_hash;
+pub mod embeddings;
 pub mod faces;
 pub mod similar;
 
@@ -43,6 +44,11 @@ pub trait WalkKind: Send + Sync + 'static {
     }
     /// Computes the batch's results. An asset left out keeps its old stamp.
     fn process(&self, batch: &[WalkAsset]) -> WalkResults;
+    /// A job the walk's end queues in the commit that records it (the embedding walk's
+    /// recluster, which tries again the faces that joined nobody).
+    fn on_complete(&self) -> Option<NewJob> {
+        None
+    }
 }
 
 /// A chain row's payload: the scheme it walks, its cursor (the last asset id committed),
@@ -165,6 +171,7 @@ impl<K: WalkKind> JobHandler for WalkJob<K> {
             next: chain_job(kind.id(), &next),
             complete_scheme: short.then_some(scheme),
             rollback: payload.rollback,
+            then: kind.on_complete(),
         };
         // The commit completes this row: no heartbeat may follow it. It is the claim's final
         // write (`ack`): a batch finished while the process stops is kept, not redone.

@@ -1,5 +1,5 @@
-//! The wire contract: the JSON shapes of libraries, assets, duplicate and similar groups and
-//! check findings that `mediadex ... --json` and the HTTP API both give, built from model values.
+//! The wire contract: the JSON shapes of libraries, assets, duplicate and similar groups,
+//! people and check findings that `mediadex ... --json` and the HTTP API both give, built from model values.
 //! One projection for both
 //! surfaces; only the path fields take each surface's form (`PathForm`: texts with their
 //! exact bytes beside them for the CLI, one object per file for the API; docs/json.md,
@@ -14,6 +14,7 @@ mod assets;
 mod check;
 mod duplicates;
 mod library;
+mod people;
 mod problems;
 mod similar;
 
@@ -21,5 +22,6 @@ pub use assets::{Asset, AssetDetail, Face, FilePath, PathForm, Paths, Preview};
 pub use check::{Check, Finding, Repair, Repaired};
 pub use duplicates::{DuplicateGroup, Twin};
 pub use library::Library;
+pub use people::{FacePerson, Person};
 pub use problems::{OpenProblem, Problem};
 pub use similar::{Similar, SimilarGroup};

@@ -3562,3 +3562,115 @@ async fn the_open_problems_are_listed_of_every_library_or_one() {
     let r = api.get("/api/problems?limit=0").await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
 }
+
+// ---------------------------------------------------------------------------------------
+// People (issue 28 item 5): the list, a person's photos, a photo's people, the user's word.
+
+#[tokio::test]
+async fn people_are_listed_named_merged_split_and_shown_with_their_photos() {
+    use crate::people::{Fake, photos, recluster, walk};
+    let api = api();
+    let env = &api.env;
+    let ids = photos(
+        env,
+        &[
+            "01-A.jpg", "02-A.jpg", "03-A.jpg", "04-B.jpg", "05-B.jpg", "06-B.jpg",
+        ],
+    );
+    walk(env, &Fake::new(1), 8);
+    recluster(env);
+    let people = api.get("/api/people").await.json();
+    assert_eq!(people.as_array().unwrap().len(), 2, "{people}");
+    let faces = api
+        .get(&format!("/api/assets/{}/people", ids["01-A.jpg"]))
+        .await
+        .json();
+    let (anna, face) = (
+        faces[0]["person"].as_i64().unwrap(),
+        faces[0]["face_id"].clone(),
+    );
+    let named = api
+        .post(
+            &format!("/api/people/{anna}/name"),
+            serde_json::json!({"name": "Anna"}),
+        )
+        .await;
+    assert_eq!(named.json()["name"], "Anna");
+    let page = api.get(&format!("/api/people/{anna}?limit=2")).await.json();
+    assert_eq!(page["photos"], 3);
+    assert_eq!(page["items"].as_array().unwrap().len(), 2);
+    assert_eq!(page["items"][0]["id"], ids["01-A.jpg"]);
+    let listed = api.get(&format!("/api/assets?person={anna}")).await.json();
+    assert_eq!(listed["items"].as_array().unwrap().len(), 3, "{listed}");
+    let next = page["next_cursor"].as_str().unwrap();
+    let rest = api
+        .get(&format!("/api/people/{anna}?limit=2&cursor={next}"))
+        .await
+        .json();
+    assert_eq!(rest["items"][0]["id"], ids["03-A.jpg"]);
+    assert_eq!(rest["next_cursor"], Value::Null);
+    // A split, a merge back, and a face that is not Anna.
+    let split = api
+        .post(
+            &format!("/api/faces/{face}/person"),
+            serde_json::json!({"person": null}),
+        )
+        .await
+        .json();
+    assert_eq!(split["faces"], 1);
+    let merged = api
+        .post(
+            &format!("/api/people/{anna}/merge"),
+            serde_json::json!({"from": split["id"]}),
+        )
+        .await
+        .json();
+    assert_eq!(merged["faces"], 3);
+    let not = api
+        .post(
+            &format!("/api/faces/{face}/not"),
+            serde_json::json!({"person": anna}),
+        )
+        .await;
+    assert_eq!(not.status, StatusCode::NO_CONTENT);
+    let faces = api
+        .get(&format!("/api/assets/{}/people", ids["01-A.jpg"]))
+        .await
+        .json();
+    assert_eq!(faces[0]["person"], Value::Null);
+    let hidden = api
+        .post(
+            &format!("/api/people/{anna}/hide"),
+            serde_json::json!({"hidden": true}),
+        )
+        .await
+        .json();
+    assert_eq!(hidden["hidden"], true);
+    assert_eq!(
+        api.get("/api/people")
+            .await
+            .json()
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        api.get("/api/people?hidden=true")
+            .await
+            .json()
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    let queued = api.post_empty("/api/people/recluster").await;
+    assert_eq!(queued.status, StatusCode::ACCEPTED);
+    let missing = api
+        .post("/api/people/999/name", serde_json::json!({"name": "x"}))
+        .await;
+    assert_eq!(
+        (missing.status, missing.code()),
+        (StatusCode::NOT_FOUND, "not_found".to_string())
+    );
+}

@@ -37,6 +37,7 @@ mod motion;
 mod multiprocess;
 mod packaging;
 mod pending;
+mod people;
 mod problems;
 mod raw;
 mod scan;

@@ -365,6 +365,34 @@ fn similar_groups_and_pictures_have_the_documented_fields_and_types() {
     assert_eq!(near["distance"], 5);
 }
 
+#[test]
+fn people_and_a_photos_faces_have_the_documented_fields_and_types() {
+    let person = mediadex::model::Person {
+        id: 3,
+        name: Some("Anna".into()),
+        hidden: false,
+        faces: 5,
+        photos: 4,
+        cover_face: Some(17),
+    };
+    let doc = table("**A person**");
+    let p = json(&wire::Person::new(&person));
+    all_seen("a person", &check("a person", &p, &doc), &doc);
+    let face = mediadex::model::PhotoFace {
+        face_id: 17,
+        person_id: Some(3),
+        name: Some("Anna".into()),
+        confirmed: true,
+        x: 1.5,
+        y: 2.0,
+        w: 30.0,
+        h: 40.0,
+    };
+    let doc = table("**A face's person**");
+    let f = json(&wire::FacePerson::new(&face));
+    all_seen("a face's person", &check("a face's person", &f, &doc), &doc);
+}
+
 /// The parser reads what it is given: a field missing from a table, or one of another type,
 /// is caught (so a test above passing means the table matches).
 #[test]

@@ -1,0 +1,606 @@
+//! Face descriptors and people (migration 0025, DESIGN.md section 8): the vectors the
+//! embedding walk stores per face and embedder version with the asset's `embed_scheme`
+//! stamp (written by the fenced walk commit, with the faces it assigned at once), who each
+//! face is (`face_people`), the user's word (confirmed faces, rejections, names, hidden
+//! people) and the count of the user's changes that fences a recluster's commit, and the
+//! reads behind "who is in this photo" and "all photos of X". The grouping rule is
+//! `people::cluster`'s: this file only stores what it is handed.
+
+use super::assets::checksum_col;
+use super::{Store, StoreError, jobs};
+use crate::model::{
+    DetectedFace, EmbeddedAsset, FaceVector, FacesToEmbed, Lease, Millis, NewJob, PeopleState,
+    Person, PhotoFace, RECLUSTER_JOB_KIND, Reclustered, Regrouping, face_key,
+};
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+/// A face's vector, unless the face was deleted meanwhile (re-detected, swept).
+const PUT_VECTOR: &str = "
+    INSERT INTO face_vectors (face_id, embedder_version, vector)
+    SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM faces WHERE id = ?1)
+    ON CONFLICT (face_id, embedder_version) DO UPDATE SET vector = excluded.vector";
+/// Stamps the asset only when every face of its current detection has a vector of this
+/// version: a re-detection between the batch's read and this commit leaves it unstamped.
+/// A walk of an older embedder (`?3` false) keeps what a newer one stamped.
+const STAMP: &str = "
+    UPDATE assets SET embed_scheme = ?2
+     WHERE id = ?1 AND faces_scheme IS NOT NULL
+       AND (?3 OR embed_scheme IS NULL OR embed_scheme <= ?2)
+       AND NOT EXISTS (SELECT 1 FROM faces f
+                        WHERE f.asset_id = assets.id AND f.detector_version = assets.faces_scheme
+                          AND NOT EXISTS (SELECT 1 FROM face_vectors v
+                                           WHERE v.face_id = f.id AND v.embedder_version = ?2))";
+const FACES_SCHEME: &str = "SELECT faces_scheme FROM assets WHERE id = ?1";
+const TO_EMBED: &str = "
+    SELECT f.id, f.x, f.y, f.w, f.h, f.score, f.landmarks,
+           EXISTS (SELECT 1 FROM face_vectors v WHERE v.face_id = f.id AND v.embedder_version = ?3)
+      FROM faces f WHERE f.asset_id = ?1 AND f.detector_version = ?2 ORDER BY f.id";
+/// The faces of live pictures, of their current detection, with a vector of version ?1.
+const VECTORS: &str = "
+    SELECT f.id, f.asset_id, a.checksum, f.x, f.y, f.w, f.h, v.vector
+      FROM assets a
+      JOIN faces f ON f.asset_id = a.id AND f.detector_version = a.faces_scheme
+      JOIN face_vectors v ON v.face_id = f.id AND v.embedder_version = ?1
+     WHERE a.trashed_at IS NULL AND v.vector IS NOT NULL";
+/// A face joins a person unless it is in one already, the person is gone, or the person
+/// holds another face of its photo (two faces of one photo are never one person).
+const JOIN: &str = "
+    INSERT INTO face_people (face_id, person_id, asset_id, confirmed)
+    SELECT f.id, ?2, f.asset_id, 0 FROM faces f
+     WHERE f.id = ?1 AND EXISTS (SELECT 1 FROM people WHERE id = ?2)
+       AND NOT EXISTS (SELECT 1 FROM face_people o
+                        WHERE o.person_id = ?2 AND o.asset_id = f.asset_id)
+    ON CONFLICT (face_id) DO NOTHING";
+/// The faces of an asset's other detections are no one's any more (its current ones are).
+const FORGET_OLD: &str = "
+    DELETE FROM face_people WHERE asset_id = ?1
+       AND face_id IN (SELECT id FROM faces WHERE asset_id = ?1 AND detector_version <> ?2)";
+const ASSIGNED: &str = "SELECT face_id, person_id, confirmed FROM face_people";
+const REJECTED: &str = "SELECT face_id, person_id FROM face_rejections";
+const PEOPLE_IDS: &str = "SELECT id FROM people ORDER BY id";
+const SAID: &str = "SELECT coalesce((SELECT value FROM counters WHERE name = 'people_said'), 0)";
+const SAY: &str = "
+    INSERT INTO counters (name, value) VALUES ('people_said', 1)
+    ON CONFLICT (name) DO UPDATE SET value = value + 1";
+const UNPLACE: &str = "DELETE FROM face_people WHERE face_id = ?1 AND confirmed = 0";
+const NEW_PERSON: &str = "INSERT INTO people (created_at, updated_at) VALUES (?1, ?1) RETURNING id";
+/// People nobody named or hid who have no face left: a clustering's group that is gone.
+const DROP_EMPTY: &str = "
+    DELETE FROM people WHERE name IS NULL AND hidden = 0
+       AND NOT EXISTS (SELECT 1 FROM face_people WHERE person_id = people.id)";
+const LIST: &str = "
+    SELECT p.id, p.name, p.hidden,
+           (SELECT count(*) FROM face_people fp JOIN assets a ON a.id = fp.asset_id
+             WHERE fp.person_id = p.id AND a.trashed_at IS NULL),
+           (SELECT count(DISTINCT fp.asset_id) FROM face_people fp JOIN assets a ON a.id = fp.asset_id
+             WHERE fp.person_id = p.id AND a.trashed_at IS NULL),
+           (SELECT fp.face_id FROM face_people fp JOIN faces f ON f.id = fp.face_id
+             WHERE fp.person_id = p.id ORDER BY fp.confirmed DESC, f.score DESC, f.id LIMIT 1)
+      FROM people p WHERE (?1 OR p.hidden = 0) AND (?2 IS NULL OR p.id = ?2)
+     ORDER BY p.name IS NULL, p.name, p.id";
+/// "All photos of X": one range of `face_people_person`, live pictures only, by id.
+const PHOTOS_OF: &str = "
+    SELECT DISTINCT fp.asset_id FROM face_people fp JOIN assets a ON a.id = fp.asset_id
+     WHERE fp.person_id = ?1 AND fp.asset_id > ?2 AND a.trashed_at IS NULL
+     ORDER BY fp.asset_id LIMIT ?3";
+/// A person's faces in live photos, by photo: one range of `face_people_person`.
+const FACES_OF: &str = "
+    SELECT fp.asset_id, fp.face_id FROM face_people fp JOIN assets a ON a.id = fp.asset_id
+     WHERE fp.person_id = ?1 AND a.trashed_at IS NULL ORDER BY fp.asset_id, fp.face_id";
+/// "Who is in this photo": its faces of its current detection, each with its person.
+const IN_PHOTO: &str = "
+    SELECT f.id, fp.person_id, p.name, coalesce(fp.confirmed, 0), f.x, f.y, f.w, f.h
+      FROM assets a JOIN faces f ON f.asset_id = a.id AND f.detector_version = a.faces_scheme
+      LEFT JOIN face_people fp ON fp.face_id = f.id
+      LEFT JOIN people p ON p.id = fp.person_id
+     WHERE a.id = ?1 ORDER BY f.id";
+const RENAME: &str = "UPDATE people SET name = ?2, updated_at = ?3 WHERE id = ?1";
+const HIDE: &str = "UPDATE people SET hidden = ?2, updated_at = ?3 WHERE id = ?1";
+const EXISTS: &str = "SELECT name FROM people WHERE id = ?1";
+/// A photo both people are in: they cannot be one person.
+const SHARED_PHOTO: &str = "
+    SELECT a.asset_id FROM face_people a JOIN face_people b ON b.asset_id = a.asset_id
+     WHERE a.person_id = ?1 AND b.person_id = ?2 LIMIT 1";
+/// Both people's faces are the user's word after a merge: the rule keeps a person's second
+/// group only where the user put most of its faces (`cluster`), and each group must be.
+const MERGE_FACES: &str =
+    "UPDATE face_people SET person_id = ?1, confirmed = 1 WHERE person_id IN (?1, ?2)";
+const MERGE_REJECTIONS: &str = "
+    INSERT INTO face_rejections (face_id, person_id)
+    SELECT face_id, ?1 FROM face_rejections WHERE person_id = ?2 ON CONFLICT DO NOTHING";
+const MERGE_NAME: &str = "
+    UPDATE people SET name = coalesce(name, (SELECT name FROM people WHERE id = ?2)),
+                      updated_at = ?3 WHERE id = ?1";
+const DELETE_PERSON: &str = "DELETE FROM people WHERE id = ?1";
+const FACE_ASSET: &str = "SELECT asset_id FROM faces WHERE id = ?1";
+/// Another face of the photo `?2` in person `?1`, and whether the user put it there.
+const OTHER_IN_PHOTO: &str = "
+    SELECT face_id, confirmed FROM face_people
+     WHERE person_id = ?1 AND asset_id = ?2 AND face_id <> ?3";
+const PLACE: &str = "
+    INSERT INTO face_people (face_id, person_id, asset_id, confirmed) VALUES (?1, ?2, ?3, 1)
+    ON CONFLICT (face_id) DO UPDATE SET person_id = excluded.person_id, confirmed = 1";
+const UNREJECT: &str = "DELETE FROM face_rejections WHERE face_id = ?1 AND person_id = ?2";
+const REJECT: &str = "
+    INSERT INTO face_rejections (face_id, person_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING";
+const LEAVE: &str = "DELETE FROM face_people WHERE face_id = ?1 AND person_id = ?2";
+
+/// Why a change the user asked for to people was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PeopleRefusal {
+    #[error("no person {0}")]
+    NoPerson(i64),
+    #[error("no face {0}")]
+    NoFace(i64),
+    #[error("{0:?} is no person: give a person's id (see `mediadex people`) or `new`")]
+    NotAPerson(String),
+    #[error("a person cannot be merged into themselves")]
+    SamePerson,
+    /// Two faces of one photo are never one person.
+    #[error(
+        "person {0} and person {1} are both in photo {2}: two faces of one photo are never \
+         one person (move the wrong face to someone else first)"
+    )]
+    SharedPhoto(i64, i64, i64),
+    /// The user put another face of the same photo in that person.
+    #[error(
+        "face {other} of the same photo ({photo}) was put in person {person} by you: move \
+         it elsewhere first"
+    )]
+    PhotoTaken { other: i64, photo: i64, person: i64 },
+}
+
+/// A stored vector: 128 little-endian float32.
+fn vector_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn vector_of(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+fn said_at(conn: &Connection) -> Result<i64, StoreError> {
+    Ok(conn.prepare_cached(SAID)?.query_row([], |r| r.get(0))?)
+}
+
+fn say(conn: &Connection) -> Result<(), StoreError> {
+    conn.prepare_cached(SAY)?.execute([])?;
+    Ok(())
+}
+
+/// Stores a batch's vectors and stamps each asset whose faces all have one now.
+pub(super) fn store_vectors(
+    conn: &Connection,
+    version: i64,
+    found: &[EmbeddedAsset],
+    rollback: bool,
+) -> Result<(), StoreError> {
+    let mut put = conn.prepare_cached(PUT_VECTOR)?;
+    let mut stamp = conn.prepare_cached(STAMP)?;
+    for asset in found {
+        for (face, vector) in &asset.vectors {
+            put.execute(params![face, version, vector.as_deref().map(vector_bytes)])?;
+        }
+        stamp.execute(params![asset.asset_id, version, rollback])?;
+    }
+    Ok(())
+}
+
+/// The faces the walk assigned at once (each joins unless something changed meanwhile).
+pub(super) fn join_people(conn: &Connection, assigned: &[(i64, i64)]) -> Result<(), StoreError> {
+    let mut join = conn.prepare_cached(JOIN)?;
+    for (face, person) in assigned {
+        join.execute(params![face, person])?;
+    }
+    Ok(())
+}
+
+/// An asset's faces were detected anew under `version`: those of other versions leave their
+/// people (the user's word on them goes with them: they are not what the photo shows now).
+pub(super) fn forget_old_faces(
+    conn: &Connection,
+    asset_id: i64,
+    version: i64,
+) -> Result<(), StoreError> {
+    conn.prepare_cached(FORGET_OLD)?
+        .execute(params![asset_id, version])?;
+    Ok(())
+}
+
+fn face_vector(r: &Row<'_>) -> rusqlite::Result<FaceVector> {
+    let checksum = checksum_col(r, 2)?;
+    let (x, y): (f64, f64) = (r.get(3)?, r.get(4)?);
+    let bytes: Vec<u8> = r.get(7)?;
+    Ok(FaceVector {
+        id: r.get(0)?,
+        asset_id: r.get(1)?,
+        key: face_key(&checksum, x as f32, y as f32),
+        vector: vector_of(&bytes),
+    })
+}
+
+fn detected(r: &Row<'_>) -> rusqlite::Result<(i64, DetectedFace, bool)> {
+    let text: String = r.get(6)?;
+    // A row this binary did not write may hold fewer points: missing ones stay 0.
+    let points: Vec<[f32; 2]> = serde_json::from_str(&text).unwrap_or_default();
+    let mut landmarks = [(0.0, 0.0); 5];
+    for (slot, p) in landmarks.iter_mut().zip(points) {
+        *slot = (p[0], p[1]);
+    }
+    let face = DetectedFace {
+        x: r.get::<_, f64>(1)? as f32,
+        y: r.get::<_, f64>(2)? as f32,
+        w: r.get::<_, f64>(3)? as f32,
+        h: r.get::<_, f64>(4)? as f32,
+        score: r.get::<_, f64>(5)? as f32,
+        landmarks,
+    };
+    Ok((r.get(0)?, face, r.get(7)?))
+}
+
+fn people_state(conn: &Connection) -> Result<PeopleState, StoreError> {
+    let mut state = PeopleState {
+        said_at: said_at(conn)?,
+        ..PeopleState::default()
+    };
+    let mut stmt = conn.prepare_cached(ASSIGNED)?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, bool>(2)?)))?;
+    for row in rows {
+        let (face, person, confirmed) = row?;
+        state.assigned.push((face, person));
+        if confirmed {
+            state.confirmed.push((face, person));
+        }
+    }
+    let mut stmt = conn.prepare_cached(REJECTED)?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    state.rejected = rows.collect::<Result<_, _>>()?;
+    let mut stmt = conn.prepare_cached(PEOPLE_IDS)?;
+    let rows = stmt.query_map([], |r| r.get(0))?;
+    state.people = rows.collect::<Result<_, _>>()?;
+    Ok(state)
+}
+
+/// A recluster's rows: the faces it looked at lose their clustering's person; each group
+/// goes to its person (a new one for a new group); people left with nothing are dropped.
+fn regroup(conn: &Connection, r: &Regrouping, now: Millis) -> Result<Reclustered, StoreError> {
+    let mut unplace = conn.prepare_cached(UNPLACE)?;
+    for face in &r.considered {
+        unplace.execute([face])?;
+    }
+    let mut join = conn.prepare_cached(JOIN)?;
+    let mut placed = 0;
+    for (person, faces) in &r.known {
+        for face in faces {
+            placed += join.execute(params![face, person])?;
+        }
+    }
+    for faces in &r.new {
+        let person: i64 = conn
+            .prepare_cached(NEW_PERSON)?
+            .query_row([now], |row| row.get(0))?;
+        for face in faces {
+            placed += join.execute(params![face, person])?;
+        }
+    }
+    conn.prepare_cached(DROP_EMPTY)?.execute([])?;
+    Ok(Reclustered::Done {
+        placed,
+        created: r.new.len(),
+    })
+}
+
+fn person_row(r: &Row<'_>) -> rusqlite::Result<Person> {
+    Ok(Person {
+        id: r.get(0)?,
+        name: r.get(1)?,
+        hidden: r.get(2)?,
+        faces: r.get(3)?,
+        photos: r.get(4)?,
+        cover_face: r.get(5)?,
+    })
+}
+
+fn exists(conn: &Connection, id: i64) -> Result<bool, StoreError> {
+    Ok(conn
+        .prepare_cached(EXISTS)?
+        .query_row([id], |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
+/// The face's photo, or why not.
+fn photo_of(conn: &Connection, face: i64) -> Result<Result<i64, PeopleRefusal>, StoreError> {
+    Ok(conn
+        .prepare_cached(FACE_ASSET)?
+        .query_row([face], |r| r.get(0))
+        .optional()?
+        .ok_or(PeopleRefusal::NoFace(face)))
+}
+
+/// `merge`'s writes, once both people are known to exist and share no photo.
+fn merge_rows(conn: &Connection, into: i64, from: i64, now: Millis) -> Result<(), StoreError> {
+    conn.prepare_cached(MERGE_FACES)?
+        .execute(params![into, from])?;
+    conn.prepare_cached(MERGE_REJECTIONS)?
+        .execute(params![into, from])?;
+    conn.prepare_cached(MERGE_NAME)?
+        .execute(params![into, from, now])?;
+    conn.prepare_cached(DELETE_PERSON)?.execute([from])?;
+    say(conn)
+}
+
+/// `move_face`'s writes: the face into `person` (a new one for `None`), confirmed. Another
+/// face of its photo that the clustering put there waits instead; one the user put there
+/// refuses the move.
+fn place(
+    conn: &Connection,
+    face: i64,
+    person: Option<i64>,
+    now: Millis,
+) -> Result<Result<i64, PeopleRefusal>, StoreError> {
+    let photo = match photo_of(conn, face)? {
+        Ok(photo) => photo,
+        Err(no) => return Ok(Err(no)),
+    };
+    let person = match person {
+        Some(p) if !exists(conn, p)? => return Ok(Err(PeopleRefusal::NoPerson(p))),
+        Some(p) => p,
+        None => conn
+            .prepare_cached(NEW_PERSON)?
+            .query_row([now], |r| r.get(0))?,
+    };
+    let others: Vec<(i64, bool)> = conn
+        .prepare_cached(OTHER_IN_PHOTO)?
+        .query_map(params![person, photo, face], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    if let Some(&(other, _)) = others.iter().find(|(_, confirmed)| *confirmed) {
+        return Ok(Err(PeopleRefusal::PhotoTaken {
+            other,
+            photo,
+            person,
+        }));
+    }
+    for (other, _) in others {
+        conn.prepare_cached(UNPLACE)?.execute([other])?;
+    }
+    conn.prepare_cached(PLACE)?
+        .execute(params![face, person, photo])?;
+    conn.prepare_cached(UNREJECT)?
+        .execute(params![face, person])?;
+    conn.prepare_cached(DROP_EMPTY)?.execute([])?;
+    say(conn)?;
+    Ok(Ok(person))
+}
+
+impl Store {
+    /// The faces of an asset's current detection for the embedding walk, each with whether
+    /// it has a vector of `version` already; `None` while the asset has no detection.
+    pub fn faces_to_embed(
+        &self,
+        asset_id: i64,
+        version: i64,
+    ) -> Result<Option<FacesToEmbed>, StoreError> {
+        self.read(|conn| {
+            let scheme: Option<Option<i64>> = conn
+                .prepare_cached(FACES_SCHEME)?
+                .query_row([asset_id], |r| r.get(0))
+                .optional()?;
+            let Some(faces_scheme) = scheme.flatten() else {
+                return Ok(None);
+            };
+            let mut stmt = conn.prepare_cached(TO_EMBED)?;
+            let rows = stmt.query_map(params![asset_id, faces_scheme, version], detected)?;
+            Ok(Some(FacesToEmbed {
+                faces_scheme,
+                faces: rows.collect::<Result<_, _>>()?,
+            }))
+        })
+    }
+
+    /// Every face of a live picture's current detection with a vector of `version`.
+    pub fn face_vectors(&self, version: i64) -> Result<Vec<FaceVector>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(VECTORS)?;
+            let rows = stmt.query_map([version], face_vector)?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        })
+    }
+
+    /// Who each face is, what the user said, and the count of the user's changes, read
+    /// together.
+    pub fn people_state(&self) -> Result<PeopleState, StoreError> {
+        self.read(people_state)
+    }
+
+    /// Commits a recluster under its job's lease, in one fenced transaction with the job's
+    /// completion. If the user changed something since `r.said_at`, nothing of it is
+    /// written: the job completes and a new one is queued, to run on what the user said.
+    pub fn commit_recluster(
+        &self,
+        lease: &Lease,
+        r: Regrouping,
+    ) -> Result<Reclustered, StoreError> {
+        let lease = lease.clone();
+        self.write(move |conn, now| {
+            jobs::complete(conn, &lease, now)?;
+            if said_at(conn)? != r.said_at {
+                jobs::insert(conn, &recluster_job(), now)?;
+                return Ok(Reclustered::Again);
+            }
+            regroup(conn, &r, now)
+        })
+    }
+
+    /// The people, named first (by name), then by id; hidden ones only with `hidden`.
+    pub fn people(&self, hidden: bool) -> Result<Vec<Person>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(LIST)?;
+            let rows = stmt.query_map(params![hidden, None::<i64>], person_row)?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        })
+    }
+
+    /// One person (hidden or not).
+    pub fn person(&self, id: i64) -> Result<Option<Person>, StoreError> {
+        self.read(|conn| {
+            Ok(conn
+                .prepare_cached(LIST)?
+                .query_row(params![true, id], person_row)
+                .optional()?)
+        })
+    }
+
+    /// Up to `limit` live photos of a person after asset `after`, by id.
+    pub fn photos_of(&self, person: i64, after: i64, limit: i64) -> Result<Vec<i64>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(PHOTOS_OF)?;
+            let rows = stmt.query_map(params![person, after, limit], |r| r.get(0))?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        })
+    }
+
+    /// A person's faces in live photos: (photo, face), by photo.
+    pub fn faces_of_person(&self, person: i64) -> Result<Vec<(i64, i64)>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(FACES_OF)?;
+            let rows = stmt.query_map([person], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        })
+    }
+
+    /// The faces of a photo's current detection, each with who it is.
+    pub fn photo_people(&self, asset_id: i64) -> Result<Vec<PhotoFace>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(IN_PHOTO)?;
+            let rows = stmt.query_map([asset_id], |r| {
+                Ok(PhotoFace {
+                    face_id: r.get(0)?,
+                    person_id: r.get(1)?,
+                    name: r.get(2)?,
+                    confirmed: r.get(3)?,
+                    x: r.get::<_, f64>(4)? as f32,
+                    y: r.get::<_, f64>(5)? as f32,
+                    w: r.get::<_, f64>(6)? as f32,
+                    h: r.get::<_, f64>(7)? as f32,
+                })
+            })?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        })
+    }
+
+    /// The plans SQLite picks for "all photos of X" and "who is in this photo".
+    pub fn people_plans(&self) -> Result<Vec<Vec<String>>, StoreError> {
+        self.read(|conn| {
+            [PHOTOS_OF, IN_PHOTO]
+                .iter()
+                .map(|sql| super::queries::plan(conn, sql))
+                .collect()
+        })
+    }
+
+    /// Names (or, with `None`, unnames) a person. False: no such person.
+    pub fn name_person(&self, id: i64, name: Option<String>) -> Result<bool, StoreError> {
+        self.write(move |conn, now| {
+            let n = conn
+                .prepare_cached(RENAME)?
+                .execute(params![id, name, now])?;
+            say(conn)?;
+            Ok(n == 1)
+        })
+    }
+
+    /// Hides (or shows again) a person. False: no such person.
+    pub fn hide_person(&self, id: i64, hidden: bool) -> Result<bool, StoreError> {
+        self.write(move |conn, now| {
+            let n = conn
+                .prepare_cached(HIDE)?
+                .execute(params![id, hidden, now])?;
+            say(conn)?;
+            Ok(n == 1)
+        })
+    }
+
+    /// Merges person `from` into `into`: each face of either is put in `into` by the user's
+    /// word (a recluster keeps it), `into` keeps its name or takes `from`'s, `from` is gone.
+    pub fn merge_people(
+        &self,
+        into: i64,
+        from: i64,
+    ) -> Result<Result<(), PeopleRefusal>, StoreError> {
+        self.write(move |conn, now| {
+            if into == from {
+                return Ok(Err(PeopleRefusal::SamePerson));
+            }
+            for id in [into, from] {
+                if !exists(conn, id)? {
+                    return Ok(Err(PeopleRefusal::NoPerson(id)));
+                }
+            }
+            let shared: Option<i64> = conn
+                .prepare_cached(SHARED_PHOTO)?
+                .query_row(params![into, from], |r| r.get(0))
+                .optional()?;
+            if let Some(photo) = shared {
+                return Ok(Err(PeopleRefusal::SharedPhoto(into, from, photo)));
+            }
+            merge_rows(conn, into, from, now)?;
+            Ok(Ok(()))
+        })
+    }
+
+    /// Puts a face in a person by the user's word (`None`: a new person, a split); answers
+    /// the person.
+    pub fn move_face(
+        &self,
+        face: i64,
+        person: Option<i64>,
+    ) -> Result<Result<i64, PeopleRefusal>, StoreError> {
+        self.write(move |conn, now| place(conn, face, person, now))
+    }
+
+    /// The user says `face` is not `person`: it leaves them and no recluster puts it back.
+    pub fn reject_face(
+        &self,
+        face: i64,
+        person: i64,
+    ) -> Result<Result<(), PeopleRefusal>, StoreError> {
+        self.write(move |conn, _| {
+            if let Err(no) = photo_of(conn, face)? {
+                return Ok(Err(no));
+            }
+            if !exists(conn, person)? {
+                return Ok(Err(PeopleRefusal::NoPerson(person)));
+            }
+            conn.prepare_cached(REJECT)?
+                .execute(params![face, person])?;
+            conn.prepare_cached(LEAVE)?.execute(params![face, person])?;
+            conn.prepare_cached(DROP_EMPTY)?.execute([])?;
+            say(conn)?;
+            Ok(Ok(()))
+        })
+    }
+}
+
+/// The "recluster all" job row: one live at a time.
+pub fn recluster_job() -> NewJob {
+    NewJob::new(RECLUSTER_JOB_KIND, "{}").unique(RECLUSTER_JOB_KIND)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_vector_reads_back_as_written_and_the_key_follows_the_content_only() {
+        let v: Vec<f32> = (0..128).map(|i| i as f32 / 7.0 - 3.0).collect();
+        assert_eq!(vector_of(&vector_bytes(&v)), v);
+        let a = face_key(&[1; 32], 10.0, 20.0);
+        assert_eq!(a, face_key(&[1; 32], 10.0, 20.0));
+        assert_ne!(a, face_key(&[2; 32], 10.0, 20.0));
+        assert_ne!(a, face_key(&[1; 32], 10.0, 21.0));
+    }
+}
