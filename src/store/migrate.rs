@@ -138,6 +138,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "decode timeouts",
         sql: include_str!("../../schema/0024_decode_timeouts.sql"),
     },
+    Migration {
+        version: 26,
+        name: "unshown assets",
+        sql: include_str!("../../schema/0026_unshown_assets.sql"),
+    },
 ];
 
 pub(super) fn migrate(
