@@ -7,8 +7,9 @@
 //! 2. move each file (never over an existing one, never one whose bytes or row no longer
 //!    match what the move began with, never without the lease confirmed right before) and
 //!    settle its intent;
-//! 3. flip the asset, unless a copy of it appeared meanwhile or a restore put no file back
-//!    (a restore queues its face walk in the same transaction); a trash of copies
+//! 3. flip the asset, unless a copy of it appeared meanwhile or a restore put no file of
+//!    its own back (a follower's does not count; a restore queues its face walk in the
+//!    same transaction); a trash of copies
 //!    (`trash_copies`: keep one file of a live asset, trash its byte-identical others) flips
 //!    nothing and ends only while the kept file is present;
 //! 4. on any failure, record the rollback, put every moved file back, and end the move
@@ -362,8 +363,9 @@ fn forward(
         })),
         Finish::NothingBack => Err(Stop::Undo(TrashError::RolledBack {
             asset: held.asset_id,
-            reason: "no file was put back (none is in the trash folder as the trash left it); \
-                     the asset stays in the trash"
+            reason: "no file of its own was put back (none is in the trash folder as the \
+                     trash left it); the asset stays in the trash, and so do the files that \
+                     followed it there (a stack's RAW, a Live clip: restore them on their own)"
                 .into(),
         })),
         Finish::KeptGone => Err(Stop::Undo(TrashError::RolledBack {

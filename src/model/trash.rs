@@ -80,8 +80,9 @@ pub enum Finish {
     /// Files of the asset are present that the move did not move (linked by a scan while
     /// it ran): nothing flipped, the move must be rolled back.
     Linked(Vec<String>),
-    /// A restore put no file back (none was in the trash folder as it left it): nothing
-    /// flipped, the move must be rolled back and the asset stays in the trash.
+    /// A restore put no file of its own asset back (none was in the trash folder as it left
+    /// it; a follower's file put back does not count): nothing flipped, the move must be
+    /// rolled back and the asset stays in the trash, its followers with it.
     NothingBack,
     /// A trash of copies found the kept file no longer present: the asset would be left
     /// without a file, so the move must be rolled back.

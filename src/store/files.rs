@@ -10,8 +10,10 @@
 //! progress with the count of unchanged files (which cost no row of their own), and the end
 //! of a full scan (missing files from what the walk found gone, except rows a restore
 //! brought back during the run; orphaned assets, and live assets no present file shows
-//! any more whatever left them so; the circuit breaker) committed with the run's
-//! completion. A file a move settled after the scan read it is not written back.
+//! any more whatever left them so, those no file row names at all included
+//! (`unshown_assets`, migration 0026); the circuit breaker) committed with the run's
+//! completion. A file a move settled after the scan read it is not written back, unless
+//! the scan read other bytes than the move took (a re-save the move left in place).
 
 use super::assets::{ClaimFor, claim, restore, trash_if_orphan};
 use super::lease::{expect_one, lost};
@@ -104,9 +106,28 @@ const LIVE_OF_MISSING: &str = "
        AND NOT EXISTS (SELECT 1 FROM jobs j
                         WHERE j.unique_key = ?2 || ':' || f.asset_id
                           AND j.state IN ('queued', 'running'))";
-/// The row at an item's path, if something marked it missing (see `moved_since_read`).
-const MISSING_ROW: &str =
-    "SELECT id FROM files WHERE library_id = ?1 AND rel_path = ?2 AND state = 'missing'";
+/// The live, published assets that lost their last file row to a relink
+/// (`unshown_assets`, migration 0026) and still have none, that no move is moving: no
+/// library's missing rows name them (finding 18).
+const LIVE_UNSHOWN: &str = "
+    SELECT u.asset_id FROM unshown_assets u JOIN assets a ON a.id = u.asset_id
+     WHERE a.trashed_at IS NULL AND a.pending_run IS NULL
+       AND NOT EXISTS (SELECT 1 FROM files f WHERE f.asset_id = u.asset_id)
+       AND NOT EXISTS (SELECT 1 FROM trash_intents t
+                        WHERE t.asset_id = u.asset_id AND t.state = 'pending')
+       AND NOT EXISTS (SELECT 1 FROM jobs j
+                        WHERE j.unique_key = ?1 || ':' || u.asset_id
+                          AND j.state IN ('queued', 'running'))";
+/// The entries of `unshown_assets` whose asset a file row names again, or that is gone.
+const DROP_SHOWN: &str = "
+    DELETE FROM unshown_assets
+     WHERE NOT EXISTS (SELECT 1 FROM assets a WHERE a.id = unshown_assets.asset_id)
+        OR EXISTS (SELECT 1 FROM files f WHERE f.asset_id = unshown_assets.asset_id)";
+/// The row at an item's path, if something marked it missing, when it still has the stamp
+/// the scan read (?3..?6; see `moved_since_read`).
+const MISSING_ROW: &str = "
+    SELECT id FROM files WHERE library_id = ?1 AND rel_path = ?2 AND state = 'missing'
+       AND size = ?3 AND mtime_ns = ?4 AND dev = ?5 AND inode = ?6";
 /// The asset a present file of the library shows, for restoring it by id.
 const PRESENT_ASSET: &str =
     "SELECT asset_id FROM files WHERE id = ?1 AND library_id = ?2 AND state = 'present'";
@@ -440,7 +461,10 @@ fn reclaim(
 /// missing now. Only a move (the user's trash, in this transaction's past) marks a row
 /// missing while its library's run runs: writing the read back would undo the trash, or
 /// make a phantom asset of a file that is in the trash folder. The next scan sees the path
-/// as it is then.
+/// as it is then. A move marks a row missing with the stamp it began with (a rename keeps
+/// it): a read of another stamp read other bytes than the move's (a photo re-saved since
+/// the index last read it, which the move found changed and left where it is, finding
+/// 17), and is written like any read.
 fn moved_since_read(
     conn: &Connection,
     library_id: i64,
@@ -450,9 +474,11 @@ fn moved_since_read(
     if known_present.is_empty() {
         return Ok(None);
     }
+    let (size, mtime, dev, inode) = stamp_params(&item.stamp);
+    let read = params![library_id, item.rel_path, size, mtime, dev, inode];
     let missing: Option<i64> = conn
         .prepare_cached(MISSING_ROW)?
-        .query_row(params![library_id, item.rel_path], |r| r.get(0))
+        .query_row(read, |r| r.get(0))
         .optional()?;
     Ok(missing.filter(|id| known_present.contains(id)))
 }
@@ -564,7 +590,8 @@ fn mark_missing(
 /// that no present file shows anywhere (DESIGN.md section 6, "the index heals itself, both
 /// ways"): what a move that broke half way, or a file row marked missing by any other
 /// writer, left live without a file. One whose file is elsewhere in the library was linked
-/// to it by this run's claim, and is left alone. Returns how many it trashed.
+/// to it by this run's claim, and is left alone. So are those with no file row at all
+/// (`trash_live_unshown`). Returns how many it trashed.
 fn trash_live_without_file(
     conn: &Connection,
     library_id: i64,
@@ -578,6 +605,22 @@ fn trash_live_without_file(
     for id in ids {
         trashed += u64::from(trash_if_orphan(conn, id, TrashReason::Missing, now)?);
     }
+    Ok(trashed + trash_live_unshown(conn, now)?)
+}
+
+/// Trashes (reason `missing`) the live assets that no file row names at all, in any
+/// library (`LIVE_UNSHOWN`), and forgets the entries that need no heal any more. Returns
+/// how many it trashed.
+fn trash_live_unshown(conn: &Connection, now: Millis) -> Result<u64, StoreError> {
+    let ids: Vec<i64> = conn
+        .prepare_cached(LIVE_UNSHOWN)?
+        .query_map([MOVE_JOB_KIND], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    let mut trashed = 0;
+    for id in ids {
+        trashed += u64::from(trash_if_orphan(conn, id, TrashReason::Missing, now)?);
+    }
+    conn.prepare_cached(DROP_SHOWN)?.execute([])?;
     Ok(trashed)
 }
 

@@ -143,6 +143,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "people",
         sql: include_str!("../../schema/0025_people.sql"),
     },
+    Migration {
+        version: 26,
+        name: "unshown assets",
+        sql: include_str!("../../schema/0026_unshown_assets.sql"),
+    },
 ];
 
 pub(super) fn migrate(

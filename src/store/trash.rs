@@ -186,8 +186,12 @@ const STAMP: &str = "SELECT asset_id, size, mtime_ns, dev, inode FROM files
 const FILE_PRESENT: &str = "
     UPDATE files SET state = 'present', missing_since = NULL
      WHERE library_id = ?1 AND rel_path = ?2 AND asset_id = ?3";
-/// The intents of a move that put a file where it goes.
-const MOVE_DONE: &str = "SELECT count(*) FROM trash_intents WHERE move_id = ?1 AND state = 'done'";
+/// Whether any file row, present or missing, names the asset.
+const HAS_ROW: &str = "SELECT EXISTS (SELECT 1 FROM files WHERE asset_id = ?1)";
+/// The intents of a move that put a file of its own asset (?2) where it goes: a follower's
+/// file put back (a stack's RAW) is not the photo's (finding 19).
+const OWN_DONE: &str = "
+    SELECT count(*) FROM trash_intents WHERE move_id = ?1 AND asset_id = ?2 AND state = 'done'";
 
 fn intent_from_row(r: &Row<'_>) -> rusqlite::Result<TrashIntent> {
     Ok(TrashIntent {
@@ -376,6 +380,22 @@ fn hold(
     ))
 }
 
+/// Refuses to restore without a move an asset that no file row names (finding 18): trashed
+/// as missing, its paths read since as other photos, nothing of it is in a library or a
+/// trash folder, and made live it would be a photo without a file that hides its Live clip.
+fn refuse_unshown(conn: &Connection, asset_id: i64) -> Result<(), StoreError> {
+    let named: bool = conn
+        .prepare_cached(HAS_ROW)?
+        .query_row([asset_id], |r| r.get(0))?;
+    match named {
+        true => Ok(()),
+        false => Err(StoreError::Conflict(format!(
+            "asset {asset_id} has no file left to restore: none is in the trash folder, and \
+             the paths it was read at show other photos now; it stays in the trash"
+        ))),
+    }
+}
+
 /// The asset's state for a begin: `Err` unless it exists and is trashed as `trashed` says.
 fn expect_state(conn: &Connection, asset_id: i64, trashed: bool) -> Result<(), StoreError> {
     match (state(conn, asset_id)?, trashed) {
@@ -515,8 +535,9 @@ fn finish(
                 MoveOutcome::Gone
             }
         }
-        // A restore that put no file back would show a live photo without a file.
-        TrashAction::Restore if count(conn, MOVE_DONE, held.move_id)? == 0 => {
+        // A restore that put no file of its own back would show a live photo without a
+        // file, whatever files of its followers it put back.
+        TrashAction::Restore if own_done(conn, &held)? == 0 => {
             return Ok(Finish::NothingBack);
         }
         // By id alone, so a sweep that won the race makes this `Gone`, never an error.
@@ -535,6 +556,13 @@ fn finish(
     };
     complete(conn, lease, now)?;
     Ok(Finish::Flipped(outcome))
+}
+
+/// How many files of its own asset the held move put where they go.
+fn own_done(conn: &Connection, held: &Held) -> Result<i64, StoreError> {
+    Ok(conn
+        .prepare_cached(OWN_DONE)?
+        .query_row(params![held.move_id, held.asset_id], |r| r.get(0))?)
 }
 
 /// The assets whose files the held move moved besides its own.
@@ -705,7 +733,8 @@ impl Store {
     /// Starts the restore of a trashed asset: a held move job and one pending intent per
     /// file its last trash moved, moving it back. An asset trashed without moves (its files
     /// went missing) is restored at once (`Settled`), with `follow_up` in the same
-    /// transaction. `NotFound` if the sweep deleted it.
+    /// transaction, while a file row names it (the next scan looks for the file);
+    /// `Conflict` when none does. `NotFound` if the sweep deleted it.
     pub fn begin_restore(
         &self,
         asset_id: i64,
@@ -727,6 +756,7 @@ impl Store {
                 expect_state(conn, asset_id, true)?;
             }
             if moves.is_empty() {
+                refuse_unshown(conn, asset_id)?;
                 restore_then(conn, asset_id, follow_up.as_ref(), now)?;
                 return Ok(Begun::Settled(MoveOutcome::Restored));
             }

@@ -95,6 +95,38 @@ fn a_live_asset_whose_file_is_gone_goes_to_the_trash_at_the_next_full_scan() {
     assert!(lib.asset(d).trashed_at.is_some());
 }
 
+/// Finding 18: what the restore of a photo with no file row left made before its fix (and
+/// what a database written then may hold): a live photo that no file row shows at all, its
+/// only path read since as another photo. It has no missing row for the heal to start
+/// from; a completed full scan finds it all the same and puts it in the trash as missing.
+#[test]
+fn a_live_asset_with_no_file_row_at_all_goes_to_the_trash_at_the_next_full_scan() {
+    let env = env();
+    let lib = library(&env);
+    lib.scan();
+    let d = lib.at("d.png").id;
+    std::fs::remove_file(lib.root.join("d.png")).expect("rm");
+    lib.scan();
+    support::photo(&lib.root.join("d.png"), 40);
+    lib.scan();
+    assert_ne!(lib.at("d.png").id, d, "the path shows another photo");
+    let n = (env.raw())
+        .execute(
+            "UPDATE assets SET trashed_at = NULL, trash_reason = NULL WHERE id = ?1",
+            [d],
+        )
+        .expect("plant");
+    assert_eq!(n, 1);
+    assert!(lib.asset(d).paths.is_empty(), "no file row");
+    lib.scan();
+    let asset = lib.asset(d);
+    assert!(asset.trashed_at.is_some(), "a live photo with no file");
+    assert_eq!(asset.trash_reason, Some(TrashReason::Missing));
+    lib.scan();
+    assert!(lib.asset(d).trashed_at.is_some());
+    assert_eq!(env.store.assets(false).expect("live").len(), 6);
+}
+
 #[test]
 fn a_live_asset_whose_file_moved_within_the_library_is_relinked_not_trashed() {
     let env = env();
@@ -224,6 +256,58 @@ fn a_file_read_before_a_concurrent_trash_moved_it_is_not_written_back_as_present
     );
 }
 
+/// Finding 17 (library_sim seed 76 step 94): the user re-saved a photo (a new file renamed
+/// over its name) and trashes it while a full scan reads the new bytes. The trash finds
+/// bytes it never saw at the path and moves nothing (the old picture is gone, so its asset
+/// goes to the trash); the scan's read of the new bytes is the library's, and is written:
+/// the photo in the folder is shown by a live asset when the scan completes.
+#[test]
+fn a_photo_resaved_and_trashed_unmoved_while_a_scan_reads_it_is_indexed_by_that_scan() {
+    let env = env();
+    let lib = library(&env);
+    lib.scan();
+    let d = lib.at("d.png").id;
+    let path = lib.root.join("d.png");
+    let saving = lib.root.join("d.saving");
+    support::photo(&saving.with_extension("png"), 99);
+    std::fs::rename(saving.with_extension("png"), &path).expect("re-save over");
+    let saved = support::digest(&path);
+    let store = env.store.clone();
+    let once = AtomicBool::new(false);
+    let hook = move |batch: &mediadex::scan::pipeline::Batch| {
+        let read = batch.changed.iter().any(|o| o.rel == Path::new("d.png"));
+        if read && !once.swap(true, Ordering::SeqCst) {
+            // Read, not yet written: the user's trash of the photo they saw.
+            let outcome = mediadex::trash::trash(&store, d).expect("trash");
+            assert_eq!(outcome, mediadex::model::MoveOutcome::Trashed);
+        }
+    };
+    let config = ScanConfig {
+        pipeline: Settings {
+            commit_hook: Some(CommitHook(Arc::new(hook))),
+            ..Settings::default()
+        },
+        ..ScanConfig::default()
+    };
+    let run = support::scan_now_with(&env, lib.id, "", config);
+    assert_eq!(run.state, RunState::Completed, "{:?}", run.reason);
+    assert_eq!(support::digest(&path), saved, "the trash moved nothing");
+    assert!(lib.asset(d).trashed_at.is_some(), "the old picture is gone");
+    let live = env.store.assets(false).expect("live");
+    let shown: Vec<&Asset> = (live.iter())
+        .filter(|a| {
+            (a.paths.iter()).any(|p| p.rel_path_text == "d.png" && p.state == FileState::Present)
+        })
+        .collect();
+    assert_eq!(
+        shown.len(),
+        1,
+        "the re-saved photo is not in the index: {live:#?}"
+    );
+    assert_ne!(shown[0].id, d);
+    assert_eq!(live.len(), 6, "a..f, d as re-saved");
+}
+
 #[test]
 fn migration_21_keeps_the_rows_and_marks_a_row_another_writer_brought_back() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -262,6 +346,50 @@ fn migration_21_keeps_the_rows_and_marks_a_row_another_writer_brought_back() {
     assert_eq!(marks, [Some("back".to_string()), None]);
     let bad = conn.execute("UPDATE files SET read_again = 'guess' WHERE id = 1", []);
     assert!(bad.is_err(), "read_again is checked");
+}
+
+/// Migration 26 lists what an earlier version left (finding 18's restore made such an asset
+/// live): every asset that no file row names, for the next full scan's heal; and from then
+/// on, the trigger lists an asset when a relink takes its last row.
+#[test]
+fn migration_26_lists_the_assets_no_file_row_names_and_a_relink_that_takes_the_last_row() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("mediadex.db");
+    let open = |migrations| {
+        let options = mediadex::store::StoreOptions {
+            migrations,
+            ..support::options()
+        };
+        let clock = mediadex::clock::FakeClock::new(support::T0);
+        mediadex::store::Store::open(&path, clock, options)
+    };
+    let seed = "INSERT INTO libraries (id, name, root, created_at) VALUES (1, 'l', '/l', 1);
+        INSERT INTO assets (id, checksum, size, created_at)
+             VALUES (1, zeroblob(32), 1, 1), (2, randomblob(32), 1, 1), (3, randomblob(32), 1, 1);
+        INSERT INTO files (id, library_id, rel_path, rel_path_text, size, mtime_ns, dev, inode,
+                           asset_id, state, last_reason, first_seen_run, last_seen_run)
+             VALUES (1, 1, CAST('a.png' AS BLOB), 'a.png', 1, 1, 1, 1, 1, 'present', 'new', 3, 3),
+                    (2, 1, CAST('b.png' AS BLOB), 'b.png', 1, 1, 1, 2, 2, 'present', 'new', 3, 3);";
+    drop(open(support::schema_up_to(24, seed)).expect("a version-24 database"));
+    drop(open(mediadex::store::MIGRATIONS).expect("the upgrade"));
+    let conn = rusqlite::Connection::open(&path).expect("raw");
+    let listed = |conn: &rusqlite::Connection| -> Vec<i64> {
+        (conn.prepare("SELECT asset_id FROM unshown_assets ORDER BY asset_id"))
+            .expect("prepare")
+            .query_map([], |r| r.get(0))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("rows")
+    };
+    assert_eq!(listed(&conn), [3], "the asset no row names");
+    // b.png read as asset 1 (a copy of a.png now): asset 2 lost its last row.
+    conn.execute("UPDATE files SET asset_id = 1 WHERE id = 2", [])
+        .expect("relink");
+    assert_eq!(listed(&conn), [2, 3]);
+    // A row rewritten with its own asset lists nothing.
+    conn.execute("UPDATE files SET asset_id = 1, size = 2 WHERE id = 1", [])
+        .expect("rewrite");
+    assert_eq!(listed(&conn), [2, 3]);
 }
 
 #[test]

@@ -623,7 +623,8 @@ const LATER_ASSET_COLUMN: &str = "ALTER TABLE assets ADD COLUMN taken_at_source 
     ALTER TABLE assets ADD COLUMN motion_length INTEGER;
     ALTER TABLE assets ADD COLUMN live_video_id INTEGER;
     ALTER TABLE files ADD COLUMN read_again TEXT;
-    ALTER TABLE files ADD COLUMN beside TEXT;";
+    ALTER TABLE files ADD COLUMN beside TEXT;
+    CREATE TABLE unshown_assets (asset_id INTEGER PRIMARY KEY);";
 /// `LATER_ASSET_COLUMN` undone, before the upgrade adds them for real.
 const DROP_LATER_ASSET_COLUMN: &str = "ALTER TABLE assets DROP COLUMN taken_at_source;
     ALTER TABLE assets DROP COLUMN rating;
@@ -635,7 +636,8 @@ const DROP_LATER_ASSET_COLUMN: &str = "ALTER TABLE assets DROP COLUMN taken_at_s
     ALTER TABLE assets DROP COLUMN motion_length;
     ALTER TABLE assets DROP COLUMN live_video_id;
     ALTER TABLE files DROP COLUMN read_again;
-    ALTER TABLE files DROP COLUMN beside;";
+    ALTER TABLE files DROP COLUMN beside;
+    DROP TABLE unshown_assets;";
 
 /// The files written and indexed through a scan lease with the statements of the store, as
 /// an old schema allows (the pipeline needs the current one).
@@ -667,8 +669,9 @@ fn indexed_at_schema_3(env: &Env, files: &[(&str, u8)]) -> Lib {
 
 #[test]
 fn an_old_journal_upgrades_its_pending_moves_to_leased_work_and_keeps_its_last_trash() {
-    // The store's asset statements name the columns migrations 12 and 15 add: schema 3 gets
-    // them for the indexing, and loses them again (below) before the upgrade adds them for real.
+    // The store's asset statements name the columns migrations 12 and 15 add, and the heal
+    // the table of 26: schema 3 gets them for the indexing, and loses them again (below)
+    // before the upgrade adds them for real.
     let env = support::env_with(StoreOptions {
         migrations: support::schema_up_to(3, LATER_ASSET_COLUMN),
         ..support::options()
@@ -1107,6 +1110,84 @@ fn a_restore_that_put_no_file_back_is_rolled_back_and_says_why() {
     assert!(err.to_string().contains("no file"), "{err}");
     assert!(trashed(&env.store, a), "restored with no file back");
     assert!(env.store.pending_intents().expect("pending").is_empty());
+}
+
+/// Finding 19 (library_sim seed 10 step 849): a JPEG trashed with its stack's RAW, then its
+/// own file gone from the trash folder (the user emptied part of it). Its restore would
+/// put back the RAW alone: a restore flips the photo live only when a file of its own is
+/// back, so it is rolled back whole, the RAW's file back in the trash folder where the
+/// RAW's own restore finds it.
+#[test]
+fn a_restore_whose_own_files_are_gone_from_the_trash_folder_is_rolled_back_with_its_raw() {
+    let env = env();
+    let lib = library(&env, &[("a.png", 1), ("b.png", 2), ("c.png", 3)]);
+    crate::stacks::write_pair(&lib.root);
+    scan_now(&env, lib.id, "");
+    let jpeg = lib.asset(&env.store, "RawPair/DSC_0001.JPG");
+    let raw = lib.asset(&env.store, "RawPair/DSC_0001.DNG");
+    mediadex::trash::trash(&env.store, jpeg).expect("trash");
+    assert!(
+        trashed(&env.store, jpeg) && trashed(&env.store, raw),
+        "the RAW follows"
+    );
+    std::fs::remove_file(lib.in_trash(jpeg, "RawPair/DSC_0001.JPG")).expect("rm");
+    let raw_in_trash = lib.in_trash(raw, "RawPair/DSC_0001.DNG");
+    let raw_bytes = support::digest(&raw_in_trash);
+
+    let err = mediadex::trash::restore(&env.store, jpeg).expect_err("none of its own files");
+    assert!(matches!(err, TrashError::RolledBack { .. }), "{err:?}");
+    assert!(err.to_string().contains("of its own"), "{err}");
+    assert!(trashed(&env.store, jpeg), "flipped live without a file");
+    assert!(trashed(&env.store, raw), "the RAW stays with its photo");
+    assert_eq!(
+        support::digest(&raw_in_trash),
+        raw_bytes,
+        "put back in the trash"
+    );
+    assert!(!lib.root.join("RawPair/DSC_0001.DNG").exists());
+    assert!(env.store.pending_intents().expect("pending").is_empty());
+
+    // The RAW comes back on its own, and a full scan keeps what the folder shows.
+    let outcome = mediadex::trash::restore(&env.store, raw).expect("restore the RAW");
+    assert_eq!(outcome, MoveOutcome::Restored);
+    assert_eq!(
+        support::digest(&lib.root.join("RawPair/DSC_0001.DNG")),
+        raw_bytes
+    );
+    scan_now(&env, lib.id, "");
+    assert!(!trashed(&env.store, raw) && trashed(&env.store, jpeg));
+}
+
+/// Finding 18 (library_sim seed 80 step 300): a photo trashed as missing whose path was
+/// read since as another photo has no file row left: nothing of it is in a library or a
+/// trash folder. Its restore is refused, saying so, and it stays in the trash (a live
+/// photo with no file would hide a Live clip from the grid for good).
+#[test]
+fn a_restore_of_a_photo_with_no_file_left_is_refused_and_it_stays_in_the_trash() {
+    // Six, so that one file going stays under the circuit breaker's share.
+    let files = [("a", 1), ("b", 2), ("c", 3), ("d", 4), ("e", 5), ("f", 6)]
+        .map(|(stem, shade)| (format!("{stem}.png"), shade));
+    let files: Vec<(&str, u8)> = files.iter().map(|(p, s)| (p.as_str(), *s)).collect();
+    let env = env();
+    let lib = library(&env, &files);
+    let d = lib.asset(&env.store, "d.png");
+    std::fs::remove_file(lib.root.join("d.png")).expect("rm");
+    scan_now(&env, lib.id, "");
+    assert!(trashed(&env.store, d), "trashed as missing");
+    photo(&lib.root.join("d.png"), 40);
+    scan_now(&env, lib.id, "");
+    let y = lib.asset(&env.store, "d.png");
+    assert_ne!(y, d, "the path shows another photo now");
+
+    let err = mediadex::trash::restore(&env.store, d).expect_err("nothing to restore");
+    assert!(
+        matches!(err, TrashError::Store(StoreError::Conflict(_))),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("no file"), "{err}");
+    assert!(trashed(&env.store, d), "live with no file");
+    assert!(!trashed(&env.store, y));
+    assert!(move_job(&env.store, d).is_none());
 }
 
 // ---- issue 25: a trash path is unique per move -------------------------------------------
