@@ -1,7 +1,8 @@
 //! Face detection throughput: images per second through `RetinaFace::detect` (decode, EXIF
-//! orientation, scale to 1024 px long side, net, decode, NMS) on 1 and 2 rayon threads
-//! sharing one loaded model. The images are the test fixtures plus a 3000x2000 camera-sized
-//! JPEG, so decoding and downscaling a real photo is part of the figure.
+//! orientation, scale to 1024 px long side, net, decode, the closer look where it applies,
+//! NMS) on 1 and 2 rayon threads sharing one loaded model. `faces_detect_1024`: the test
+//! fixtures plus a 3000x2000 camera-sized JPEG, so decoding and downscaling a real photo is
+//! part of the figure; `faces_walk_1024px`: pictures 1024 px on the long side.
 //!
 //! Face embedding throughput: faces per second through `faces::align::chip` (the astronaut's
 //! landmarks on the 512x512 fixture) and `FaceEmbedder::embed`, on 1 and 2 rayon threads.
@@ -66,6 +67,49 @@ fn faces(c: &mut Criterion) {
     group.finish();
 }
 
+/// Eight pictures 1024 px on the long side, as a phone's export or a resized library holds
+/// them: the fixtures enlarged or cut, the astronaut's face, the cat, the rocket, the clock.
+fn pictures_1024(dir: &Path) -> Vec<PathBuf> {
+    let sized = [
+        ("astronaut.png", 1024, 1024),
+        ("chelsea.png", 1024, 681),
+        ("rocket.jpg", 1024, 683),
+        ("clock_motion.png", 1024, 768),
+    ];
+    let mut out = Vec::new();
+    for (name, w, h) in sized {
+        let path = dir.join(format!("{name}.1024.jpg"));
+        image::open(fixture(name))
+            .expect("fixture")
+            .resize_exact(w, h, FilterType::Triangle)
+            .to_rgb8()
+            .save_with_format(&path, ImageFormat::Jpeg)
+            .expect("write");
+        out.push(path);
+    }
+    out.iter().chain(out.iter()).cloned().collect()
+}
+
+/// The face walk's detection at 1024 px (issue 28 item 6's target: 5 pictures/s on 2 threads).
+fn faces_1024(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = pictures_1024(dir.path());
+    let det = RetinaFace::new().expect("model loads");
+    let mut group = c.benchmark_group("faces_walk_1024px");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(files.len() as u64));
+    for threads in [1usize, 2] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("pool");
+        group.bench_with_input(BenchmarkId::new("threads", threads), &threads, |b, _| {
+            b.iter(|| pool.install(|| detect_all(&det, &files)))
+        });
+    }
+    group.finish();
+}
+
 /// Eight faces: the astronaut's, aligned and embedded.
 fn embed_all(
     embedder: &FaceEmbedder,
@@ -104,5 +148,5 @@ fn embeddings(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, faces, embeddings);
+criterion_group!(benches, faces, faces_1024, embeddings);
 criterion_main!(benches);

@@ -51,3 +51,8 @@ cargo test --release --test it -- --ignored --exact \
     thumbs::heic_and_avif_fixtures_get_real_jpeg_thumbnails \
     faces::heic_and_avif_faces_are_found_through_heif_dec
 cargo test --release --lib -- --ignored --exact media::heif_dec::tests::heif_dec_decodes_the_fixtures_at_their_display_size
+# Faces and people (issue 28 items 6 and 7): recall and false faces on the manifest's counts,
+# and the corpus people (Extras/People) clustered as the people they are.
+if [ "$EXTRAS" = 1 ]; then
+    MEDIADEX_CORPUS="$WORK/lib" cargo test --release --test it corpus_people:: -- --ignored --nocapture
+fi

@@ -11,8 +11,11 @@
 //! declared size is over `MAX_SIDE` or `MAX_ALLOC_BYTES` of RGBA, so a walk worker's decode never
 //! holds more than `MAX_ALLOC_BYTES` of pixels, plus for a HEIF the PNG `heif-dec` wrote; HEIF
 //! through `heif-dec`, already upright) → apply EXIF orientation → scale the long side to
-//! `TARGET_LONG_SIDE` → run the net → decode priors → score threshold → NMS → map boxes and
-//! landmarks back to stored-pixel coordinates.
+//! `TARGET_LONG_SIDE` (enlarging at most `zoom::MAX_UPSCALE` times) → run the net → decode
+//! priors → keep candidates above `CANDIDATE_THRESHOLD` → for a picture much larger than the
+//! net's input, look again at its small candidates in windows of the picture at a larger
+//! scale (`zoom`) → NMS over both passes → `SCORE_THRESHOLD` → map boxes and landmarks back to
+//! stored-pixel coordinates.
 //!
 //! Must not import: store, queue, http, ops, rusqlite
 
@@ -24,19 +27,24 @@ mod for_walks;
 mod load;
 mod orient;
 mod retina;
+mod zoom;
 
 pub use align::CHIP_SIDE;
 pub use chips::{chips, chips_reader};
 pub use embed::{EMBEDDING_LEN, Embedding, FaceEmbedder};
 pub use for_walks::{EMBED_SCHEME, WalkDlib, WalkRetinaFace, walk_result};
 pub use load::{Decoded, MAX_ALLOC_BYTES, MAX_SIDE, open_with as open_with_decoder};
-pub use retina::{NMS_THRESHOLD, RetinaFace, SCORE_THRESHOLD, TARGET_LONG_SIDE};
+pub use retina::{
+    CANDIDATE_THRESHOLD, NMS_THRESHOLD, RetinaFace, SCORE_THRESHOLD, TARGET_LONG_SIDE,
+};
 
 use std::path::Path;
 
 /// Detector version stamped on stored faces (`faces_scheme`). Bump it when anything that
 /// changes the output changes: the model, the input size, the thresholds, the decode.
-pub const SCHEME: i64 = 1;
+/// 2 (issue 28 item 6): the closer look at small faces of big pictures, enlargement bounded
+/// to twice, the threshold 0.97; the face walk re-detects what scheme 1 stamped.
+pub const SCHEME: i64 = 2;
 
 /// A picture's pixels as shown (EXIF or RAW orientation applied), scaled down (a fast box
 /// filter) so that its long side is at most `long_side`: what face detection decodes (JPEG,

@@ -2605,7 +2605,7 @@ async fn faces_of_an_asset_are_redetected_listed_and_refused_where_they_cannot_b
             r.json()["detector_version"].as_i64(),
             r.json()["faces"].as_array().map(Vec::len)
         ),
-        (Some(1), Some(0))
+        (Some(mediadex::faces::SCHEME), Some(0))
     );
 
     // The list holds the assets with faces only.

@@ -12,6 +12,7 @@ mod content_hash;
 mod corpus_dates;
 mod corpus_metadata;
 mod corpus_motion;
+mod corpus_people;
 mod corpus_raw;
 mod corpus_scan;
 mod corpus_sidecars;
