@@ -138,6 +138,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "decode timeouts",
         sql: include_str!("../../schema/0024_decode_timeouts.sql"),
     },
+    Migration {
+        version: 27,
+        name: "checksum prefix",
+        sql: include_str!("../../schema/0027_checksum_prefix.sql"),
+    },
 ];
 
 pub(super) fn migrate(
