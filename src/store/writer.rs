@@ -66,16 +66,17 @@ pub struct GroupLimits {
 }
 
 impl Default for GroupLimits {
-    /// 65,536 files or 5 s, whichever comes first: a crash re-reads at most that (plus the
+    /// 65,536 files or 1 s, whichever comes first: a crash re-reads at most that (plus the
     /// batch being read), well under a minute of work, while a first index of 1,000,000
-    /// small files commits ~16 times instead of 245 (issue 29; docs/performance.md). Larger
-    /// groups wrote more, not less, in the model there: past the writer's page cache a
-    /// transaction spills its pages to the WAL before its commit. 5 s is half the busy
-    /// timeout another process waits for the write lock the open group holds.
+    /// small files commits tens of times instead of 245 (issue 29; docs/performance.md).
+    /// Larger groups wrote more, not less, in the model there: past the writer's page
+    /// cache a transaction spills its pages to the WAL before its commit. The age bounds
+    /// how long another process waits for the write lock an open group holds (it gets in
+    /// between two groups): with 5 s a cancel from another process took seconds to land.
     fn default() -> Self {
         GroupLimits {
             weight: 65_536,
-            age: Duration::from_secs(5),
+            age: Duration::from_secs(1),
         }
     }
 }
