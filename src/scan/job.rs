@@ -23,7 +23,7 @@ use crate::model::{
 use crate::queue::{
     CancelReason, Failure, GuardError, ScanDone, ScanHandler, WorkContext, WorkError,
 };
-use crate::store::{Store, StoreError};
+use crate::store::{Committed, Store, StoreError};
 use std::cell::Cell;
 use std::collections::HashSet;
 use std::ffi::OsString;
@@ -295,6 +295,8 @@ struct LeaseSink<'a> {
     /// Unchanged files not yet counted in the store.
     unchanged: u64,
     last_write: Instant,
+    /// The commits of batches that have run in the run's open write group, oldest first.
+    uncommitted: Vec<Committed>,
 }
 
 #[derive(Debug, Default, serde::Serialize)]
@@ -322,6 +324,33 @@ impl<'a> LeaseSink<'a> {
             last_poll: Cell::new(Instant::now()),
             unchanged: 0,
             last_write: Instant::now(),
+            uncommitted: Vec::new(),
+        }
+    }
+
+    /// Forgets the batches whose group has committed; the first that was rolled back stops
+    /// the run (nothing of its group landed, and a successor reads it again).
+    fn reap(&mut self) -> Result<(), SinkError> {
+        let settled = self
+            .uncommitted
+            .iter()
+            .take_while(|c| c.settled().is_some_and(|done| done.is_ok()))
+            .count();
+        self.uncommitted.drain(..settled);
+        match self.uncommitted.first().and_then(Committed::settled) {
+            Some(Err(e)) => Err(self.refused(e)),
+            _ => Ok(()),
+        }
+    }
+
+    fn refused(&self, e: StoreError) -> SinkError {
+        if e.is_lease_lost() {
+            self.ctx
+                .token()
+                .cancel(crate::queue::CancelReason::LeaseLost);
+            SinkError::LeaseLost
+        } else {
+            SinkError::Store(e)
         }
     }
 
@@ -379,7 +408,10 @@ impl Sink for LeaseSink<'_> {
                 read_with,
                 unchanged: std::mem::take(&mut self.unchanged),
             };
-            self.write(|s, l| s.ingest_batch_counting(l, library_id, ingest, &progress))?;
+            let (_, committed) =
+                self.write(|s, l| s.ingest_batch_grouped(l, library_id, ingest, &progress))?;
+            self.uncommitted.push(committed);
+            self.reap()?;
         } else if self.last_write.elapsed() >= CHECKPOINT_EVERY {
             let unchanged = std::mem::take(&mut self.unchanged);
             self.write(|s, l| s.scan_progress(l, library_id, &progress, unchanged))?;
@@ -387,6 +419,18 @@ impl Sink for LeaseSink<'_> {
             return Ok(());
         }
         self.last_write = Instant::now();
+        Ok(())
+    }
+
+    /// Every batch on disk before the run goes on to its end: the group commits now.
+    fn flush(&mut self) -> Result<(), SinkError> {
+        if self.uncommitted.is_empty() {
+            return Ok(());
+        }
+        self.store.settle().map_err(SinkError::Store)?;
+        for committed in std::mem::take(&mut self.uncommitted) {
+            committed.wait().map_err(|e| self.refused(e))?;
+        }
         Ok(())
     }
 

@@ -155,6 +155,11 @@ impl Batch {
 /// Where batches go. An error stops the run (the lease is lost, or the store failed).
 pub trait Sink {
     fn commit(&mut self, batch: Batch) -> Result<(), SinkError>;
+    /// Called once after the last batch: returns when every batch committed is on disk
+    /// (a sink may answer `commit` before its batch's transaction commits).
+    fn flush(&mut self) -> Result<(), SinkError> {
+        Ok(())
+    }
     /// Polled while batches are read: true once the run was cancelled.
     fn cancelled(&self) -> bool {
         false
@@ -439,7 +444,7 @@ fn consume(
                 committed?
             }
             Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => return Ok(()),
+            Err(RecvTimeoutError::Disconnected) => return sink.flush(),
         }
     }
 }

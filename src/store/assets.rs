@@ -15,8 +15,11 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 /// Every owner is `local` until households get accounts.
 pub(super) const LOCAL_OWNER: &str = "local";
 
-const FIND: &str =
-    "SELECT id, trashed_at IS NOT NULL FROM assets WHERE owner = ?1 AND checksum = ?2";
+/// Through `assets_checksum`, keyed by the checksum's first 8 bytes (migration 0027): the
+/// full checksum and the owner are compared on the rows it finds.
+const FIND: &str = "
+    SELECT id, trashed_at IS NOT NULL FROM assets
+     WHERE substr(checksum, 1, 8) = substr(?2, 1, 8) AND checksum = ?2 AND owner = ?1";
 pub(super) const INSERT: &str = "
     INSERT INTO assets (owner, checksum, size, mime, kind, width, height, display_width,
                         display_height, taken_local, taken_offset_minutes, make, model, lat, lon,
@@ -24,8 +27,7 @@ pub(super) const INSERT: &str = "
                         content_hash, content_hash_scheme, taken_at_source, content_identifier,
                         motion_offset, motion_length)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-            ?20, ?21, ?22, ?23, ?24, ?25, ?26)
-    ON CONFLICT (owner, checksum) DO NOTHING";
+            ?20, ?21, ?22, ?23, ?24, ?25, ?26)";
 /// Restore by id alone: whatever happened to the row since it was read, this either brings
 /// back the row that is still trashed or matches nothing.
 const RESTORE: &str = "
@@ -70,7 +72,8 @@ const SWEEP_ONE: &str = "
        AND NOT EXISTS (SELECT 1 FROM files WHERE asset_id = ?1 AND state = 'present')
     RETURNING checksum";
 /// Another owner's asset of the same bytes shares their cached thumbnail.
-const CHECKSUM_USED: &str = "SELECT EXISTS (SELECT 1 FROM assets WHERE checksum = ?1)";
+const CHECKSUM_USED: &str = "SELECT EXISTS (SELECT 1 FROM assets
+     WHERE substr(checksum, 1, 8) = substr(?1, 1, 8) AND checksum = ?1)";
 
 macro_rules! asset_cols {
     () => {
@@ -185,6 +188,8 @@ fn find(conn: &Connection, checksum: &[u8; 32]) -> Result<Option<(i64, bool)>, S
         .optional()?)
 }
 
+/// Inserts a new asset; the caller has looked its checksum up in the same transaction
+/// (`claim`): no index refuses a second row of one checksum any more (migration 0027).
 pub(super) fn insert(
     conn: &Connection,
     checksum: &[u8; 32],
@@ -193,11 +198,11 @@ pub(super) fn insert(
     content: Option<&ContentHash>,
     pending_run: i64,
     now: Millis,
-) -> Result<Option<i64>, StoreError> {
+) -> Result<i64, StoreError> {
     let f = facts;
     // No RETURNING: SQLite buffers RETURNING rows in an ephemeral table opened and closed on
     // every execution, which was a quarter of a first index's writer time.
-    let inserted = conn.prepare_cached(INSERT)?.execute(params![
+    conn.prepare_cached(INSERT)?.execute(params![
         LOCAL_OWNER,
         &checksum[..],
         size as i64,
@@ -225,7 +230,7 @@ pub(super) fn insert(
         f.embedded_video.map(|v| v.offset as i64),
         f.embedded_video.map(|v| v.length as i64)
     ])?;
-    Ok((inserted == 1).then(|| conn.last_insert_rowid()))
+    Ok(conn.last_insert_rowid())
 }
 
 /// Stamps the content hash a scan computed on an asset claimed for it, unless the asset has
@@ -262,7 +267,7 @@ pub(super) fn state(conn: &Connection, id: i64) -> Result<Option<bool>, StoreErr
         .optional()?)
 }
 
-/// How many times a claim re-reads after its write matched nothing. Inside the writer's
+/// How many times a claim reads again after a restore matched nothing. Inside the writer's
 /// IMMEDIATE transaction nothing can change between two statements, so one retry always
 /// settles; the bound only turns a bug into an error instead of a loop.
 const CLAIM_PASSES: usize = 4;
@@ -281,8 +286,10 @@ pub(super) struct ClaimFor<'a> {
 }
 
 /// Finds or makes the asset for a file's checksum (DESIGN.md section 6). A checksum not
-/// seen before (most files of a first index) costs one insert: the lookup happens only when
-/// the unique index says a row exists, and never surfaces as an error.
+/// seen before (most files of a first index) costs a lookup in the prefix index, which
+/// brings the leaf the insert then writes into the page cache, and the insert. Inside the
+/// writer's IMMEDIATE transaction nothing else can insert the checksum in between, so the
+/// lookup is what keeps an asset unique per checksum (migration 0027).
 pub(super) fn claim(
     conn: &Connection,
     want: &ClaimFor<'_>,
@@ -296,10 +303,6 @@ pub(super) fn claim(
         previous,
         run_id,
     } = *want;
-    if let Some(id) = insert(conn, checksum, size, facts, content, run_id, now)? {
-        super::sidecars::note_new(conn, id, &facts.notes)?;
-        return Ok((id, Claim::Created));
-    }
     let mut saw_trashed = false;
     for _ in 0..CLAIM_PASSES {
         match find(conn, checksum)? {
@@ -313,16 +316,14 @@ pub(super) fn claim(
                 saw_trashed = true;
             }
             None => {
-                if let Some(id) = insert(conn, checksum, size, facts, content, run_id, now)? {
-                    super::sidecars::note_new(conn, id, &facts.notes)?;
-                    let claim = if saw_trashed {
-                        Claim::Recreated
-                    } else {
-                        Claim::Created
-                    };
-                    return Ok((id, claim));
-                }
-                // The unique index said another row exists now: read it (never an error).
+                let id = insert(conn, checksum, size, facts, content, run_id, now)?;
+                super::sidecars::note_new(conn, id, &facts.notes)?;
+                let claim = if saw_trashed {
+                    Claim::Recreated
+                } else {
+                    Claim::Created
+                };
+                return Ok((id, claim));
             }
         }
     }

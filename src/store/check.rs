@@ -119,7 +119,8 @@ const FIND: &str = "
     SELECT id, trashed_at IS NOT NULL AND pending_run IS NULL
                AND NOT EXISTS (SELECT 1 FROM trash_intents t
                                 WHERE t.asset_id = assets.id AND t.state = 'pending')
-      FROM assets WHERE owner = ?1 AND checksum = ?2";
+      FROM assets WHERE substr(checksum, 1, 8) = substr(?2, 1, 8) AND checksum = ?2
+                    AND owner = ?1";
 /// The move a file joins: the asset's latest done trash, the one a restore reads.
 const LATEST_TRASH: &str = "
     SELECT max(move_id) FROM trash_intents
@@ -195,9 +196,8 @@ fn adopt(conn: &Connection, a: &Adoption, now: i64) -> Result<Adopted, StoreErro
         return Ok(Adopted::Joined(id));
     }
     let size = a.stamp.size;
-    let Some(id) = insert(conn, &a.checksum, size, &a.facts, None, 0, now)? else {
-        return Ok(find()?.map_or(Adopted::Known, |(id, _)| Adopted::Copy(id)));
-    };
+    // No asset has the checksum (`found` is None here), in this transaction.
+    let id = insert(conn, &a.checksum, size, &a.facts, None, 0, now)?;
     conn.prepare_cached(TRASH_ADOPTED)?
         .execute(params![id, now])?;
     record_trashed(conn, id, a, None, now)?;

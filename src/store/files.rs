@@ -17,7 +17,7 @@
 
 use super::assets::{ClaimFor, claim, restore, trash_if_orphan};
 use super::lease::{expect_one, lost};
-use super::{Store, StoreError, parse_col, problems, scan_runs, stacks};
+use super::{Committed, Store, StoreError, parse_col, problems, scan_runs, stacks};
 use crate::model::{
     BatchReport, Claim, Counter, FileReason, FileStamp, FinishReport, IngestBatch, IngestItem,
     ItemOutcome, KnownDir, KnownFile, Lease, MOVE_JOB_KIND, MediaFacts, Millis, Provenance,
@@ -179,6 +179,55 @@ fn fence(
         )));
     }
     Ok(scope)
+}
+
+/// The body of an ingest batch (see `Store::ingest_batch_counting`), in the caller's
+/// transaction.
+fn ingest(
+    conn: &Connection,
+    lease: &Lease,
+    library_id: i64,
+    batch: IngestBatch,
+    progress: &str,
+    now: Millis,
+) -> Result<BatchReport, StoreError> {
+    fence(conn, lease, library_id, Some(progress), now)?;
+    // Before the items: a photo this batch reads itself is read with the sidecar's
+    // bytes, and its write clears the mark.
+    mark_read_again(conn, library_id, &batch.read_again)?;
+    let unchanged = batch.unchanged as i64;
+    let mut counts = BTreeMap::from([(Provenance::Unchanged.as_str(), unchanged)]);
+    let mut report = BatchReport::default();
+    let known_present: HashSet<i64> = batch.known_present.iter().copied().collect();
+    for item in &batch.items {
+        let moved = moved_since_read(conn, library_id, item, &known_present)?;
+        // A new asset is inserted held by this run (`pending_run`).
+        let outcome = match moved {
+            Some(file_id) => ItemOutcome {
+                file_id,
+                asset_id: None,
+                claim: Claim::Moved,
+            },
+            None => ingest_one(conn, lease.id, library_id, item, now)?,
+        };
+        *counts
+            .entry(Provenance::from(item.reason).as_str())
+            .or_insert(0) += 1;
+        if outcome.claim == Claim::Duplicate {
+            *counts.entry(Provenance::Duplicate.as_str()).or_insert(0) += 1;
+        }
+        report.items.push(outcome);
+    }
+    mark_read_with_unknown(conn, library_id, &batch.read_with)?;
+    for file_id in batch.reclaim {
+        report
+            .items
+            .extend(self::reclaim(conn, library_id, file_id)?);
+    }
+    count_reasons(conn, lease.id, &counts)?;
+    count_hashed(conn, &batch.items)?;
+    problems::record(conn, lease.id, &batch.problems)?;
+    Ok(report)
 }
 
 fn count_reasons(
@@ -733,45 +782,30 @@ impl Store {
         progress: &str,
     ) -> Result<BatchReport, StoreError> {
         let (lease, progress) = (lease.clone(), progress.to_string());
-        self.write(move |conn, now| {
-            fence(conn, &lease, library_id, Some(&progress), now)?;
-            // Before the items: a photo this batch reads itself is read with the sidecar's
-            // bytes, and its write clears the mark.
-            mark_read_again(conn, library_id, &batch.read_again)?;
-            let unchanged = batch.unchanged as i64;
-            let mut counts = BTreeMap::from([(Provenance::Unchanged.as_str(), unchanged)]);
-            let mut report = BatchReport::default();
-            let known_present: HashSet<i64> = batch.known_present.iter().copied().collect();
-            for item in &batch.items {
-                let moved = moved_since_read(conn, library_id, item, &known_present)?;
-                // A new asset is inserted held by this run (`pending_run`).
-                let outcome = match moved {
-                    Some(file_id) => ItemOutcome {
-                        file_id,
-                        asset_id: None,
-                        claim: Claim::Moved,
-                    },
-                    None => ingest_one(conn, lease.id, library_id, item, now)?,
-                };
-                *counts
-                    .entry(Provenance::from(item.reason).as_str())
-                    .or_insert(0) += 1;
-                if outcome.claim == Claim::Duplicate {
-                    *counts.entry(Provenance::Duplicate.as_str()).or_insert(0) += 1;
-                }
-                report.items.push(outcome);
-            }
-            mark_read_with_unknown(conn, library_id, &batch.read_with)?;
-            for file_id in batch.reclaim {
-                report
-                    .items
-                    .extend(self::reclaim(conn, library_id, file_id)?);
-            }
-            count_reasons(conn, lease.id, &counts)?;
-            count_hashed(conn, &batch.items)?;
-            problems::record(conn, lease.id, &batch.problems)?;
-            Ok(report)
-        })
+        self.write(move |conn, now| ingest(conn, &lease, library_id, batch, &progress, now))
+    }
+
+    /// `ingest_batch_counting` as one operation of the run's write group (`writer`): it
+    /// answers once the batch has run, and shares its transaction with the run's next
+    /// batches until the group's limits (`GroupLimits`) or any other write commit it;
+    /// `Committed` says when it is on disk. The group commits only if the run's fence
+    /// still holds at that moment: all of its batches land, or none.
+    pub fn ingest_batch_grouped(
+        &self,
+        lease: &Lease,
+        library_id: i64,
+        batch: IngestBatch,
+        progress: &str,
+    ) -> Result<(BatchReport, Committed), StoreError> {
+        let (lease, progress) = (lease.clone(), progress.to_string());
+        let sealed = lease.clone();
+        let weight = (batch.items.len() + batch.reclaim.len()) as u64;
+        self.write_grouped(
+            lease.id,
+            weight,
+            move |conn, now| fence(conn, &sealed, library_id, None, now).map(|_| ()),
+            move |conn, now| ingest(conn, &lease, library_id, batch, &progress, now),
+        )
     }
 
     /// Records a scan's progress and counts `unchanged` files it saw since its last write

@@ -148,6 +148,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "unshown assets",
         sql: include_str!("../../schema/0026_unshown_assets.sql"),
     },
+    Migration {
+        version: 27,
+        name: "checksum prefix",
+        sql: include_str!("../../schema/0027_checksum_prefix.sql"),
+    },
 ];
 
 pub(super) fn migrate(

@@ -63,7 +63,7 @@ pub fn sqlite_version() -> &'static str {
 pub use problems::PER_RUN as PROBLEMS_PER_RUN;
 pub use scan_runs::{Admission, AdmissionOptions};
 pub use vet::{COMMAND_CHECK_BYTES, StartCheck, move_aside, salvage_libraries};
-pub use writer::WriteStats;
+pub use writer::{Committed, GroupLimits, WriteStats};
 
 use crate::clock::SharedClock;
 use crate::model::{Lease, Millis, Target};
@@ -117,6 +117,8 @@ pub struct StoreOptions {
     pub owner: String,
     /// How much of an existing file the start reads before trusting it (see `vet.rs`).
     pub check: StartCheck,
+    /// When a scan's batches sharing one transaction commit at the latest (`writer`).
+    pub group_limits: GroupLimits,
 }
 
 impl Default for StoreOptions {
@@ -129,6 +131,7 @@ impl Default for StoreOptions {
             migrations: MIGRATIONS,
             owner: process_owner().to_string(),
             check: StartCheck::Full,
+            group_limits: GroupLimits::default(),
         }
     }
 }
@@ -164,7 +167,7 @@ impl Store {
         let mut conn = conn::open_writer(path, &options)?;
         migrate::migrate(&mut conn, options.migrations, clock.now(), &options.owner)?;
         let reads = conn::read_pool(path, &options)?;
-        let writer = Writer::start(conn, options.max_batch)?;
+        let writer = Writer::start(conn, options.max_batch, options.group_limits)?;
         Ok(Store {
             inner: Arc::new(Inner {
                 writer,
@@ -217,6 +220,37 @@ impl Store {
     {
         let clock = self.inner.clock.clone();
         self.inner.writer.call(move |conn| op(conn, clock.now()))
+    }
+
+    /// `write` for an operation of group `id` (a scan run's batches): answered once it has
+    /// run, its commit answered apart (see `writer`). `seal` is run, with the time of the
+    /// commit, just before the group commits.
+    fn write_grouped<T, F, S>(
+        &self,
+        id: i64,
+        weight: u64,
+        seal: S,
+        op: F,
+    ) -> Result<(T, Committed), StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&rusqlite::Connection, Millis) -> Result<T, StoreError> + Send + 'static,
+        S: FnOnce(&rusqlite::Connection, Millis) -> Result<(), StoreError> + Send + 'static,
+    {
+        let (clock, sealed) = (self.inner.clock.clone(), self.inner.clock.clone());
+        let group = writer::Group {
+            id,
+            weight,
+            seal: Box::new(move |conn| seal(conn, sealed.now())),
+        };
+        let op = move |conn: &rusqlite::Connection| op(conn, clock.now());
+        self.inner.writer.call_grouped(group, op)
+    }
+
+    /// Waits until every write asked for before it has committed: a grouped operation's
+    /// open transaction commits now.
+    pub fn settle(&self) -> Result<(), StoreError> {
+        self.write(|_, _| Ok(()))
     }
 
     fn read<T>(

@@ -110,10 +110,12 @@ const BACK_TO: &str = "
                                                    ?2 - 1)),
                        '$.left', '$.revisit')";
 /// Keeps what a newer scheme stamped (a newer binary on the same database), except in a
-/// rollback (`?4`).
+/// rollback (`?4`). A stamp that is already there writes nothing: a walk started again
+/// over hashes it made before rewrote every row and index entry (issue 29).
 const STAMP_CONTENT: &str = "
     UPDATE assets SET content_hash = ?2, content_hash_scheme = ?3
-     WHERE id = ?1 AND (?4 OR content_hash_scheme IS NULL OR content_hash_scheme <= ?3)";
+     WHERE id = ?1 AND (?4 OR content_hash_scheme IS NULL OR content_hash_scheme <= ?3)
+       AND (content_hash IS NOT ?2 OR content_hash_scheme IS NOT ?3)";
 
 fn record(conn: &Connection, kind: WalkKindId) -> Result<Option<WalkRecord>, StoreError> {
     Ok(conn

@@ -33,6 +33,11 @@ pub trait WalkKind: Send + Sync + 'static {
     /// The scheme this process walks under (an override, a constant, a detector version).
     fn scheme(&self) -> i64;
     fn batch_size(&self) -> usize;
+    /// Bytes of files a batch may read at most (the first file of each asset counted); a
+    /// batch cut by it is not short. `None`: no bound but the count.
+    fn batch_bytes(&self) -> Option<u64> {
+        None
+    }
     /// The next batch after `after` of the assets `visit` names.
     fn select(
         &self,
@@ -152,8 +157,14 @@ impl<K: WalkKind> JobHandler for WalkJob<K> {
             Some(left) => left,
             None => (self.store).walk_left(kind.id(), payload.visit(scheme), payload.after)?,
         };
-        let batch = kind.select(&self.store, payload.after, payload.visit(scheme))?;
-        let short = batch.len() < kind.batch_size();
+        let mut batch = kind.select(&self.store, payload.after, payload.visit(scheme))?;
+        let mut short = batch.len() < kind.batch_size();
+        if kind
+            .batch_bytes()
+            .is_some_and(|bytes| cut_to_bytes(&mut batch, bytes))
+        {
+            short = false;
+        }
         let results = kind.process(&batch);
         let skipped = batch.len() - results.len();
         if skipped > 0 {
@@ -182,6 +193,22 @@ impl<K: WalkKind> JobHandler for WalkJob<K> {
         }
         Ok(JobDone::Committed)
     }
+}
+
+/// Keeps the assets of `batch` whose files (the first of each) add up to at most `bytes`,
+/// the first one always. Answers whether it left any out: the next row starts with them.
+fn cut_to_bytes(batch: &mut Vec<WalkAsset>, bytes: u64) -> bool {
+    let mut total = 0u64;
+    let keep = batch
+        .iter()
+        .position(|a| {
+            total = total.saturating_add(a.files.first().map_or(0, |f| f.stamp.size));
+            total > bytes
+        })
+        .map_or(batch.len(), |at| at.max(1));
+    let cut = keep < batch.len();
+    batch.truncate(keep);
+    cut
 }
 
 /// The payload this binary walks `job` under: the row's own, or a fresh one from the

@@ -1043,3 +1043,87 @@ fn the_sweep_keeps_a_thumbnail_that_another_owners_asset_of_the_same_bytes_shows
     assert!(env.store.asset(asset).unwrap().is_none(), "swept");
     assert!(cached.exists(), "the other owner's asset still shows it");
 }
+
+/// A store whose scan batches share a transaction until `weight` files (the age bound an
+/// hour away, so only the weight, another write or a seal decides).
+fn grouped_env(weight: u64) -> Env {
+    support::env_with(mediadex::store::StoreOptions {
+        group_limits: mediadex::store::GroupLimits {
+            weight,
+            age: std::time::Duration::from_secs(3600),
+        },
+        ..support::options()
+    })
+}
+
+fn grouped(
+    env: &Env,
+    lease: &Lease,
+    lib: i64,
+    items: Vec<IngestItem>,
+) -> Result<mediadex::store::Committed, StoreError> {
+    let batch = mediadex::model::IngestBatch {
+        items,
+        ..Default::default()
+    };
+    let (_, committed) = env.store.ingest_batch_grouped(lease, lib, batch, "p")?;
+    Ok(committed)
+}
+
+#[test]
+fn a_runs_batches_commit_together_at_the_group_bound_and_each_lands_whole() {
+    let env = grouped_env(4);
+    let lib = env.library("photos");
+    let lease = start_scan(&env, lib, "");
+    let one = vec![
+        item("a.jpg", 1, FileReason::New),
+        item("b.jpg", 2, FileReason::New),
+    ];
+    let first = grouped(&env, &lease, lib, one).unwrap();
+    assert!(
+        env.store.known_files(lib, "").unwrap().is_empty(),
+        "a batch below the group's bound is not on disk yet"
+    );
+    assert!(first.settled().is_none());
+    let two = vec![
+        item("c.jpg", 3, FileReason::New),
+        item("d.jpg", 4, FileReason::New),
+    ];
+    let second = grouped(&env, &lease, lib, two).unwrap();
+    second.wait().unwrap();
+    first.wait().unwrap();
+    assert_eq!(env.store.known_files(lib, "").unwrap().len(), 4);
+    assert_eq!(reasons(&env, lease.id), vec![(Provenance::New, 4)]);
+}
+
+#[test]
+fn a_group_whose_lease_expired_before_its_commit_lands_none_of_its_batches() {
+    let env = grouped_env(1_000);
+    let lib = env.library("photos");
+    let lease = start_scan(&env, lib, "");
+    let first = grouped(&env, &lease, lib, vec![item("a.jpg", 1, FileReason::New)]).unwrap();
+    let second = grouped(&env, &lease, lib, vec![item("b.jpg", 2, FileReason::New)]).unwrap();
+    // The laptop slept with the group open: the seal sees the lease expired at the commit.
+    env.clock.advance(TTL + 1);
+    env.store.settle().unwrap();
+    assert!(first.wait().unwrap_err().is_lease_lost());
+    assert!(second.wait().unwrap_err().is_lease_lost());
+    assert!(env.store.known_files(lib, "").unwrap().is_empty());
+    assert!(reasons(&env, lease.id).is_empty());
+    assert_eq!(env.counter(mediadex::model::Counter::FenceRejections), 1);
+}
+
+#[test]
+fn a_stale_batch_takes_its_groups_earlier_batches_back_with_it() {
+    let env = grouped_env(1_000);
+    let lib = env.library("photos");
+    let lease = start_scan(&env, lib, "");
+    let first = grouped(&env, &lease, lib, vec![item("a.jpg", 1, FileReason::New)]).unwrap();
+    env.clock.advance(TTL + 1);
+    let late = grouped(&env, &lease, lib, vec![item("b.jpg", 2, FileReason::New)]);
+    assert!(late.unwrap_err().is_lease_lost());
+    assert!(first.wait().unwrap_err().is_lease_lost());
+    assert!(env.store.known_files(lib, "").unwrap().is_empty());
+    let run = env.store.scan_run(lease.id).unwrap().unwrap();
+    assert_eq!(run.progress, None, "no progress of the group landed");
+}

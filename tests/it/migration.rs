@@ -772,3 +772,118 @@ fn migration_16_lets_the_walk_look_again_at_heif_pictures_stamped_without_faces(
         "HEIC, AVIF, HEIF without faces unstamped; a HEIC with faces and a JPEG kept"
     );
 }
+
+/// Migration 27 (issue 29): `assets` rebuilt without `UNIQUE (owner, checksum)`, its two
+/// checksum indexes keyed by the hashes' first 8 bytes. An index of version 24 keeps every
+/// asset with its id, content hash and trash state, and the AUTOINCREMENT counter (an id
+/// swept before is not issued again); the claim finds an old asset through the prefix index,
+/// so a copy of its bytes joins it instead of making a second asset of one checksum.
+#[test]
+fn migration_27_keys_the_checksum_indexes_by_a_prefix_and_keeps_every_asset() {
+    let (_dir, path, clock) = setup();
+    drop(
+        open(&path, &clock, "old:1:0001", support::schema_up_to(24, ""))
+            .expect("a version-24 database"),
+    );
+    raw(&path)
+        .execute_batch(
+            "INSERT INTO assets (id, checksum, size, kind, created_at, content_hash,
+                                 content_hash_scheme)
+                  VALUES (3, zeroblob(32), 1, 'image', 1, randomblob(32), 1);
+             INSERT INTO assets (id, checksum, size, kind, created_at, trashed_at, trash_reason)
+                  VALUES (5, randomblob(32), 1, 'image', 1, 9, 'user');
+             UPDATE sqlite_sequence SET seq = 40 WHERE name = 'assets';",
+        )
+        .expect("old assets");
+    let store = open(&path, &clock, "new:1:0002", MIGRATIONS).expect("the upgrade");
+    let old = store.asset(3).expect("read").expect("asset 3");
+    assert_eq!(old.checksum, [0; 32]);
+    assert!(old.content_hash.is_some());
+    assert!(
+        store
+            .asset(5)
+            .expect("read")
+            .expect("asset 5")
+            .trashed_at
+            .is_some()
+    );
+
+    let root = path.with_file_name("lib");
+    std::fs::create_dir_all(&root).expect("library dir");
+    let lib = store
+        .add_library("lib", &root.to_string_lossy())
+        .expect("library")
+        .id;
+    store
+        .request_scan(ScanRequest {
+            library_id: lib,
+            scope: String::new(),
+            trigger: Trigger::Manual,
+            watch_event: None,
+        })
+        .expect("request");
+    let (lease, _) = store.claim_scan_run(TTL).expect("claim").expect("a run");
+    let copy = mediadex::model::IngestItem {
+        rel_path: b"copy.jpg".to_vec(),
+        rel_path_text: "copy.jpg".into(),
+        stamp: mediadex::model::FileStamp {
+            size: 1,
+            mtime_ns: 1,
+            dev: 1,
+            inode: 1,
+        },
+        reason: mediadex::model::FileReason::New,
+        checksum: Some([0; 32]),
+        content_hash: None,
+        facts: Some(mediadex::model::MediaFacts::default()),
+        error: None,
+        namesake: false,
+    };
+    let report = store
+        .ingest_batch(&lease, lib, vec![copy], "")
+        .expect("ingest");
+    assert_eq!(report.items[0].asset_id, Some(3), "{report:?}");
+    assert_eq!(report.items[0].claim, mediadex::model::Claim::Duplicate);
+    drop(store);
+
+    let conn = raw(&path);
+    let indexes: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'assets'")
+        .expect("indexes")
+        .query_map([], |r| r.get(0))
+        .expect("rows")
+        .collect::<Result<_, _>>()
+        .expect("names");
+    assert!(
+        indexes.iter().any(|n| n == "assets_checksum"),
+        "{indexes:?}"
+    );
+    assert!(
+        indexes.iter().any(|n| n == "assets_content_hash"),
+        "{indexes:?}"
+    );
+    assert!(
+        !indexes
+            .iter()
+            .any(|n| n.starts_with("sqlite_autoindex_assets")),
+        "the full-width unique index is still there: {indexes:?}"
+    );
+    let seq: i64 = conn
+        .query_row(
+            "SELECT seq FROM sqlite_sequence WHERE name = 'assets'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("sequence");
+    assert_eq!(seq, 40, "the counter of ids ever issued went back");
+    let plan: String = conn
+        .query_row(
+            "EXPLAIN QUERY PLAN SELECT id FROM assets
+              WHERE substr(checksum, 1, 8) = substr(?1, 1, 8) AND checksum = ?1",
+            [vec![0u8; 32]],
+            |r| r.get(3),
+        )
+        .expect("plan");
+    assert!(plan.contains("assets_checksum"), "{plan}");
+    assert!(!asset_insert_is_ephemeral(&conn));
+}

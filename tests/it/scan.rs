@@ -268,7 +268,15 @@ fn slow_extract(path: &Path, bytes: Option<&[u8]>) -> mediadex::model::MediaFact
 
 #[test]
 fn a_cancelled_scan_stops_and_what_it_committed_stays_consistent() {
-    let env = env();
+    // Each batch of 8 commits on its own (a write group of one batch), so that progress
+    // shows, and the cancel lands, while most of the library is still to be read.
+    let env = support::env_with(mediadex::store::StoreOptions {
+        group_limits: mediadex::store::GroupLimits {
+            weight: 8,
+            age: Duration::from_secs(1),
+        },
+        ..support::options()
+    });
     let lib = library(&env);
     for i in 0..400 {
         photo(

@@ -1285,3 +1285,44 @@ fn a_face_walks_timed_out_decode_is_remembered_for_the_files_stamp() {
 fn a_similar_walks_timed_out_decode_is_remembered_for_the_files_stamp() {
     a_timed_out_decode_is_remembered_for_the_files_stamp(Which::Similar);
 }
+
+/// The content-hash walk with a byte budget of one file a batch, however many it selects.
+struct OneFileABatch(ContentHashWalk);
+
+impl WalkKind for OneFileABatch {
+    fn id(&self) -> WalkKindId {
+        self.0.id()
+    }
+    fn scheme(&self) -> i64 {
+        self.0.scheme()
+    }
+    fn batch_size(&self) -> usize {
+        self.0.batch_size()
+    }
+    fn batch_bytes(&self) -> Option<u64> {
+        Some(1)
+    }
+    fn process(&self, batch: &[WalkAsset]) -> WalkResults {
+        assert_eq!(batch.len(), 1, "the budget let a second file in");
+        self.0.process(batch)
+    }
+}
+
+/// A batch cut short by its byte budget (issue 29: batches of 8,192 small files, at most
+/// 512 MiB of large ones) is not the chain's last: the next row walks on from it, and the
+/// walk completes only after the last asset.
+#[test]
+fn a_walk_batch_cut_by_its_bytes_is_not_taken_for_the_last_one() {
+    let env = support::env();
+    let lib = seed(&env, 4);
+    let kind = WalkKindId::ContentHash;
+    walks::boot(&env.store, kind, 1, TTL).expect("boot");
+    let walk = OneFileABatch(ContentHashWalk {
+        scheme: 1,
+        batch: 100,
+    });
+    let handler = WalkJob::new(&env.store, Arc::new(walk));
+    assert_eq!(drain(&env.store, kind, &handler), 4, "one batch per file");
+    assert_eq!(content_stamps(&env.store, &lib.assets), vec![Some(1); 4]);
+    assert_eq!(env.store.walk_record(kind).unwrap().unwrap().scheme, 1);
+}
