@@ -352,7 +352,8 @@ fn claim_read(
         },
         now,
     )?;
-    if let (Some(content), Claim::Kept | Claim::Duplicate | Claim::Restored) = (content, claimed.1)
+    if let (Some(content), Claim::Kept | Claim::Duplicate | Claim::Restored | Claim::Held) =
+        (content, claimed.1)
     {
         super::assets::stamp_content(conn, claimed.0, content)?;
     }
@@ -411,7 +412,12 @@ pub(super) fn ingest_one(
     if let (Some((id, claim)), Some(facts)) = (claimed, &item.facts) {
         // A read of a file brings what lies beside it now (a sidecar created, changed or
         // deleted since) to its asset, or to its copy's share of it (finding 13).
-        if matches!(claim, Claim::Kept | Claim::Restored | Claim::Duplicate) {
+        // A file linked to an asset whose restore is in flight (`Held`) lends it its facts
+        // now: the restore that flips it reads nothing.
+        if matches!(
+            claim,
+            Claim::Kept | Claim::Restored | Claim::Held | Claim::Duplicate
+        ) {
             let joined = claim == Claim::Duplicate;
             super::sidecars::read_copy(conn, id, file_id, facts, joined)?;
         }
