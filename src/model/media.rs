@@ -188,6 +188,9 @@ string_enum!(
         Kept => "kept",
         /// A trashed asset had it: restored by id.
         Restored => "restored",
+        /// A trashed asset had it while a move of it is in flight: linked, left trashed;
+        /// the move ends it, and the next full scan heals what it left (finding 20).
+        Held => "held",
         /// The trashed asset was swept meanwhile: stored afresh under a new id.
         Recreated => "recreated",
         /// The file could not be read (no checksum): recorded with its error, link kept.

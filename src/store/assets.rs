@@ -7,8 +7,8 @@
 
 use super::{Store, StoreError};
 use crate::model::{
-    Asset, AssetPath, Claim, ContentHash, ContentTwins, DuplicateGroup, FileState, MediaFacts,
-    MediaKind, Millis, TakenAtSource, TrashReason,
+    Asset, AssetPath, Claim, ContentHash, ContentTwins, DuplicateGroup, FileState, MOVE_JOB_KIND,
+    MediaFacts, MediaKind, Millis, TakenAtSource, TrashReason,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -39,6 +39,17 @@ const STAMP_CONTENT: &str = "
     UPDATE assets SET content_hash = ?2, content_hash_scheme = ?3
      WHERE id = ?1 AND content_hash_scheme IS NOT ?3";
 const EXISTS: &str = "SELECT trashed_at IS NOT NULL FROM assets WHERE id = ?1";
+/// Whether a move that is not ended names asset ?1 (a pending intent of its, or any intent
+/// of a move whose job ?2 is still queued or running: a restore between two renames has
+/// settled some of its intents, and may yet roll them back). Read through the index
+/// `trash_intents_asset_move` (migration 0005).
+const MOVING: &str = "
+    SELECT EXISTS (SELECT 1 FROM trash_intents t
+                    WHERE t.asset_id = ?1
+                      AND (t.state = 'pending'
+                           OR EXISTS (SELECT 1 FROM jobs j
+                                       WHERE j.kind = ?2 AND j.state IN ('queued', 'running')
+                                         AND json_extract(j.payload, '$.move') = t.move_id)))";
 /// Trashes a live asset that no present file shows any more.
 const TRASH_IF_ORPHAN: &str = "
     UPDATE assets SET trashed_at = ?2, trash_reason = ?3
@@ -245,6 +256,14 @@ pub(super) fn stamp_content(
     Ok(())
 }
 
+/// Whether a move of asset `id` is in flight: a scan leaves such an asset as it is, in
+/// both directions (DESIGN.md section 6; finding 20).
+pub(super) fn in_flight(conn: &Connection, id: i64) -> Result<bool, StoreError> {
+    Ok(conn
+        .prepare_cached(MOVING)?
+        .query_row(params![id, MOVE_JOB_KIND], |r| r.get(0))?)
+}
+
 /// Restores a trashed asset by id alone. `false`: the row is no longer trashed (or gone).
 /// A walk chain that skipped it while it was trashed goes back for it (`walks::made_live`).
 pub(super) fn restore(conn: &Connection, id: i64) -> Result<bool, StoreError> {
@@ -308,6 +327,11 @@ pub(super) fn claim(
         match find(conn, checksum)? {
             Some((id, false)) if previous == Some(id) => return Ok((id, Claim::Kept)),
             Some((id, false)) => return Ok((id, Claim::Duplicate)),
+            // A restore between its renames may yet roll back and move this very file into
+            // the trash again (finding 20): the file is linked, and the asset left to the
+            // move's holder or whoever carries it on; the next full scan after the move
+            // ended heals what it left (`files::reclaim`).
+            Some((id, true)) if in_flight(conn, id)? => return Ok((id, Claim::Held)),
             Some((id, true)) => {
                 if restore(conn, id)? {
                     return Ok((id, Claim::Restored));

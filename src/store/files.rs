@@ -15,7 +15,7 @@
 //! completion. A file a move settled after the scan read it is not written back, unless
 //! the scan read other bytes than the move took (a re-save the move left in place).
 
-use super::assets::{ClaimFor, claim, restore, trash_if_orphan};
+use super::assets::{ClaimFor, claim, in_flight, restore, trash_if_orphan};
 use super::lease::{expect_one, lost};
 use super::{Committed, Store, StoreError, parse_col, problems, scan_runs, stacks};
 use crate::model::{
@@ -401,7 +401,8 @@ fn claim_read(
         },
         now,
     )?;
-    if let (Some(content), Claim::Kept | Claim::Duplicate | Claim::Restored) = (content, claimed.1)
+    if let (Some(content), Claim::Kept | Claim::Duplicate | Claim::Restored | Claim::Held) =
+        (content, claimed.1)
     {
         super::assets::stamp_content(conn, claimed.0, content)?;
     }
@@ -460,7 +461,12 @@ pub(super) fn ingest_one(
     if let (Some((id, claim)), Some(facts)) = (claimed, &item.facts) {
         // A read of a file brings what lies beside it now (a sidecar created, changed or
         // deleted since) to its asset, or to its copy's share of it (finding 13).
-        if matches!(claim, Claim::Kept | Claim::Restored | Claim::Duplicate) {
+        // A file linked to an asset whose restore is in flight (`Held`) lends it its facts
+        // now: the restore that flips it reads nothing.
+        if matches!(
+            claim,
+            Claim::Kept | Claim::Restored | Claim::Held | Claim::Duplicate
+        ) {
             let joined = claim == Claim::Duplicate;
             super::sidecars::read_copy(conn, id, file_id, facts, joined)?;
         }
@@ -481,7 +487,11 @@ pub(super) fn ingest_one(
 /// (DESIGN.md section 6: the index heals itself). By id alone, and only while the row is
 /// still present: a trash that moved the file since keeps its asset trashed. `None` when
 /// there was nothing to restore (restored or swept meanwhile: a swept asset leaves the row
-/// without a link, and the next scan stores the file afresh).
+/// without a link, and the next scan stores the file afresh). Nor while a move is in
+/// flight for it (finding 20): a restore between its renames may yet roll back and move
+/// this very file into the trash again, so its holder, or whoever carries it on, ends it,
+/// and the next full scan heals what it left, as the trashing direction does
+/// (`LIVE_OF_MISSING`).
 fn reclaim(
     conn: &Connection,
     library_id: i64,
@@ -494,7 +504,7 @@ fn reclaim(
     let Some(id) = asset.flatten() else {
         return Ok(None);
     };
-    if !restore(conn, id)? {
+    if in_flight(conn, id)? || !restore(conn, id)? {
         return Ok(None);
     }
     super::sidecars::follow_first(conn, id)?;

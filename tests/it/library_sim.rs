@@ -2721,15 +2721,16 @@ fn finding_19_a_restore_that_put_back_only_its_raw_leaves_the_photo_in_the_trash
     replay(19, 20, 953);
 }
 
-/// Finding 20, open (found by the debug soak of 150 seeds x 400 steps once 17-19 were fixed):
+/// Finding 20 (found by the debug soak of 150 seeds x 400 steps once 17-19 were fixed):
 /// a restore crashed after its first rename (the file back, its row present, the asset
 /// still trashed); a full scan meets the present unchanged file and restores the asset by
 /// id; the carried-on restore then finds another file at its second destination, rolls
 /// back and moves the first file into the trash again, leaving the asset live without a
 /// file: "live asset 115's only file was moved into lib0/.mediadex-trash/6-11/IMG_2.jpg".
-/// No knob holds it back yet (no action of its own: a crashed restore, a scan, a path taken).
+/// Fixed: a scan leaves an asset whose move is in flight as it is, in both directions
+/// (`store::assets::in_flight`; the rule's test is
+/// `trash::a_scan_during_a_held_restore_leaves_the_asset_to_the_move_and_its_rollback_loses_nothing`).
 #[test]
-#[ignore = "finding 20: a scan's reclaim during a held restore that is then rolled back leaves a live asset whose file is in the trash; unfixed"]
 fn finding_20_a_restore_rolled_back_after_a_scan_reclaimed_its_asset_leaves_it_in_the_trash() {
     replay(20, 76, 402);
 }

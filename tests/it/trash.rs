@@ -1004,6 +1004,82 @@ fn a_carried_on_restore_never_takes_a_file_saved_at_its_destination_for_its_own(
     assert_eq!(lib.asset(&env.store, "a.png"), y);
 }
 
+/// Finding 20 (library_sim seed 76 step 402): a restore dies after its first rename is
+/// settled (that file back in the library, its row present, the asset still trashed); the
+/// user saves another picture at its second destination; a full scan meets the first file
+/// present and unchanged. The scan leaves the asset to its move (DESIGN.md section 6: the
+/// move's holder, or whoever carries it on, ends it): the carried-on restore finds its
+/// destination taken and rolls back whole, so the asset stays trashed with both its files
+/// in the trash folder, and the next full scan leaves it so.
+#[test]
+fn a_scan_during_a_held_restore_leaves_the_asset_to_the_move_and_its_rollback_loses_nothing() {
+    let env = env();
+    let lib = library(&env, &[("a.png", 1), ("c.png", 1), ("b.png", 2)]);
+    let x = lib.asset(&env.store, "a.png");
+    mediadex::trash::trash(&env.store, x).expect("trash");
+    let second = std::sync::Mutex::new(None);
+    let hooks = before_rename(1, |_: &Path, to: &Path| {
+        *second.lock().expect("lock") = Some(to.to_path_buf());
+        panic!("killed before the second rename");
+    });
+    let begun = env.store.begin_restore(x, TTL, None).expect("begin");
+    let config = MoveConfig {
+        ttl: TTL,
+        ..MoveConfig::default()
+    };
+    let died = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        mediadex::trash::run(&env.store, begun, &config, &hooks)
+    }));
+    assert!(died.is_err(), "the restore was killed");
+    let taken = second
+        .lock()
+        .expect("lock")
+        .clone()
+        .expect("a second rename");
+    let first = ["a.png", "c.png"]
+        .map(|p| lib.root.join(p))
+        .into_iter()
+        .find(|p| *p != taken)
+        .expect("the first destination");
+    assert!(first.exists(), "the first file is back in the library");
+    photo(&taken, 7);
+
+    // The first scan reads the file that came back; the second meets it unchanged.
+    for scan in ["first", "second"] {
+        scan_now(&env, lib.id, "");
+        assert!(
+            trashed(&env.store, x),
+            "the {scan} scan restored an asset whose move is in flight"
+        );
+    }
+    abandon(&env);
+    assert_eq!(
+        mediadex::trash::finish_abandoned(&env.store, &MoveConfig::default()).expect("carry on"),
+        1
+    );
+    assert!(env.store.pending_intents().expect("pending").is_empty());
+    assert!(
+        trashed(&env.store, x),
+        "the rolled-back restore left the asset live with its files in the trash folder"
+    );
+    for rel in ["a.png", "c.png"] {
+        assert!(
+            lib.in_trash(x, rel).exists(),
+            "{rel} of the trashed asset is not in its trash folder"
+        );
+    }
+    assert!(
+        !first.exists(),
+        "the rolled-back file was left in the library"
+    );
+    assert!(taken.exists(), "the user's new picture was moved");
+    scan_now(&env, lib.id, "");
+    assert!(
+        trashed(&env.store, x),
+        "a live asset whose files are in the trash"
+    );
+    agrees(&env);
+}
 /// A holder that pauses (a laptop lid, SIGSTOP) right before its rename, past its ttl.
 struct PausedPastTtl<'a>(&'a Env);
 
