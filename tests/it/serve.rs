@@ -239,6 +239,8 @@ fn a_missing_library_at_start_is_listed_unavailable_and_the_service_serves() {
             began.elapsed() < Duration::from_secs(30),
             "the folder, back, was never scanned: {body}"
         );
+        // A poll of the child's state, not a race: the loop waits for the outcome itself
+        // (the photo listed), and the sleep only spaces the requests.
         std::thread::sleep(Duration::from_millis(50));
     }
     let listed = libraries(&addr);
