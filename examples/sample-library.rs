@@ -3,7 +3,9 @@
 //! year and a half, with EXIF capture times, two cameras, GPS on every third, and one
 //! byte-identical copy, so the grid has months, the filters have something to filter and
 //! duplicates show. `--sparse` spreads them thinly instead, one to three a month from 2015 on
-//! (no copy), for the grid's months that hold a single short row.
+//! (no copy), for the grid's months that hold a single short row. `--similar` writes COUNT
+//! near copies of one picture unlike the landscapes (each a size smaller than the last), for
+//! a small group in the Similar view: the landscapes themselves all look alike.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
 use exif::experimental::Writer;
@@ -13,12 +15,13 @@ use std::path::Path;
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
-    let usage = || anyhow::anyhow!("usage: sample-library DIR [COUNT] [--sparse]");
+    let usage = || anyhow::anyhow!("usage: sample-library DIR [COUNT] [--sparse|--similar]");
     let dir = args.next().ok_or_else(usage)?;
     let count: u32 = args.next().map(|c| c.parse()).transpose()?.unwrap_or(36);
     let sparse = match args.next().as_deref() {
         None => false,
         Some("--sparse") => true,
+        Some("--similar") => return near_copies(Path::new(&dir), count),
         Some(_) => return Err(usage()),
     };
     let dir = Path::new(&dir);
@@ -43,6 +46,38 @@ fn main() -> anyhow::Result<()> {
     }
     let copy = if sparse { "" } else { " (and one copy)" };
     println!("wrote {count} photos{copy} under {}", dir.display());
+    Ok(())
+}
+
+/// `count` JPEGs of one picture, dark left and bright right around a ring (nothing like a
+/// landscape's light top and green bottom), each 24 px narrower than the last, dated 2012.
+fn near_copies(dir: &Path, count: u32) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    for i in 0..count {
+        let (w, h) = (240 - 24 * i.min(8), 180 - 18 * i.min(8));
+        let img = image::RgbImage::from_fn(w, h, |x, y| {
+            let (fx, fy) = (x * 100 / w, y * 100 / h);
+            let r2 = fx.abs_diff(50).pow(2) + fy.abs_diff(50).pow(2);
+            let v = if (400..900).contains(&r2) {
+                250
+            } else if fx < 50 {
+                20
+            } else {
+                200
+            };
+            image::Rgb([v as u8, (v / 2) as u8, (255 - v) as u8])
+        });
+        let path = dir.join(format!("SIM_{}.JPG", i + 1));
+        img.save(&path)?;
+        // No EXIF: the file time dates them, in 2012, at the grid's far end, out of the way of
+        // the page test's first tiles.
+        let june_2012 = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_339_761_600);
+        std::fs::File::options()
+            .write(true)
+            .open(&path)?
+            .set_modified(june_2012)?;
+    }
+    println!("wrote {count} near copies under {}", dir.display());
     Ok(())
 }
 

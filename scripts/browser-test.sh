@@ -30,6 +30,9 @@ cleanup() {
 trap cleanup EXIT
 target/release/examples/sample-library "$WORK/library" "$COUNT"
 target/release/examples/sample-library "$WORK/sparse" 60 --sparse
+# The landscapes all look alike (one big Similar group): three near copies of another picture
+# make the small group whose Keep the layout test presses.
+target/release/examples/sample-library "$WORK/library/Similar" 3 --similar
 # A problem for the run list to open: a link out of the library (never followed, no tile).
 ln -s / "$WORK/sparse/outside"
 PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"

@@ -18,6 +18,8 @@ pub struct NewJob {
     pub unique_key: Option<String>,
     pub payload: String,
     pub max_attempts: i64,
+    /// How long after its insert the row is first due (0: now).
+    pub delay: Millis,
 }
 
 impl NewJob {
@@ -27,6 +29,7 @@ impl NewJob {
             unique_key: None,
             payload: payload.into(),
             max_attempts: 5,
+            delay: 0,
         }
     }
 
@@ -37,6 +40,12 @@ impl NewJob {
 
     pub fn max_attempts(mut self, n: i64) -> Self {
         self.max_attempts = n.max(1);
+        self
+    }
+
+    /// First due `ms` after its insert (`Store::enqueue_now` of its key makes it due now).
+    pub fn delayed(mut self, ms: Millis) -> Self {
+        self.delay = ms.max(0);
         self
     }
 }

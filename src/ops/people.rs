@@ -74,10 +74,10 @@ pub fn reject(s: &Services, face: i64, person: i64) -> Result<(), Error> {
     Ok(s.store.reject_face(face, person)??)
 }
 
-/// Queues the "recluster all" job (the live one when one waits); answers whether a new one
-/// was queued.
+/// Queues the "recluster all" job (the live one when one waits, made due now: a walk's end
+/// puts its recluster off); answers whether a new one was queued.
 pub fn recluster(s: &Services) -> Result<bool, Error> {
-    let enqueued = s.store.enqueue(crate::store::recluster_job())?;
+    let enqueued = s.store.enqueue_now(crate::store::recluster_job())?;
     (s.wake)();
     Ok(enqueued.created)
 }

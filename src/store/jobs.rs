@@ -50,12 +50,14 @@ pub struct Enqueued {
 
 const INSERT: &str = "
     INSERT INTO jobs (kind, unique_key, payload, max_attempts, run_at, created_at, updated_at)
-    VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?5)
+    VALUES (?1, ?2, ?3, ?4, ?5 + ?6, ?5, ?5)
     ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')
     DO NOTHING
     RETURNING id";
 const LIVE_BY_KEY: &str =
     "SELECT id FROM jobs WHERE unique_key = ?1 AND state IN ('queued', 'running')";
+/// A queued row made due now (`Store::enqueue_now`).
+const DUE_NOW: &str = "UPDATE jobs SET run_at = min(run_at, ?2) WHERE id = ?1 AND state = 'queued'";
 
 /// A field of a walk chain row's payload (`scheme`: the scheme it walks; `by`: the process
 /// that enqueued it); NULL when the payload names none or is unreadable.
@@ -212,7 +214,14 @@ pub(super) fn insert(conn: &Connection, job: &NewJob, now: Millis) -> Result<Enq
     let created: Option<i64> = conn
         .prepare_cached(INSERT)?
         .query_row(
-            params![job.kind, job.unique_key, job.payload, job.max_attempts, now],
+            params![
+                job.kind,
+                job.unique_key,
+                job.payload,
+                job.max_attempts,
+                now,
+                job.delay
+            ],
             |r| r.get(0),
         )
         .optional()?;
@@ -311,6 +320,19 @@ impl Store {
     /// is queued or running (the partial unique index decides, not a prior read).
     pub fn enqueue(&self, job: NewJob) -> Result<Enqueued, StoreError> {
         self.write(move |conn, now| insert(conn, &job, now))
+    }
+
+    /// `enqueue`, and when a row of the same key already waits (a delayed one, a retry's
+    /// backoff), that row is made due now: a user's "do it now" on what a walk put off.
+    pub fn enqueue_now(&self, job: NewJob) -> Result<Enqueued, StoreError> {
+        self.write(move |conn, now| {
+            let enqueued = insert(conn, &job, now)?;
+            if !enqueued.created {
+                conn.prepare_cached(DUE_NOW)?
+                    .execute(params![enqueued.id, now])?;
+            }
+            Ok(enqueued)
+        })
     }
 
     /// `enqueue` with a unique key: at most one live job per key, across threads and

@@ -21,6 +21,7 @@ use crate::model::{
 use rusqlite::{Connection, OptionalExtension, params};
 
 const RECORD: &str = "SELECT kind, scheme, seen, completed_at FROM walks WHERE kind = ?1";
+const WALKED_SCHEME: &str = "SELECT scheme FROM walks WHERE kind = ?1";
 /// At start: create the record, clamp `scheme` down to this binary's, raise `seen` to it.
 const START: &str = "
     INSERT INTO walks (kind, scheme, seen, updated_at) VALUES (?1, 0, ?2, ?3)
@@ -232,13 +233,23 @@ pub(super) fn made_live(conn: &Connection, id: i64) -> Result<(), StoreError> {
 
 /// Asset `id`'s faces were just detected anew (a face walk's batch, a one-off redetection):
 /// their descriptors follow in the same transaction. The live embedding chain is marked to go
-/// back for it (`REVISIT`), and without one a chain is queued; it carries no scheme, so the
-/// binary that claims it walks it under its own embedder from the beginning (a stamped asset
-/// is no work).
+/// back for it (`REVISIT`), and without one a chain is queued. That one carries no scheme (the
+/// binary that claims it walks under its own embedder) but the cursor just before `id` and the
+/// scheme the walk record says was walked to the end (`since`): a claimer of that scheme
+/// starts at `id`, since every asset without the stamp either queued or marked a live chain
+/// after that end; any other starts from the beginning. Without the cursor, each batch of a
+/// face walk restarted the embedding walk from the first asset, whose visit grew with the
+/// library.
 pub(super) fn faces_replaced(conn: &Connection, id: i64, now: Millis) -> Result<(), StoreError> {
     let kind = WalkKindId::Embeddings.job_kind();
     conn.prepare_cached(REVISIT)?.execute(params![kind, id])?;
-    let chain = crate::model::NewJob::new(kind, "{}")
+    let since: i64 = conn
+        .prepare_cached(WALKED_SCHEME)?
+        .query_row([WalkKindId::Embeddings.as_str()], |r| r.get(0))
+        .optional()?
+        .unwrap_or(0);
+    let payload = serde_json::json!({ "after": id - 1, "since": since }).to_string();
+    let chain = crate::model::NewJob::new(kind, payload)
         .unique(kind)
         .max_attempts(10);
     jobs::insert(conn, &chain, now)?;

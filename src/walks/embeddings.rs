@@ -5,7 +5,7 @@
 //! new embedder re-embeds what it has not seen, a crash redoes at most one batch, and a
 //! `--restart` re-visits every picture but embeds nothing twice. The new faces then join,
 //! at once, the person they are near (`people::cluster::assign`), in the batch's fenced
-//! commit; the others wait for the recluster that the walk's completion queues.
+//! commit; the others wait for the recluster that the walk's completion queues (a minute later).
 //!
 //! The encoder is a trait object (`faces::WalkDlib` implements it), so that the walks do
 //! not import the model. A file is used only if it still holds the asset's bytes
@@ -41,6 +41,10 @@ pub trait FaceEncoder: Send + Sync + 'static {
 /// Pictures per batch: a face takes tens of milliseconds and a picture a decode, so a
 /// batch commits well within a lease.
 pub const BATCH: usize = 32;
+
+/// How long the recluster a walk's end asks for waits (ms): the asks of a face walk's
+/// batches within it are one recluster.
+pub const RECLUSTER_AFTER: crate::model::Millis = 60_000;
 
 pub struct EmbeddingsWalk {
     pub encoder: Arc<dyn FaceEncoder>,
@@ -235,8 +239,11 @@ impl WalkKind for EmbeddingsWalk {
     }
 
     /// The faces that joined nobody wait: a walk that reached the end asks for a recluster,
-    /// which tries them all again (and makes new people of the crowds among them).
+    /// which tries them all again (and makes new people of the crowds among them). It is put
+    /// off a minute: during a face walk each batch's faces make a short embedding chain
+    /// whose end asks again, and a recluster reads every vector; the asks of that minute
+    /// are one recluster (the job's key is unique while it waits).
     fn on_complete(&self) -> Option<NewJob> {
-        Some(crate::store::recluster_job())
+        Some(crate::store::recluster_job().delayed(RECLUSTER_AFTER))
     }
 }

@@ -82,6 +82,10 @@ pub struct Payload {
     pub rollback: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub left: Option<i64>,
+    /// On a row without a scheme: the scheme the walk record said was walked to the end when
+    /// the row was queued. A claimer of that scheme keeps the row's cursor (`after`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<i64>,
 }
 
 impl Payload {
@@ -211,8 +215,10 @@ fn cut_to_bytes(batch: &mut Vec<WalkAsset>, bytes: u64) -> bool {
     cut
 }
 
-/// The payload this binary walks `job` under: the row's own, or a fresh one from the
-/// beginning when the row walks another scheme or none. A row of a higher scheme reaches
+/// The payload this binary walks `job` under: the row's own; the row's cursor under this
+/// scheme when the row has no scheme but was queued after a walk to the end under this one
+/// (a re-detection's: `store::walks::faces_replaced`); or a fresh one from the beginning when
+/// the row walks another scheme or none. A row of a higher scheme reaches
 /// this binary only once no newer binary holds a lease on it (the claim's rule): a rollback,
 /// which re-stamps what the newer scheme stamped.
 fn walk_payload(kind: WalkKindId, scheme: i64, job: &Job) -> Payload {
@@ -233,6 +239,11 @@ fn walk_payload(kind: WalkKindId, scheme: i64, job: &Job) -> Payload {
                 ..Payload::fresh(scheme, payload.force)
             }
         }
+        None if payload.since == Some(scheme) => Payload {
+            scheme: Some(scheme),
+            since: None,
+            ..payload
+        },
         from => {
             tracing::info!(
                 walk = %kind,

@@ -127,7 +127,7 @@ try {
 
   step("Activity says what is happening in words; leases, schemes and attempts are behind Details");
   const now = await page.locator("#now li").allInnerTexts();
-  assert.ok(now.length >= 1 && now.every((t) => /^(Nothing is running|Scanning |Waiting to scan |Fingerprinting|Finding faces|Comparing)/.test(t)),
+  assert.ok(now.length >= 1 && now.every((t) => /^(Nothing is running|Scanning |Waiting to scan |Fingerprinting|Finding faces|Comparing|Recognising people)/.test(t)),
     `the Now list in words: ${JSON.stringify(now)}`);
   const shown = await page.locator("#view-activity").innerText();
   assert.doesNotMatch(shown, /Force release|\blease|\bscheme|generation|attempts/i,

@@ -275,6 +275,82 @@ fn a_redetected_face_is_re_embedded_and_nothing_else() {
     assert_eq!(count(&env, "SELECT count(*) FROM face_vectors"), 4);
 }
 
+/// A face walk's batch re-detects pictures far into the library: the embedding chain it
+/// queues starts at the picture when the walk had reached the end under the claimer's
+/// embedder (before: every batch's chain began again at the first asset, a visit that grew
+/// with the library), and from the beginning under any other embedder.
+#[test]
+fn a_redetections_chain_starts_at_its_picture_under_the_embedder_that_walked_to_the_end() {
+    let env = support::env();
+    let names = ["01-A.jpg", "02-A.jpg", "03-A.jpg", "04-AB.jpg", "05-B.jpg"];
+    let ids = photos(&env, &names);
+    let v1 = Fake::new(1);
+    walk(&env, &v1, 8);
+    // An asset behind the re-detected one without its stamp (the record says walked to the
+    // end, so none should be): only a chain that started at the beginning stamps it.
+    env.raw()
+        .execute(
+            "UPDATE assets SET embed_scheme = NULL WHERE id = ?1",
+            [ids["02-A.jpg"]],
+        )
+        .unwrap();
+    detect(&env, ids["04-AB.jpg"], "04-AB.jpg");
+    let row = env
+        .store
+        .live_job(KIND.job_kind())
+        .unwrap()
+        .expect("a chain");
+    let payload = walks::Payload::parse(&row.payload);
+    assert_eq!(
+        (payload.after, payload.since),
+        (ids["04-AB.jpg"] - 1, Some(1))
+    );
+    assert_eq!(drain(&env, &walk_of(&env.store, v1.clone(), 8)), 1);
+    assert_eq!(
+        embed_stamps(&env, &ids),
+        vec![Some(1), None, Some(1), Some(1), Some(1)],
+        "the chain began at 04"
+    );
+    // A binary of another embedder claims the next such chain: it walks from the beginning.
+    detect(&env, ids["04-AB.jpg"], "04-AB.jpg");
+    let v2 = Fake::new(2);
+    assert_eq!(drain(&env, &walk_of(&env.store, v2.clone(), 8)), 1);
+    assert_eq!(v2.embedded(), 6, "every face of every picture");
+    assert_eq!(embed_stamps(&env, &ids), vec![Some(2); 5]);
+}
+
+/// The recluster a walk's end asks for waits a minute (a face walk's batches each end a short
+/// chain: their asks are one recluster); the user's "recluster" makes it due now.
+#[test]
+fn the_walks_end_puts_its_recluster_off_a_minute_and_the_users_ask_runs_it_now() {
+    let env = support::env();
+    let ids = photos(&env, &["01-A.jpg", "02-A.jpg", "03-A.jpg"]);
+    walk(&env, &Fake::new(1), 8);
+    let handler = ReclusterJob::new(&env.store, 1);
+    assert!(
+        step(&env.store, RECLUSTER_JOB_KIND, None, &handler).is_none(),
+        "not yet due"
+    );
+    env.clock
+        .advance(mediadex::walks::embeddings::RECLUSTER_AFTER);
+    assert!(
+        step(&env.store, RECLUSTER_JOB_KIND, None, &handler).is_some(),
+        "due a minute on"
+    );
+    // Another end's ask, then the user's: one row, due at once.
+    detect(&env, ids["02-A.jpg"], "02-A.jpg");
+    drain(&env, &walk_of(&env.store, Fake::new(1), 8));
+    assert!(
+        step(&env.store, RECLUSTER_JOB_KIND, None, &handler).is_none(),
+        "not yet due"
+    );
+    assert!(!ops::people::recluster(&ops::Services::new(env.store.clone())).unwrap());
+    assert!(
+        step(&env.store, RECLUSTER_JOB_KIND, None, &handler).is_some(),
+        "the user's: now"
+    );
+}
+
 #[test]
 fn a_crash_mid_walk_resumes_at_its_cursor_and_embeds_nothing_twice() {
     let env = support::env();
@@ -399,9 +475,12 @@ fn a_new_face_joins_its_person_in_the_walks_commit_and_a_stranger_waits() {
     assert_eq!(in05[0].person_id, Some(anna), "joined at once: {in05:?}");
     let in06 = env.store.photo_people(added["06-B.jpg"]).unwrap();
     assert_eq!(in06[0].person_id, None, "a pair is nobody yet");
-    // A third photo of B, and the recluster that the walk's end queued makes B a person.
+    // A third photo of B, and the recluster that the walk's end queued (due a minute on)
+    // makes B a person.
     more_photos(&env, &["07-B.jpg"]);
     walk(&env, &Fake::new(1), 8);
+    env.clock
+        .advance(mediadex::walks::embeddings::RECLUSTER_AFTER);
     let handler = ReclusterJob::new(&env.store, 1);
     while let Some(done) = step(&env.store, RECLUSTER_JOB_KIND, None, &handler) {
         assert!(matches!(done, Ok(JobDone::Committed)), "{done:?}");
@@ -580,7 +659,9 @@ fn a_recluster_read_before_a_users_change_writes_nothing_and_runs_again() {
     let env = support::env();
     let ids = photos(&env, &["01-A.jpg", "02-A.jpg", "03-A.jpg"]);
     walk(&env, &Fake::new(1), 8);
-    env.store.enqueue(mediadex::store::recluster_job()).unwrap();
+    env.store
+        .enqueue_now(mediadex::store::recluster_job())
+        .unwrap();
     let (lease, _) = env
         .store
         .claim_job(&[RECLUSTER_JOB_KIND], TTL)

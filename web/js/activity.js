@@ -50,7 +50,7 @@ export function runNow(run) {
 }
 
 const walkVerb = { "content-hash": "Fingerprinting picture contents", faces: "Finding faces",
-                   similar: "Comparing how pictures look" };
+                   similar: "Comparing how pictures look", embeddings: "Recognising people" };
 
 /** What a live walk is doing, in words: "Finding faces — 40%". */
 function walkNow(w) {

@@ -42,6 +42,9 @@ export function toast(message, undo = null) {
   front(t, $("#main"));
   const button = undo && el("button", { onclick: async () => { t.hidden = true; await undo(); } }, "Undo");
   t.replaceChildren(el("span", {}, message), button || "");
+  // Above the selection bar when it shows, so that the toast never covers its buttons.
+  const bar = $("#selection-bar");
+  t.style.bottom = bar && !bar.hidden ? `calc(${bar.offsetHeight}px + 1.6rem)` : "";
   t.hidden = false;
   clearTimeout(toast.timer);
   toast.timer = setTimeout(() => { t.hidden = true; }, 10000);

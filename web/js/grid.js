@@ -3,7 +3,7 @@ import { $, el } from "./dom.js";
 import { api } from "./api.js";
 import { fileName, fmtDuration, fmtTaken, monthKey, monthLabel } from "./format.js";
 import { currentView } from "./state.js";
-import { clearSelection, pickBox } from "./select.js";
+import { clearSelection, pickBox, selecting } from "./select.js";
 
 // One paged feed of assets into a grid element: keyset pages of 200, fetched as the end
 // marker scrolls into view. Month sections use content-visibility so the browser skips
@@ -170,5 +170,10 @@ export function showPhotos() {
 export function refreshGridSoon() {
   dirty = true;
   clearTimeout(refreshGridSoon.timer);
-  refreshGridSoon.timer = setTimeout(() => { if (currentView() === "photos") showPhotos(); }, 1500);
+  // A scan that ends while photos are selected waits for the selection to end: the refresh
+  // would drop it under the user's hand.
+  refreshGridSoon.timer = setTimeout(() => {
+    if (selecting()) refreshGridSoon();
+    else if (currentView() === "photos") showPhotos();
+  }, 1500);
 }

@@ -36,6 +36,9 @@ function mark(tile, on) {
   if (on) selected.add(idOf(tile)); else selected.delete(idOf(tile));
 }
 
+/** Whether any photo is selected. */
+export const selecting = () => selected.size > 0;
+
 /** Forgets the selection (Esc, another view, a grid fetched afresh). */
 export function clearSelection() {
   if (grid) for (const t of grid.querySelectorAll("a.tile.selected")) mark(t, false);
