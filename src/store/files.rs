@@ -458,29 +458,39 @@ pub(super) fn ingest_one(
     {
         super::sidecars::follow_first(conn, old)?;
     }
-    if let (Some((id, claim)), Some(facts)) = (claimed, &item.facts) {
-        // A read of a file brings what lies beside it now (a sidecar created, changed or
-        // deleted since) to its asset, or to its copy's share of it (finding 13).
-        // A file linked to an asset whose restore is in flight (`Held`) lends it its facts
-        // now: the restore that flips it reads nothing.
-        if matches!(
-            claim,
-            Claim::Kept | Claim::Restored | Claim::Held | Claim::Duplicate
-        ) {
-            let joined = claim == Claim::Duplicate;
-            super::sidecars::read_copy(conn, id, file_id, facts, joined)?;
-        }
-        // A created asset was inserted with these facts already.
-        if !matches!(claim, Claim::Created | Claim::Recreated) {
-            super::motion::stamp(conn, id, facts)?;
-        }
-        super::motion::pair(conn, library_id, namesakes, id, facts)?;
+    if let (Some(claimed), Some(facts)) = (claimed, &item.facts) {
+        lend_facts(conn, (library_id, file_id), namesakes, claimed, facts)?;
     }
     Ok(ItemOutcome {
         file_id,
         asset_id,
         claim: claimed.map_or(Claim::Unreadable, |(_, c)| c),
     })
+}
+
+/// What a read of file `file_id` brings to the asset it claimed: what lies beside it now (a
+/// sidecar created, changed or deleted since) to the asset, or to its copy's share of it
+/// (finding 13), and its Live pairing. A file linked to an asset whose restore is in flight
+/// (`Held`) lends it its facts now: the restore that flips it reads nothing.
+fn lend_facts(
+    conn: &Connection,
+    (library_id, file_id): (i64, i64),
+    namesakes: Option<&[u8]>,
+    (id, claim): (i64, Claim),
+    facts: &MediaFacts,
+) -> Result<(), StoreError> {
+    if matches!(
+        claim,
+        Claim::Kept | Claim::Restored | Claim::Held | Claim::Duplicate
+    ) {
+        let joined = claim == Claim::Duplicate;
+        super::sidecars::read_copy(conn, id, file_id, facts, joined)?;
+    }
+    // A created asset was inserted with these facts already.
+    if !matches!(claim, Claim::Created | Claim::Recreated) {
+        super::motion::stamp(conn, id, facts)?;
+    }
+    super::motion::pair(conn, library_id, namesakes, id, facts)
 }
 
 /// Restores the trashed asset of file `file_id`, seen present and unchanged by the scan

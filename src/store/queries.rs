@@ -23,60 +23,65 @@ fn page_sql(filter: &AssetFilter, after: bool) -> String {
     } else {
         concat!(" AND trashed_at IS NULL AND NOT ", stack_hidden!())
     });
-    let mut add = |on: bool, fragment: &str| {
+    for (on, fragment) in filter_terms(filter) {
         if on {
             sql.push_str(fragment);
         }
-    };
-    add(filter.kind.is_some(), " AND kind = :kind");
-    // The term of assets_not_image_timeline's WHERE, so that a video or other page seeks.
-    add(
-        filter.kind.is_some_and(|k| k != MediaKind::Image),
-        " AND kind <> 'image'",
-    );
-    add(
-        filter.taken_from.is_some(),
-        " AND coalesce(taken_local, '') >= :from",
-    );
-    add(
-        filter.taken_before.is_some(),
-        " AND coalesce(taken_local, '') < :before",
-    );
-    add(filter.make.is_some(), " AND make = :make");
-    add(filter.model.is_some(), " AND model = :model");
-    add(
-        filter.camera.is_some(),
-        " AND instr(lower(coalesce(make, '') || ' ' || coalesce(model, '')), lower(:camera)) > 0",
-    );
-    // 0,0 is where a camera without a fix writes zeros: no place.
-    add(
-        filter.has_gps == Some(true),
-        " AND lat IS NOT NULL AND lon IS NOT NULL AND NOT (lat = 0 AND lon = 0)",
-    );
-    add(
-        filter.has_gps == Some(false),
-        " AND (lat IS NULL OR lon IS NULL OR (lat = 0 AND lon = 0))",
-    );
-    // Kept by migration 0017's triggers: a face of the version the asset was last run with.
-    add(filter.has_faces == Some(true), " AND has_faces = 1");
-    add(filter.has_faces == Some(false), " AND has_faces = 0");
-    add(filter.rating_min.is_some(), " AND rating >= :rating");
-    add(
-        filter.tag.is_some(),
-        // Driven from the tag's rows (asset_tags_by_tag), which are few, then sorted.
-        " AND id IN (SELECT asset_id FROM asset_tags WHERE tag = :tag)",
-    );
-    add(
-        filter.person.is_some(),
-        // Driven from the person's range of face_people_person, as the tag filter is.
-        " AND id IN (SELECT asset_id FROM face_people WHERE person_id = :person)",
-    );
-    add(
-        after,
-        " AND (coalesce(taken_local, '') < :ctaken OR (coalesce(taken_local, '') = :ctaken AND id < :cid))",
-    );
+    }
+    if after {
+        sql.push_str(" AND (coalesce(taken_local, '') < :ctaken OR (coalesce(taken_local, '') = :ctaken AND id < :cid))");
+    }
     sql.push_str(&format!(" ORDER BY {TAKEN_KEY} DESC, id DESC LIMIT :limit"));
     sql
+}
+
+/// Each term of the filter's WHERE, with whether the filter asks for it.
+fn filter_terms(filter: &AssetFilter) -> [(bool, &'static str); 14] {
+    [
+        (filter.kind.is_some(), " AND kind = :kind"),
+        // The term of assets_not_image_timeline's WHERE, so that a video or other page seeks.
+        (
+            filter.kind.is_some_and(|k| k != MediaKind::Image),
+            " AND kind <> 'image'",
+        ),
+        (
+            filter.taken_from.is_some(),
+            " AND coalesce(taken_local, '') >= :from",
+        ),
+        (
+            filter.taken_before.is_some(),
+            " AND coalesce(taken_local, '') < :before",
+        ),
+        (filter.make.is_some(), " AND make = :make"),
+        (filter.model.is_some(), " AND model = :model"),
+        (
+            filter.camera.is_some(),
+            " AND instr(lower(coalesce(make, '') || ' ' || coalesce(model, '')), lower(:camera)) > 0",
+        ),
+        // 0,0 is where a camera without a fix writes zeros: no place.
+        (
+            filter.has_gps == Some(true),
+            " AND lat IS NOT NULL AND lon IS NOT NULL AND NOT (lat = 0 AND lon = 0)",
+        ),
+        (
+            filter.has_gps == Some(false),
+            " AND (lat IS NULL OR lon IS NULL OR (lat = 0 AND lon = 0))",
+        ),
+        // Kept by migration 0017's triggers: a face of the version the asset was last run with.
+        (filter.has_faces == Some(true), " AND has_faces = 1"),
+        (filter.has_faces == Some(false), " AND has_faces = 0"),
+        (filter.rating_min.is_some(), " AND rating >= :rating"),
+        // Driven from the tag's rows (asset_tags_by_tag), which are few, then sorted.
+        (
+            filter.tag.is_some(),
+            " AND id IN (SELECT asset_id FROM asset_tags WHERE tag = :tag)",
+        ),
+        // Driven from the person's range of face_people_person, as the tag filter is.
+        (
+            filter.person.is_some(),
+            " AND id IN (SELECT asset_id FROM face_people WHERE person_id = :person)",
+        ),
+    ]
 }
 
 /// The lines of `EXPLAIN QUERY PLAN` for `sql`, every parameter NULL.
