@@ -2,7 +2,10 @@
 //! `bench` at ROOT holding N synthetic assets, made through the store's own fenced ingest
 //! (no files are read; only the first asset has a real picture behind it, for the
 //! thumbnail hit). With SCAN_DIR, also writes 200 noisy 600x600 PNGs (about 1 MiB each)
-//! there for the concurrent scan to hash. Usage: bench_fill DATA_DIR ROOT N [SCAN_DIR]
+//! there for the concurrent scan to hash. `BENCH_PEOPLE=K` also gives every 8th asset a
+//! face and puts each face in one of K people, half of them in the first (someone in every
+//! other photo), through the store's own writes (the person queries of
+//! benches/people-latency.sh). Usage: bench_fill DATA_DIR ROOT N [SCAN_DIR]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
 #[path = "../tests/it/support/synthetic.rs"]
@@ -64,6 +67,50 @@ fn main() -> anyhow::Result<()> {
     }
     eprintln!(
         "filled {n} assets in {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
+    if let Ok(k) = std::env::var("BENCH_PEOPLE") {
+        people(&store, n, k.parse()?)?;
+    }
+    Ok(())
+}
+
+/// A face on every 8th synthetic asset (ids 2..=n+1: asset 1 is the picture); even faces
+/// in the first person, the others spread over the other `k - 1`. The first face of each
+/// person makes them, the others are moved in.
+fn people(store: &mediadex::store::Store, n: u64, k: u64) -> anyhow::Result<()> {
+    let start = std::time::Instant::now();
+    let face = mediadex::model::DetectedFace {
+        x: 10.0,
+        y: 10.0,
+        w: 40.0,
+        h: 40.0,
+        score: 0.99,
+        landmarks: [(20.0, 20.0); 5],
+    };
+    let mut person_of: Vec<Option<i64>> = vec![None; k as usize];
+    let mut faces = 0u64;
+    for id in (2..=n as i64 + 1).step_by(8) {
+        anyhow::ensure!(
+            store.store_faces(id, 1, vec![face.clone()])?,
+            "asset {id} is gone"
+        );
+        let face_id = store.photo_people(id)?[0].face_id;
+        let who = if faces % 2 == 0 || k < 2 {
+            0
+        } else {
+            1 + (faces / 2) % (k - 1)
+        };
+        let slot = &mut person_of[who as usize];
+        *slot = Some(
+            store
+                .move_face(face_id, *slot)?
+                .map_err(|e| anyhow::anyhow!("{e:?}"))?,
+        );
+        faces += 1;
+    }
+    eprintln!(
+        "{faces} faces in {k} people in {:.1} s",
         start.elapsed().as_secs_f64()
     );
     Ok(())

@@ -153,6 +153,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "checksum prefix",
         sql: include_str!("../../schema/0027_checksum_prefix.sql"),
     },
+    Migration {
+        version: 28,
+        name: "people counts",
+        sql: include_str!("../../schema/0028_people_counts.sql"),
+    },
 ];
 
 pub(super) fn migrate(

@@ -68,15 +68,20 @@ const NEW_PERSON: &str = "INSERT INTO people (created_at, updated_at) VALUES (?1
 const DROP_EMPTY: &str = "
     DELETE FROM people WHERE name IS NULL AND hidden = 0
        AND NOT EXISTS (SELECT 1 FROM face_people WHERE person_id = people.id)";
+/// Each person's live faces: their count (migration 0028) less their faces in trashed
+/// photos, which the trash's index finds; two faces of one photo are never one person (the
+/// rule, `place`, `merge`), so it is their photo count too. The cover: one range of
+/// `face_people_cover`, the user's newest face, else the newest.
 const LIST: &str = "
-    SELECT p.id, p.name, p.hidden,
-           (SELECT count(*) FROM face_people fp JOIN assets a ON a.id = fp.asset_id
-             WHERE fp.person_id = p.id AND a.trashed_at IS NULL),
-           (SELECT count(DISTINCT fp.asset_id) FROM face_people fp JOIN assets a ON a.id = fp.asset_id
-             WHERE fp.person_id = p.id AND a.trashed_at IS NULL),
-           (SELECT fp.face_id FROM face_people fp JOIN faces f ON f.id = fp.face_id
-             WHERE fp.person_id = p.id ORDER BY fp.confirmed DESC, f.score DESC, f.id LIMIT 1)
-      FROM people p WHERE (?1 OR p.hidden = 0) AND (?2 IS NULL OR p.id = ?2)
+    WITH gone AS (
+        SELECT fp.person_id, count(*) AS n FROM assets a INDEXED BY assets_trashed
+          CROSS JOIN face_people fp ON fp.asset_id = a.id
+         WHERE a.trashed_at IS NOT NULL GROUP BY fp.person_id)
+    SELECT p.id, p.name, p.hidden, p.faces - coalesce(g.n, 0), p.faces - coalesce(g.n, 0),
+           (SELECT fp.face_id FROM face_people fp WHERE fp.person_id = p.id
+             ORDER BY fp.confirmed DESC, fp.asset_id DESC LIMIT 1)
+      FROM people p LEFT JOIN gone g ON g.person_id = p.id
+     WHERE (?1 OR p.hidden = 0) AND (?2 IS NULL OR p.id = ?2)
      ORDER BY p.name IS NULL, p.name, p.id";
 /// "All photos of X": one range of `face_people_person`, live pictures only, by id.
 const PHOTOS_OF: &str = "
@@ -495,7 +500,7 @@ impl Store {
     /// The plans SQLite picks for "all photos of X" and "who is in this photo".
     pub fn people_plans(&self) -> Result<Vec<Vec<String>>, StoreError> {
         self.read(|conn| {
-            [PHOTOS_OF, IN_PHOTO]
+            [PHOTOS_OF, IN_PHOTO, LIST]
                 .iter()
                 .map(|sql| super::queries::plan(conn, sql))
                 .collect()

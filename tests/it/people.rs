@@ -704,6 +704,80 @@ fn a_persons_photos_and_a_photos_people_are_read_through_their_indexes() {
     for plan in [photos, faces] {
         assert!(!plan.iter().any(|l| l.starts_with("SCAN")), "{plan:?}");
     }
+    // The list reads the people (their kept counts), the trashed photos' faces and one
+    // entry of the cover index each: never every face.
+    let list = &plans[2];
+    let scans: Vec<&String> = list.iter().filter(|l| l.contains("SCAN")).collect();
+    assert!(
+        scans
+            .iter()
+            .all(|l| l.ends_with("SCAN p") || l.contains("SCAN g")),
+        "{list:?}"
+    );
+    assert!(
+        list.iter().any(|l| l.contains("assets_trashed")),
+        "{list:?}"
+    );
+    assert!(
+        list.iter().any(|l| l.contains("face_people_cover")),
+        "{list:?}"
+    );
+}
+
+/// The list's counts are the people's kept counts less the trashed photos' faces: after
+/// walks, a recluster, the user's moves and merge, a trash, a restore, a re-detection and a
+/// swept photo, each person's count is what counting their live faces gives.
+#[test]
+fn the_lists_counts_follow_every_change_without_counting_each_face() {
+    let env = support::env();
+    let names: Vec<String> = (1..=9)
+        .map(|i| format!("{i:02}-{}.jpg", ["A", "B", "AB"][i % 3]))
+        .collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let ids = photos(&env, &names);
+    walk(&env, &Fake::new(1), 8);
+    recluster(&env);
+    let s = ops::Services::new(env.store.clone());
+    let check = |when: &str| {
+        for p in env.store.people(true).unwrap() {
+            let live = count(
+                &env,
+                &format!(
+                    "SELECT count(*) FROM face_people fp JOIN assets a ON a.id = fp.asset_id
+                      WHERE fp.person_id = {} AND a.trashed_at IS NULL",
+                    p.id
+                ),
+            );
+            assert_eq!((p.faces, p.photos), (live, live), "{when}: person {}", p.id);
+        }
+    };
+    check("after the recluster");
+    let who = |name: &str| env.store.photo_people(ids[name]).unwrap()[0].clone();
+    let (a, b) = (
+        who("03-A.jpg").person_id.unwrap(),
+        who("04-B.jpg").person_id.unwrap(),
+    );
+    ops::people::move_face(&s, who("01-B.jpg").face_id, None).unwrap();
+    check("after a split");
+    ops::people::merge(&s, a, b).unwrap_err();
+    let split = who("01-B.jpg").person_id.unwrap();
+    ops::people::merge(&s, b, split).unwrap();
+    check("after a merge");
+    let trashed = ids["03-A.jpg"];
+    env.raw()
+        .execute(
+            "UPDATE assets SET trashed_at = 1, trash_reason = 'user' WHERE id = ?1",
+            [trashed],
+        )
+        .unwrap();
+    check("after a trash");
+    detect(&env, ids["04-B.jpg"], "04-B.jpg");
+    check("after a re-detection");
+    let raw = env.raw();
+    raw.pragma_update(None, "foreign_keys", true).unwrap();
+    raw.execute("DELETE FROM assets WHERE id = ?1", [trashed])
+        .unwrap();
+    check("after a sweep");
 }
 
 // ---- the real models through the built binary ----------------------------------------------
