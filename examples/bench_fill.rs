@@ -92,11 +92,11 @@ fn people(store: &mediadex::store::Store, n: u64, k: u64) -> anyhow::Result<()> 
     let mut faces = 0u64;
     for id in (2..=n as i64 + 1).step_by(8) {
         anyhow::ensure!(
-            store.store_faces(id, 1, vec![face.clone()])?,
+            store.store_faces(id, 1, vec![face])?,
             "asset {id} is gone"
         );
         let face_id = store.photo_people(id)?[0].face_id;
-        let who = if faces % 2 == 0 || k < 2 {
+        let who = if faces.is_multiple_of(2) || k < 2 {
             0
         } else {
             1 + (faces / 2) % (k - 1)
