@@ -3690,6 +3690,9 @@ async fn a_face_crop_is_cut_from_the_preview_around_its_box_and_cached() {
         }
     }
     img.save(root.join("face.png")).unwrap();
+    // The same pixels stored on their side (EXIF 6): the crop is cut upright around the face.
+    let turned = crate::faces::png_with_orientation(&img, 6);
+    std::fs::write(root.join("turned.png"), turned).unwrap();
     std::fs::copy(fixture("astronaut_half.heic"), root.join("astro.heic")).unwrap();
     api.scan(lib);
     let store = &api.env.store;
@@ -3734,6 +3737,20 @@ async fn a_face_crop_is_cut_from_the_preview_around_its_box_and_cached() {
     std::fs::remove_file(root.join("face.png")).unwrap();
     let cached = api.get(&uri).await;
     assert_eq!((cached.status, &cached.body), (StatusCode::OK, &r.body));
+
+    let turned = face_at("turned.png");
+    let faces = api
+        .get(&format!("/api/assets/{turned}/people"))
+        .await
+        .json();
+    let r = api
+        .get(&format!("/api/faces/{}/crop", faces[0]["face_id"]))
+        .await;
+    assert_eq!(r.header("content-type"), "image/jpeg", "{:?}", r.body);
+    let crop = image::load_from_memory(&r.body).expect("a JPEG").to_rgb8();
+    assert_eq!(crop.dimensions(), (68, 68));
+    let [_, g, _] = crop.get_pixel(34, 34).0;
+    assert!(g > 150, "the turned face in the middle: {g}");
 
     // No heif-dec in this server: no preview, so the placeholder, not cached.
     let heic = face_at("astro.heic");

@@ -20,8 +20,8 @@ export function showPeople(arg) {
   const id = Number(arg) || null;
   $("#people-home").hidden = id !== null;
   $("#person").hidden = id === null;
-  if (id === null) loadPeople();
-  else showPerson(id);
+  // Back to the list: whatever was changed there, a person's page is read afresh after.
+  if (id === null) { shownPerson = null; loadPeople(); } else showPerson(id);
 }
 
 /** The list and a person's page are shown afresh the next time they are opened. */
