@@ -5,7 +5,10 @@
 //! duplicates show. `--sparse` spreads them thinly instead, one to three a month from 2015 on
 //! (no copy), for the grid's months that hold a single short row. `--similar` writes COUNT
 //! near copies of one picture unlike the landscapes (each a size smaller than the last), for
-//! a small group in the Similar view: the landscapes themselves all look alike.
+//! a small group in the Similar view: the landscapes themselves all look alike. `--faces`
+//! writes COUNT (at least 3) copies of the astronaut of tests/fixtures, each another size,
+//! and the rocket (no face): one person for the People view, once the face and embedding
+//! walks have seen them.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
 
 use exif::experimental::Writer;
@@ -15,13 +18,15 @@ use std::path::Path;
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
-    let usage = || anyhow::anyhow!("usage: sample-library DIR [COUNT] [--sparse|--similar]");
+    let usage =
+        || anyhow::anyhow!("usage: sample-library DIR [COUNT] [--sparse|--similar|--faces]");
     let dir = args.next().ok_or_else(usage)?;
     let count: u32 = args.next().map(|c| c.parse()).transpose()?.unwrap_or(36);
     let sparse = match args.next().as_deref() {
         None => false,
         Some("--sparse") => true,
         Some("--similar") => return near_copies(Path::new(&dir), count),
+        Some("--faces") => return faces(Path::new(&dir), count),
         Some(_) => return Err(usage()),
     };
     let dir = Path::new(&dir);
@@ -46,6 +51,27 @@ fn main() -> anyhow::Result<()> {
     }
     let copy = if sparse { "" } else { " (and one copy)" };
     println!("wrote {count} photos{copy} under {}", dir.display());
+    Ok(())
+}
+
+/// `count` JPEGs of the astronaut, the first at full size and each 48 px smaller (distinct
+/// bytes: one asset each), and the rocket.
+fn faces(dir: &Path, count: u32) -> anyhow::Result<()> {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let astronaut = image::open(fixtures.join("astronaut.png"))?;
+    std::fs::create_dir_all(dir)?;
+    for i in 0..count.max(3) {
+        let side = 512 - 48 * i.min(6);
+        let copy = astronaut.resize(side, side, image::imageops::FilterType::Triangle);
+        copy.to_rgb8()
+            .save(dir.join(format!("FACE_{}.jpg", i + 1)))?;
+    }
+    std::fs::copy(fixtures.join("rocket.jpg"), dir.join("rocket.jpg"))?;
+    println!(
+        "wrote {} astronauts and a rocket under {}",
+        count.max(3),
+        dir.display()
+    );
     Ok(())
 }
 

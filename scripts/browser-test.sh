@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The page in a real browser: starts `mediadex serve` on a generated library and drives the
 # embedded page with headless Chromium (tests/browser/page.test.mjs, then the viewer's
-# tests/browser/viewer.test.mjs, then layout.test.mjs). Screenshots land in
+# tests/browser/viewer.test.mjs, then layout.test.mjs), and a second server on a library of
+# real faces (sample-library --faces) for tests/browser/people.test.mjs. Screenshots land in
 # target/browser-shots/. Installs Debian's chromium and nodejs when missing (needs root or
 # sudo), and playwright-core from the npm registry (tests/browser/package-lock.json).
 set -euo pipefail
@@ -23,8 +24,10 @@ fi
 cargo build --release --bin mediadex --example sample-library
 WORK="$(mktemp -d)"
 SERVER=""
+FACES=""
 cleanup() {
     [ -n "$SERVER" ] && kill -TERM "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null
+    [ -n "$FACES" ] && kill -TERM "$FACES" 2>/dev/null && wait "$FACES" 2>/dev/null
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -35,7 +38,18 @@ target/release/examples/sample-library "$WORK/sparse" 60 --sparse
 target/release/examples/sample-library "$WORK/library/Similar" 3 --similar
 # A problem for the run list to open: a link out of the library (never followed, no tile).
 ln -s / "$WORK/sparse/outside"
-PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# People: the astronaut four times and a rocket, on a server of their own started now, so
+# that its face and embedding walks run while the other tests do (people.test.mjs waits for
+# the person through the API).
+PEOPLE_PHOTOS=4
+target/release/examples/sample-library "$WORK/faces" "$PEOPLE_PHOTOS" --faces
+FACES_PORT="$(free_port)"
+FACES_URL="http://127.0.0.1:$FACES_PORT/"
+MEDIADEX_DATA="$WORK/faces-data" MEDIADEX_WATCH=off target/release/mediadex serve \
+    --bind "127.0.0.1:$FACES_PORT" --library "$WORK/faces" --no-browser >"$WORK/faces.log" 2>&1 &
+FACES=$!
+PORT="$(free_port)"
 URL="http://127.0.0.1:$PORT/"
 MEDIADEX_DATA="$WORK/data" MEDIADEX_WATCH=off target/release/mediadex serve \
     --bind "127.0.0.1:$PORT" --library "$WORK/library" --library "$WORK/sparse" --no-browser \
@@ -65,6 +79,8 @@ MEDIADEX_URL="$URL" SHOTS="$PWD/target/browser-shots" node tests/browser/page.te
 MEDIADEX_URL="$URL" SHOTS="$PWD/target/browser-shots" node tests/browser/viewer.test.mjs || status=$?
 # The layout at 390, 768 and 1440 px, on the same server (after the page test's trash and scan).
 MEDIADEX_URL="$URL" SHOTS="$PWD/target/browser-shots" node tests/browser/layout.test.mjs || status=$?
+PEOPLE_PHOTOS="$PEOPLE_PHOTOS" MEDIADEX_URL="$FACES_URL" SHOTS="$PWD/target/browser-shots" \
+    node tests/browser/people.test.mjs || { status=$?; echo "--- people server log (last 50 lines) ---"; tail -50 "$WORK/faces.log"; }
 if [ "$status" -ne 0 ]; then
     echo "--- server log (last 50 lines) ---"; tail -50 "$WORK/server.log"
 fi

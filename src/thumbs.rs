@@ -29,9 +29,11 @@
 
 mod cap;
 mod clip;
+mod face;
 pub mod job;
 
 pub use clip::{CONVERT_TIMEOUT, ClipError, LONGEST_SIDE};
+pub use face::{FACE_SIZE, FACE_VERSION, Stored};
 
 use crate::disk::{DiskFull, SharedFreeSpace};
 use crate::media::HEIF_MIMES;
@@ -398,12 +400,16 @@ impl Thumbs {
     /// only its own complete file. A failure only costs the cache; below the reserve
     /// nothing is written (a request is still answered with the bytes).
     fn store(&self, checksum_hex: &str, bytes: &[u8]) {
+        self.write_cache(self.cache_path(checksum_hex), bytes);
+    }
+
+    /// `store` at `path` (a thumbnail's, or a face crop's).
+    fn write_cache(&self, path: PathBuf, bytes: &[u8]) {
         static WRITES: AtomicU64 = AtomicU64::new(0);
         if let Err(full) = self.room() {
             tracing::debug!(%full, "thumbnail not cached");
             return;
         }
-        let path = self.cache_path(checksum_hex);
         let n = WRITES.fetch_add(1, Ordering::Relaxed);
         let tmp = path.with_extension(format!("tmp{}-{n}", std::process::id()));
         let written = path

@@ -5,7 +5,9 @@
 //! is its MP4, served as a file of its own). The file is the one `crate::locate` finds (the rules
 //! the walks and the thumbnail job read by): inside its library root, with the stamp its scan
 //! recorded, a missing one first in the trash folder; nothing outside a library is ever read, and
-//! no other bytes are ever served under the asset's checksum. Also which formats get only a
+//! no other bytes are ever served under the asset's checksum. A face's crop (the People
+//! view's cards) is cut from its picture's preview and served as a thumbnail is. Also which
+//! formats get only a
 //! placeholder thumbnail here (their decoding program is missing; a picture over the pixel
 //! cap, or a HEIF whose decode timed out, gets one too). A decode that timed out on a
 //! request is remembered in the index for the file's stamp, and one remembered is not run
@@ -18,7 +20,10 @@ use super::{AppState, blocking};
 use crate::locate::{Candidate, LocateError, locate_candidate};
 use crate::model::{Asset, DecodeTimeout, EmbeddedVideo, MediaKind, WalkAsset, hex};
 use crate::store::Store;
-use crate::thumbs::{Source, THUMB_VERSION, Thumb, Thumbs, Unmade, placeholder, placeholder_why};
+use crate::thumbs::{
+    FACE_SIZE, FACE_VERSION, Source, Stored, THUMB_VERSION, Thumb, Thumbs, Unmade, placeholder,
+    placeholder_why,
+};
 use axum::body::Body;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
@@ -147,24 +152,77 @@ fn picture(
     if not_modified(headers, &tag) {
         return Ok(StatusCode::NOT_MODIFIED.into_response());
     }
-    if let Some(t) = thumbs.cached(&sum) {
-        return Ok(thumb_response(t, &tag));
+    Ok(thumb_response(
+        picture_of(store, thumbs, &asset, &sum)?,
+        &tag,
+    ))
+}
+
+/// `picture`'s bytes for `asset` (checksum `sum`): the cached ones, else made now from the
+/// file that still holds its bytes, else the placeholder.
+fn picture_of(store: &Store, thumbs: &Thumbs, asset: &Asset, sum: &str) -> Result<Thumb, ApiError> {
+    if let Some(t) = thumbs.cached(sum) {
+        return Ok(t);
     }
-    let file = located(store, &asset)?;
-    let src = source(&asset, &sum);
+    let file = located(store, asset)?;
+    let src = source(asset, sum);
     // A decode that timed out on this file is not run again (the index remembers it for
     // the file's stamp), and only a file that still holds the bytes the checksum names may
     // give the thumbnail cached under it: one rewritten since its scan (not rescanned yet)
     // would give a picture of other bytes, cached for good.
     let why = thumbs.unmade(&src, store.decode_timeout(asset.id)?, file.is_some());
     let (Some(file), None) = (file, &why) else {
-        return Ok(thumb_response(placeholder_for(&src, why.as_ref()), &tag));
+        return Ok(placeholder_for(&src, why.as_ref()));
     };
     let thumb = thumbs.get(&src, &file.path)?;
     if let Some(seconds) = thumb.timed_out {
         remember_timeout(store, asset.id, &file, seconds);
     }
-    Ok(thumb_response(thumb, &tag))
+    Ok(thumb)
+}
+
+/// `GET /api/faces/{id}/crop`: the face cut from its picture's preview with a margin,
+/// upright and square (`thumbs::face`), cached and sent as a thumbnail is; the placeholder
+/// while the picture has none; 404 `not_found` for a face id no detection holds.
+pub async fn face_crop(
+    State(s): State<AppState>,
+    id: Result<Path<i64>, PathRejection>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let Path(id) = id?;
+    let (store, previews) = (s.ops.store.clone(), s.previews.clone());
+    blocking(move || {
+        let face = store.face_box(id)?.ok_or_else(|| {
+            ApiError::new(
+                Code::NotFound,
+                format!("no face {id}: a re-detection may have replaced it"),
+            )
+        })?;
+        let asset = get_asset(&store, face.asset_id)?;
+        let sum = hex(&asset.checksum);
+        let tag = etag(&sum, &format!("-f{id}-v{FACE_VERSION}-{FACE_SIZE}"));
+        if not_modified(&headers, &tag) {
+            return Ok(StatusCode::NOT_MODIFIED.into_response());
+        }
+        if let Some(t) = previews.face_cached(&sum, id) {
+            return Ok(thumb_response(t, &tag));
+        }
+        let preview = picture_of(&store, &previews, &asset, &sum)?;
+        let stored = Stored {
+            width: asset.facts.width,
+            height: asset.facts.height,
+            orientation: crate::media::turn(&asset.facts),
+        };
+        // A placeholder stands in (uncached) until the picture has a real preview.
+        let crop = (preview.immutable)
+            .then(|| previews.face_crop(&sum, &face, stored, &preview.bytes))
+            .flatten();
+        Ok(thumb_response(
+            crop.unwrap_or_else(|| placeholder(&source(&asset, &sum))),
+            &tag,
+        ))
+    })
+    .await
 }
 
 /// What the thumbnailer needs to know of an asset whose checksum is `sum`.

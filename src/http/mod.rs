@@ -152,6 +152,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/people/{id}/merge", post(people::merge))
         .route("/api/faces/{id}/person", post(people::move_face))
         .route("/api/faces/{id}/not", post(people::not_person))
+        .route("/api/faces/{id}/crop", get(media::face_crop))
         .route("/api/walks", get(walks::list))
         .route("/api/walks/{kind}", get(walks::one))
         .route("/api/walks/{kind}/start", post(walks::start))

@@ -105,3 +105,14 @@ pub struct PhotoFace {
     pub w: f32,
     pub h: f32,
 }
+
+/// One face's photo and box, in the photo's stored pixels (before its EXIF orientation).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FaceBox {
+    pub face_id: i64,
+    pub asset_id: i64,
+    pub x: f32,
+    pub y: f32,
+    pub w: f32,
+    pub h: f32,
+}

@@ -5,7 +5,7 @@
 //! and by the unfenced one-off op. Rows go with their asset (ON DELETE CASCADE: the trash sweep).
 
 use super::{Store, StoreError};
-use crate::model::DetectedFace;
+use crate::model::{DetectedFace, FaceBox};
 use rusqlite::{Connection, params};
 
 /// A walk of an older detector (`?3` false) keeps what a newer one stamped. New faces have
@@ -20,6 +20,7 @@ const INSERT: &str = "
 const OF_ASSET: &str = "
     SELECT x, y, w, h, score, landmarks FROM faces
      WHERE asset_id = ?1 AND detector_version = ?2 ORDER BY id";
+const ONE: &str = "SELECT asset_id, x, y, w, h FROM faces WHERE id = ?1";
 
 /// Replaces the faces of `asset_id` for `version` and stamps the asset. Returns false (and
 /// writes nothing) when the asset is gone (the sweep deleted it meanwhile) or, unless
@@ -102,5 +103,24 @@ impl Store {
     /// The stored faces of an asset for one detector version.
     pub fn faces(&self, asset_id: i64, version: i64) -> Result<Vec<DetectedFace>, StoreError> {
         self.read(|conn| of_asset(conn, asset_id, version))
+    }
+
+    /// One face's photo and box (stored pixels), `None` when no face has that id (a
+    /// re-detection replaced it, or its asset was swept).
+    pub fn face_box(&self, id: i64) -> Result<Option<FaceBox>, StoreError> {
+        use rusqlite::OptionalExtension;
+        self.read(|conn| {
+            let row = conn.prepare_cached(ONE)?.query_row([id], |r| {
+                Ok(FaceBox {
+                    face_id: id,
+                    asset_id: r.get(0)?,
+                    x: r.get::<_, f64>(1)? as f32,
+                    y: r.get::<_, f64>(2)? as f32,
+                    w: r.get::<_, f64>(3)? as f32,
+                    h: r.get::<_, f64>(4)? as f32,
+                })
+            });
+            Ok(row.optional()?)
+        })
     }
 }

@@ -4,7 +4,8 @@
 // (WEB_DIR=web serves the page's files from that folder instead of the binary's copy, to try
 // a CSS change without a rebuild; LAYOUT_SIZES=360x740,2560x1440 tries other screens.)
 // At 390, 768 and 1440 px it checks: nothing is wider than the screen on the grid, the
-// Activity, Libraries, Duplicates, Similar and Trash views, the open viewer, the problems dialog and
+// People (without people here: people.test.mjs checks it full at 390 px), Activity,
+// Libraries, Duplicates, Similar and Trash views, the open viewer, the problems dialog and
 // the token form, and the dialogs fit the screen; every tile on screen shows its picture within
 // 1.3x of the picture's shape; the page's height at first paint is within 10% of its laid-out
 // height; at 1440 px sparse months share rows; a selection's bar lies on the screen; the
@@ -241,7 +242,7 @@ async function keepBest(page, width, shot) {
 
 async function views(page, width, shot) {
   const waits = {
-    activity: "#runs tr", libraries: "#libraries tr", duplicates: "#duplicates > *",
+    people: "#people > *", activity: "#runs tr", libraries: "#libraries tr", duplicates: "#duplicates > *",
     similar: "#similar > *", trash: "#trash-end:not(:empty)",
   };
   for (const [view, sel] of Object.entries(waits)) {

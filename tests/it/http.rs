@@ -3674,3 +3674,96 @@ async fn people_are_listed_named_merged_split_and_shown_with_their_photos() {
         (StatusCode::NOT_FOUND, "not_found".to_string())
     );
 }
+
+/// A face's crop for the People view: the box and its margin cut from the preview, square,
+/// cached (served with the original gone, tagged, 304 on its tag); the placeholder, uncached,
+/// while the picture has no preview; 404 for a face no detection holds.
+#[tokio::test]
+async fn a_face_crop_is_cut_from_the_preview_around_its_box_and_cached() {
+    let api = api();
+    let (lib, root) = api.photos("photos");
+    // A red picture with a green "face" 40 px wide at (300, 50).
+    let mut img = image::RgbImage::from_pixel(400, 200, image::Rgb([200, 0, 0]));
+    for (x, y, p) in img.enumerate_pixels_mut() {
+        if (300..340).contains(&x) && (50..90).contains(&y) {
+            *p = image::Rgb([0, 200, 0]);
+        }
+    }
+    img.save(root.join("face.png")).unwrap();
+    // The same pixels stored on their side (EXIF 6): the crop is cut upright around the face.
+    let turned = crate::faces::png_with_orientation(&img, 6);
+    std::fs::write(root.join("turned.png"), turned).unwrap();
+    std::fs::copy(fixture("astronaut_half.heic"), root.join("astro.heic")).unwrap();
+    api.scan(lib);
+    let store = &api.env.store;
+    let face_at = |rel: &str| {
+        let id = api.asset_at(rel);
+        let face = mediadex::model::DetectedFace {
+            x: 300.0,
+            y: 50.0,
+            w: 40.0,
+            h: 40.0,
+            score: 0.99,
+            landmarks: [(0.0, 0.0); 5],
+        };
+        assert!(store.store_faces(id, 1, vec![face]).unwrap());
+        id
+    };
+    let asset = face_at("face.png");
+    let faces = api.get(&format!("/api/assets/{asset}/people")).await.json();
+    let face = faces[0]["face_id"].as_i64().expect("a face id");
+    let uri = format!("/api/faces/{face}/crop");
+    let r = api.get(&uri).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.header("content-type"), "image/jpeg");
+    assert!(r.header("cache-control").contains("immutable"));
+    let crop = image::load_from_memory(&r.body).expect("a JPEG").to_rgb8();
+    // 40 px and 35% on each side: 68 px square (never enlarged), the face in its middle and
+    // the red around it.
+    assert_eq!(crop.dimensions(), (68, 68));
+    let [_, g, _] = crop.get_pixel(34, 34).0;
+    let [r0, _, _] = crop.get_pixel(3, 3).0;
+    assert!(g > 150 && r0 > 150, "middle {g} green, corner {r0} red");
+    let tag = r.header("etag").to_string();
+    let again = api
+        .send(
+            req(Method::GET, &uri)
+                .header("if-none-match", &tag)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(again.status, StatusCode::NOT_MODIFIED);
+    std::fs::remove_file(root.join("face.png")).unwrap();
+    let cached = api.get(&uri).await;
+    assert_eq!((cached.status, &cached.body), (StatusCode::OK, &r.body));
+
+    let turned = face_at("turned.png");
+    let faces = api
+        .get(&format!("/api/assets/{turned}/people"))
+        .await
+        .json();
+    let r = api
+        .get(&format!("/api/faces/{}/crop", faces[0]["face_id"]))
+        .await;
+    assert_eq!(r.header("content-type"), "image/jpeg", "{:?}", r.body);
+    let crop = image::load_from_memory(&r.body).expect("a JPEG").to_rgb8();
+    assert_eq!(crop.dimensions(), (68, 68));
+    let [_, g, _] = crop.get_pixel(34, 34).0;
+    assert!(g > 150, "the turned face in the middle: {g}");
+
+    // No heif-dec in this server: no preview, so the placeholder, not cached.
+    let heic = face_at("astro.heic");
+    let faces = api.get(&format!("/api/assets/{heic}/people")).await.json();
+    let r = api
+        .get(&format!("/api/faces/{}/crop", faces[0]["face_id"]))
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.header("content-type"), "image/svg+xml");
+    assert_eq!(r.header("cache-control"), "no-cache");
+    let r = api.get("/api/faces/31337/crop").await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::NOT_FOUND, "not_found".into())
+    );
+}

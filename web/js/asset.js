@@ -1,5 +1,5 @@
 // The asset view: the picture (the original when the browser shows its format, else the
-// server's large preview) or video with its faces drawn, its motion clip played on request
+// server's large preview) or video with its faces drawn and named (faces.js), its motion clip played on request
 // (or word that this browser cannot play it, its download, and its conversion where the
 // server has ffmpeg), why a placeholder stands in for the picture when the server has one,
 // its facts, trash (with a toast to undo it) and restore. Stepping through the view and
@@ -10,6 +10,7 @@ import { fmtBytes, fmtCamera, fmtDuration, fmtTakenAt } from "./format.js";
 import { markGridDirty, showPhotos } from "./grid.js";
 import { initViewerNav, leaveViewer, navButtons, viewerOpens } from "./nav.js";
 import { serverTools } from "./lacking.js";
+import { drawFaces } from "./faces.js";
 import { currentView } from "./state.js";
 
 export const dialog = () => $("#asset");
@@ -31,20 +32,6 @@ export function initViewer() {
   // However it closes (Esc, the button, a trash), the URL leaves the asset.
   dialog().addEventListener("close", () => { current = null; opening++; leaveViewer(); });
   initViewerNav(dialog(), $("#asset-media"), () => current);
-}
-
-// Stored (un-rotated) pixel coordinates → displayed coordinates, per EXIF orientation.
-function orient(x, y, w, h, W, H, o) {
-  switch (o) {
-    case 2: return [W - x - w, y, w, h];
-    case 3: return [W - x - w, H - y - h, w, h];
-    case 4: return [x, H - y - h, w, h];
-    case 5: return [y, x, h, w];
-    case 6: return [H - y - h, x, h, w];
-    case 7: return [H - y - h, W - x - w, h, w];
-    case 8: return [y, W - x - w, h, w];
-    default: return [x, y, w, h];
-  }
 }
 
 const browserShows = (mime) => /^image\/(jpeg|png|webp|gif)$/.test(mime || "");
@@ -70,7 +57,7 @@ export async function openAsset(id) {
     const img = el("img", { src, alt: "", draggable: "false" });
     frame.append(img);
     faces = api("GET", `/api/assets/${id}/faces`).catch(() => null);
-    const draw = async () => { const f = await faces; if (f) drawFaces(frame, img, f); };
+    const draw = async () => { const f = await faces; if (f && current === id) drawFaces(frame, img, f, id); };
     if (img.complete) draw(); else img.addEventListener("load", draw);
     if (asset.motion) frame.append(motionControl(id, frame));
   }
@@ -136,20 +123,6 @@ function motionControl(id, frame) {
     frame.append(clip);
   });
   return play;
-}
-
-// Boxes come in the file's stored pixels; the browser shows the picture upright.
-function drawFaces(frame, img, f) {
-  const W = f.stored_width, H = f.stored_height;
-  if (!f.faces.length || !W || !H) return;
-  const o = f.orientation || 1;
-  const [dw, dh] = o >= 5 ? [H, W] : [W, H];
-  const sx = img.clientWidth / dw, sy = img.clientHeight / dh;
-  for (const face of f.faces) {
-    const [x, y, w, h] = orient(face.x, face.y, face.w, face.h, W, H, o);
-    frame.append(el("div", { class: "face", title: `face ${(face.score * 100).toFixed(0)}%`,
-      style: `left:${x * sx}px;top:${y * sy}px;width:${w * sx}px;height:${h * sy}px` }));
-  }
 }
 
 // Where the date came from (docs/json.md, `taken_at_source`): a date guessed from the file's

@@ -30,7 +30,7 @@ export class Feed {
     this.resized.observe(grid);
   }
 
-  stop() { this.observer.disconnect(); this.resized.disconnect(); this.done = true; }
+  stop() { this.observer.disconnect(); this.resized.disconnect(); this.done = true; this.stopped = true; }
 
   // Sets each month's size while off screen to what its tiles take at the grid's width.
   estimate(sections) {
@@ -56,7 +56,8 @@ export class Feed {
     if (this.cursor) params.set("cursor", this.cursor);
     try {
       const page = await api("GET", "/api/assets?" + params);
-      if (this.generation !== Feed.generation && this.grid.id === "grid") return;
+      // A page for a feed replaced meanwhile (another person's, say) is not this grid's.
+      if (this.stopped || (this.generation !== Feed.generation && this.grid.id === "grid")) return;
       const touched = new Set();
       for (const asset of page.items) touched.add(this.add(asset));
       this.estimate(touched);

@@ -11,6 +11,7 @@ import { loadActivity } from "./activity.js";
 import { initCheck } from "./check.js";
 import { loadDuplicates } from "./duplicates.js";
 import { loadSimilar } from "./similar.js";
+import { initPeople, showPeople } from "./people.js";
 import { showTrash } from "./trash.js";
 import { clearSelection, initSelection } from "./select.js";
 import { startLive } from "./live.js";
@@ -19,7 +20,7 @@ import { showAccess } from "./access.js";
 import { loadCameras } from "./filters.js";
 import { currentView, state, views } from "./state.js";
 
-const shows = { photos: showPhotos, libraries: loadLibraries, activity: loadActivity,
+const shows = { photos: showPhotos, people: showPeople, libraries: loadLibraries, activity: loadActivity,
                 duplicates: loadDuplicates, similar: loadSimilar, trash: showTrash };
 
 function route() {
@@ -32,10 +33,11 @@ function route() {
   }
   closeAssetDialog();
   viewShown();
-  show(views.includes(view) ? view : "photos");
+  if (views.includes(view)) show(view, arg); else show("photos");
 }
 
-function show(view) {
+// `arg`: what the view shows, from the address (a person's id under People).
+function show(view, arg) {
   if (view !== currentView()) clearSelection();
   for (const v of views) $("#view-" + v).hidden = v !== view;
   for (const a of document.querySelectorAll("nav a")) {
@@ -43,12 +45,13 @@ function show(view) {
     // On a phone the tabs are a strip that scrolls sideways: keep the current one in it.
     if (a.dataset.view === view) a.scrollIntoView({ block: "nearest", inline: "nearest" });
   }
-  shows[view]();
+  shows[view](arg);
 }
 
 tokenCookie();
 initLibraries();
 initCheck();
+initPeople();
 $("#filters").addEventListener("change", () => { markGridDirty(); showPhotos(); });
 $("#filters").addEventListener("reset", () => setTimeout(() => { markGridDirty(); showPhotos(); }));
 initViewer();

@@ -11,9 +11,11 @@ const assetHash = /^#\/?asset\/\d+/;
 // one behind the viewer's, and closing goes back to it.
 let seenView = false;
 let behind = false;
+// The address of the view last shown (a person's page is `#/people/ID`, not just its view).
+let viewHash = null;
 
 /** The router showed a view (not the viewer). */
-export function viewShown() { seenView = true; }
+export function viewShown() { seenView = true; viewHash = location.hash; }
 
 /** The viewer opens (it was closed): remember what closing it goes back to. */
 export function viewerOpens() { behind = seenView; }
@@ -22,7 +24,7 @@ export function viewerOpens() { behind = seenView; }
 export function leaveViewer() {
   if (!assetHash.test(location.hash)) return;
   if (behind) history.back();
-  else location.replace("#/" + (currentView() || "photos"));
+  else location.replace(viewHash || "#/" + (currentView() || "photos"));
 }
 
 function tiles() {

@@ -1,4 +1,4 @@
-// Selecting many tiles of a grid (Photos, Trash) and acting on them at once. A tile's check
+// Selecting many tiles of a grid (Photos, a person's page, Trash) and acting on them at once. A tile's check
 // (shown on hover, always on touch screens and while anything is selected) toggles it;
 // while a selection exists a click on a tile toggles it too, and a Shift-click selects the
 // range from the last tile clicked, in the grid's order; Space on a focused tile toggles it
@@ -150,7 +150,7 @@ async function move(to) {
 
 /** Wires the grids' clicks and Esc (once, at start). */
 export function initSelection() {
-  for (const g of [$("#grid"), $("#trash-grid")]) {
+  for (const g of [$("#grid"), $("#trash-grid"), $("#person-grid")]) {
     g.addEventListener("click", click, true);
     g.addEventListener("keydown", key);
   }

@@ -1,7 +1,7 @@
 // What the views share: the libraries as last loaded, and which view is on screen.
 import { $ } from "./dom.js";
 
-export const views = ["photos", "libraries", "activity", "duplicates", "similar", "trash"];
+export const views = ["photos", "people", "libraries", "activity", "duplicates", "similar", "trash"];
 
 export const state = { libraries: [] };
 
