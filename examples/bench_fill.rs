@@ -91,10 +91,7 @@ fn people(store: &mediadex::store::Store, n: u64, k: u64) -> anyhow::Result<()> 
     let mut person_of: Vec<Option<i64>> = vec![None; k as usize];
     let mut faces = 0u64;
     for id in (2..=n as i64 + 1).step_by(8) {
-        anyhow::ensure!(
-            store.store_faces(id, 1, vec![face])?,
-            "asset {id} is gone"
-        );
+        anyhow::ensure!(store.store_faces(id, 1, vec![face])?, "asset {id} is gone");
         let face_id = store.photo_people(id)?[0].face_id;
         let who = if faces.is_multiple_of(2) || k < 2 {
             0

@@ -9,13 +9,33 @@ use crate::model::{
     AssetCursor, AssetFilter, AssetPage, Camera, Counter, MediaKind, MetricsSnapshot, Millis,
     QueueStats,
 };
-use rusqlite::{Connection, ToSql};
+use rusqlite::{Connection, OptionalExtension, ToSql};
 
 /// The timeline key; written exactly as in the index so that the planner uses it.
 const TAKEN_KEY: &str = "coalesce(taken_local, '')";
 
+/// A person in more photos than this is listed from the timeline, each row checked against
+/// their faces; one in fewer from their range of `face_people`, then sorted. Either costs at
+/// most a few thousand rows for a page of 100 at 1M assets (benches/people-latency.sh).
+const CROWD: i64 = 2_000;
+const PERSON_FACES: &str = "SELECT faces FROM people WHERE id = ?1";
+
+/// Whether the filter's person (if any) is in more than `CROWD` photos (migration 0028's
+/// count, trashed ones included: a bound, not a figure to show).
+fn crowd(conn: &Connection, filter: &AssetFilter) -> Result<bool, StoreError> {
+    let Some(person) = filter.person else {
+        return Ok(false);
+    };
+    let faces: Option<i64> = conn
+        .prepare_cached(PERSON_FACES)?
+        .query_row([person], |r| r.get(0))
+        .optional()?;
+    Ok(faces.unwrap_or(0) > CROWD)
+}
+
 /// The list's SQL for this filter: fixed fragments only, every value bound as a parameter.
-fn page_sql(filter: &AssetFilter, after: bool) -> String {
+/// `crowd`: the person filter's person is in many photos (`crowd`).
+fn page_sql(filter: &AssetFilter, after: bool, crowd: bool) -> String {
     let mut sql = format!("SELECT {ASSET_COLS} FROM assets WHERE pending_run IS NULL");
     sql.push_str(NOT_A_SHOWN_CLIP);
     sql.push_str(if filter.trashed {
@@ -23,7 +43,7 @@ fn page_sql(filter: &AssetFilter, after: bool) -> String {
     } else {
         concat!(" AND trashed_at IS NULL AND NOT ", stack_hidden!())
     });
-    for (on, fragment) in filter_terms(filter) {
+    for (on, fragment) in filter_terms(filter, crowd) {
         if on {
             sql.push_str(fragment);
         }
@@ -36,7 +56,7 @@ fn page_sql(filter: &AssetFilter, after: bool) -> String {
 }
 
 /// Each term of the filter's WHERE, with whether the filter asks for it.
-fn filter_terms(filter: &AssetFilter) -> [(bool, &'static str); 14] {
+fn filter_terms(filter: &AssetFilter, crowd: bool) -> [(bool, &'static str); 15] {
     [
         (filter.kind.is_some(), " AND kind = :kind"),
         // The term of assets_not_image_timeline's WHERE, so that a video or other page seeks.
@@ -76,10 +96,16 @@ fn filter_terms(filter: &AssetFilter) -> [(bool, &'static str); 14] {
             filter.tag.is_some(),
             " AND id IN (SELECT asset_id FROM asset_tags WHERE tag = :tag)",
         ),
-        // Driven from the person's range of face_people_person, as the tag filter is.
+        // Driven from the person's range of face_people_person, as the tag filter is...
         (
-            filter.person.is_some(),
+            filter.person.is_some() && !crowd,
             " AND id IN (SELECT asset_id FROM face_people WHERE person_id = :person)",
+        ),
+        // ...unless they are in so many photos that the timeline finds a page sooner.
+        (
+            filter.person.is_some() && crowd,
+            " AND EXISTS (SELECT 1 FROM face_people fp
+                          WHERE fp.asset_id = assets.id AND fp.person_id = :person)",
         ),
     ]
 }
@@ -98,7 +124,7 @@ fn page(
     after: Option<&AssetCursor>,
     limit: i64,
 ) -> Result<AssetPage, StoreError> {
-    let sql = page_sql(filter, after.is_some());
+    let sql = page_sql(filter, after.is_some(), crowd(conn, filter)?);
     let kind = filter.kind.map(MediaKind::as_str);
     // One more than asked tells whether a next page exists.
     let fetch = limit + 1;
@@ -288,7 +314,7 @@ impl Store {
         filter: &AssetFilter,
         after: bool,
     ) -> Result<Vec<String>, StoreError> {
-        self.read(|conn| plan(conn, &page_sql(filter, after)))
+        self.read(|conn| plan(conn, &page_sql(filter, after, crowd(conn, filter)?)))
     }
 
     /// The plan SQLite picks for the stack of one asset, which every listed asset reads.
