@@ -53,10 +53,12 @@
 // 4      | store::files::mark_read_again marks nothing   | 2    | 389  | b/c/s3.png: asset 76 says rating/title (None, None), its sidecar says (Some(1), Some("t98"))
 // 5      | scan::job::again ignores read_again 'back'    | 16   | 386  | b/c/s2.JPG and b/c/s2.DNG are a RAW+JPEG pair but asset 71's stack is []
 // 7      | store::walks::made_live marks nothing         | 22   | 202  | the faces walk says it walked to the end, and asset 6 is not stamped
-// 1      | trash::ours: the row's current stamp only     | not found in 150 s
-// 3      | trash::libraries_here answers Ok at once      | not found in 150 s
 // 8      | store::trash::followers answers none          | not found: no "follows into the trash" check yet
-// 10, 2  | moved_since_read None; publish_shown nothing  | not found in 240 s (seed 36 failed unweakened: finding 15, fixed since)
+// Since, the whole soak budget in a release build (2 threads, a loaded machine):
+// 1      | trash::ours: the row's current stamp only     | 1    | 52   | live asset 3's only file was moved into lib0/.mediadex-trash/2-2/a/s3.DNG
+// 3      | trash::libraries_here answers Ok at once      | 0    | 505  | the trash of asset 102 ended, and the file of the photo (asset 102) is still at lib1/a/s0.JPG
+// 10     | store::files::moved_since_read answers None   | 1    | 666  | live asset 209's file s2.png is not on disk
+// 2      | store::pending::publish_shown publishes none  | 13   | 549  | b/c/s1.JPG's asset 107 is not published (pending)
 // 9, 12  | unreachable: no HEIF / heif-dec; the index is never damaged nor repaired
 
 use crate::support::dng::Dng;
@@ -2738,6 +2740,36 @@ fn finding_20_a_restore_rolled_back_after_a_scan_reclaimed_its_asset_leaves_it_i
 #[test]
 fn finding_14_a_trash_of_an_unseen_delete_is_healed() {
     replay(14, 157, 176);
+}
+
+/// Defect 2 as the soak found it (release, 150 seeds x 1,000 steps, with
+/// `store::pending::publish_shown` publishing nothing): lib0's run reads a new photo and is
+/// cancelled (its asset stays pending on the cancelled run); the user copies the photo into
+/// lib1, whose completed scan links the copy to that asset and must publish it
+/// (`Sim::copy_of_a_cancelled_read`): "b/c/s1.JPG's asset 107 is not published (pending)".
+#[test]
+fn defect_2_a_copy_of_a_photo_a_cancelled_run_read_is_published_by_its_library() {
+    replay(2, 13, 549);
+}
+
+/// Defect 10's first half as the soak found it (release, 150 seeds x 1,000 steps, with
+/// `store::files::moved_since_read` answering None): the user trashes a photo a full scan
+/// read again for its changed sidecar, between the read and the batch's commit
+/// (`Sim::trash_during_scan`); the commit wrote the read back and the trashed asset was live
+/// again with its file in the trash folder: "live asset 209's file s2.png is not on disk".
+#[test]
+fn defect_10_a_read_committed_after_a_trash_moved_its_file_does_not_undo_the_trash() {
+    replay(10, 1, 666);
+}
+
+/// Defect 3 as the soak finds it now (release, 150 seeds x 1,000 steps, with
+/// `trash::libraries_here` answering Ok at once); the schedules of the two `defect_3_`
+/// replays above no longer meet it since the knobs added after them. The user unmounts
+/// lib1 and trashes a photo of it: the trash said Trashed and moved nothing: "the trash of
+/// asset 102 ended, and the file of the photo (asset 102) is still at lib1/a/s0.JPG".
+#[test]
+fn defect_3_a_trash_while_the_library_is_away_moves_the_photo_or_is_refused() {
+    replay(3, 0, 505);
 }
 
 #[test]
