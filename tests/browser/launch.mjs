@@ -14,3 +14,15 @@ export const launch = () => chromium.launch({
   args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"],
 });
+
+// In the page (`page.evaluate(overflow)`): how wide the document is against the screen, and the widest offenders.
+export function overflow() {
+  const offenders = [];
+  for (const e of document.body.querySelectorAll("*")) {
+    const r = e.getBoundingClientRect();
+    if (r.width && r.right > innerWidth + 1 && getComputedStyle(e).position !== "fixed") {
+      offenders.push(`${e.tagName.toLowerCase()}${e.id ? "#" + e.id : ""}.${e.className || ""} right=${Math.round(r.right)}`);
+    }
+  }
+  return { scroll: document.documentElement.scrollWidth, inner: innerWidth, offenders: offenders.slice(0, 4) };
+}

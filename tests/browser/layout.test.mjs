@@ -13,7 +13,7 @@
 // Keep trashes the others with a toast on the screen, whose Undo brings them back.
 // Screenshots: SHOTS/layout-WIDTH-WHAT.png.
 // Every check runs and the failures are listed together at the end.
-import { url, shots, launch } from "./launch.mjs";
+import { url, shots, launch, overflow } from "./launch.mjs";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import assert from "node:assert/strict";
@@ -29,17 +29,6 @@ const step = (what) => console.log(`layout-test: ${what}`);
 
 const browser = await launch();
 
-// In the page: how wide the document is against the screen, and the widest offenders.
-function overflow() {
-  const offenders = [];
-  for (const e of document.body.querySelectorAll("*")) {
-    const r = e.getBoundingClientRect();
-    if (r.width && r.right > innerWidth + 1 && getComputedStyle(e).position !== "fixed") {
-      offenders.push(`${e.tagName.toLowerCase()}${e.id ? "#" + e.id : ""}.${e.className || ""} right=${Math.round(r.right)}`);
-    }
-  }
-  return { scroll: document.documentElement.scrollWidth, inner: innerWidth, offenders: offenders.slice(0, 4) };
-}
 
 // In the page: whether the open dialog `sel` lies on the screen and shows its content without
 // a sideways scroll, and whether its picture (if any) lies inside it.

@@ -10,7 +10,7 @@
 // box, "Not NAME" takes the face out of them (the API says so) and "New person" with a name
 // puts it in a new one; at 390 px the People view, a person's page and the viewer's face
 // menu are no wider than the screen. Every wait is for a state (the page's or the API's).
-import { url, shots, launch } from "./launch.mjs";
+import { url, shots, launch, overflow } from "./launch.mjs";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import assert from "node:assert/strict";
@@ -58,17 +58,6 @@ async function until(page, what, probe, ok, { recluster = false, seconds = 240 }
   }
 }
 
-// In the page: how wide the document is against the screen, and the widest offenders.
-function overflow() {
-  const offenders = [];
-  for (const e of document.body.querySelectorAll("*")) {
-    const r = e.getBoundingClientRect();
-    if (r.width && r.right > innerWidth + 1 && getComputedStyle(e).position !== "fixed") {
-      offenders.push(`${e.tagName.toLowerCase()}${e.id ? "#" + e.id : ""}.${e.className || ""} right=${Math.round(r.right)}`);
-    }
-  }
-  return { scroll: document.documentElement.scrollWidth, inner: innerWidth, offenders: offenders.slice(0, 4) };
-}
 async function noOverflow(page, what) {
   const o = await page.evaluate(overflow);
   assert.ok(o.scroll <= o.inner, `${what}: the page is ${o.scroll}px wide on a ${o.inner}px screen (${o.offenders.join("; ")})`);
