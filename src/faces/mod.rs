@@ -34,6 +34,7 @@ pub use chips::{chips, chips_reader};
 pub use embed::{EMBEDDING_LEN, Embedding, FaceEmbedder};
 pub use for_walks::{EMBED_SCHEME, WalkDlib, WalkRetinaFace, walk_result};
 pub use load::{Decoded, MAX_ALLOC_BYTES, MAX_SIDE, open_with as open_with_decoder};
+pub use orient::box_to_shown;
 pub use retina::{
     CANDIDATE_THRESHOLD, NMS_THRESHOLD, RetinaFace, SCORE_THRESHOLD, TARGET_LONG_SIDE,
 };

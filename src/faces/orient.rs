@@ -55,6 +55,20 @@ pub fn box_to_stored(
     (left, top, (a.x - b.x).abs(), (a.y - b.y).abs())
 }
 
+/// The displayed box covering the stored box `(x, y, width, height)`: the inverse of
+/// `box_to_stored`, both corners mapped by `to_shown`, then ordered.
+pub fn box_to_shown(
+    orientation: Orientation,
+    stored: (f32, f32),
+    stored_box: (f32, f32, f32, f32),
+) -> (f32, f32, f32, f32) {
+    let (x, y, w, h) = stored_box;
+    let a = to_shown(orientation, stored, Point { x, y });
+    let b = to_shown(orientation, stored, Point { x: x + w, y: y + h });
+    let (left, top) = (a.x.min(b.x), a.y.min(b.y));
+    (left, top, (a.x - b.x).abs(), (a.y - b.y).abs())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,8 @@
 //! stamp (written by the fenced walk commit, with the faces it assigned at once), who each
 //! face is (`face_people`), the user's word (confirmed faces, rejections, names, hidden
 //! people) and the count of the user's changes that fences a recluster's commit, and the
-//! reads behind "who is in this photo" and "all photos of X". The grouping rule is
+//! reads behind "who is in this photo", "all photos of X" and the People list (each person's
+//! face count is kept by migration 0028's triggers, not counted here). The grouping rule is
 //! `people::cluster`'s: this file only stores what it is handed.
 
 use super::assets::checksum_col;

@@ -8,6 +8,7 @@
 
 use super::{Thumb, Thumbs, jpeg};
 use crate::model::FaceBox;
+use image::metadata::Orientation;
 use std::path::PathBuf;
 
 /// The side of a face crop, in pixels: a card at twice its CSS size on a phone.
@@ -69,21 +70,20 @@ impl Thumbs {
     }
 }
 
-/// A box in stored pixels as the upright picture shows it (EXIF orientations 2 to 8, as the
-/// viewer's `orient` in web/js/asset.js turns them), with the upright picture's size.
+/// A box in stored pixels as the upright picture shows it (`faces::box_to_shown`, the
+/// geometry the face walk maps its landmarks by), with the upright picture's size.
 fn upright(f: &FaceBox, (sw, sh): (f32, f32), o: u16) -> ([f32; 4], (f32, f32)) {
-    let (x, y, w, h) = (f.x, f.y, f.w, f.h);
-    let turned = (sh, sw);
-    match o {
-        2 => ([sw - x - w, y, w, h], (sw, sh)),
-        3 => ([sw - x - w, sh - y - h, w, h], (sw, sh)),
-        4 => ([x, sh - y - h, w, h], (sw, sh)),
-        5 => ([y, x, h, w], turned),
-        6 => ([sh - y - h, x, h, w], turned),
-        7 => ([sh - y - h, sw - x - w, h, w], turned),
-        8 => ([y, sw - x - w, h, w], turned),
-        _ => ([x, y, w, h], (sw, sh)),
-    }
+    let orientation = u8::try_from(o)
+        .ok()
+        .and_then(Orientation::from_exif)
+        .unwrap_or(Orientation::NoTransforms);
+    let (x, y, w, h) = crate::faces::box_to_shown(orientation, (sw, sh), (f.x, f.y, f.w, f.h));
+    let size = if matches!(o, 5..=8) {
+        (sh, sw)
+    } else {
+        (sw, sh)
+    };
+    ([x, y, w, h], size)
 }
 
 /// The square of the preview (`pw` × `ph`) to cut: the box, turned and scaled to the
