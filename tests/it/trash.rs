@@ -981,15 +981,7 @@ fn a_carried_on_restore_never_takes_a_file_saved_at_its_destination_for_its_own(
         photo(&lib.root.join("a.png"), 7);
         panic!("killed after the rename");
     });
-    let begun = env.store.begin_restore(x, TTL, None).expect("begin");
-    let config = MoveConfig {
-        ttl: TTL,
-        ..MoveConfig::default()
-    };
-    let died = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        mediadex::trash::run(&env.store, begun, &config, &hooks)
-    }));
-    assert!(died.is_err());
+    assert!(restore_dies(&env, x, &hooks));
     scan_now(&env, lib.id, "");
     let y = lib.asset(&env.store, "a.png");
     assert_ne!(y, x);
@@ -1022,15 +1014,7 @@ fn a_scan_during_a_held_restore_leaves_the_asset_to_the_move_and_its_rollback_lo
         *second.lock().expect("lock") = Some(to.to_path_buf());
         panic!("killed before the second rename");
     });
-    let begun = env.store.begin_restore(x, TTL, None).expect("begin");
-    let config = MoveConfig {
-        ttl: TTL,
-        ..MoveConfig::default()
-    };
-    let died = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        mediadex::trash::run(&env.store, begun, &config, &hooks)
-    }));
-    assert!(died.is_err(), "the restore was killed");
+    assert!(restore_dies(&env, x, &hooks), "the restore was killed");
     let taken = second
         .lock()
         .expect("lock")
@@ -1730,4 +1714,18 @@ fn keep_file_names_the_copy_by_path_and_refuses_what_it_cannot_keep() {
     assert!(lib.path(b"b.png").exists() && !lib.path(b"a.png").exists());
     assert!(lib.in_trash(asset, "a.png").exists());
     agrees(&env);
+}
+
+/// Begins a restore of `asset` and runs it with `hooks`, which kill it (panic) at their
+/// point: whether it died.
+fn restore_dies(env: &support::Env, asset: i64, hooks: &dyn MoveHooks) -> bool {
+    let begun = env.store.begin_restore(asset, TTL, None).expect("begin");
+    let config = MoveConfig {
+        ttl: TTL,
+        ..MoveConfig::default()
+    };
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        mediadex::trash::run(&env.store, begun, &config, hooks)
+    }))
+    .is_err()
 }
