@@ -57,10 +57,13 @@ pub fn long_version() -> String {
 /// that no command answers from an index that was emptied under it. The next start indexes
 /// the libraries anew: the service's and the app's boot scans do it, or `scan --wait`.
 pub fn open_store(config: &Config, check: StartCheck) -> Result<Store, OpenError> {
-    let options = StoreOptions {
+    let mut options = StoreOptions {
         check,
         ..StoreOptions::default()
     };
+    if let Some(files) = config.write_group_files {
+        options.group_limits.weight = files;
+    }
     match Store::open(&config.db_path, Arc::new(SystemClock), options) {
         Err(StoreError::Damaged { damage, .. }) => Err(replace_damaged(config, damage)),
         other => Ok(other?),

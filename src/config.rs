@@ -43,6 +43,11 @@ pub const FACE_SCHEME_ENV: &str = "MEDIADEX_FACE_SCHEME";
 pub const SIMILAR_SCHEME_ENV: &str = "MEDIADEX_SIMILAR_SCHEME";
 pub const EMBED_SCHEME_ENV: &str = "MEDIADEX_EMBED_SCHEME";
 
+/// Testing knob: at most this many files of a scan share one commit (default
+/// `store::GroupLimits`' 65,536), so that a crash test on a fast machine still sees a scan
+/// part committed. Not a setting.
+pub const WRITE_GROUP_FILES_ENV: &str = "MEDIADEX_WRITE_GROUP_FILES";
+
 /// How many bits (of 64) two pictures' perceptual hashes may differ in for them to be
 /// similar (`similar_distance`, at most `similar::index::MAX_DISTANCE`).
 pub const SIMILAR_DISTANCE_ENV: &str = "MEDIADEX_SIMILAR_DISTANCE";
@@ -79,6 +84,8 @@ pub struct Config {
     pub similar_scheme: Option<i64>,
     /// `MEDIADEX_EMBED_SCHEME`: the face-descriptor scheme instead of the embedder's (testing).
     pub embed_scheme: Option<i64>,
+    /// `MEDIADEX_WRITE_GROUP_FILES`: the most files of a scan one commit holds (testing).
+    pub write_group_files: Option<u64>,
     /// The Hamming distance within which two pictures are similar (`similar_distance`).
     pub similar_distance: u32,
     /// `MEDIADEX_DISK_RESERVE`: bytes the thumbnail cache leaves free for the database.
@@ -201,6 +208,7 @@ impl Config {
             face_scheme: None,
             similar_scheme: None,
             embed_scheme: None,
+            write_group_files: None,
             similar_distance: settings
                 .similar_distance
                 .unwrap_or(DEFAULT_SIMILAR_DISTANCE),
@@ -222,6 +230,7 @@ impl Config {
         config.face_scheme = env_number(&env, FACE_SCHEME_ENV)?.map(scheme);
         config.similar_scheme = env_number(&env, SIMILAR_SCHEME_ENV)?.map(scheme);
         config.embed_scheme = env_number(&env, EMBED_SCHEME_ENV)?.map(scheme);
+        config.write_group_files = env_number(&env, WRITE_GROUP_FILES_ENV)?.filter(|&n| n > 0);
         match env_number(&env, LEASE_TTL_ENV)? {
             None => config.validate()?,
             Some(ms) => config.set_lease_ttl(ms)?,
