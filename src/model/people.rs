@@ -16,6 +16,23 @@ pub fn face_key(checksum: &[u8; 32], x: f32, y: f32) -> u128 {
     (u128::from(u64::from_be_bytes(head)) << 64) | u128::from(corner)
 }
 
+/// Two detections of one picture found the same face when their boxes overlap at least this
+/// much (intersection over union): a new detector's boxes move by a few pixels, a
+/// neighbour's face shares far less.
+pub const SAME_FACE: f32 = 0.5;
+
+/// How much two boxes `[x, y, w, h]` of one picture overlap: intersection over union, 0 to 1.
+pub fn overlap(a: [f32; 4], b: [f32; 4]) -> f32 {
+    let w = (a[0] + a[2]).min(b[0] + b[2]) - a[0].max(b[0]);
+    let h = (a[1] + a[3]).min(b[1] + b[3]) - a[1].max(b[1]);
+    if w <= 0.0 || h <= 0.0 {
+        return 0.0;
+    }
+    let both = w * h;
+    let union = a[2] * a[3] + b[2] * b[3] - both;
+    if union > 0.0 { both / union } else { 0.0 }
+}
+
 /// One asset's faces as the embedding walk embeds them: the detector version they are of
 /// (the asset's `faces_scheme` when read), and each face with its id and whether it already
 /// has a vector of the walk's embedder version (then it is not embedded again).

@@ -1,7 +1,8 @@
 //! The `faces` table: the faces a detector version found in an asset, and the asset's
 //! `faces_scheme` stamp. Replacing an asset's faces for a version is one step (delete that
-//! version's rows, insert, stamp; the faces of other versions leave their people, and the new
-//! ones' descriptors are asked for: `walks::faces_replaced`), used by the fenced walk commit
+//! version's rows, insert, stamp; the faces of other versions leave their people, a face found
+//! again keeps who it is and the user's word on it, and the new ones' descriptors are asked
+//! for: `walks::faces_replaced`), used by the fenced walk commit
 //! and by the unfenced one-off op. Rows go with their asset (ON DELETE CASCADE: the trash sweep).
 
 use super::{Store, StoreError};
@@ -16,7 +17,7 @@ const STAMP: &str = "
 const CLEAR: &str = "DELETE FROM faces WHERE asset_id = ?1 AND detector_version = ?2";
 const INSERT: &str = "
     INSERT INTO faces (asset_id, detector_version, x, y, w, h, score, landmarks)
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id";
 const OF_ASSET: &str = "
     SELECT x, y, w, h, score, landmarks FROM faces
      WHERE asset_id = ?1 AND detector_version = ?2 ORDER BY id";
@@ -39,18 +40,23 @@ pub(super) fn replace(
     {
         return Ok(false);
     }
+    let said = super::people::word_on(conn, asset_id)?;
     conn.prepare_cached(CLEAR)?
         .execute(params![asset_id, version])?;
     let mut insert = conn.prepare_cached(INSERT)?;
+    let mut found = Vec::with_capacity(faces.len());
     for f in faces {
         let landmarks: Vec<[f32; 2]> = f.landmarks.iter().map(|&(x, y)| [x, y]).collect();
         let landmarks = serde_json::to_string(&landmarks)
             .map_err(|e| StoreError::Conflict(format!("face landmarks: {e}")))?;
-        insert.execute(params![
-            asset_id, version, f.x, f.y, f.w, f.h, f.score, landmarks
-        ])?;
+        let id: i64 = insert.query_row(
+            params![asset_id, version, f.x, f.y, f.w, f.h, f.score, landmarks],
+            |r| r.get(0),
+        )?;
+        found.push((id, [f.x, f.y, f.w, f.h]));
     }
     super::people::forget_old_faces(conn, asset_id, version)?;
+    super::people::carry_word(conn, asset_id, &said, &found)?;
     super::walks::faces_replaced(conn, asset_id, now)?;
     Ok(true)
 }

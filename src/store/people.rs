@@ -11,7 +11,7 @@ use super::assets::checksum_col;
 use super::{Store, StoreError, jobs};
 use crate::model::{
     DetectedFace, EmbeddedAsset, FaceVector, FacesToEmbed, Lease, Millis, NewJob, PeopleState,
-    Person, PhotoFace, RECLUSTER_JOB_KIND, Reclustered, Regrouping, face_key,
+    Person, PhotoFace, RECLUSTER_JOB_KIND, Reclustered, Regrouping, SAME_FACE, face_key, overlap,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -56,6 +56,18 @@ const JOIN: &str = "
 const FORGET_OLD: &str = "
     DELETE FROM face_people WHERE asset_id = ?1
        AND face_id IN (SELECT id FROM faces WHERE asset_id = ?1 AND detector_version <> ?2)";
+/// Who an asset's faces are, of any detection: the box of each placed face with its person
+/// and whether the user put it there (1) or the clustering did (0), and of each face the
+/// user said is not someone (2). Confirmed words first: they take their face first.
+const WORD: &str = "
+    SELECT f.x, f.y, f.w, f.h, p.person_id, p.confirmed FROM faces f
+      JOIN face_people p ON p.face_id = f.id
+     WHERE f.asset_id = ?1
+    UNION ALL
+    SELECT f.x, f.y, f.w, f.h, r.person_id, 2 FROM faces f
+      JOIN face_rejections r ON r.face_id = f.id
+     WHERE f.asset_id = ?1
+    ORDER BY 6 DESC";
 const ASSIGNED: &str = "SELECT face_id, person_id, confirmed FROM face_people";
 const REJECTED: &str = "SELECT face_id, person_id FROM face_rejections";
 const PEOPLE_IDS: &str = "SELECT id FROM people ORDER BY id";
@@ -213,6 +225,72 @@ pub(super) fn forget_old_faces(
 ) -> Result<(), StoreError> {
     conn.prepare_cached(FORGET_OLD)?
         .execute(params![asset_id, version])?;
+    Ok(())
+}
+
+/// Who one face of a photo is, by where the face is: `person` (placed by the user when
+/// `word` is 1, by the clustering when 0), or not `person` (2).
+pub(super) struct Said {
+    area: [f32; 4],
+    person: i64,
+    word: u8,
+}
+
+/// Who `asset_id`'s faces are, read before a re-detection replaces them.
+pub(super) fn word_on(conn: &Connection, asset_id: i64) -> Result<Vec<Said>, StoreError> {
+    let mut stmt = conn.prepare_cached(WORD)?;
+    let rows = stmt.query_map([asset_id], |r| {
+        let side = |i| r.get::<_, f64>(i).map(|v| v as f32);
+        Ok(Said {
+            area: [side(0)?, side(1)?, side(2)?, side(3)?],
+            person: r.get(4)?,
+            word: r.get(5)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// A re-detection keeps who each face is: a face found again (its new box overlaps the old
+/// one by `SAME_FACE`) stays in its person, confirmed if the user put it there, and is still
+/// not whom the user said it is not. Without this a detector upgrade would undo the user's
+/// splits and moves, and the clustering's people would lose every face at once. A placement
+/// goes to its best match only, and one person to one face of the photo.
+pub(super) fn carry_word(
+    conn: &Connection,
+    asset_id: i64,
+    said: &[Said],
+    found: &[(i64, [f32; 4])],
+) -> Result<(), StoreError> {
+    let best = |s: &Said, free: &dyn Fn(i64) -> bool| {
+        found
+            .iter()
+            .filter(|(id, _)| free(*id))
+            .map(|(id, area)| (*id, overlap(s.area, *area)))
+            .filter(|&(_, o)| o >= SAME_FACE)
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(id, _)| id)
+    };
+    let mut placed: Vec<(i64, i64)> = Vec::new();
+    for s in said {
+        if s.word == 2 {
+            if let Some(face) = best(s, &|_| true) {
+                conn.prepare_cached(REJECT)?
+                    .execute(params![face, s.person])?;
+            }
+            continue;
+        }
+        let free = |id: i64| placed.iter().all(|&(f, p)| f != id && p != s.person);
+        if let Some(face) = best(s, &free) {
+            if s.word == 1 {
+                conn.prepare_cached(PLACE)?
+                    .execute(params![face, s.person, asset_id])?;
+            } else {
+                conn.prepare_cached(JOIN)?
+                    .execute(params![face, s.person])?;
+            }
+            placed.push((face, s.person));
+        }
+    }
     Ok(())
 }
 

@@ -876,3 +876,78 @@ fn the_cli_finds_the_astronaut_as_one_person_and_keeps_what_the_user_says() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no person 999"));
 }
+
+/// Stores `faces` boxes (x, width) for asset `id` as detector `version` finds them.
+fn redetect(env: &Env, id: i64, version: i64, boxes: &[(f32, f32)]) {
+    let faces = boxes
+        .iter()
+        .map(|&(x, w)| DetectedFace {
+            x,
+            y: 12.0,
+            w,
+            h: w,
+            score: 0.9,
+            landmarks: [(1.0, 1.0); 5],
+        })
+        .collect();
+    assert!(env.store.store_faces(id, version, faces).unwrap());
+}
+
+#[test]
+fn a_new_detector_keeps_what_the_user_said_about_each_face_it_finds_again() {
+    let env = support::env();
+    let ids = photos(
+        &env,
+        &["01-A.jpg", "02-A.jpg", "03-A.jpg", "04-AB.jpg", "05-A.jpg"],
+    );
+    walk(&env, &Fake::new(1), 8);
+    recluster(&env);
+    let s = ops::Services::new(env.store.clone());
+    let face = |name: &str| env.store.photo_people(ids[name]).unwrap()[0].clone();
+    let named = |name: &str| name.to_string();
+    let a = face("01-A.jpg").person_id.expect("A is someone");
+    // The user's word: 04's face is someone else (a split), 05's face is not A.
+    let split = ops::people::move_face(&s, face("04-AB.jpg").face_id, None)
+        .unwrap()
+        .id;
+    ops::people::reject(&s, face("05-A.jpg").face_id, a).unwrap();
+
+    // Detector 2 finds each face again, a few pixels off (04's B beside its A).
+    for (name, id) in &ids {
+        let mut boxes = vec![(3.0, 54.0)];
+        if *name == named("04-AB.jpg") {
+            boxes.push((103.0, 54.0));
+        }
+        redetect(&env, *id, 2, &boxes);
+    }
+    walk(&env, &Fake::new(1), 8);
+    recluster(&env);
+
+    let now = env.store.photo_people(ids["04-AB.jpg"]).unwrap();
+    let found_again = now.iter().find(|f| f.x < 100.0).expect("04's A");
+    assert_eq!(
+        found_again.person_id,
+        Some(split),
+        "the split is undone: {now:?}"
+    );
+    assert!(found_again.confirmed, "{now:?}");
+    let other = now.iter().find(|f| f.x >= 100.0).expect("04's B");
+    assert_ne!(
+        other.person_id,
+        Some(split),
+        "the word went to the wrong face"
+    );
+    let five = face("05-A.jpg");
+    assert_ne!(five.person_id, Some(a), "05 is back in A: {five:?}");
+    assert_eq!(
+        env.store.photos_of(split, 0, 10).unwrap(),
+        vec![ids["04-AB.jpg"]]
+    );
+    // The clustering's person keeps its faces found again, rather than losing them all.
+    let mut of_a = env.store.photos_of(a, 0, 10).unwrap();
+    of_a.sort();
+    assert_eq!(
+        of_a,
+        vec![ids["01-A.jpg"], ids["02-A.jpg"], ids["03-A.jpg"]]
+    );
+}
