@@ -65,17 +65,20 @@ use crate::support::dng::Dng;
 use crate::support::exif::{apple_note, ascii, jpeg_with_exif};
 use exif::Tag;
 use mediadex::clock::FakeClock;
+use mediadex::faces::FaceError;
+use mediadex::media::heif_dec::HeifDec;
 use mediadex::model::{
     DetectedFace, JobFilter, MOVE_JOB_KIND, Millis, MoveOutcome, RunState, ScanRequest, TRASH_DIR,
     Trigger, WalkKindId,
 };
+use mediadex::model::{RepairKind, Repaired};
 use mediadex::queue::{
     JobHandler, LeaseGuard, NoHooks, Registry, ScanDone, ScanHandler, WorkError,
 };
 use mediadex::scan::job::{ScanConfig, ScanJob};
 use mediadex::scan::pipeline::{Batch, CommitHook, Settings};
 use mediadex::scan::walk::{WalkHook, WalkPoint};
-use mediadex::store::{LeasePolicy, Store, StoreOptions};
+use mediadex::store::{LeasePolicy, StartCheck, Store, StoreOptions};
 use mediadex::trash::{MoveConfig, MoveHooks};
 use mediadex::walks::WalkJob;
 use mediadex::walks::content_hash::ContentHashWalk;
@@ -95,10 +98,15 @@ const START: Millis = 1_800_000_000_000;
 const TTL: Millis = 30_000;
 const MOVE_TTL: Millis = 60_000;
 const DAY: Millis = 86_400_000;
+/// How often a step ends with the index damaged (`Knob::DamagedIndex`): about once in the
+/// default run's 150 steps of two seeds, three times in a soak seed's 1,000.
+const DAMAGE_RATE: f64 = 0.003;
 const LOG_LINES: usize = 120;
 const DIRS: [&str; 3] = ["", "a", "b/c"];
 const STEMS: [&str; 4] = ["s0", "s1", "s2", "s3"];
 const LIVE_STEMS: [&str; 2] = ["IMG_1", "IMG_2"];
+/// HEICs have names of their own too: no stack nor Live pair is theirs.
+const HEIC_STEMS: [&str; 2] = ["h0", "h1"];
 /// Every Live pair's identifier starts so (36 characters with the version's 12 hex digits).
 const LIVE_PREFIX: &str = "5EED0000-0000-4000-8000-";
 /// The identifier `tests/fixtures/live/IMG_7001.MOV` carries.
@@ -159,7 +167,19 @@ pub enum Knob {
     RestoreFileless,
     /// A restore whose own files are gone from the trash folder, and a follower's are not.
     RestoreLeaderGone,
+    /// The user's photos include HEICs, which the face and similar walks decode through a
+    /// stand-in `heif-dec` that, for some pictures, dies by a signal or runs past its
+    /// deadline before it gives the picture (defect 9). Drawn from the fault stream.
+    HeifDecode,
+    /// The index is damaged: set aside and replaced by a fresh one at start (the real
+    /// `app::open_store`), then `check --repair` (defect 12). Drawn from the fault stream.
+    DamagedIndex,
 }
+
+/// The knobs that draw only from the fault stream (`Sim::faults`), added after the
+/// replays of the defects and findings above were found: a replay of such a schedule runs
+/// without them, so that the main stream meets what it met then.
+pub const FAULT_STREAM_KNOBS: &[Knob] = &[Knob::HeifDecode, Knob::DamagedIndex];
 
 /// Actions held back by default: each finds a defect that is still open (number in the
 /// tuple); `MEDIADEX_LIBSIM_ALL=1` turns all on. Issue 25's defects are fixed and their
@@ -237,6 +257,8 @@ enum Kind {
     Still,
     /// A Live Photo's clip: a MOV carrying a ContentIdentifier.
     Mov,
+    /// A HEIC (`Knob::HeifDecode`): its pixels only `heif-dec` gives.
+    Heic,
 }
 
 impl Kind {
@@ -247,14 +269,22 @@ impl Kind {
             Kind::Dng => "DNG",
             Kind::Still => "jpg",
             Kind::Mov => "MOV",
+            Kind::Heic => "heic",
         }
     }
 
     fn of(path: &str) -> Option<Kind> {
         let ext = path.rsplit('.').next()?;
-        [Kind::Png, Kind::Jpg, Kind::Dng, Kind::Still, Kind::Mov]
-            .into_iter()
-            .find(|k| k.ext() == ext)
+        [
+            Kind::Png,
+            Kind::Jpg,
+            Kind::Dng,
+            Kind::Still,
+            Kind::Mov,
+            Kind::Heic,
+        ]
+        .into_iter()
+        .find(|k| k.ext() == ext)
     }
 
     /// The names a file of this kind takes: Live Photos their own, so that no RAW shares
@@ -262,6 +292,7 @@ impl Kind {
     fn stems(self) -> &'static [&'static str] {
         match self {
             Kind::Still | Kind::Mov => &LIVE_STEMS,
+            Kind::Heic => &HEIC_STEMS,
             _ => &STEMS,
         }
     }
@@ -353,7 +384,29 @@ fn media_bytes(kind: Kind, v: u32) -> Vec<u8> {
         .bytes(),
         Kind::Still => still_bytes(v),
         Kind::Mov => clip_bytes(v),
+        Kind::Heic => heic_bytes(v),
     }
+}
+
+/// The corpus's HEIC with version `v` in the last bytes of its coded picture: its header
+/// (type, size) as it was, its bytes its own. The stand-in decoders never read the picture.
+fn heic_bytes(v: u32) -> Vec<u8> {
+    static HEIC: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    let mut out = HEIC
+        .get_or_init(|| {
+            let path =
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/astronaut_half.heic");
+            std::fs::read(path).expect("the HEIC fixture")
+        })
+        .clone();
+    let end = out.len();
+    out[end - 4..].copy_from_slice(&v.to_be_bytes());
+    out
+}
+
+/// Whether `bytes` are a HEIC the user wrote (`heic_bytes`).
+fn is_heic(bytes: &[u8]) -> bool {
+    bytes.get(4..12) == Some(b"ftypheic")
 }
 
 fn xmp(rating: i8, title: &str) -> String {
@@ -376,6 +429,19 @@ fn sidecar_says(text: &str) -> Option<(i8, String)> {
     let r = text.split("xmp:Rating=\"").nth(1)?.split('"').next()?;
     let t = text.split("x-default\">").nth(1)?.split('<').next()?;
     Some((r.parse().ok()?, t.to_string()))
+}
+
+/// Damages a closed index on disk: its header overwritten (nothing of it can be read), or
+/// the file cut to half its pages (what is left may still name the libraries).
+fn damage(db: &Path, header: bool) -> Result<(), String> {
+    let mut bytes = std::fs::read(db).map_err(|e| format!("read the index: {e}"))?;
+    if header {
+        bytes[..100].copy_from_slice(&[0x5a; 100]);
+    } else {
+        let page = 16_384;
+        bytes.truncate(bytes.len() / page / 2 * page);
+    }
+    std::fs::write(db, &bytes).map_err(|e| format!("damage the index: {e}"))
 }
 
 /// Every file under `root`, relative, `/`-separated, sorted.
@@ -512,6 +578,165 @@ impl PictureHasher for BytesHasher {
     }
 }
 
+/// How a stand-in `heif-dec` refuses a decode (defect 9): it said nothing about the
+/// picture, so a later walk may read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Refusal {
+    /// It dies by a signal (the OOM killer, a shutdown) before it writes the picture.
+    Killed,
+    /// It runs past its deadline and is killed there.
+    Hangs,
+}
+
+/// What the decodes of one content for one walk kind gave.
+#[derive(Clone, Debug, Default)]
+struct Decodes {
+    /// A decode gave the picture.
+    read: bool,
+    refused: Vec<Refusal>,
+}
+
+/// The walks' HEIC decoding (`Knob::HeifDecode`): the real decode for faces
+/// (`faces::open_with_decoder`, so the real `heif_dec` watch and the real translation of
+/// its errors) with one of three stand-in `heif-dec` programs: one that writes a picture,
+/// one that kills itself, one that never ends (its deadline is a millisecond). Which one
+/// decodes a content is its plan, drawn from the fault stream when the user writes the
+/// bytes (a walk's batch decodes on rayon, in no fixed order): its first decodes refused,
+/// then read.
+struct HeifDecoders {
+    reads: HeifDec,
+    killed: HeifDec,
+    hangs: HeifDec,
+    plans: Mutex<HashMap<[u8; 32], VecDeque<Refusal>>>,
+    decodes: Mutex<HashMap<Decoded, Decodes>>,
+}
+
+/// A content (its checksum) as one walk kind decodes it.
+type Decoded = (WalkKindId, [u8; 32]);
+
+impl HeifDecoders {
+    /// The three programs, written into `dir`.
+    fn new(dir: &Path) -> Result<HeifDecoders, String> {
+        let picture = dir.join("decoded.png");
+        std::fs::write(&picture, media_bytes(Kind::Png, 0)).map_err(|e| e.to_string())?;
+        let program = |name: &str, body: String| -> Result<PathBuf, String> {
+            let path = dir.join(name);
+            std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).map_err(|e| e.to_string())?;
+            executable(&path)?;
+            Ok(path)
+        };
+        let at = |path: PathBuf, deadline: Duration| {
+            HeifDec::at(path)
+                .with_limits(deadline, 1 << 20)
+                .with_slope(Duration::ZERO)
+        };
+        let reads = program(
+            "heif-reads",
+            format!("exec cat '{}' > \"$4\"", picture.display()),
+        )?;
+        let killed = program("heif-killed", "kill -KILL $$".into())?;
+        let hangs = program("heif-hangs", "exec sleep 600".into())?;
+        Ok(HeifDecoders {
+            reads: at(reads, Duration::from_secs(60)),
+            killed: at(killed, Duration::from_secs(60)),
+            hangs: at(hangs, Duration::from_millis(1)),
+            plans: Mutex::default(),
+            decodes: Mutex::default(),
+        })
+    }
+
+    /// Decodes the HEIC at `path` for a walk of `kind` with the program its content's plan
+    /// names next, and remembers what it gave.
+    fn decode(&self, kind: WalkKindId, path: &Path) -> Result<(), FaceError> {
+        let bytes = std::fs::read(path).map_err(|source| FaceError::Io {
+            what: path.display().to_string(),
+            source,
+        })?;
+        let c = sum(&bytes);
+        let refusal = (self.plans.lock().expect("plans").get_mut(&c)).and_then(|p| p.pop_front());
+        let program = match refusal {
+            None => &self.reads,
+            Some(Refusal::Killed) => &self.killed,
+            Some(Refusal::Hangs) => &self.hangs,
+        };
+        let got = mediadex::faces::open_with_decoder(path, Some(program)).map(|_| ());
+        let mut decodes = self.decodes.lock().expect("decodes");
+        let d = decodes.entry((kind, c)).or_default();
+        match refusal {
+            Some(r) => d.refused.push(r),
+            None => d.read |= got.is_ok(),
+        }
+        got
+    }
+
+    /// Whether a walk of `kind` may pass content `c` without a stamp: every decode of it
+    /// was refused, or one ran past its deadline (remembered for the file: neither walk
+    /// decodes it again until the file changes).
+    fn may_pass(&self, kind: WalkKindId, c: &[u8; 32]) -> bool {
+        let decodes = self.decodes.lock().expect("decodes");
+        let timed_out = [WalkKindId::Faces, WalkKindId::Similar].iter().any(|k| {
+            decodes
+                .get(&(*k, *c))
+                .is_some_and(|d| d.refused.contains(&Refusal::Hangs))
+        });
+        timed_out
+            || decodes
+                .get(&(kind, *c))
+                .is_some_and(|d| !d.read && !d.refused.is_empty())
+    }
+}
+
+#[cfg(unix)]
+fn executable(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(not(unix))]
+fn executable(_path: &Path) -> Result<(), String> {
+    Ok(())
+}
+
+/// The walks' face detector and perceptual hasher: a HEIC through `HeifDecoders`, the real
+/// translation of the decode's outcome for the walk (`faces::walk_result`,
+/// `similar::walk_hash`); anything else as `NoFaces` and `BytesHasher` do.
+struct Decoding {
+    kind: WalkKindId,
+    heif: Arc<HeifDecoders>,
+}
+
+fn heic_path(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == Kind::Heic.ext())
+}
+
+impl FaceDetector for Decoding {
+    fn detect(&self, path: &Path) -> Result<Vec<DetectedFace>, DetectError> {
+        if !heic_path(path) {
+            return NoFaces.detect(path);
+        }
+        let got = self.heif.decode(self.kind, path);
+        mediadex::faces::walk_result(path, got.map(|()| Vec::new()))
+    }
+    fn version(&self) -> i64 {
+        FACES_SCHEME
+    }
+}
+
+impl PictureHasher for Decoding {
+    fn hash(&self, path: &Path) -> Result<Option<u64>, mediadex::walks::similar::HashError> {
+        if !heic_path(path) {
+            return BytesHasher.hash(path);
+        }
+        let got = self.heif.decode(self.kind, path);
+        let hash = BytesHasher.hash(path).ok().flatten().unwrap_or(0);
+        mediadex::similar::walk_hash(path, got.map(|()| hash))
+    }
+    fn version(&self) -> i64 {
+        SIMILAR_SCHEME
+    }
+}
+
 /// What a scan's walk hook does when the walker enters its `at`th directory, or its commit
 /// hook before the store commits its `at`th batch (the scan dies with a batch prepared).
 #[derive(Clone, Copy, Debug)]
@@ -599,6 +824,11 @@ pub struct Stats {
     restores: u64,
     crashes: u64,
     walk_ends: u64,
+    /// HEIC decodes a stand-in heif-dec refused, and read.
+    heic_refused: u64,
+    heic_read: u64,
+    /// Indexes set aside as damaged, each followed by `check --repair`.
+    damaged: u64,
 }
 
 impl Stats {
@@ -610,18 +840,30 @@ impl Stats {
         self.restores += o.restores;
         self.crashes += o.crashes;
         self.walk_ends += o.walk_ends;
+        self.heic_refused += o.heic_refused;
+        self.heic_read += o.heic_read;
+        self.damaged += o.damaged;
     }
 }
 
 struct Sim {
     rng: ChaCha8Rng,
+    /// The fault stream: a second ChaCha8 stream of the seed, for the knobs added after
+    /// the replays were found (`FAULT_STREAM_KNOBS`); with them off it is never drawn, and
+    /// `rng` draws what it drew before.
+    faults: ChaCha8Rng,
+    /// The data dir: the index, and the stand-in decoders.
+    base: PathBuf,
     step: usize,
     log: VecDeque<String>,
     _dir: tempfile::TempDir,
     db: PathBuf,
     clock: Arc<FakeClock>,
     store: Store,
+    /// A second index, held while the real one is closed to be damaged.
+    spare: Option<Store>,
     raw: rusqlite::Connection,
+    heif: Arc<HeifDecoders>,
     libs: Vec<Lib>,
     next_version: u32,
     /// The oracle: how many copies of each content the user wrote and has not deleted.
@@ -679,14 +921,25 @@ impl Sim {
                 id: Some(id),
             });
         }
+        let mut faults = ChaCha8Rng::seed_from_u64(seed);
+        faults.set_stream(1);
+        let mut knobs_off = knobs_off;
+        if cfg!(not(unix)) {
+            // The stand-in heif-dec programs are shell scripts.
+            knobs_off.insert(Knob::HeifDecode);
+        }
         Ok(Sim {
             rng: ChaCha8Rng::seed_from_u64(seed),
+            faults,
+            heif: Arc::new(HeifDecoders::new(&base)?),
+            base,
             step: 0,
             log: VecDeque::new(),
             _dir: dir,
             db,
             clock,
             store,
+            spare: None,
             raw,
             libs,
             next_version: 1,
@@ -727,7 +980,27 @@ impl Sim {
     // -- the oracle's bookkeeping of the user's writes --
 
     fn wrote(&mut self, bytes: &[u8]) {
-        *self.expected.entry(sum(bytes)).or_default() += 1;
+        let s = sum(bytes);
+        *self.expected.entry(s).or_default() += 1;
+        if is_heic(bytes) && !self.heif.plans.lock().expect("plans").contains_key(&s) {
+            let plan = self.heif_plan();
+            self.heif.plans.lock().expect("plans").insert(s, plan);
+        }
+    }
+
+    /// A HEIC content's first decodes: none to two refused (each a death by a signal or a
+    /// deadline passed), drawn from the fault stream.
+    fn heif_plan(&mut self) -> VecDeque<Refusal> {
+        let n = self.faults.random_range(0..=2);
+        (0..n)
+            .map(|_| {
+                if self.faults.random_bool(0.6) {
+                    Refusal::Killed
+                } else {
+                    Refusal::Hangs
+                }
+            })
+            .collect()
     }
 
     /// The user destroys the content at `path` (a delete or an overwrite).
@@ -841,6 +1114,8 @@ impl Sim {
             4..=19 => {
                 let kind =
                     [Kind::Png, Kind::Png, Kind::Jpg, Kind::Dng][self.rng.random_range(0..4)];
+                let heic = self.on(Knob::HeifDecode) && self.faults.random_bool(0.25);
+                let kind = if heic { Kind::Heic } else { kind };
                 if let Some((rel, p)) = self.free_path(l, kind) {
                     let v = self.version();
                     let b = media_bytes(kind, v);
@@ -1634,7 +1909,10 @@ impl Sim {
             WalkKindId::Similar => Box::new(WalkJob::new(
                 &self.store,
                 Arc::new(SimilarWalk {
-                    hasher: Arc::new(BytesHasher),
+                    hasher: Arc::new(Decoding {
+                        kind,
+                        heif: self.heif.clone(),
+                    }),
                     scheme: SIMILAR_SCHEME,
                     batch: 2,
                 }),
@@ -1642,7 +1920,10 @@ impl Sim {
             _ => Box::new(WalkJob::new(
                 &self.store,
                 Arc::new(FacesWalk {
-                    detector: Arc::new(NoFaces),
+                    detector: Arc::new(Decoding {
+                        kind,
+                        heif: self.heif.clone(),
+                    }),
                     scheme: FACES_SCHEME,
                     batch: 2,
                 }),
@@ -1697,6 +1978,7 @@ impl Sim {
         if let Err(e) = done {
             let _ = guard.ack(|s, l| s.fail_job(l, &e.to_string()));
         }
+        self.check_heic_stamps()?;
         let record = self
             .store
             .walk_record(kind)
@@ -1742,8 +2024,160 @@ impl Sim {
                     .map_err(|e| format!("reclaim: {e}"))?;
             }
         }
+        if self.on(Knob::DamagedIndex) && self.faults.random_bool(DAMAGE_RATE) {
+            self.damaged_index()?;
+        }
         self.check_contents()?;
         self.check_ids()
+    }
+
+    // -- the index damaged (defect 12) --
+
+    /// The index is found damaged at a start: closed, damaged on disk, then opened by the
+    /// real start (`app::open_store`), which sets it aside and makes a fresh one with the
+    /// libraries it can still read; the sim's store opens that one, the user adds again a
+    /// library the fresh index lost, and `check --repair` runs. Only while no move is in
+    /// flight: the oracle does not model a half-done move whose journal is gone.
+    fn damaged_index(&mut self) -> Result<(), String> {
+        if self.moves_in_flight()? {
+            return Ok(());
+        }
+        let header = self.faults.random_bool(0.5);
+        self.note(format!(
+            "fault: the index is damaged ({}); a start sets it aside",
+            if header {
+                "a garbage header"
+            } else {
+                "cut to half its pages"
+            }
+        ));
+        let spare = match self.spare.take() {
+            Some(s) => s,
+            None => Store::open(&self.base.join("spare.db"), self.clock.clone(), options())
+                .map_err(|e| format!("spare index: {e}"))?,
+        };
+        // Every connection of the old index closes first: the last one checkpoints and
+        // removes its WAL by name, which would be the fresh index's by then.
+        drop(std::mem::replace(&mut self.store, spare));
+        self.raw = rusqlite::Connection::open_in_memory().map_err(|e| e.to_string())?;
+        damage(&self.db, header)?;
+        let config = mediadex::config::Config::resolve(Some(self.base.clone()))
+            .map_err(|e| e.to_string())?;
+        let replaced = match mediadex::app::open_store(&config, StartCheck::Full) {
+            Err(mediadex::app::OpenError::Replaced(r)) => r,
+            Ok(_) => return Err("the damaged index was opened as a sound one".into()),
+            Err(e) => return Err(format!("start on the damaged index: {e}")),
+        };
+        self.note(format!(
+            "  set aside ({}); the fresh index has again {:?}",
+            replaced.damage, replaced.libraries
+        ));
+        let fresh = Store::open(&self.db, self.clock.clone(), options())
+            .map_err(|e| format!("fresh index: {e}"))?;
+        self.spare = Some(std::mem::replace(&mut self.store, fresh));
+        self.raw = rusqlite::Connection::open(&self.db).map_err(|e| e.to_string())?;
+        self.forget_the_old_index();
+        self.libraries_again()?;
+        self.stats.damaged += 1;
+        self.repair()
+    }
+
+    /// What the oracle knew of the old index's ids and walks: a new index issues its own.
+    fn forget_the_old_index(&mut self) {
+        self.ids.clear();
+        self.gone_ids.clear();
+        self.trashed_step.clear();
+        self.walk_done_at.clear();
+        for kind in [
+            WalkKindId::ContentHash,
+            WalkKindId::Faces,
+            WalkKindId::Similar,
+        ] {
+            self.walk_window.insert(kind, self.step);
+        }
+    }
+
+    /// Each library by its root in the fresh index; a mounted one it lost (its row was in
+    /// the damaged part) the user adds again, an unmounted one later (`Knob::RemoveLibrary`).
+    fn libraries_again(&mut self) -> Result<(), String> {
+        let known = self.store.libraries().map_err(|e| e.to_string())?;
+        for l in 0..self.libs.len() {
+            let root = self.libs[l].root.to_string_lossy().into_owned();
+            let had = self.libs[l].id.is_some();
+            self.libs[l].id = known.iter().find(|k| k.root == root).map(|k| k.id);
+            if had && self.libs[l].id.is_none() && self.libs[l].mounted {
+                let lib = mediadex::app::add_library(&self.store, &self.libs[l].name, &root)
+                    .map_err(|e| format!("add library: {e}"))?;
+                self.note(format!(
+                    "user: add library {} again (#{})",
+                    self.libs[l].name, lib.id
+                ));
+                self.libs[l].id = Some(lib.id);
+            }
+        }
+        Ok(())
+    }
+
+    /// `mediadex check --repair` on the fresh index, then the oracle's check of its trash.
+    fn repair(&mut self) -> Result<(), String> {
+        let s = mediadex::ops::Services::new(self.store.clone());
+        let repaired =
+            mediadex::ops::check::repair(&s).map_err(|e| format!("check --repair: {e}"))?;
+        let adopted = (repaired.done.iter())
+            .filter(|r| r.kind == RepairKind::Adopted)
+            .count();
+        self.note(format!(
+            "app: check --repair: {} found, {adopted} adopted",
+            repaired.found.len()
+        ));
+        self.check_trash_listed(&repaired)
+    }
+
+    /// Defect 12: after `check --repair` on a fresh index, every photo in the trash folder
+    /// of a library here is in the Trash, with the place its restore puts it back (the
+    /// path its trash took it from). One is left out only when another photo the repair
+    /// adopted came from the same place, and the repair said so.
+    fn check_trash_listed(&self, repaired: &Repaired) -> Result<(), String> {
+        let trashed = self.store.assets(true).map_err(|e| e.to_string())?;
+        let from = |a: &mediadex::model::Asset, id: i64, origin: &str| {
+            (a.paths.iter()).any(|p| p.library_id == id && p.rel_path_text == origin)
+        };
+        for lib in self.libs.iter().filter(|l| l.mounted) {
+            let Some(id) = lib.id else { continue };
+            let trash = lib.root.join(TRASH_DIR);
+            for rel in files_under(&trash).iter().filter(|r| Kind::of(r).is_some()) {
+                let Ok(bytes) = std::fs::read(trash.join(rel)) else {
+                    continue;
+                };
+                let c = sum(&bytes);
+                let at = format!("{TRASH_DIR}/{rel}");
+                let origin = mediadex::model::trash_origin(at.as_bytes())
+                    .map(|o| String::from_utf8_lossy(o).into_owned())
+                    .unwrap_or_default();
+                if trashed
+                    .iter()
+                    .any(|a| a.checksum == c && from(a, id, &origin))
+                {
+                    continue;
+                }
+                let said = (repaired.done.iter())
+                    .find(|r| r.library_id == Some(id) && r.path.as_deref() == Some(at.as_bytes()));
+                let taken = trashed.iter().any(|a| from(a, id, &origin));
+                if taken && said.is_some_and(|r| r.kind == RepairKind::Left) {
+                    continue;
+                }
+                return Err(format!(
+                    "after the index was set aside and `check --repair` ran, {}/{at} (content \
+                     {}) is not in the Trash: nothing lists it or puts it back at {origin} ({})",
+                    lib.name,
+                    short(&c),
+                    said.map_or("the repair said nothing of it".into(), |r| r
+                        .message
+                        .clone())
+                ));
+            }
+        }
+        Ok(())
     }
 
     // -- the oracle's checks --
@@ -2386,6 +2820,7 @@ impl Sim {
                 WalkKindId::Faces | WalkKindId::Similar => {
                     if asset.trashed_at.is_some()
                         || asset.facts.kind != Some(mediadex::model::MediaKind::Image)
+                        || self.heif.may_pass(kind, &asset.checksum)
                     {
                         continue;
                     }
@@ -2412,6 +2847,46 @@ impl Sim {
             }
         }
         self.note(format!("  walk {kind} ended: every asset stamped"));
+        Ok(())
+    }
+
+    /// Defect 9: a HEIC whose every decode by a walk was refused by a stopped `heif-dec`
+    /// (killed by a signal, or at its deadline) said nothing about its picture, so that walk
+    /// has not stamped it (no "no faces", no "no hash"): a later walk may read it.
+    fn check_heic_stamps(&self) -> Result<(), String> {
+        let refused: Vec<(Decoded, Vec<Refusal>)> = (self.heif.decodes.lock())
+            .expect("decodes")
+            .iter()
+            .filter(|(_, d)| !d.read && !d.refused.is_empty())
+            .map(|(k, d)| (*k, d.refused.clone()))
+            .collect();
+        for ((kind, c), how) in refused {
+            let column = match kind {
+                WalkKindId::Faces => "faces_scheme",
+                _ => "phash_scheme",
+            };
+            let stamped: Option<(i64, Option<i64>)> = self
+                .raw
+                .query_row(
+                    &format!("SELECT id, {column} FROM assets WHERE checksum = ?1"),
+                    [c.as_slice()],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()
+                .map_err(|e| e.to_string())?;
+            if let Some((id, Some(scheme))) = stamped
+                && scheme == Self::walk_scheme(kind)
+            {
+                let killed = how.iter().filter(|r| **r == Refusal::Killed).count();
+                return Err(format!(
+                    "asset {id} (a HEIC) is stamped by the {kind} walk for good, and heif-dec \
+                     never gave its picture (killed by a signal {killed} times, stopped at its \
+                     deadline {} times); a later walk could read it{}",
+                    how.len() - killed,
+                    self.describe(id)
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -2541,6 +3016,10 @@ fn run_seed(seed: u64, steps: usize, off: &HashSet<Knob>) -> Result<Stats, Strin
         sim.check_contents()
     })();
     end.map_err(|e| sim.failure(seed, &e))?;
+    for d in sim.heif.decodes.lock().expect("decodes").values() {
+        sim.stats.heic_refused += d.refused.len() as u64;
+        sim.stats.heic_read += u64::from(d.read);
+    }
     Ok(sim.stats)
 }
 
@@ -2622,9 +3101,20 @@ fn soak() {
 }
 
 /// Replays one seed with the actions of unfixed defect `defect` turned on (and those of the
-/// other unfixed defects off): the schedule that found it, kept as its regression test.
+/// other unfixed defects off), without the fault stream's knobs, which came after: the
+/// schedule that found it, kept as its regression test.
 fn replay(defect: u8, seed: u64, steps: usize) {
-    if let Err(report) = run_seed(seed, steps, &off_except(defect)) {
+    let mut off = off_except(defect);
+    off.extend(FAULT_STREAM_KNOBS);
+    if let Err(report) = run_seed(seed, steps, &off) {
+        panic!("defect {defect} of issue 25:\n{report}");
+    }
+}
+
+/// Replays one seed with every knob on, as the default run and the soak have them since
+/// the fault stream's knobs.
+fn replay_all(defect: u8, seed: u64, steps: usize) {
+    if let Err(report) = run_seed(seed, steps, &default_off()) {
         panic!("defect {defect} of issue 25:\n{report}");
     }
 }
@@ -2770,6 +3260,16 @@ fn defect_10_a_read_committed_after_a_trash_moved_its_file_does_not_undo_the_tra
 #[test]
 fn defect_3_a_trash_while_the_library_is_away_moves_the_photo_or_is_refused() {
     replay(3, 0, 505);
+}
+
+/// Defect 9 as the default run finds it with `faces::load`'s `heif_error` answering a
+/// heif-dec killed by a signal as a decode failure (permanent): the user's first photo, a
+/// HEIC, is killed at its first decode and the face walk stamps it "no faces" for good:
+/// "asset 1 (a HEIC) is stamped by the faces walk for good, and heif-dec never gave its
+/// picture (killed by a signal 1 times, stopped at its deadline 0 times)".
+#[test]
+fn defect_9_a_heic_whose_heif_dec_was_killed_is_not_stamped_for_good() {
+    replay_all(9, 83, 6);
 }
 
 #[test]
