@@ -15,7 +15,10 @@
 //! expires), a scan that loses its lease, is cancelled or meets a locked database (a
 //! transient store error) between directories or with a batch prepared and not yet
 //! committed (the pipeline's `commit_hook`), a disk without room for a trash folder (`MoveHooks::free_bytes`)
-//! and a full database disk (`Store::cap_size`).
+//! and a full database disk (`Store::cap_size`). From a second stream of the seed (the fault
+//! stream): HEICs whose stand-in `heif-dec` dies by a signal or runs past its deadline before
+//! it gives the picture (`HeifDecoders`), and an index damaged on disk, set aside by the real
+//! start and repaired by `check --repair`.
 //!
 //! The oracle knows only what the user did. After every step: every content the user wrote
 //! and did not delete is somewhere in the library or its trash folder (mediadex never
@@ -32,7 +35,10 @@
 //! file its last trash moved (with its followers') that was still in the trash folder is
 //! back, and at least one of its own. After any move, once none is in flight: no file came
 //! into a trash folder that is the only copy of a live asset's bytes. After a walk batch
-//! that completed a walk: every asset the walk had to stamp is stamped.
+//! that completed a walk: every asset the walk had to stamp is stamped. After every walk
+//! batch: no HEIC whose every decode was refused by a stopped `heif-dec` is stamped by that
+//! walk. After `check --repair` on a fresh index: every photo in a present trash folder is
+//! in the Trash, with the place its restore puts it back.
 //!
 //! `MEDIADEX_LIBSIM_SEEDS`, `MEDIADEX_LIBSIM_STEPS`, `MEDIADEX_LIBSIM_SEED_BASE`,
 //! `MEDIADEX_LIBSIM_THREADS` override the defaults; `MEDIADEX_LIBSIM_ALL=1` turns on the
@@ -59,7 +65,9 @@
 // 3      | trash::libraries_here answers Ok at once      | 0    | 505  | the trash of asset 102 ended, and the file of the photo (asset 102) is still at lib1/a/s0.JPG
 // 10     | store::files::moved_since_read answers None   | 1    | 666  | live asset 209's file s2.png is not on disk
 // 2      | store::pending::publish_shown publishes none  | 13   | 549  | b/c/s1.JPG's asset 107 is not published (pending)
-// 9, 12  | unreachable: no HEIF / heif-dec; the index is never damaged nor repaired
+// Since, through the fault stream's knobs (`FAULT_STREAM_KNOBS`), the whole soak in release:
+// 9      | faces::load heif_error: Killed -> Decode      | 0    | 668  | asset 237 (a HEIC) is stamped by the faces walk for good, and heif-dec never gave its picture (killed by a signal 1 times, ...)
+// 12     | ops::check::repair adopts nothing             | 0    | 78   | after the index was set aside and `check --repair` ran, lib1/.mediadex-trash/3-2/b/c/s2.JPG (content 047f07f4) is not in the Trash: ...
 
 use crate::support::dng::Dng;
 use crate::support::exif::{apple_note, ascii, jpeg_with_exif};
@@ -3291,6 +3299,24 @@ fn defect_9_a_heic_killed_at_its_first_decode_is_walked_again_later() {
 #[test]
 fn defect_12_the_trash_folder_of_an_index_set_aside_is_in_the_trash_after_repair() {
     replay_all(12, 0, 78);
+}
+
+/// Finding 21 (open; found by the soak in release once the fault stream's knobs changed
+/// the schedules, with no fix weakened): the user trashes a photo during a full scan
+/// (`Sim::trash_during_scan`) after the scan's walker listed a folder holding another copy
+/// of it and before the scan's sink entered that folder. The trash moves that copy; the
+/// sink, which met its row missing (so not `known_present`, and `moved_since_read` cannot
+/// hold it back), reads it, fails ("cannot read: No such file or directory") and writes the
+/// row back present, keeping its link, as it does for any file that cannot be read. A third
+/// copy the same scan reads new restores the asset, and the completed scan leaves a live
+/// asset whose present row's file is in the trash folder: "live asset 55's file a/s0.png is
+/// not on disk" (its row: `present 36 error cannot read: No such file or directory`). The
+/// next full scan heals it (the path is not listed any more). Ignored until fixed; the soak
+/// fails at this seed and step until then.
+#[test]
+#[ignore = "finding 21 is open: a file gone between a scan's listing and its read is written present"]
+fn finding_21_a_copy_a_trash_moved_while_the_scan_listed_it_is_not_written_back_present() {
+    replay_all(21, 12, 622);
 }
 
 #[test]
