@@ -867,9 +867,8 @@ struct Sim {
     _dir: tempfile::TempDir,
     db: PathBuf,
     clock: Arc<FakeClock>,
-    store: Store,
-    /// A second index, held while the real one is closed to be damaged.
-    spare: Option<Store>,
+    /// The index; none only while it is closed to be damaged (`Sim::damaged_index`).
+    store: Option<Store>,
     raw: rusqlite::Connection,
     heif: Arc<HeifDecoders>,
     libs: Vec<Lib>,
@@ -946,8 +945,7 @@ impl Sim {
             _dir: dir,
             db,
             clock,
-            store,
-            spare: None,
+            store: Some(store),
             raw,
             libs,
             next_version: 1,
@@ -967,6 +965,10 @@ impl Sim {
             stats: Stats::default(),
             knobs_off,
         })
+    }
+
+    fn store(&self) -> &Store {
+        self.store.as_ref().expect("the index is open")
     }
 
     fn on(&self, k: Knob) -> bool {
@@ -1272,13 +1274,13 @@ impl Sim {
             94..=99 if self.on(Knob::RemoveLibrary) => {
                 if let Some(id) = self.libs[l].id {
                     self.note(format!("app: remove library {} (#{id})", self.libs[l].name));
-                    self.store
+                    self.store()
                         .remove_library(id)
                         .map_err(|e| format!("remove: {e}"))?;
                     self.libs[l].id = None;
                 } else {
                     let lib = mediadex::app::add_library(
-                        &self.store,
+                        self.store(),
                         &self.libs[l].name,
                         &root.to_string_lossy(),
                     )
@@ -1347,7 +1349,7 @@ impl Sim {
     fn scan_config(&self) -> ScanConfig {
         let hook = self.hook.clone();
         let clock = self.clock.clone();
-        let store = self.store.clone();
+        let store = self.store().clone();
         let db = self.db.clone();
         let fire = Arc::new(move |at_commit: bool| {
             let mut slot = hook.lock().expect("hook");
@@ -1378,7 +1380,11 @@ impl Sim {
                 at_dir(false);
             }
         }));
-        let (armed, store, db) = (self.scan_trash.clone(), self.store.clone(), self.db.clone());
+        let (armed, store, db) = (
+            self.scan_trash.clone(),
+            self.store().clone(),
+            self.db.clone(),
+        );
         let commit_hook = CommitHook(Arc::new(move |batch: &Batch| {
             fire(true);
             trash_in_batch(&armed, batch, &store, &db);
@@ -1392,7 +1398,7 @@ impl Sim {
                 ..Settings::default()
             },
             faces: Some(mediadex::walks::follow_up(
-                &self.store,
+                self.store(),
                 WalkKindId::Faces,
                 FACES_SCHEME,
             )),
@@ -1420,7 +1426,7 @@ impl Sim {
             watch_event: None,
         };
         let (run, _) = self
-            .store
+            .store()
             .request_scan(req)
             .map_err(|e| format!("request scan: {e}"))?;
         self.note(format!(
@@ -1430,12 +1436,12 @@ impl Sim {
             cut.map(|c| format!(" cut {c:?}")).unwrap_or_default()
         ));
         if disk_full {
-            self.store.cap_size(true).map_err(|e| e.to_string())?;
+            self.store().cap_size(true).map_err(|e| e.to_string())?;
             self.note("fault: the database's disk is full".into());
         }
         let worked = self.work_scans(cut);
         if disk_full {
-            self.store.cap_size(false).map_err(|e| e.to_string())?;
+            self.store().cap_size(false).map_err(|e| e.to_string())?;
         }
         match worked {
             // The full disk refused the app's own bookkeeping (a reclaim, a claim): the
@@ -1452,11 +1458,11 @@ impl Sim {
     fn work_scans(&mut self, cut: Option<Cut>) -> Result<(), String> {
         let mut cut = cut;
         for _ in 0..6 {
-            self.store
+            self.store()
                 .reclaim_stale()
                 .map_err(|e| format!("reclaim: {e}"))?;
             let Some((lease, run)) = self
-                .store
+                .store()
                 .claim_scan_run(TTL)
                 .map_err(|e| format!("claim scan: {e}"))?
             else {
@@ -1475,12 +1481,12 @@ impl Sim {
                 });
             }
             let job = ScanJob {
-                store: self.store.clone(),
+                store: self.store().clone(),
                 config: self.scan_config(),
                 extract: mediadex::media::extract_from,
             };
             let registry = Arc::new(Registry::default());
-            let guard = LeaseGuard::register(&self.store, lease, TTL, &registry);
+            let guard = LeaseGuard::register(self.store(), lease, TTL, &registry);
             let result = match guard.begin(Duration::from_secs(3600), &NoHooks) {
                 Ok(()) => Some(job.run(&guard, &run)),
                 Err(_) => None,
@@ -1496,7 +1502,7 @@ impl Sim {
             drop(guard);
             self.stats.scans += 1;
             let done = self
-                .store
+                .store()
                 .scan_run(run.id)
                 .map_err(|e| e.to_string())?
                 .ok_or("run row gone")?;
@@ -1540,7 +1546,7 @@ impl Sim {
             .map_err(|e| e.to_string())?;
         Ok(n > 0
             || !self
-                .store
+                .store()
                 .pending_intents()
                 .map_err(|e| e.to_string())?
                 .is_empty())
@@ -1551,7 +1557,7 @@ impl Sim {
             ttl: MOVE_TTL,
             heartbeat_every: Duration::from_secs(3600),
             faces: Some(mediadex::walks::follow_up(
-                &self.store,
+                self.store(),
                 WalkKindId::Faces,
                 FACES_SCHEME,
             )),
@@ -1583,7 +1589,7 @@ impl Sim {
     /// Trashes a shown asset, or restores a trashed one, with faults.
     fn trash_or_restore(&mut self, restore: bool) -> Result<(), String> {
         let list = self
-            .store
+            .store()
             .assets(restore)
             .map_err(|e| format!("assets: {e}"))?;
         let trash_sums: HashSet<[u8; 32]> = self
@@ -1638,7 +1644,7 @@ impl Sim {
             .map(|a| a.id)
             .collect();
         let face_walk = self
-            .store
+            .store()
             .live_job(WalkKindId::Faces.job_kind())
             .map_err(|e| format!("live job: {e}"))?
             .is_some();
@@ -1675,7 +1681,7 @@ impl Sim {
             self.expect_trash(id)?
         };
         let in_trash_before = self.trash_listing();
-        let store = self.store.clone();
+        let store = self.store().clone();
         let got = catch_unwind(AssertUnwindSafe(|| {
             if restore {
                 mediadex::trash::restore_with(&store, id, &config, &faults)
@@ -1713,7 +1719,7 @@ impl Sim {
         // What the index knew of the asset's folders when it went: their last full scan
         // (a change since, unseen, is read by nothing until the file comes back).
         let known = self
-            .store
+            .store()
             .asset(id)
             .ok()
             .flatten()
@@ -1741,7 +1747,7 @@ impl Sim {
     /// under the same name, a full scan that indexes the new version as another asset, then
     /// the old move carried on. It must not move the new photo's file.
     fn resave_during_move(&mut self) -> Result<(), String> {
-        let list = self.store.assets(false).map_err(|e| e.to_string())?;
+        let list = self.store().assets(false).map_err(|e| e.to_string())?;
         let here: Vec<(i64, usize, String)> = list
             .iter()
             .filter_map(|a| {
@@ -1820,7 +1826,7 @@ impl Sim {
     /// process carried its move on and the user restored the photo; the paused mover must
     /// not rename once it wakes.
     fn paused_mover(&mut self) -> Result<(), String> {
-        let list = self.store.assets(false).map_err(|e| e.to_string())?;
+        let list = self.store().assets(false).map_err(|e| e.to_string())?;
         let here: Vec<i64> = (list.iter())
             .filter(|a| {
                 a.paths.iter().all(|p| {
@@ -1836,7 +1842,7 @@ impl Sim {
         self.note(format!(
             "scenario: the trash of asset {id} pauses past its lease"
         ));
-        let (store, clock, config) = (self.store.clone(), self.clock.clone(), self.move_config());
+        let (store, clock, config) = (self.store().clone(), self.clock.clone(), self.move_config());
         let mut faults = self.faults();
         (faults.crash_before, faults.crash_after, faults.no_room) = (None, None, false);
         faults.pause = Some(Box::new(move || {
@@ -1882,7 +1888,7 @@ impl Sim {
         if self.on(Knob::RemoveLibrary) && self.rng.random_bool(0.3) {
             let id = self.libs[a].id.take().expect("added");
             self.note(format!("app: remove library {} (#{id})", self.libs[a].name));
-            self.store
+            self.store()
                 .remove_library(id)
                 .map_err(|e| format!("remove: {e}"))?;
         }
@@ -1892,7 +1898,7 @@ impl Sim {
     fn finish_abandoned(&mut self) -> Result<(), String> {
         self.clock.advance(MOVE_TTL + 1);
         let before = self.trash_listing();
-        let n = mediadex::trash::finish_abandoned(&self.store, &self.move_config())
+        let n = mediadex::trash::finish_abandoned(self.store(), &self.move_config())
             .map_err(|e| format!("finish_abandoned: {e}"))?;
         self.note(format!("app: clock +ttl, carried on {n} moves"));
         self.check_no_live_file_trashed(&before)
@@ -1900,7 +1906,7 @@ impl Sim {
 
     fn sweep(&mut self) -> Result<(), String> {
         self.clock.advance(DAY + 1);
-        let swept = self.store.sweep(DAY).map_err(|e| format!("sweep: {e}"))?;
+        let swept = self.store().sweep(DAY).map_err(|e| format!("sweep: {e}"))?;
         self.note(format!("app: clock +1 day, sweep: {} assets", swept.assets));
         Ok(())
     }
@@ -1908,14 +1914,14 @@ impl Sim {
     fn walk_handler(&self, kind: WalkKindId) -> Box<dyn JobHandler> {
         match kind {
             WalkKindId::ContentHash => Box::new(WalkJob::new(
-                &self.store,
+                self.store(),
                 Arc::new(ContentHashWalk {
                     scheme: mediadex::media::content_hash::SCHEME,
                     batch: 2,
                 }),
             )),
             WalkKindId::Similar => Box::new(WalkJob::new(
-                &self.store,
+                self.store(),
                 Arc::new(SimilarWalk {
                     hasher: Arc::new(Decoding {
                         kind,
@@ -1926,7 +1932,7 @@ impl Sim {
                 }),
             )),
             _ => Box::new(WalkJob::new(
-                &self.store,
+                self.store(),
                 Arc::new(FacesWalk {
                     detector: Arc::new(Decoding {
                         kind,
@@ -1958,7 +1964,7 @@ impl Sim {
         let scheme = Self::walk_scheme(kind);
         if self.rng.random_bool(0.2) {
             self.note(format!("app: start walk {kind}"));
-            let s = mediadex::ops::Services::new(self.store.clone());
+            let s = mediadex::ops::Services::new(self.store().clone());
             mediadex::ops::walks::start_here(&s, kind, scheme, true, TTL)
                 .map_err(|e| format!("start walk: {e}"))?;
             return Ok(());
@@ -1966,14 +1972,14 @@ impl Sim {
         let handler = self.walk_handler(kind);
         let filter = JobFilter::new(kind.job_kind(), handler.max_scheme());
         let Some((lease, job)) = self
-            .store
+            .store()
             .claim_jobs(&[filter], TTL)
             .map_err(|e| format!("claim walk: {e}"))?
         else {
             return Ok(());
         };
         let registry = Arc::new(Registry::default());
-        let guard = LeaseGuard::register(&self.store, lease, TTL, &registry);
+        let guard = LeaseGuard::register(self.store(), lease, TTL, &registry);
         if guard.begin(Duration::from_secs(3600), &NoHooks).is_err() {
             return Ok(());
         }
@@ -1988,7 +1994,7 @@ impl Sim {
         }
         self.check_heic_stamps()?;
         let record = self
-            .store
+            .store()
             .walk_record(kind)
             .map_err(|e| format!("walk record: {e}"))?;
         let ended = record.as_ref().and_then(|r| r.completed_at);
@@ -2027,7 +2033,7 @@ impl Sim {
             85..=96 if self.on(Knob::Walks) => self.walk()?,
             97..=98 if self.on(Knob::Scenarios) => self.scenario()?,
             _ => {
-                self.store
+                self.store()
                     .reclaim_stale()
                     .map_err(|e| format!("reclaim: {e}"))?;
             }
@@ -2059,14 +2065,9 @@ impl Sim {
                 "cut to half its pages"
             }
         ));
-        let spare = match self.spare.take() {
-            Some(s) => s,
-            None => Store::open(&self.base.join("spare.db"), self.clock.clone(), options())
-                .map_err(|e| format!("spare index: {e}"))?,
-        };
         // Every connection of the old index closes first: the last one checkpoints and
         // removes its WAL by name, which would be the fresh index's by then.
-        drop(std::mem::replace(&mut self.store, spare));
+        drop(self.store.take());
         self.raw = rusqlite::Connection::open_in_memory().map_err(|e| e.to_string())?;
         damage(&self.db, header)?;
         let config = mediadex::config::Config::resolve(Some(self.base.clone()))
@@ -2082,7 +2083,7 @@ impl Sim {
         ));
         let fresh = Store::open(&self.db, self.clock.clone(), options())
             .map_err(|e| format!("fresh index: {e}"))?;
-        self.spare = Some(std::mem::replace(&mut self.store, fresh));
+        self.store = Some(fresh);
         self.raw = rusqlite::Connection::open(&self.db).map_err(|e| e.to_string())?;
         self.forget_the_old_index();
         self.libraries_again()?;
@@ -2108,13 +2109,13 @@ impl Sim {
     /// Each library by its root in the fresh index; a mounted one it lost (its row was in
     /// the damaged part) the user adds again, an unmounted one later (`Knob::RemoveLibrary`).
     fn libraries_again(&mut self) -> Result<(), String> {
-        let known = self.store.libraries().map_err(|e| e.to_string())?;
+        let known = self.store().libraries().map_err(|e| e.to_string())?;
         for l in 0..self.libs.len() {
             let root = self.libs[l].root.to_string_lossy().into_owned();
             let had = self.libs[l].id.is_some();
             self.libs[l].id = known.iter().find(|k| k.root == root).map(|k| k.id);
             if had && self.libs[l].id.is_none() && self.libs[l].mounted {
-                let lib = mediadex::app::add_library(&self.store, &self.libs[l].name, &root)
+                let lib = mediadex::app::add_library(self.store(), &self.libs[l].name, &root)
                     .map_err(|e| format!("add library: {e}"))?;
                 self.note(format!(
                     "user: add library {} again (#{})",
@@ -2128,7 +2129,7 @@ impl Sim {
 
     /// `mediadex check --repair` on the fresh index, then the oracle's check of its trash.
     fn repair(&mut self) -> Result<(), String> {
-        let s = mediadex::ops::Services::new(self.store.clone());
+        let s = mediadex::ops::Services::new(self.store().clone());
         let repaired =
             mediadex::ops::check::repair(&s).map_err(|e| format!("check --repair: {e}"))?;
         let adopted = (repaired.done.iter())
@@ -2146,7 +2147,7 @@ impl Sim {
     /// path its trash took it from). One is left out only when another photo the repair
     /// adopted came from the same place, and the repair said so.
     fn check_trash_listed(&self, repaired: &Repaired) -> Result<(), String> {
-        let trashed = self.store.assets(true).map_err(|e| e.to_string())?;
+        let trashed = self.store().assets(true).map_err(|e| e.to_string())?;
         let from = |a: &mediadex::model::Asset, id: i64, origin: &str| {
             (a.paths.iter()).any(|p| p.library_id == id && p.rel_path_text == origin)
         };
@@ -2266,7 +2267,7 @@ impl Sim {
     /// and with it what the grid showed as part of it (its Live clip, unless another live
     /// still shows that clip too; the RAWs of the stack it heads).
     fn expect_trash(&self, id: i64) -> Result<Expect, String> {
-        let Some(a) = self.store.asset(id).map_err(|e| e.to_string())? else {
+        let Some(a) = self.store().asset(id).map_err(|e| e.to_string())? else {
             return Ok(Expect::default());
         };
         let mut ids = vec![(id, "the photo")];
@@ -2289,7 +2290,7 @@ impl Sim {
         }
         let mut expect = Expect::default();
         for (f, role) in ids {
-            let Some(fa) = self.store.asset(f).map_err(|e| e.to_string())? else {
+            let Some(fa) = self.store().asset(f).map_err(|e| e.to_string())? else {
                 continue;
             };
             let paths: Vec<Place> = (fa.paths.iter())
@@ -2339,7 +2340,7 @@ impl Sim {
             ..Expect::default()
         };
         for (f, lib, from, to, state) in intents {
-            let Some(fa) = self.store.asset(f).map_err(|e| e.to_string())? else {
+            let Some(fa) = self.store().asset(f).map_err(|e| e.to_string())? else {
                 continue;
             };
             let Some(l) = self
@@ -2369,7 +2370,7 @@ impl Sim {
         let holds = |l: usize, rel: &str, c: &[u8; 32]| {
             std::fs::read(self.libs[l].here().join(rel)).is_ok_and(|b| sum(&b) == *c)
         };
-        let asset = |f: i64| self.store.asset(f).map_err(|e| e.to_string());
+        let asset = |f: i64| self.store().asset(f).map_err(|e| e.to_string());
         if outcome == Some(MoveOutcome::Trashed) {
             for (f, role, c, paths) in &expect.leave {
                 // A follower whose file the user changed unseen stays live (not its file).
@@ -2407,7 +2408,7 @@ impl Sim {
         let holds = |l: usize, rel: &str, c: &[u8; 32]| {
             std::fs::read(self.libs[l].here().join(rel)).is_ok_and(|b| sum(&b) == *c)
         };
-        let asset = |f: i64| self.store.asset(f).map_err(|e| e.to_string());
+        let asset = |f: i64| self.store().asset(f).map_err(|e| e.to_string());
         for (f, c, l, from) in &expect.back {
             if asset(*f)?.is_none_or(|a| a.trashed_at.is_some()) || !holds(*l, from, c) {
                 return Err(format!(
@@ -2580,7 +2581,7 @@ impl Sim {
                     .ok()
                     .and_then(|t| sidecar_says(&t));
                 let a = self
-                    .store
+                    .store()
                     .asset(asset)
                     .map_err(|e| e.to_string())?
                     .ok_or("asset row gone")?;
@@ -2677,7 +2678,7 @@ impl Sim {
                 continue;
             }
             let a = self
-                .store
+                .store()
                 .asset(ja)
                 .map_err(|e| e.to_string())?
                 .ok_or("asset row gone")?;
@@ -2719,7 +2720,7 @@ impl Sim {
         if clips.is_empty() {
             return Ok(());
         }
-        let shown: HashSet<i64> = (self.store.assets(false).map_err(|e| e.to_string())?)
+        let shown: HashSet<i64> = (self.store().assets(false).map_err(|e| e.to_string())?)
             .iter()
             .map(|a| a.id)
             .collect();
@@ -2731,7 +2732,7 @@ impl Sim {
                 if let Some(still) = still {
                     let s = asset_at(still).ok_or("still without asset")?;
                     let a = self
-                        .store
+                        .store()
                         .asset(s)
                         .map_err(|e| e.to_string())?
                         .ok_or("still gone")?;
@@ -2822,7 +2823,7 @@ impl Sim {
             }
         }
         for a in readable.difference(&unsure).copied() {
-            let Some(asset) = self.store.asset(a).map_err(|e| e.to_string())? else {
+            let Some(asset) = self.store().asset(a).map_err(|e| e.to_string())? else {
                 continue;
             };
             let stamped = match kind {
