@@ -452,6 +452,26 @@ fn damage(db: &Path, header: bool) -> Result<(), String> {
     std::fs::write(db, &bytes).map_err(|e| format!("damage the index: {e}"))
 }
 
+/// Waits until the last connection to the index at `db` has closed: its WAL is gone then
+/// (the last close checkpoints it into the file and removes it). The read pool may close
+/// its connections on one of its own threads, after the store was dropped (r2d2 opens its
+/// idle connections there); a connection that closed after the damage would write the
+/// WAL's pages over it, and remove the fresh index's WAL by its name.
+fn closed(db: &Path) -> Result<(), String> {
+    let wal = PathBuf::from(format!("{}-wal", db.display()));
+    let started = Instant::now();
+    while wal.exists() {
+        if started.elapsed() > Duration::from_secs(30) {
+            return Err(format!(
+                "the index's WAL {} is still there 30 s after the store closed",
+                wal.display()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Ok(())
+}
+
 /// Every file under `root`, relative, `/`-separated, sorted.
 fn files_under(root: &Path) -> Vec<String> {
     let mut out = Vec::new();
@@ -2069,6 +2089,7 @@ impl Sim {
         // removes its WAL by name, which would be the fresh index's by then.
         drop(self.store.take());
         self.raw = rusqlite::Connection::open_in_memory().map_err(|e| e.to_string())?;
+        closed(&self.db)?;
         damage(&self.db, header)?;
         let config = mediadex::config::Config::resolve(Some(self.base.clone()))
             .map_err(|e| e.to_string())?;
