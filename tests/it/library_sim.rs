@@ -3323,20 +3323,16 @@ fn defect_12_the_trash_folder_of_an_index_set_aside_is_in_the_trash_after_repair
     replay_all(12, 0, 78);
 }
 
-/// Finding 21 (open; found by the soak in release once the fault stream's knobs changed
+/// Finding 21 (fixed; found by the soak in release once the fault stream's knobs changed
 /// the schedules, with no fix weakened): the user trashes a photo during a full scan
 /// (`Sim::trash_during_scan`) after the scan's walker listed a folder holding another copy
 /// of it and before the scan's sink entered that folder. The trash moves that copy; the
 /// sink, which met its row missing (so not `known_present`, and `moved_since_read` cannot
-/// hold it back), reads it, fails ("cannot read: No such file or directory") and writes the
-/// row back present, keeping its link, as it does for any file that cannot be read. A third
-/// copy the same scan reads new restores the asset, and the completed scan leaves a live
-/// asset whose present row's file is in the trash folder: "live asset 55's file a/s0.png is
-/// not on disk" (its row: `present 36 error cannot read: No such file or directory`). The
-/// next full scan heals it (the path is not listed any more). Ignored until fixed; the soak
-/// fails at this seed and step until then.
+/// hold it back), read it, failed ("cannot read: No such file or directory") and wrote the
+/// row back present, keeping its link. A third copy the same scan reads new restored the
+/// asset, and the completed scan left "live asset 55's file a/s0.png is not on disk". Now a
+/// read that finds its file gone writes nothing (`scan::pipeline::observe`).
 #[test]
-#[ignore = "finding 21 is open: a file gone between a scan's listing and its read is written present"]
 fn finding_21_a_copy_a_trash_moved_while_the_scan_listed_it_is_not_written_back_present() {
     replay_all(21, 12, 622);
 }
