@@ -810,7 +810,7 @@ impl<'a> Diffing<'a> {
         let (read, times): (Vec<Observed>, Vec<ReadTimes>) = to_read
             .par_iter()
             .enumerate()
-            .map(|(i, (rel, stamp, why))| {
+            .filter_map(|(i, (rel, stamp, why))| {
                 if let Some((next, next_stamp, _)) = to_read.get(i + 1) {
                     prefetch(&root.join(next), next_stamp.size);
                 }
@@ -853,9 +853,9 @@ fn observe(
     reason: Reason,
     extract: &Extract<'_>,
     listings: &Listings,
-) -> (Observed, ReadTimes) {
+) -> Option<(Observed, ReadTimes)> {
     let path = root.join(&rel);
-    match read_once(&path, stamp.size, extract) {
+    Some(match read_once(&path, stamp.size, extract) {
         Ok(mut read) => {
             // The date chain after everything the file itself says: its sidecar's, then its
             // Takeout JSON's (with the notes), then the name's, then the mtime.
@@ -885,7 +885,12 @@ fn observe(
             };
             (observed, read.times)
         }
-        // Vanished or unreadable mid-scan: recorded on the file, the run goes on.
+        // Gone since the walker listed it (deleted, or moved by the user's trash): nothing
+        // was read, so nothing is written. An answer would write its row back present, and
+        // a row a trash marked missing meanwhile would show its asset live with no file
+        // (issue 25, finding 21). The row stays as it is; the next full scan sees it gone.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        // Unreadable mid-scan: recorded on the file, the run goes on.
         Err(e) => {
             let observed = Observed {
                 rel,
@@ -901,7 +906,7 @@ fn observe(
             };
             (observed, ReadTimes::default())
         }
-    }
+    })
 }
 
 fn tally(batch: &Batch, summary: &mut Summary) {
@@ -1234,7 +1239,8 @@ mod tests {
     }
 
     #[test]
-    fn a_file_that_cannot_be_read_parsed_or_indexed_is_a_problem_and_other_files_are_not() {
+    fn a_file_that_cannot_be_parsed_or_indexed_is_a_problem_and_one_gone_since_its_listing_is_not()
+    {
         let dir = library(6);
         // Deleted once the walk has listed it: the read, after the walk, finds it gone.
         let vanished = dir.path().join("d1/e1/f1.jpg");
@@ -1284,11 +1290,16 @@ mod tests {
             .collect();
         problems.sort();
         let texts: Vec<(&str, &str)> = problems.iter().map(|(p, e)| (&p[..], &e[..])).collect();
-        assert_eq!(texts[0], ("d0/e0/f0.jpg", "truncated JPEG"));
-        assert_eq!(texts[1].0, "d1/e1/f1.jpg");
-        assert!(texts[1].1.starts_with("cannot read: "), "{problems:?}");
-        assert_eq!(texts[2..], [("d2/e0/f2.jpg", "unreadable content")]);
-        assert_eq!((summary.problems, summary.read_errors), (3, 1));
+        // The file deleted after the listing is no problem: it is gone, and nothing is said
+        // or written of it.
+        assert_eq!(
+            texts,
+            [
+                ("d0/e0/f0.jpg", "truncated JPEG"),
+                ("d2/e0/f2.jpg", "unreadable content")
+            ]
+        );
+        assert_eq!((summary.problems, summary.read_errors), (2, 0));
     }
 
     /// A first scan of `root` in small batches into `sink`.
