@@ -121,3 +121,62 @@ fn the_man_pages_name_every_subcommand_and_its_options() {
         }
     }
 }
+
+/// The crates whose `opt-level` `release` lowers (a `[profile.release.package.NAME]` below 3)
+/// and `dist` does not raise back to 3. `dist` inherits release's per-package settings, so a
+/// crate lowered to shorten the README's cold build (issue 27 item 9) would otherwise ship
+/// slower too.
+fn lowered_in_dist(manifest: &str) -> Vec<String> {
+    let manifest: toml::Table = toml::from_str(manifest).expect("Cargo.toml parses");
+    let packages = |profile: &str| {
+        manifest
+            .get("profile")
+            .and_then(|p| p.get(profile))
+            .and_then(|p| p.get("package"))
+            .and_then(|p| p.as_table())
+            .cloned()
+            .unwrap_or_default()
+    };
+    let opt = |table: &toml::Table, name: &str| -> Option<String> {
+        match table.get(name)?.get("opt-level")? {
+            toml::Value::Integer(level) => Some(level.to_string()),
+            toml::Value::String(level) => Some(level.clone()),
+            other => Some(format!("{other:?}")),
+        }
+    };
+    let (release, dist) = (packages("release"), packages("dist"));
+    release
+        .keys()
+        .filter(|name| opt(&release, name).is_some_and(|o| o != "3"))
+        .filter(|name| opt(&dist, name).as_deref() != Some("3"))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn the_shipped_profile_raises_every_crate_release_lowers() {
+    let manifest = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
+        .expect("read Cargo.toml");
+    assert!(
+        manifest.contains("[profile.release.package.tract-core]"),
+        "the check reads the profiles it guards"
+    );
+    assert_eq!(lowered_in_dist(&manifest), Vec::<String>::new());
+}
+
+#[test]
+fn the_shipped_profile_check_sees_a_crate_left_lowered() {
+    let manifest = r#"
+        [profile.release.package.tract-core]
+        opt-level = 1
+        [profile.release.package.tract-hir]
+        opt-level = 1
+        [profile.release.package.libsqlite3-sys]
+        opt-level = 3
+        [profile.dist]
+        inherits = "release"
+        [profile.dist.package.tract-hir]
+        opt-level = 3
+    "#;
+    assert_eq!(lowered_in_dist(manifest), vec!["tract-core".to_string()]);
+}
