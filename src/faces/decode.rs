@@ -98,16 +98,10 @@ pub fn nms(sorted: Vec<Candidate>, iou_threshold: f32) -> Vec<Candidate> {
     kept
 }
 
-/// Intersection over union of two `[x, y, w, h]` boxes; 0 when either is empty.
+/// Intersection over union of two `[x, y, w, h]` boxes; 0 when either is empty (the one
+/// rule, `model::overlap`, that a re-detection also matches its faces by).
 fn iou(a: &[f32; 4], b: &[f32; 4]) -> f32 {
-    let ix = (a[0] + a[2]).min(b[0] + b[2]) - a[0].max(b[0]);
-    let iy = (a[1] + a[3]).min(b[1] + b[3]) - a[1].max(b[1]);
-    if ix <= 0.0 || iy <= 0.0 {
-        return 0.0;
-    }
-    let inter = ix * iy;
-    let union = a[2] * a[3] + b[2] * b[3] - inter;
-    if union > 0.0 { inter / union } else { 0.0 }
+    crate::model::overlap(*a, *b)
 }
 
 #[cfg(test)]

@@ -21,7 +21,8 @@ pub fn face_key(checksum: &[u8; 32], x: f32, y: f32) -> u128 {
 /// neighbour's face shares far less.
 pub const SAME_FACE: f32 = 0.5;
 
-/// How much two boxes `[x, y, w, h]` of one picture overlap: intersection over union, 0 to 1.
+/// How much two boxes `[x, y, w, h]` of one picture overlap: intersection over union, 0 to 1
+/// (0 when either is empty). The detector's non-maximum suppression uses it too.
 pub fn overlap(a: [f32; 4], b: [f32; 4]) -> f32 {
     let w = (a[0] + a[2]).min(b[0] + b[2]) - a[0].max(b[0]);
     let h = (a[1] + a[3]).min(b[1] + b[3]) - a[1].max(b[1]);
