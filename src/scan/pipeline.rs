@@ -27,7 +27,8 @@
 //! mark one whose sidecar has no row yet (issue 25 finding 15). A file the store marked
 //! (back from the trash, or its sidecar's mark) is read though unchanged. Each batch names
 //! the rows of the files it read that the store listed present (`Batch::known_present`),
-//! so that the writer does not write back one a move settled after the read.
+//! so that the writer does not write back one a move settled after the read; a file gone
+//! between the listing and its read is not in the batch at all (nothing was read).
 //!
 //! Each batch also carries the run's problems met in it, each with its error (what could
 //! not be listed, read or parsed, and what was not indexed though its name or bytes claim
