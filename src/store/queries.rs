@@ -19,6 +19,12 @@ const TAKEN_KEY: &str = "coalesce(taken_local, '')";
 /// most a few thousand rows for a page of 100 at 1M assets (benches/people-latency.sh).
 const CROWD: i64 = 2_000;
 const PERSON_FACES: &str = "SELECT faces FROM people WHERE id = ?1";
+/// ...unless they are in so many photos that the timeline finds a page sooner: each of its
+/// rows checked against their faces (`page_sql` says where this goes). A scalar subquery,
+/// not `EXISTS`: SQLite turns a top-level `EXISTS` into a join, checked after every term of
+/// the row (5.9 ms against 2.2 ms a page at 100,000 assets, SQLite 3.54).
+const CROWD_PERSON: &str = " (SELECT 1 FROM face_people fp
+                             WHERE fp.asset_id = assets.id AND fp.person_id = :person) IS NOT NULL AND";
 
 /// Whether the filter's person (if any) is in more than `CROWD` photos (migration 0028's
 /// count, trashed ones included: a bound, not a figure to show).
@@ -36,7 +42,15 @@ fn crowd(conn: &Connection, filter: &AssetFilter) -> Result<bool, StoreError> {
 /// The list's SQL for this filter: fixed fragments only, every value bound as a parameter.
 /// `crowd`: the person filter's person is in many photos (`crowd`).
 fn page_sql(filter: &AssetFilter, after: bool, crowd: bool) -> String {
-    let mut sql = format!("SELECT {ASSET_COLS} FROM assets WHERE pending_run IS NULL");
+    let mut sql = format!("SELECT {ASSET_COLS} FROM assets WHERE");
+    // First: SQLite evaluates the terms in this order and reads a row from the table only
+    // when a term needs a column the timeline index lacks. Checked first, the person's
+    // probe (the index's id alone) skips the row of each of the ~15 timeline rows in 16 that
+    // are not theirs; checked last, every one was read (p50 37.7 ms at 1M, not 50 ms at p99).
+    if filter.person.is_some() && crowd {
+        sql.push_str(CROWD_PERSON);
+    }
+    sql.push_str(" pending_run IS NULL");
     sql.push_str(NOT_A_SHOWN_CLIP);
     sql.push_str(if filter.trashed {
         " AND trashed_at IS NOT NULL"
@@ -56,7 +70,7 @@ fn page_sql(filter: &AssetFilter, after: bool, crowd: bool) -> String {
 }
 
 /// Each term of the filter's WHERE, with whether the filter asks for it.
-fn filter_terms(filter: &AssetFilter, crowd: bool) -> [(bool, &'static str); 15] {
+fn filter_terms(filter: &AssetFilter, crowd: bool) -> [(bool, &'static str); 14] {
     [
         (filter.kind.is_some(), " AND kind = :kind"),
         // The term of assets_not_image_timeline's WHERE, so that a video or other page seeks.
@@ -96,16 +110,11 @@ fn filter_terms(filter: &AssetFilter, crowd: bool) -> [(bool, &'static str); 15]
             filter.tag.is_some(),
             " AND id IN (SELECT asset_id FROM asset_tags WHERE tag = :tag)",
         ),
-        // Driven from the person's range of face_people_person, as the tag filter is...
+        // Driven from the person's range of face_people_person, as the tag filter is
+        // (`CROWD_PERSON` for one in many photos).
         (
             filter.person.is_some() && !crowd,
             " AND id IN (SELECT asset_id FROM face_people WHERE person_id = :person)",
-        ),
-        // ...unless they are in so many photos that the timeline finds a page sooner.
-        (
-            filter.person.is_some() && crowd,
-            " AND EXISTS (SELECT 1 FROM face_people fp
-                          WHERE fp.asset_id = assets.id AND fp.person_id = :person)",
         ),
     ]
 }

@@ -1085,6 +1085,20 @@ async fn every_selective_filter_seeks_its_own_index_in_timeline_order() {
             );
         }
     }
+    // The crowd's probe comes before every check that reads the row (the clip's, the
+    // stack's): a timeline row not theirs costs one index probe, not a read of the row.
+    let crowd = AssetFilter {
+        person: Some(8),
+        ..f()
+    };
+    let plan = store.asset_page_plan(&crowd, true).unwrap().join(" | ");
+    let probe = plan.find("face_people_person").unwrap();
+    for check in ["assets_live_video", "files_asset"] {
+        let at = plan
+            .find(check)
+            .unwrap_or_else(|| panic!("{check}: {plan}"));
+        assert!(probe < at, "the person is checked after {check}: {plan}");
+    }
 }
 
 #[tokio::test]
