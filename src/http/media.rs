@@ -44,6 +44,8 @@ pub(super) fn located(store: &Store, asset: &Asset) -> Result<Option<Candidate>,
         trashed: asset.trashed_at.is_some(),
         files: store.asset_files(asset.id)?,
         timed_out: None,
+        same_pixels: None,
+        known: None,
     };
     match locate_candidate(&files) {
         Ok(found) => Ok(Some(found)),

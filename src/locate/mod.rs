@@ -138,6 +138,8 @@ mod tests {
             trashed: true,
             files,
             timed_out: None,
+            same_pixels: None,
+            known: None,
         }
     }
 

@@ -49,7 +49,7 @@ impl ThumbsPayload {
 
 /// An asset the thumbs job visits: the files that may show it (as a walk sees them) and
 /// what the thumbnailer needs to know.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ThumbAsset {
     pub asset: WalkAsset,
     pub kind: MediaKind,

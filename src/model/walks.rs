@@ -71,7 +71,7 @@ pub struct WalkFile {
 }
 
 /// An asset a walk batch visits, with the files that may show it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct WalkAsset {
     pub id: i64,
     pub checksum: [u8; 32],
@@ -80,6 +80,21 @@ pub struct WalkAsset {
     /// A decode of its file ran to its deadline (this many seconds) and the file still has
     /// the stamp that was decoded (`DecodeTimeout`): nothing decodes it again.
     pub timed_out: Option<u64>,
+    /// An earlier asset of the same batch with the same pixels (content hash under one
+    /// scheme, shown the same way up): the faces and similar walks decode that one only.
+    pub same_pixels: Option<i64>,
+    /// What the walk already found in another asset of the same pixels under its scheme:
+    /// it is this asset's result too, and no file is read.
+    pub known: Option<Known>,
+}
+
+/// A walk's result for one picture, known from another asset of the same pixels
+/// (`WalkAsset::known`; issue 29: 5,000 copies of a picture with edited metadata are
+/// detected once, not 5,000 times).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Known {
+    Faces(Vec<DetectedFace>),
+    Phash(Option<u64>),
 }
 
 /// A decode of an asset's file that ran to its full deadline (`seconds`), remembered for

@@ -39,6 +39,7 @@ mod migrate;
 mod motion;
 mod pending;
 mod people;
+mod pixels;
 mod problems;
 mod queries;
 mod scan_runs;

@@ -90,6 +90,8 @@ impl Store {
                                 trashed,
                                 files: files_of(conn, id)?,
                                 timed_out: super::decode_timeouts::timed_out(conn, id)?,
+                                same_pixels: None,
+                                known: None,
                             },
                             kind,
                             mime,

@@ -13,7 +13,7 @@
 
 use super::assets::checksum_col;
 use super::jobs::{self, Enqueued};
-use super::{Store, StoreError, decode_timeouts, faces, parse_col};
+use super::{Store, StoreError, decode_timeouts, faces, parse_col, pixels};
 use crate::model::{
     FileStamp, Lease, Millis, WalkAsset, WalkCommit, WalkFile, WalkKindId, WalkRecord, WalkRequest,
     WalkResults, WalkVisit,
@@ -41,26 +41,30 @@ const COMPLETE: &str = "
 /// cursor that lacks this scheme's stamp, or every asset when `?3` (a forced restart). One
 /// a newer scheme stamped lacks nothing, except in a rollback (`?5`).
 const CONTENT_BATCH: &str = "
-    SELECT id, checksum, trashed_at IS NOT NULL FROM assets
+    SELECT id, checksum, trashed_at IS NOT NULL, content_hash, content_hash_scheme, orientation
+      FROM assets
      WHERE id > ?1 AND (?3 OR content_hash_scheme IS NULL OR content_hash_scheme < ?2
                         OR (?5 AND content_hash_scheme > ?2))
      ORDER BY id LIMIT ?4";
 /// Faces: live images only.
 const FACES_BATCH: &str = "
-    SELECT id, checksum, trashed_at IS NOT NULL FROM assets
+    SELECT id, checksum, trashed_at IS NOT NULL, content_hash, content_hash_scheme, orientation
+      FROM assets
      WHERE id > ?1 AND trashed_at IS NULL AND kind = 'image'
        AND (?3 OR faces_scheme IS NULL OR faces_scheme < ?2 OR (?5 AND faces_scheme > ?2))
      ORDER BY id LIMIT ?4";
 /// Perceptual hashes: live images only, like faces.
 const SIMILAR_BATCH: &str = "
-    SELECT id, checksum, trashed_at IS NOT NULL FROM assets
+    SELECT id, checksum, trashed_at IS NOT NULL, content_hash, content_hash_scheme, orientation
+      FROM assets
      WHERE id > ?1 AND trashed_at IS NULL AND kind = 'image'
        AND (?3 OR phash_scheme IS NULL OR phash_scheme < ?2 OR (?5 AND phash_scheme > ?2))
      ORDER BY id LIMIT ?4";
 /// Face descriptors: live pictures whose faces were detected, lacking this embedder's stamp
 /// (a re-detection clears it: `faces::replace`).
 const EMBED_BATCH: &str = "
-    SELECT id, checksum, trashed_at IS NOT NULL FROM assets
+    SELECT id, checksum, trashed_at IS NOT NULL, content_hash, content_hash_scheme, orientation
+      FROM assets
      WHERE id > ?1 AND trashed_at IS NULL AND faces_scheme IS NOT NULL
        AND (?3 OR embed_scheme IS NULL OR embed_scheme < ?2 OR (?5 AND embed_scheme > ?2))
      ORDER BY id LIMIT ?4";
@@ -131,6 +135,9 @@ fn record(conn: &Connection, kind: WalkKindId) -> Result<Option<WalkRecord>, Sto
         })
         .optional()?)
 }
+
+/// A batch row's asset: id, checksum, whether it is in the trash.
+type Head = (i64, [u8; 32], bool);
 
 pub(super) fn files_of(conn: &Connection, asset_id: i64) -> Result<Vec<WalkFile>, StoreError> {
     let mut stmt = conn.prepare_cached(FILES)?;
@@ -360,23 +367,27 @@ impl Store {
         self.read(|conn| {
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
             let mut stmt = conn.prepare_cached(sql)?;
-            let heads: Vec<(i64, [u8; 32], bool)> = stmt
+            let heads: Vec<(Head, pixels::Look)> = stmt
                 .query_map(params![after, scheme, force, limit, rollback], |r| {
-                    Ok((r.get(0)?, checksum_col(r, 1)?, r.get(2)?))
+                    let head = (r.get(0)?, checksum_col(r, 1)?, r.get(2)?);
+                    Ok((head, pixels::look(r, 3)?))
                 })?
                 .collect::<Result<_, _>>()?;
-            heads
-                .into_iter()
-                .map(|(id, checksum, trashed)| {
-                    Ok(WalkAsset {
-                        id,
-                        checksum,
-                        trashed,
-                        files: files_of(conn, id)?,
-                        timed_out: decode_timeouts::timed_out(conn, id)?,
-                    })
-                })
-                .collect()
+            let mut batch = Vec::with_capacity(heads.len());
+            let mut seen = pixels::Seen::default();
+            for ((id, checksum, trashed), look) in heads {
+                let (same_pixels, known) = seen.of(conn, kind, visit, id, look)?;
+                batch.push(WalkAsset {
+                    id,
+                    checksum,
+                    trashed,
+                    files: files_of(conn, id)?,
+                    timed_out: decode_timeouts::timed_out(conn, id)?,
+                    same_pixels,
+                    known,
+                });
+            }
+            Ok(batch)
         })
     }
 

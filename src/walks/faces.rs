@@ -12,9 +12,10 @@
 use super::WalkKind;
 use crate::locate::{Candidate, candidates, unchanged};
 use crate::media::content_hash::hash_file;
-use crate::model::{DecodeTimeout, WalkAsset, WalkKindId, WalkResults, timed_out_reason};
+use crate::model::{DecodeTimeout, Known, WalkAsset, WalkKindId, WalkResults, timed_out_reason};
 use crate::queue::{Retry, io_retry};
 use rayon::prelude::*;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -129,6 +130,47 @@ impl<T> Visit<T> {
     }
 }
 
+/// Visits a batch once per picture (issue 29 item 4): an asset whose result the store found
+/// in another asset of the same pixels (`known`, read by `known_as`) takes it without
+/// reading a file, and the others are visited in parallel, except those with the same
+/// pixels as an earlier one of the batch (`same_pixels`): they take its result, or are
+/// visited themselves when it gave none (its file unreadable, its decode timed out).
+pub(super) fn once_per_picture<T: Clone + Send + Sync>(
+    batch: &[WalkAsset],
+    known_as: impl Fn(&Known) -> Option<T> + Sync,
+    visit: impl Fn(&WalkAsset) -> Visit<T> + Sync,
+) -> Vec<(i64, Visit<T>)> {
+    let firsts: Vec<(i64, Visit<T>)> = batch
+        .par_iter()
+        .filter(|a| a.same_pixels.is_none())
+        .map(|a| match a.known.as_ref().and_then(&known_as) {
+            Some(found) => (a.id, Visit::Done(found)),
+            None => (a.id, visit(a)),
+        })
+        .collect();
+    let done: HashMap<i64, &T> = firsts
+        .iter()
+        .filter_map(|(id, v)| match v {
+            Visit::Done(found) => Some((*id, found)),
+            _ => None,
+        })
+        .collect();
+    let copies: Vec<(i64, Visit<T>)> = batch
+        .par_iter()
+        .filter_map(|a| {
+            let first = a.same_pixels?;
+            Some(match done.get(&first) {
+                Some(found) => (a.id, Visit::Done((*found).clone())),
+                None => (a.id, visit(a)),
+            })
+        })
+        .collect();
+    let mut visits = firsts;
+    visits.extend(copies);
+    visits.sort_by_key(|(id, _)| *id);
+    visits
+}
+
 /// Whether the asset's decode timed out before on the file it still has: the walk skips
 /// it (and says so) instead of running the decoder for as long again.
 pub(super) fn remembered_timeout(asset: &WalkAsset, walk: &str) -> bool {
@@ -200,7 +242,11 @@ impl WalkKind for FacesWalk {
     }
 
     fn process(&self, batch: &[WalkAsset]) -> WalkResults {
-        let visits = batch.par_iter().map(|a| (a.id, self.visit(a))).collect();
+        let known_as = |k: &Known| match k {
+            Known::Faces(faces) => Some(faces.clone()),
+            Known::Phash(_) => None,
+        };
+        let visits = once_per_picture(batch, known_as, |a| self.visit(a));
         let (found, timed_out) = Visit::split(visits);
         WalkResults::Faces {
             version: self.scheme,

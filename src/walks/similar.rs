@@ -11,9 +11,8 @@
 //! face walk does (`faces::Visit`): later walks skip it until the file changes.
 
 use super::WalkKind;
-use super::faces::{Visit, candidate_of, remembered_timeout, timeout_of};
-use crate::model::{WalkAsset, WalkKindId, WalkResults, timed_out_reason};
-use rayon::prelude::*;
+use super::faces::{Visit, candidate_of, once_per_picture, remembered_timeout, timeout_of};
+use crate::model::{Known, WalkAsset, WalkKindId, WalkResults, timed_out_reason};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -101,10 +100,11 @@ impl WalkKind for SimilarWalk {
     }
 
     fn process(&self, batch: &[WalkAsset]) -> WalkResults {
-        let visits = batch
-            .par_iter()
-            .map(|a| (a.id, self.hash_asset(a)))
-            .collect();
+        let known_as = |k: &Known| match k {
+            Known::Phash(phash) => Some(*phash),
+            Known::Faces(_) => None,
+        };
+        let visits = once_per_picture(batch, known_as, |a| self.hash_asset(a));
         let (hashes, timed_out) = Visit::split(visits);
         WalkResults::Similar {
             scheme: self.scheme,

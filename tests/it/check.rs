@@ -559,6 +559,8 @@ fn an_old_layout_trash_folder_is_adopted_located_and_restored() {
         trashed: true,
         files,
         timed_out: None,
+        same_pixels: None,
+        known: None,
     };
     assert_eq!(mediadex::locate::locate(&asset), Ok(old.clone()));
     let outcome = mediadex::trash::restore(&env.store, adopted).expect("restore");

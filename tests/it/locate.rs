@@ -32,6 +32,8 @@ fn one_file(root: &Path, rel: &str, stamp: FileStamp) -> WalkAsset {
             trashed_to: None,
         }],
         timed_out: None,
+        same_pixels: None,
+        known: None,
     }
 }
 

@@ -792,6 +792,8 @@ fn a_timed_out_decode_says_so_and_the_job_skips_one_the_index_remembers() {
             trashed: false,
             files: Vec::new(),
             timed_out: Some(30),
+            same_pixels: None,
+            known: None,
         },
         kind: MediaKind::Image,
         mime: Some("image/heic".into()),

@@ -59,11 +59,31 @@ fn seed(env: &Env, n: u32) -> Lib {
 
 /// `seed` into the library `name`, photo `i` of `photos` being the i-th distinct picture.
 fn seed_in(env: &Env, name: &str, photos: std::ops::Range<u32>) -> Lib {
+    let pictures: Vec<Picture> = photos
+        .map(|i| Picture {
+            meta: format!("camera {i}"),
+            pixels: i,
+            orientation: None,
+        })
+        .collect();
+    seed_pictures(env, name, &pictures)
+}
+
+/// One photo to seed: its metadata, its pixels and the way up its metadata says it is shown.
+struct Picture {
+    meta: String,
+    pixels: u32,
+    orientation: Option<u16>,
+}
+
+/// `seed` of the given photos, the i-th written as `p{i:03}.jpg`.
+fn seed_pictures(env: &Env, name: &str, pictures: &[Picture]) -> Lib {
     let id = env.library(name);
     let root = env.dir.path().join(name);
-    let items: Vec<IngestItem> = photos
-        .map(|i| {
-            let bytes = jpeg(format!("camera {i}").as_bytes(), i);
+    let items: Vec<IngestItem> = (0u32..)
+        .zip(pictures)
+        .map(|(i, picture)| {
+            let bytes = jpeg(picture.meta.as_bytes(), picture.pixels);
             let name = format!("p{i:03}.jpg");
             std::fs::write(root.join(&name), &bytes).expect("write photo");
             IngestItem {
@@ -81,6 +101,7 @@ fn seed_in(env: &Env, name: &str, photos: std::ops::Range<u32>) -> Lib {
                 facts: Some(MediaFacts {
                     kind: Some(MediaKind::Image),
                     mime: Some("image/jpeg".into()),
+                    orientation: picture.orientation,
                     ..MediaFacts::default()
                 }),
                 error: None,
@@ -1325,4 +1346,108 @@ fn a_walk_batch_cut_by_its_bytes_is_not_taken_for_the_last_one() {
     assert_eq!(drain(&env.store, kind, &handler), 4, "one batch per file");
     assert_eq!(content_stamps(&env.store, &lib.assets), vec![Some(1); 4]);
     assert_eq!(env.store.walk_record(kind).unwrap().unwrap().scheme, 1);
+}
+
+/// A hasher that counts the pictures it reads and hashes each by its file's size.
+struct CountingHasher(Mutex<Vec<std::path::PathBuf>>);
+
+impl mediadex::walks::similar::PictureHasher for CountingHasher {
+    fn hash(&self, path: &Path) -> Result<Option<u64>, mediadex::walks::similar::HashError> {
+        self.0.lock().expect("calls").push(path.to_path_buf());
+        Ok(std::fs::metadata(path).ok().map(|m| m.len()))
+    }
+
+    fn version(&self) -> i64 {
+        1
+    }
+}
+
+/// Issue 29 item 4: assets of one content hash shown the same way up have the same pixels,
+/// so the faces and similar walks read one of them and give the others its result, in one
+/// batch and across batches; a copy turned by its metadata is read itself, and so is every
+/// copy while the content hashes are not known yet.
+#[test]
+fn the_picture_walks_read_each_picture_once_whatever_its_copies_metadata() {
+    let env = support::env();
+    let copy = |meta: &str, pixels, orientation| Picture {
+        meta: meta.into(),
+        pixels,
+        orientation,
+    };
+    let lib = seed_pictures(
+        &env,
+        "photos",
+        &[
+            copy("first", 7, None),
+            copy("second, longer", 7, None),
+            copy("other picture", 8, None),
+            copy("third", 7, None),
+            copy("turned", 7, Some(6)),
+            copy("fourth and last", 7, None),
+        ],
+    );
+    let ids = &lib.assets;
+    // Before the content hashes: no copy is known as one, each is read.
+    let detector = FakeDetector::new(1);
+    walks::boot(&env.store, WalkKindId::Faces, 1, TTL).expect("boot");
+    drain(
+        &env.store,
+        WalkKindId::Faces,
+        &faces_walk(&env, detector.clone(), 2),
+    );
+    assert_eq!(detector.calls.lock().unwrap().len(), 6);
+    walks::boot(&env.store, WalkKindId::ContentHash, 1, TTL).expect("boot");
+    drain(
+        &env.store,
+        WalkKindId::ContentHash,
+        &content_walk(&env, 1, 100),
+    );
+    // A new detector, in batches of 2: p000 and p001 in the first (p001 takes p000's
+    // result), p003 and p005 in later ones (they take what the first batch stored).
+    let detector = FakeDetector::new(2);
+    walks::boot(&env.store, WalkKindId::Faces, 2, TTL).expect("boot 2");
+    drain(
+        &env.store,
+        WalkKindId::Faces,
+        &faces_walk(&env, detector.clone(), 2),
+    );
+    let read: Vec<String> = detector
+        .calls
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        read,
+        ["p000.jpg", "p002.jpg", "p004.jpg"],
+        "each picture once"
+    );
+    assert_eq!(face_stamps(&env.store, ids), vec![Some(2); 6]);
+    let faces = |i: usize| env.store.faces(ids[i], 2).unwrap();
+    for i in [1, 3, 5] {
+        assert_eq!(faces(i), faces(0), "p00{i} has p000's faces");
+    }
+    assert_ne!(faces(2), faces(0));
+    let hasher = Arc::new(CountingHasher(Mutex::new(vec![])));
+    let similar = SimilarWalk {
+        batch: 2,
+        ..SimilarWalk::new(hasher.clone(), None)
+    };
+    walks::boot(&env.store, WalkKindId::Similar, 1, TTL).expect("boot");
+    drain(
+        &env.store,
+        WalkKindId::Similar,
+        &WalkJob::new(&env.store, Arc::new(similar)),
+    );
+    assert_eq!(
+        hasher.0.lock().unwrap().len(),
+        3,
+        "each picture hashed once"
+    );
+    let phash = |i: usize| env.store.picture_hash_stamp(ids[i]).unwrap();
+    for i in [1, 3, 5] {
+        assert_eq!(phash(i), phash(0), "p00{i} has p000's hash");
+    }
+    assert_ne!(phash(4), phash(0), "the turned copy was hashed itself");
 }
