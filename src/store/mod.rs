@@ -4,6 +4,30 @@
 //! statements per table family. It must not know about HTTP, the scanner or workers:
 //! callers hand it plain `model` types and get plain types back.
 //!
+//!
+//! Its modules come in three kinds, so that each engine's SQL for a table family sits in
+//! one place (issue 30: a PostgreSQL engine gives each family a second implementation and
+//! shares the rest unchanged):
+//! - a **family** owns the SQL of its tables (named statements beside the one function
+//!   that runs them, and the `Store` methods that touch only those tables) and calls
+//!   helpers only, never another family or a composition;
+//! - a **composition** is an operation that spans families (a scan batch's commit, a run's
+//!   end, a walk batch's commit, a trash move, a repair, the read views that join a photo's
+//!   parts): it calls families' functions inside the one transaction its `Store` method
+//!   opens, in the order the operation needs, and holds no SQL of its own but statements
+//!   that truly span tables, which its header names;
+//! - a **helper** is neither: connections, the writer thread, migrations, the start's
+//!   vetting, the lease fence's answers, and engine-neutral code several modules share
+//!   (row decoding, path arithmetic).
+//!
+//! Families: assets, counters, decode_timeouts, faces, files, jobs, libraries, motion,
+//! pending, people, problems, scan_runs, sidecars, similar, stacks, walks.
+//! Compositions: check, queries, thumbs, trash.
+//! Helpers: conn, error, lease, migrate, vet, writer.
+//!
+//! `tests/it/architecture.rs` checks that every module is sorted here, that a family names
+//! helpers only, and that the store's modules name each other in no cycle.
+//!
 //! Must not import: http, scan, walks, queue, ops, axum
 
 /// The fence of DESIGN.md section 4, written once: every worker write ends in it, so a write
