@@ -2,15 +2,17 @@
 //! asset is a duplicate, a trashed one is restored by id alone, a swept one is stored afresh,
 //! and a unique-index violation never escapes), trashing orphans, the guarded sweep (never
 //! an asset a present file shows; it names the thumbnails its deletions free), and the
-//! read APIs (assets with their paths, their stack and a Live Photo's clip, which the lists
-//! leave out while its still shows it: `motion`; duplicate groups).
+//! reads of its rows (one asset, the content twins' ids; `queries` adds each asset's
+//! parts, and leaves a Live Photo's clip out of the lists while its still shows it:
+//! `not_a_shown_clip!`).
 
+use super::rows::{asset_from_row, content_hash_cols};
 use super::{Store, StoreError};
 use crate::model::{
-    Asset, AssetPath, Claim, ContentHash, ContentTwins, DuplicateGroup, FileState, MOVE_JOB_KIND,
-    MediaFacts, MediaKind, Millis, TakenAtSource, TrashReason,
+    Asset, Claim, ContentHash, MOVE_JOB_KIND, MediaFacts, MediaKind, Millis, TakenAtSource,
+    TrashReason,
 };
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 /// Every owner is `local` until households get accounts.
 pub(super) const LOCAL_OWNER: &str = "local";
@@ -86,17 +88,6 @@ const SWEEP_ONE: &str = "
 const CHECKSUM_USED: &str = "SELECT EXISTS (SELECT 1 FROM assets
      WHERE substr(checksum, 1, 8) = substr(?1, 1, 8) AND checksum = ?1)";
 
-macro_rules! asset_cols {
-    () => {
-        "id, owner, checksum, size, mime, kind, width, height, display_width, display_height, \
-         taken_local, taken_offset_minutes, make, model, lat, lon, orientation, duration_ms, \
-         video_codec, created_at, trashed_at, trash_reason, content_hash, content_hash_scheme, \
-         faces_scheme, taken_at_source, rating, title, description, content_identifier, \
-         motion_offset, motion_length, live_video_id"
-    };
-}
-/// The columns `asset_from_row` reads, for queries built elsewhere in the store.
-pub(super) const ASSET_COLS: &str = asset_cols!();
 /// A live Live Photo clip is shown by its live still (`store::motion`), not listed itself; a
 /// clip in the trash is listed there, whatever its still.
 macro_rules! not_a_shown_clip {
@@ -107,25 +98,6 @@ macro_rules! not_a_shown_clip {
 }
 /// `not_a_shown_clip!` for the asset list queries built elsewhere in the store.
 pub(super) const NOT_A_SHOWN_CLIP: &str = not_a_shown_clip!();
-const LIST: &str = concat!(
-    "SELECT ",
-    asset_cols!(),
-    " FROM assets WHERE (trashed_at IS NOT NULL) = ?1 AND pending_run IS NULL",
-    not_a_shown_clip!(),
-    " AND (?1 OR NOT ",
-    stack_hidden!(),
-    ") ORDER BY id"
-);
-const GET: &str = concat!("SELECT ", asset_cols!(), " FROM assets WHERE id = ?1");
-const PATHS: &str = "
-    SELECT id, library_id, rel_path, rel_path_text, state FROM files WHERE asset_id = ?1
-     ORDER BY state = 'missing', library_id, rel_path";
-const DUPLICATES: &str = "
-    SELECT a.id, a.checksum, a.size, f.id, f.library_id, f.rel_path, f.rel_path_text, f.state
-      FROM assets a JOIN files f ON f.asset_id = a.id AND f.state = 'present'
-     WHERE a.pending_run IS NULL AND a.id IN (SELECT asset_id FROM files WHERE state = 'present' AND asset_id IS NOT NULL
-                     GROUP BY asset_id HAVING count(*) > 1)
-     ORDER BY a.id, f.library_id, f.rel_path";
 
 /// Assets sharing a content hash under one scheme with another asset (at least one of the
 /// group live), grouped by hash.
@@ -138,6 +110,8 @@ const CONTENT_TWINS: &str = "
             GROUP BY content_hash, content_hash_scheme
            HAVING count(*) > 1 AND sum(trashed_at IS NULL) > 0)
      ORDER BY content_hash, content_hash_scheme, id";
+
+const GET: &str = concat!("SELECT ", asset_cols!(), " FROM assets WHERE id = ?1");
 
 /// A new asset waits for its run's completion before anyone sees it.
 /// A run's completion publishes what every run of its library created and left pending
@@ -438,192 +412,24 @@ fn sweep_batch(conn: &Connection, cutoff: Millis, batch: i64) -> Result<(i64, Sw
     Ok((ids.len() as i64, swept))
 }
 
-/// The content hash at `idx` and its scheme at `idx + 1`, when both are set.
-fn content_hash_cols(r: &Row<'_>, idx: usize) -> rusqlite::Result<Option<ContentHash>> {
-    let scheme: Option<i64> = r.get(idx + 1)?;
-    let hash: Option<Vec<u8>> = r.get(idx)?;
-    match (hash, scheme) {
-        (Some(_), Some(scheme)) => Ok(Some(ContentHash {
-            scheme,
-            hash: checksum_col(r, idx)?,
-        })),
-        _ => Ok(None),
-    }
+/// One asset row, without its paths or other parts.
+pub(super) fn get(conn: &Connection, id: i64) -> Result<Option<Asset>, StoreError> {
+    Ok(conn
+        .prepare_cached(GET)?
+        .query_row([id], asset_from_row)
+        .optional()?)
 }
 
-pub(super) fn checksum_col(r: &Row<'_>, idx: usize) -> rusqlite::Result<[u8; 32]> {
-    let bytes: Vec<u8> = r.get(idx)?;
-    bytes.try_into().map_err(|_| {
-        rusqlite::Error::FromSqlConversionFailure(
-            idx,
-            rusqlite::types::Type::Blob,
-            "a checksum is 32 bytes".into(),
-        )
-    })
-}
-
-fn opt_enum<T>(
-    r: &Row<'_>,
-    idx: usize,
-    parse: fn(&str) -> Option<T>,
-) -> rusqlite::Result<Option<T>> {
-    let text: Option<String> = r.get(idx)?;
-    Ok(text.as_deref().and_then(parse))
-}
-
-pub(super) fn asset_from_row(r: &Row<'_>) -> rusqlite::Result<Asset> {
-    Ok(Asset {
-        id: r.get(0)?,
-        owner: r.get(1)?,
-        checksum: checksum_col(r, 2)?,
-        size: r.get::<_, i64>(3)? as u64,
-        facts: MediaFacts {
-            mime: r.get(4)?,
-            kind: opt_enum(r, 5, MediaKind::parse)?,
-            width: r.get(6)?,
-            height: r.get(7)?,
-            display_width: r.get(8)?,
-            display_height: r.get(9)?,
-            taken_local: r.get(10)?,
-            taken_offset_minutes: r.get(11)?,
-            taken_at_source: opt_enum(r, 25, TakenAtSource::parse)?,
-            make: r.get(12)?,
-            model: r.get(13)?,
-            lat: r.get(14)?,
-            lon: r.get(15)?,
-            orientation: r.get(16)?,
-            duration_ms: r.get(17)?,
-            video_codec: r.get(18)?,
-            notes: crate::model::Notes {
-                rating: r.get(26)?,
-                tags: Vec::new(),
-                title: r.get(27)?,
-                description: r.get(28)?,
-            },
-            content_identifier: r.get(29)?,
-            embedded_video: super::motion::embedded_cols(r, 30)?,
-            error: None,
-        },
-        created_at: r.get(19)?,
-        trashed_at: r.get(20)?,
-        trash_reason: opt_enum(r, 21, TrashReason::parse)?,
-        paths: Vec::new(),
-        content_hash: content_hash_cols(r, 22)?,
-        faces_scheme: r.get(24)?,
-        faces: Vec::new(),
-        live_clip: super::motion::clip_col(r, 32)?,
-        stack: Vec::new(),
-    })
-}
-
-fn path_from_row(r: &Row<'_>, at: usize) -> rusqlite::Result<AssetPath> {
-    Ok(AssetPath {
-        file_id: r.get(at)?,
-        library_id: r.get(at + 1)?,
-        rel_path: r.get(at + 2)?,
-        rel_path_text: r.get(at + 3)?,
-        state: super::parse_col(r, at + 4, FileState::parse)?,
-    })
-}
-
-/// The asset's paths, present first (as `PATHS` orders them).
-pub(super) fn load_paths(conn: &Connection, asset: &mut Asset) -> Result<(), StoreError> {
-    asset.paths = conn
-        .prepare_cached(PATHS)?
-        .query_map([asset.id], |r| path_from_row(r, 0))?
-        .collect::<Result<_, _>>()?;
-    Ok(())
-}
-
-fn with_paths(conn: &Connection, mut asset: Asset) -> Result<Asset, StoreError> {
-    load_paths(conn, &mut asset)?;
-    super::sidecars::load_tags(conn, &mut asset)?;
-    super::motion::load_clip(conn, &mut asset)?;
-    asset.stack = super::stacks::of_asset(conn, asset.id)?;
-    if let Some(version) = asset.faces_scheme {
-        asset.faces = super::faces::of_asset(conn, asset.id, version)?;
-    }
-    Ok(asset)
+/// The assets of `CONTENT_TWINS`, each with its content hash, grouped by hash.
+pub(super) fn content_twin_ids(
+    conn: &Connection,
+) -> Result<Vec<(i64, Option<ContentHash>)>, StoreError> {
+    let mut stmt = conn.prepare_cached(CONTENT_TWINS)?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, content_hash_cols(r, 1)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
 }
 
 impl Store {
-    /// Live assets (`trashed = false`) or the trash (`true`), by id, each with its paths and
-    /// stack; a RAW shown by its stack's primary is left out of the live ones.
-    pub fn assets(&self, trashed: bool) -> Result<Vec<Asset>, StoreError> {
-        self.read(|conn| {
-            let list: Vec<Asset> = conn
-                .prepare_cached(LIST)?
-                .query_map([trashed], asset_from_row)?
-                .collect::<Result<_, _>>()?;
-            list.into_iter().map(|a| with_paths(conn, a)).collect()
-        })
-    }
-
-    /// One asset with its paths, live or trashed.
-    pub fn asset(&self, id: i64) -> Result<Option<Asset>, StoreError> {
-        self.read(|conn| {
-            let asset = conn
-                .prepare_cached(GET)?
-                .query_row([id], asset_from_row)
-                .optional()?;
-            asset.map(|a| with_paths(conn, a)).transpose()
-        })
-    }
-
-    /// Byte-identical copies: every asset shown by two or more present files, with them.
-    pub fn duplicates(&self) -> Result<Vec<DuplicateGroup>, StoreError> {
-        self.read(|conn| {
-            let mut stmt = conn.prepare_cached(DUPLICATES)?;
-            let mut rows = stmt.query([])?;
-            let mut groups: Vec<DuplicateGroup> = Vec::new();
-            while let Some(r) = rows.next()? {
-                let asset_id: i64 = r.get(0)?;
-                let file = path_from_row(r, 3)?;
-                match groups.last_mut() {
-                    Some(g) if g.asset_id == asset_id => g.files.push(file),
-                    _ => groups.push(DuplicateGroup {
-                        asset_id,
-                        checksum: checksum_col(r, 1)?,
-                        size: r.get::<_, i64>(2)? as u64,
-                        files: vec![file],
-                    }),
-                }
-            }
-            Ok(groups)
-        })
-    }
-
-    /// The same pictures with different metadata: groups of two or more assets sharing a
-    /// content hash, each asset with its paths.
-    pub fn content_twins(&self) -> Result<Vec<ContentTwins>, StoreError> {
-        self.read(|conn| {
-            let mut stmt = conn.prepare_cached(CONTENT_TWINS)?;
-            let rows: Vec<(i64, Option<ContentHash>)> = stmt
-                .query_map([], |r| Ok((r.get(0)?, content_hash_cols(r, 1)?)))?
-                .collect::<Result<_, _>>()?;
-            let mut groups: Vec<ContentTwins> = Vec::new();
-            for (id, hash) in rows {
-                let Some(hash) = hash else { continue };
-                let Some(asset) = conn
-                    .prepare_cached(GET)?
-                    .query_row([id], asset_from_row)
-                    .optional()?
-                else {
-                    continue;
-                };
-                let asset = with_paths(conn, asset)?;
-                match groups.last_mut() {
-                    Some(g) if g.content_hash == hash => g.assets.push(asset),
-                    _ => groups.push(ContentTwins {
-                        content_hash: hash,
-                        assets: vec![asset],
-                    }),
-                }
-            }
-            Ok(groups)
-        })
-    }
-
     /// Deletes the assets trashed for longer than `retention` that no present file shows,
     /// each in its own guarded `DELETE … WHERE` (still trashed, long enough, no pending
     /// journal intent, no present file), so that a racing restore ends with the row restored

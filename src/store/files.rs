@@ -19,9 +19,9 @@ use super::assets::{ClaimFor, claim, in_flight, restore, trash_if_orphan};
 use super::lease::{expect_one, lost};
 use super::{Committed, Store, StoreError, parse_col, problems, scan_runs, stacks};
 use crate::model::{
-    BatchReport, Claim, Counter, FileReason, FileStamp, FinishReport, IngestBatch, IngestItem,
-    ItemOutcome, KnownDir, KnownFile, Lease, MOVE_JOB_KIND, MediaFacts, Millis, Provenance,
-    RunState, ScanEnd, TrashReason, Unseen,
+    Asset, BatchReport, Claim, Counter, FileReason, FileStamp, FinishReport, IngestBatch,
+    IngestItem, ItemOutcome, KnownDir, KnownFile, Lease, MOVE_JOB_KIND, MediaFacts, Millis,
+    Provenance, RunState, ScanEnd, TrashReason, Unseen,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 use std::collections::{BTreeMap, HashSet};
@@ -41,6 +41,10 @@ macro_rules! known_cols {
          error IS NOT 'not a photo or video', read_again"
     };
 }
+const PATHS: &str = "
+    SELECT id, library_id, rel_path, rel_path_text, state FROM files WHERE asset_id = ?1
+     ORDER BY state = 'missing', library_id, rel_path";
+
 /// Present files under a scope: `?2 = ''` is the whole library; otherwise the path itself
 /// or anything below `scope/` (the byte range `scope/` ..< `scope0`, `0` following `/`).
 const KNOWN: &str = concat!(
@@ -741,6 +745,15 @@ fn count_hashed(conn: &Connection, batch: &[IngestItem]) -> Result<(), StoreErro
     super::counters::bump(conn, Counter::BytesHashed, bytes)
 }
 
+/// The asset's paths, present first (as `PATHS` orders them).
+pub(super) fn load_paths(conn: &Connection, asset: &mut Asset) -> Result<(), StoreError> {
+    asset.paths = conn
+        .prepare_cached(PATHS)?
+        .query_map([asset.id], |r| super::rows::path_from_row(r, 0))?
+        .collect::<Result<_, _>>()?;
+    Ok(())
+}
+
 impl Store {
     /// The present files of a library under `scope` (library-relative, `/`-separated; `""`
     /// is the whole library), for the scan's diff. Missing files are left out: one that comes
@@ -909,26 +922,6 @@ impl Store {
             Ok(rows.collect::<Result<_, _>>()?)
         })
     }
-}
-
-/// `dir/stem.` of a library-relative path and the end of its range (`.` raised to `/`):
-/// the names of one stem in one folder, as a range of the UNIQUE (library_id, rel_path) index
-/// (a Live Photo's and a stack's namesakes); none without a stem.
-pub(super) fn stem_range(rel_path: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
-    let name_at = rel_path
-        .iter()
-        .rposition(|b| *b == b'/')
-        .map_or(0, |i| i + 1);
-    let dot = rel_path[name_at..].iter().rposition(|b| *b == b'.')? + name_at;
-    if dot == name_at {
-        return None; // `.hidden`: no stem
-    }
-    let lo = rel_path[..=dot].to_vec();
-    let mut hi = lo.clone();
-    if let Some(last) = hi.last_mut() {
-        *last += 1;
-    }
-    Some((lo, hi))
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@
 //! Families: assets, counters, decode_timeouts, faces, files, jobs, libraries, motion,
 //! pending, people, problems, scan_runs, sidecars, similar, stacks, walks.
 //! Compositions: check, queries, thumbs, trash.
-//! Helpers: conn, error, lease, migrate, vet, writer.
+//! Helpers: conn, error, lease, migrate, rows, stems, vet, writer.
 //!
 //! `tests/it/architecture.rs` checks that every module is sorted here, that a family names
 //! helpers only, and that the store's modules name each other in no cycle.
@@ -47,7 +47,10 @@ macro_rules! fenced {
 }
 
 #[macro_use]
+mod rows;
+#[macro_use]
 mod stacks;
+#[macro_use]
 mod assets;
 mod check;
 mod conn;
@@ -68,6 +71,7 @@ mod queries;
 mod scan_runs;
 mod sidecars;
 mod similar;
+mod stems;
 mod thumbs;
 mod trash;
 mod vet;
@@ -461,6 +465,14 @@ fn parse_col<T>(
             format!("unknown value {text:?}").into(),
         )
     })
+}
+
+/// The lines of `EXPLAIN QUERY PLAN` for `sql`, every parameter NULL.
+fn plan(conn: &rusqlite::Connection, sql: &str) -> Result<Vec<String>, StoreError> {
+    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+    let nulls = vec![rusqlite::types::Null; stmt.parameter_count()];
+    let rows = stmt.query_map(rusqlite::params_from_iter(nulls), |r| r.get(3))?;
+    Ok(rows.collect::<Result<_, _>>()?)
 }
 
 /// How long work that met a full disk waits before it tries again (`Store::pause_scan`,

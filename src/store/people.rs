@@ -7,7 +7,7 @@
 //! face count is kept by migration 0028's triggers, not counted here). The grouping rule is
 //! `people::cluster`'s: this file only stores what it is handed.
 
-use super::assets::checksum_col;
+use super::rows::checksum_col;
 use super::{Store, StoreError, jobs};
 use crate::model::{
     DetectedFace, EmbeddedAsset, FaceVector, FacesToEmbed, Lease, Millis, NewJob, PeopleState,
@@ -581,7 +581,7 @@ impl Store {
         self.read(|conn| {
             [PHOTOS_OF, IN_PHOTO, LIST]
                 .iter()
-                .map(|sql| super::queries::plan(conn, sql))
+                .map(|sql| super::plan(conn, sql))
                 .collect()
         })
     }

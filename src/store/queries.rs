@@ -1,15 +1,38 @@
-//! Read queries of the HTTP API and /metrics: the paged, filtered asset list (keyset
-//! pagination on the `assets_timeline` index of migration 0004; a Live Photo's clip left out,
-//! as `assets::LIST` does), the cameras it knows, and the metrics snapshot.
-//! Reads only, on the pool; must not write.
+//! Read queries of the HTTP API and /metrics, a composition: an asset with its parts, each
+//! read from its family (paths, tags, Live Photo clip, stack, faces); the live assets or the
+//! trash (`LIST`), the paged, filtered asset list (keyset pagination on the
+//! `assets_timeline` index of migration 0004; a Live Photo's clip left out, as `LIST`
+//! does), byte-identical copies and content twins, the cameras it knows, and the metrics
+//! snapshot. Its own statements span tables: `LIST` (assets, and the `stack_hidden!` RAWs
+//! of `stacks`), `DUPLICATES` (assets and files), the page's filters (assets, faces, people,
+//! tags) and the snapshot (jobs, scan runs, counters, libraries). Reads only, on the pool;
+//! must not write.
 
-use super::assets::{ASSET_COLS, NOT_A_SHOWN_CLIP, asset_from_row, load_paths};
-use super::{Store, StoreError};
+use super::assets::NOT_A_SHOWN_CLIP;
+use super::rows::{ASSET_COLS, asset_from_row, checksum_col, path_from_row};
+use super::{Store, StoreError, assets, faces, files, motion, plan, sidecars, stacks};
 use crate::model::{
-    AssetCursor, AssetFilter, AssetPage, Camera, Counter, MediaKind, MetricsSnapshot, Millis,
-    QueueStats,
+    Asset, AssetCursor, AssetFilter, AssetPage, Camera, ContentTwins, Counter, DuplicateGroup,
+    MediaKind, MetricsSnapshot, Millis, QueueStats,
 };
 use rusqlite::{Connection, OptionalExtension, ToSql};
+
+const LIST: &str = concat!(
+    "SELECT ",
+    asset_cols!(),
+    " FROM assets WHERE (trashed_at IS NOT NULL) = ?1 AND pending_run IS NULL",
+    not_a_shown_clip!(),
+    " AND (?1 OR NOT ",
+    stack_hidden!(),
+    ") ORDER BY id"
+);
+
+const DUPLICATES: &str = "
+    SELECT a.id, a.checksum, a.size, f.id, f.library_id, f.rel_path, f.rel_path_text, f.state
+      FROM assets a JOIN files f ON f.asset_id = a.id AND f.state = 'present'
+     WHERE a.pending_run IS NULL AND a.id IN (SELECT asset_id FROM files WHERE state = 'present' AND asset_id IS NOT NULL
+                     GROUP BY asset_id HAVING count(*) > 1)
+     ORDER BY a.id, f.library_id, f.rel_path";
 
 /// The timeline key; written exactly as in the index so that the planner uses it.
 const TAKEN_KEY: &str = "coalesce(taken_local, '')";
@@ -108,14 +131,6 @@ fn filter_terms(filter: &AssetFilter, crowd: bool) -> [(bool, &'static str); 15]
                           WHERE fp.asset_id = assets.id AND fp.person_id = :person)",
         ),
     ]
-}
-
-/// The lines of `EXPLAIN QUERY PLAN` for `sql`, every parameter NULL.
-pub(super) fn plan(conn: &Connection, sql: &str) -> Result<Vec<String>, StoreError> {
-    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
-    let nulls = vec![rusqlite::types::Null; stmt.parameter_count()];
-    let rows = stmt.query_map(rusqlite::params_from_iter(nulls), |r| r.get(3))?;
-    Ok(rows.collect::<Result<_, _>>()?)
 }
 
 fn page(
@@ -243,6 +258,24 @@ fn snapshot(conn: &Connection, now: Millis) -> Result<MetricsSnapshot, StoreErro
     })
 }
 
+/// An asset's parts, each from its family: its paths, tags, Live Photo clip, stack and
+/// faces.
+fn fill(conn: &Connection, asset: &mut Asset) -> Result<(), StoreError> {
+    files::load_paths(conn, asset)?;
+    sidecars::load_tags(conn, asset)?;
+    motion::load_clip(conn, asset)?;
+    asset.stack = stacks::of_asset(conn, asset.id)?;
+    if let Some(version) = asset.faces_scheme {
+        asset.faces = faces::of_asset(conn, asset.id, version)?;
+    }
+    Ok(())
+}
+
+fn with_paths(conn: &Connection, mut asset: Asset) -> Result<Asset, StoreError> {
+    fill(conn, &mut asset)?;
+    Ok(asset)
+}
+
 impl Store {
     /// Every camera of the live assets with its count (at most 500, the most used first).
     pub fn cameras(&self) -> Result<Vec<Camera>, StoreError> {
@@ -272,13 +305,7 @@ impl Store {
         self.read(|conn| {
             let mut page = page(conn, filter, after, limit.max(1))?;
             for asset in &mut page.items {
-                load_paths(conn, asset)?;
-                super::sidecars::load_tags(conn, asset)?;
-                super::motion::load_clip(conn, asset)?;
-                asset.stack = super::stacks::of_asset(conn, asset.id)?;
-                if let Some(version) = asset.faces_scheme {
-                    asset.faces = super::faces::of_asset(conn, asset.id, version)?;
-                }
+                fill(conn, asset)?;
             }
             Ok(page)
         })
@@ -299,9 +326,9 @@ impl Store {
         self.read(|conn| {
             let mut page = page(conn, &filter, after, limit.max(1))?;
             for asset in &mut page.items {
-                super::motion::load_clip(conn, asset)?;
+                motion::load_clip(conn, asset)?;
                 if let Some(version) = asset.faces_scheme {
-                    asset.faces = super::faces::of_asset(conn, asset.id, version)?;
+                    asset.faces = faces::of_asset(conn, asset.id, version)?;
                 }
             }
             Ok(page)
@@ -319,7 +346,74 @@ impl Store {
 
     /// The plan SQLite picks for the stack of one asset, which every listed asset reads.
     pub fn asset_stack_plan(&self) -> Result<Vec<String>, StoreError> {
-        self.read(|conn| plan(conn, super::stacks::OF_ASSET))
+        self.read(|conn| plan(conn, stacks::OF_ASSET))
+    }
+
+    /// Live assets (`trashed = false`) or the trash (`true`), by id, each with its paths and
+    /// stack; a RAW shown by its stack's primary is left out of the live ones.
+    pub fn assets(&self, trashed: bool) -> Result<Vec<Asset>, StoreError> {
+        self.read(|conn| {
+            let list: Vec<Asset> = conn
+                .prepare_cached(LIST)?
+                .query_map([trashed], asset_from_row)?
+                .collect::<Result<_, _>>()?;
+            list.into_iter().map(|a| with_paths(conn, a)).collect()
+        })
+    }
+
+    /// One asset with its paths, live or trashed.
+    pub fn asset(&self, id: i64) -> Result<Option<Asset>, StoreError> {
+        self.read(|conn| {
+            let asset = assets::get(conn, id)?;
+            asset.map(|a| with_paths(conn, a)).transpose()
+        })
+    }
+
+    /// Byte-identical copies: every asset shown by two or more present files, with them.
+    pub fn duplicates(&self) -> Result<Vec<DuplicateGroup>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(DUPLICATES)?;
+            let mut rows = stmt.query([])?;
+            let mut groups: Vec<DuplicateGroup> = Vec::new();
+            while let Some(r) = rows.next()? {
+                let asset_id: i64 = r.get(0)?;
+                let file = path_from_row(r, 3)?;
+                match groups.last_mut() {
+                    Some(g) if g.asset_id == asset_id => g.files.push(file),
+                    _ => groups.push(DuplicateGroup {
+                        asset_id,
+                        checksum: checksum_col(r, 1)?,
+                        size: r.get::<_, i64>(2)? as u64,
+                        files: vec![file],
+                    }),
+                }
+            }
+            Ok(groups)
+        })
+    }
+
+    /// The same pictures with different metadata: groups of two or more assets sharing a
+    /// content hash, each asset with its paths.
+    pub fn content_twins(&self) -> Result<Vec<ContentTwins>, StoreError> {
+        self.read(|conn| {
+            let rows = assets::content_twin_ids(conn)?;
+            let mut groups: Vec<ContentTwins> = Vec::new();
+            for (id, hash) in rows {
+                let Some(hash) = hash else { continue };
+                let Some(asset) = assets::get(conn, id)? else {
+                    continue;
+                };
+                let asset = with_paths(conn, asset)?;
+                match groups.last_mut() {
+                    Some(g) if g.content_hash == hash => g.assets.push(asset),
+                    _ => groups.push(ContentTwins {
+                        content_hash: hash,
+                        assets: vec![asset],
+                    }),
+                }
+            }
+            Ok(groups)
+        })
     }
 
     /// What /metrics reports from the database, read in one go.

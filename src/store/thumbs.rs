@@ -4,7 +4,7 @@
 //! timed-out decode; and a batch's fenced completion, which remembers the decodes of the
 //! batch that timed out. The job's rows are advanced through `jobs` like every other job.
 
-use super::assets::checksum_col;
+use super::rows::checksum_col;
 use super::walks::files_of;
 use super::{Store, StoreError, parse_col};
 use crate::model::{DecodeTimeout, Lease, MediaKind, NewJob, ThumbAsset, WalkAsset, WalkFile};

@@ -11,8 +11,8 @@
 //! decodes that ran to their deadline are remembered in the same commit (`decode_timeouts`),
 //! and each asset selected says whether one is remembered for its file.
 
-use super::assets::checksum_col;
 use super::jobs::{self, Enqueued};
+use super::rows::checksum_col;
 use super::{Store, StoreError, decode_timeouts, faces, parse_col};
 use crate::model::{
     FileStamp, Lease, Millis, WalkAsset, WalkCommit, WalkFile, WalkKindId, WalkRecord, WalkRequest,
