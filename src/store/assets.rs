@@ -1,6 +1,7 @@
-//! The `assets` table: the claim of an asset for a checksum (DESIGN.md section 6: a live
-//! asset is a duplicate, a trashed one is restored by id alone, a swept one is stored afresh,
-//! and a unique-index violation never escapes), trashing orphans, the guarded sweep (never
+//! The `assets` table: the statements of an asset's claim for a checksum (`find`, `insert`,
+//! the restore by id alone, whether a move is in flight for it; `ingest::claim` decides,
+//! DESIGN.md section 6), the content hash a scan stamps, a run's publication, trashing
+//! orphans, the guarded sweep (never
 //! an asset a present file shows; it names the thumbnails its deletions free), and the
 //! reads of its rows (one asset, the content twins' ids; `queries` adds each asset's
 //! parts, and leaves a Live Photo's clip out of the lists while its still shows it:
@@ -9,10 +10,10 @@
 use super::rows::{asset_from_row, content_hash_cols};
 use super::{Store, StoreError};
 use crate::model::{
-    Asset, Claim, ContentHash, MOVE_JOB_KIND, MediaFacts, MediaKind, Millis, TakenAtSource,
-    TrashReason,
+    Asset, ContentHash, MOVE_JOB_KIND, MediaFacts, MediaKind, Millis, TakenAtSource, TrashReason,
 };
 use rusqlite::{Connection, OptionalExtension, params};
+use std::collections::HashSet;
 
 /// Every owner is `local` until households get accounts.
 pub(super) const LOCAL_OWNER: &str = "local";
@@ -85,6 +86,11 @@ const SWEEP_ONE: &str = "
        AND NOT EXISTS (SELECT 1 FROM files WHERE asset_id = ?1 AND state = 'present')
     RETURNING checksum";
 /// Another owner's asset of the same bytes shares their cached thumbnail.
+/// The trash, for the diff to tell a present file whose asset is trashed. Read once per scan
+/// through the partial index, instead of a lookup of every known file's asset (a random
+/// probe per file, a third slower listing of an unchanged library).
+const TRASHED: &str = "SELECT id FROM assets WHERE trashed_at IS NOT NULL";
+
 const CHECKSUM_USED: &str = "SELECT EXISTS (SELECT 1 FROM assets
      WHERE substr(checksum, 1, 8) = substr(?1, 1, 8) AND checksum = ?1)";
 
@@ -164,7 +170,10 @@ fn publish_in_chunks(
     Ok(media_lo.zip(media_hi))
 }
 
-fn find(conn: &Connection, checksum: &[u8; 32]) -> Result<Option<(i64, bool)>, StoreError> {
+pub(super) fn find(
+    conn: &Connection,
+    checksum: &[u8; 32],
+) -> Result<Option<(i64, bool)>, StoreError> {
     Ok(conn
         .prepare_cached(FIND)?
         .query_row(params![LOCAL_OWNER, &checksum[..]], |r| {
@@ -239,16 +248,13 @@ pub(super) fn in_flight(conn: &Connection, id: i64) -> Result<bool, StoreError> 
 }
 
 /// Restores a trashed asset by id alone. `false`: the row is no longer trashed (or gone).
-/// A walk chain that skipped it while it was trashed goes back for it (`walks::made_live`).
+/// What else a restore brings is the composition's (`revive`).
 pub(super) fn restore(conn: &Connection, id: i64) -> Result<bool, StoreError> {
     let restored = conn
         .prepare_cached(RESTORE)?
         .query_row([id], |r| r.get::<_, i64>(0))
         .optional()?
         .is_some();
-    if restored {
-        super::walks::made_live(conn, id)?;
-    }
     Ok(restored)
 }
 
@@ -258,77 +264,6 @@ pub(super) fn state(conn: &Connection, id: i64) -> Result<Option<bool>, StoreErr
         .prepare_cached(EXISTS)?
         .query_row([id], |r| r.get(0))
         .optional()?)
-}
-
-/// How many times a claim reads again after a restore matched nothing. Inside the writer's
-/// IMMEDIATE transaction nothing can change between two statements, so one retry always
-/// settles; the bound only turns a bug into an error instead of a loop.
-const CLAIM_PASSES: usize = 4;
-
-/// What a claim is for: the file's bytes and the run that reads them.
-pub(super) struct ClaimFor<'a> {
-    pub checksum: &'a [u8; 32],
-    pub size: u64,
-    pub facts: &'a MediaFacts,
-    /// The content hash the scan computed from the same read, stored on a new asset.
-    pub content: Option<&'a ContentHash>,
-    /// The asset the file pointed at before, which tells a duplicate from its own asset.
-    pub previous: Option<i64>,
-    /// A new asset is held by this run until a completion publishes it.
-    pub run_id: i64,
-}
-
-/// Finds or makes the asset for a file's checksum (DESIGN.md section 6). A checksum not
-/// seen before (most files of a first index) costs a lookup in the prefix index, which
-/// brings the leaf the insert then writes into the page cache, and the insert. Inside the
-/// writer's IMMEDIATE transaction nothing else can insert the checksum in between, so the
-/// lookup is what keeps an asset unique per checksum (migration 0027).
-pub(super) fn claim(
-    conn: &Connection,
-    want: &ClaimFor<'_>,
-    now: Millis,
-) -> Result<(i64, Claim), StoreError> {
-    let ClaimFor {
-        checksum,
-        size,
-        facts,
-        content,
-        previous,
-        run_id,
-    } = *want;
-    let mut saw_trashed = false;
-    for _ in 0..CLAIM_PASSES {
-        match find(conn, checksum)? {
-            Some((id, false)) if previous == Some(id) => return Ok((id, Claim::Kept)),
-            Some((id, false)) => return Ok((id, Claim::Duplicate)),
-            // A restore between its renames may yet roll back and move this very file into
-            // the trash again (finding 20): the file is linked, and the asset left to the
-            // move's holder or whoever carries it on; the next full scan after the move
-            // ended heals what it left (`files::reclaim`).
-            Some((id, true)) if in_flight(conn, id)? => return Ok((id, Claim::Held)),
-            Some((id, true)) => {
-                if restore(conn, id)? {
-                    return Ok((id, Claim::Restored));
-                }
-                // Restored or swept by someone else meanwhile: read again.
-                saw_trashed = true;
-            }
-            None => {
-                let id = insert(conn, checksum, size, facts, content, run_id, now)?;
-                super::sidecars::note_new(conn, id, &facts.notes)?;
-                let claim = if saw_trashed {
-                    Claim::Recreated
-                } else {
-                    Claim::Created
-                };
-                return Ok((id, claim));
-            }
-        }
-    }
-    Err(StoreError::Conflict(format!(
-        "the asset claim for checksum {} did not settle",
-        crate::model::hex(checksum)
-    )))
 }
 
 /// Trashes `id` if no present file shows it any more. Returns whether it did.
@@ -430,6 +365,15 @@ pub(super) fn content_twin_ids(
 }
 
 impl Store {
+    /// The ids of the trashed assets (as many as the trash holds).
+    pub fn trashed_asset_ids(&self) -> Result<HashSet<i64>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(TRASHED)?;
+            let rows = stmt.query_map([], |r| r.get(0))?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        })
+    }
+
     /// Deletes the assets trashed for longer than `retention` that no present file shows,
     /// each in its own guarded `DELETE … WHERE` (still trashed, long enough, no pending
     /// journal intent, no present file), so that a racing restore ends with the row restored
@@ -463,7 +407,7 @@ mod race_tests {
     use super::sweep_one;
     use crate::clock::FakeClock;
     use crate::model::{Claim, FileReason, FileStamp, IngestItem, Lease, MediaFacts};
-    use crate::store::files::ingest_one;
+    use crate::store::ingest::ingest_one;
     use crate::store::{Store, StoreOptions};
     use rusqlite::Connection;
     use std::sync::atomic::{AtomicBool, Ordering};

@@ -22,7 +22,7 @@
 //!
 //! Families: assets, counters, decode_timeouts, faces, files, jobs, libraries, motion,
 //! pending, people, problems, scan_runs, sidecars, similar, stacks, walks.
-//! Compositions: check, queries, thumbs, trash.
+//! Compositions: check, ingest, queries, revive, thumbs, trash.
 //! Helpers: conn, error, lease, migrate, rows, stems, vet, writer.
 //!
 //! `tests/it/architecture.rs` checks that every module is sorted here, that a family names
@@ -59,6 +59,7 @@ mod decode_timeouts;
 mod error;
 mod faces;
 mod files;
+mod ingest;
 mod jobs;
 mod lease;
 mod libraries;
@@ -68,6 +69,7 @@ mod pending;
 mod people;
 mod problems;
 mod queries;
+mod revive;
 mod scan_runs;
 mod sidecars;
 mod similar;

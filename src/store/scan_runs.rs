@@ -9,13 +9,14 @@
 //! transaction, queues the `thumbs` job for the pictures and videos among them and the
 //! walk its handler asked for (the face walk).
 
-use super::lease::expect_one;
+use super::lease::{expect_one, lost};
 use super::{LeasePolicy, Store, StoreError, backoff, parse_col};
 use crate::model::{
-    Lease, Millis, ReclaimReport, RunOutcome, RunState, ScanRequest, ScanRun, Target,
+    Lease, Millis, Provenance, ReclaimReport, RunOutcome, RunState, ScanRequest, ScanRun, Target,
     ThumbsPayload, Trigger, WalkRequest, widen_scope,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
+use std::collections::BTreeMap;
 
 macro_rules! run_cols {
     () => {
@@ -124,6 +125,20 @@ const CLAIM: &str = concat!(
       RETURNING ",
     run_cols!()
 );
+/// The fence that opens every scan data write: the run is ours, running and unexpired. It
+/// records the progress (when given) and answers the run's library and scope.
+const FENCE: &str = fenced!(
+    "UPDATE scan_runs SET progress = coalesce(?4, progress), updated_at = ?3",
+    "RETURNING library_id, scope"
+);
+
+const COUNT_REASON: &str = "
+    INSERT INTO scan_run_reasons (run_id, reason, count) VALUES (?1, ?2, ?3)
+    ON CONFLICT (run_id, reason) DO UPDATE SET count = count + excluded.count";
+
+const REASONS: &str =
+    "SELECT reason, count FROM scan_run_reasons WHERE run_id = ?1 ORDER BY reason";
+
 const CHECKPOINT: &str = fenced!("UPDATE scan_runs SET progress = ?4, updated_at = ?3");
 const FINISH: &str = fenced!(
     "UPDATE scan_runs SET state = ?4, reason = ?5, lease_owner = NULL, lease_expires_at = NULL,
@@ -278,7 +293,7 @@ pub(super) fn release(conn: &Connection, lease: &Lease, now: Millis) -> Result<(
         .prepare_cached(CHECKPOINT_FENCE_ONLY)?
         .execute(params![lease.id, lease.generation, now])?;
     expect_one(lease, n)?;
-    let run = get(conn, lease.id)?.ok_or_else(|| super::lease::lost(lease))?;
+    let run = get(conn, lease.id)?.ok_or_else(|| lost(lease))?;
     put_back(conn, &run, "released", now)
 }
 const CHECKPOINT_FENCE_ONLY: &str = fenced!("UPDATE scan_runs SET updated_at = ?3");
@@ -516,6 +531,43 @@ fn run_lease(run: &ScanRun, owner: String, expires_at: Millis) -> Lease {
     }
 }
 
+/// The fence check of a scan data write; answers the run's scope. A run of another library
+/// is refused (the write is rolled back with it).
+pub(super) fn fence_data(
+    conn: &Connection,
+    lease: &Lease,
+    library_id: i64,
+    progress: Option<&str>,
+    now: Millis,
+) -> Result<String, StoreError> {
+    let (lib, scope): (i64, String) = conn
+        .prepare_cached(FENCE)?
+        .query_row(params![lease.id, lease.generation, now, progress], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()?
+        .ok_or_else(|| lost(lease))?;
+    if lib != library_id {
+        return Err(StoreError::Conflict(format!(
+            "scan run {} belongs to library {lib}, not {library_id}",
+            lease.id
+        )));
+    }
+    Ok(scope)
+}
+
+pub(super) fn count_reasons(
+    conn: &Connection,
+    run_id: i64,
+    counts: &BTreeMap<&'static str, i64>,
+) -> Result<(), StoreError> {
+    let mut stmt = conn.prepare_cached(COUNT_REASON)?;
+    for (reason, n) in counts.iter().filter(|(_, n)| **n > 0) {
+        stmt.execute(params![run_id, reason, n])?;
+    }
+    Ok(())
+}
+
 impl Store {
     /// Admission: a new waiting run for the library, or the waiting run widened to cover
     /// this request too.
@@ -609,7 +661,7 @@ impl Store {
         self.write(move |conn, now| {
             let n = finish(conn, &lease, (RunState::Failed, Some(error)), None, now)?;
             expect_one(&lease, n)?;
-            let run = get(conn, lease.id)?.ok_or_else(|| super::lease::lost(&lease))?;
+            let run = get(conn, lease.id)?.ok_or_else(|| lost(&lease))?;
             successor(conn, &run, now + super::PAUSED_RETRY, now)?;
             Ok(())
         })
@@ -627,7 +679,7 @@ impl Store {
         self.write(move |conn, now| {
             let n = finish(conn, &lease, (RunState::Failed, Some(error)), None, now)?;
             expect_one(&lease, n)?;
-            let run = get(conn, lease.id)?.ok_or_else(|| super::lease::lost(&lease))?;
+            let run = get(conn, lease.id)?.ok_or_else(|| lost(&lease))?;
             successor(conn, &run, now + backoff(&policy, run.attempt - 1), now)?;
             Ok(())
         })
@@ -685,6 +737,17 @@ impl Store {
                 .prepare_cached(LIST)?
                 .query_map(params![library_id, limit], run_from_row)?
                 .collect::<Result<_, _>>()?)
+        })
+    }
+
+    /// A run's provenance counts, reasons with none left out.
+    pub fn run_reasons(&self, run_id: i64) -> Result<Vec<(Provenance, i64)>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(REASONS)?;
+            let rows = stmt.query_map([run_id], |r| {
+                Ok((parse_col(r, 0, Provenance::parse)?, r.get(1)?))
+            })?;
+            Ok(rows.collect::<Result<_, _>>()?)
         })
     }
 }

@@ -571,19 +571,8 @@ fn store_graph() -> BTreeMap<String, BTreeSet<String>> {
 /// The family -> family arrows still to untangle (issue 30 item 2); each step of the
 /// untangling takes its arrows off, and the list must say only what is still true.
 const STILL_CROSSING: &[&str] = &[
-    "assets -> sidecars",
-    "assets -> walks",
     "faces -> people",
     "faces -> walks",
-    "files -> assets",
-    "files -> check",
-    "files -> counters",
-    "files -> decode_timeouts",
-    "files -> motion",
-    "files -> problems",
-    "files -> scan_runs",
-    "files -> sidecars",
-    "files -> stacks",
     "jobs -> counters",
     "libraries -> pending",
     "libraries -> sidecars",
