@@ -22,7 +22,7 @@
 use super::lease::expect_one;
 use super::{
     Committed, Store, StoreError, assets, check, counters, decode_timeouts, files, motion,
-    problems, revive, scan_runs, sidecars, stacks,
+    problems, revive, run_end, scan_runs, sidecars, stacks,
 };
 use crate::model::{
     BatchReport, Claim, ContentHash, Counter, FileReason, FinishReport, IngestBatch, IngestItem,
@@ -577,7 +577,7 @@ impl Store {
             }
             scan_runs::count_reasons(conn, lease.id, &counts)?;
             let end_as = (report.state, report.reason.clone());
-            let n = scan_runs::finish(conn, &lease, end_as, end.follow_up.as_ref(), now)?;
+            let n = run_end::finish(conn, &lease, end_as, end.follow_up.as_ref(), now)?;
             expect_one(&lease, n)?;
             Ok(report)
         })

@@ -22,7 +22,7 @@
 //!
 //! Families: assets, counters, decode_timeouts, faces, files, jobs, libraries, motion,
 //! pending, people, problems, scan_runs, sidecars, similar, stacks, walks.
-//! Compositions: check, ingest, queries, revive, thumbs, trash.
+//! Compositions: chains, check, ingest, queries, revive, run_end, thumbs, trash.
 //! Helpers: conn, error, lease, migrate, rows, stems, vet, writer.
 //!
 //! `tests/it/architecture.rs` checks that every module is sorted here, that a family names
@@ -52,6 +52,7 @@ mod rows;
 mod stacks;
 #[macro_use]
 mod assets;
+mod chains;
 mod check;
 mod conn;
 mod counters;
@@ -70,6 +71,7 @@ mod people;
 mod problems;
 mod queries;
 mod revive;
+mod run_end;
 mod scan_runs;
 mod sidecars;
 mod similar;

@@ -12,8 +12,8 @@
 use super::lease::{expect_one, lost};
 use super::{LeasePolicy, Store, StoreError, backoff, parse_col};
 use crate::model::{
-    Lease, Millis, Provenance, ReclaimReport, RunOutcome, RunState, ScanRequest, ScanRun, Target,
-    ThumbsPayload, Trigger, WalkRequest, widen_scope,
+    Lease, Millis, Provenance, ReclaimReport, RunState, ScanRequest, ScanRun, Target, Trigger,
+    widen_scope,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use std::collections::BTreeMap;
@@ -190,7 +190,7 @@ const PRUNE: &str = "
                        WHERE state = 'completed' GROUP BY library_id)
        AND NOT EXISTS (SELECT 1 FROM assets WHERE pending_run = scan_runs.id)";
 
-fn get(conn: &Connection, id: i64) -> Result<Option<ScanRun>, StoreError> {
+pub(super) fn get(conn: &Connection, id: i64) -> Result<Option<ScanRun>, StoreError> {
     Ok(conn
         .prepare_cached(GET)?
         .query_row([id], run_from_row)
@@ -375,46 +375,21 @@ pub(super) fn reclaim(
     Ok(())
 }
 
-/// The fenced end of a run: how many rows matched (0 = the lease is stale). A completion
-/// also writes `follow_up` (a walk request).
-pub(super) fn finish(
+/// The fenced end of a run: how many rows matched (0 = the lease is stale). What a
+/// completion brings besides is `run_end::finish`'s.
+pub(super) fn end(
     conn: &Connection,
     lease: &Lease,
     (state, reason): (RunState, Option<String>),
-    follow_up: Option<&WalkRequest>,
     now: Millis,
 ) -> Result<usize, StoreError> {
-    let n = conn.prepare_cached(FINISH)?.execute(params![
+    Ok(conn.prepare_cached(FINISH)?.execute(params![
         lease.id,
         lease.generation,
         now,
         state.as_str(),
         reason
-    ])?;
-    // Side effects of a completion follow only a fenced completion that matched. The
-    // thumbnails of what it publishes and its walk request are queued in the same
-    // transaction: they exist only if the completion committed, and a crash right after it
-    // loses none of them.
-    if n == 1 && matches!(state, RunState::Completed | RunState::Suspect) {
-        let own = super::assets::publish(conn, lease.id)?;
-        let shown = super::pending::publish_shown(conn, lease.id)?;
-        if let Some((first, last)) = span(own, shown) {
-            let job = ThumbsPayload::published(lease.id, first, last).job();
-            super::jobs::insert(conn, &job, now)?;
-        }
-        if let Some(req) = follow_up {
-            super::walks::request_in(conn, req, now)?;
-        }
-    }
-    Ok(n)
-}
-
-/// The ids from the lowest to the highest of two optional ranges.
-fn span(a: Option<(i64, i64)>, b: Option<(i64, i64)>) -> Option<(i64, i64)> {
-    match (a, b) {
-        (Some((lo, hi)), Some((l, h))) => Some((lo.min(l), hi.max(h))),
-        (one, other) => one.or(other),
-    }
+    ])?)
 }
 
 pub(super) fn prune(conn: &Connection, before: Millis) -> Result<u64, StoreError> {
@@ -632,20 +607,6 @@ impl Store {
         })
     }
 
-    /// Ends the run as completed or suspect (fenced).
-    pub fn complete_scan(
-        &self,
-        lease: &Lease,
-        outcome: RunOutcome,
-        reason: Option<&str>,
-    ) -> Result<(), StoreError> {
-        let state = match outcome {
-            RunOutcome::Completed => RunState::Completed,
-            RunOutcome::Suspect => RunState::Suspect,
-        };
-        self.finish_scan(lease, state, reason.map(str::to_string))
-    }
-
     /// Ends the run as failed (fenced). Scan runs are not retried in place: a later request
     /// makes a new run.
     pub fn fail_scan(&self, lease: &Lease, error: &str) -> Result<(), StoreError> {
@@ -659,7 +620,7 @@ impl Store {
     pub fn pause_scan(&self, lease: &Lease, error: &str) -> Result<(), StoreError> {
         let (lease, error) = (lease.clone(), error.to_string());
         self.write(move |conn, now| {
-            let n = finish(conn, &lease, (RunState::Failed, Some(error)), None, now)?;
+            let n = end(conn, &lease, (RunState::Failed, Some(error)), now)?;
             expect_one(&lease, n)?;
             let run = get(conn, lease.id)?.ok_or_else(|| lost(&lease))?;
             successor(conn, &run, now + super::PAUSED_RETRY, now)?;
@@ -677,7 +638,7 @@ impl Store {
         let (lease, error) = (lease.clone(), error.to_string());
         let policy = self.inner.policy.clone();
         self.write(move |conn, now| {
-            let n = finish(conn, &lease, (RunState::Failed, Some(error)), None, now)?;
+            let n = end(conn, &lease, (RunState::Failed, Some(error)), now)?;
             expect_one(&lease, n)?;
             let run = get(conn, lease.id)?.ok_or_else(|| lost(&lease))?;
             successor(conn, &run, now + backoff(&policy, run.attempt - 1), now)?;
@@ -693,7 +654,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let lease = lease.clone();
         self.write(move |conn, now| {
-            let n = finish(conn, &lease, (state, reason), None, now)?;
+            let n = end(conn, &lease, (state, reason), now)?;
             expect_one(&lease, n)
         })
     }

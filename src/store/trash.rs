@@ -16,10 +16,10 @@
 //! library's removal deletes.
 
 use super::assets::{state, trash};
+use super::chains::request_in;
 use super::jobs::complete;
 use super::lease::lost;
 use super::revive::revive;
-use super::walks::request_in;
 use super::{Store, StoreError, parse_col};
 use crate::model::{
     Begun, FileStamp, Finish, IntentState, Lease, MOVE_JOB_KIND, Millis, Move, MoveOutcome, Settle,
