@@ -22,7 +22,8 @@
 //!
 //! Families: assets, counters, decode_timeouts, faces, files, jobs, libraries, motion,
 //! pending, people, problems, scan_runs, sidecars, similar, stacks, walks.
-//! Compositions: chains, check, ingest, queries, revive, run_end, thumbs, trash.
+//! Compositions: chains, check, ingest, job_ends, queries, removal, revive, run_end, thumbs,
+//! trash.
 //! Helpers: conn, error, lease, migrate, rows, stems, vet, writer.
 //!
 //! `tests/it/architecture.rs` checks that every module is sorted here, that a family names
@@ -61,6 +62,7 @@ mod error;
 mod faces;
 mod files;
 mod ingest;
+mod job_ends;
 mod jobs;
 mod lease;
 mod libraries;
@@ -70,6 +72,7 @@ mod pending;
 mod people;
 mod problems;
 mod queries;
+mod removal;
 mod revive;
 mod run_end;
 mod scan_runs;
@@ -297,7 +300,10 @@ impl Store {
     pub fn renew(&self, lease: &Lease, ttl: Millis) -> Result<Lease, StoreError> {
         let lease = lease.clone();
         self.write(move |conn, now| {
-            let expires_at = lease::renew(conn, &lease, now, ttl)?;
+            let expires_at = match lease.target {
+                Target::Job => jobs::renew(conn, &lease, now, ttl)?,
+                Target::ScanRun => scan_runs::renew(conn, &lease, now, ttl)?,
+            };
             Ok(Lease {
                 expires_at,
                 ..lease

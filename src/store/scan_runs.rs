@@ -4,10 +4,11 @@
 //! transient failure ends it `failed` with a successor in the same fenced write; release
 //! puts it back. A
 //! cancel is one write per library (its waiting and running runs, a fresh successor
-//! included), so it cannot miss what reclaim made of a run. A
-//! completion publishes the assets its library's runs created and, in the same fenced
-//! transaction, queues the `thumbs` job for the pictures and videos among them and the
-//! walk its handler asked for (the face walk).
+//! included), so it cannot miss what reclaim made of a run. The fence of a scan's data
+//! writes (`fence_data`) and its reason counts are here; what a completion brings (the
+//! publication, the `thumbs` job, the walk its handler asked for) is `run_end`'s, and what
+//! the data writes do is `ingest`'s. A run's provenance counts (`scan_run_reasons`) are
+//! kept here too.
 
 use super::lease::{expect_one, lost};
 use super::{LeasePolicy, Store, StoreError, backoff, parse_col};
@@ -139,6 +140,10 @@ const COUNT_REASON: &str = "
 const REASONS: &str =
     "SELECT reason, count FROM scan_run_reasons WHERE run_id = ?1 ORDER BY reason";
 
+const RENEW: &str = fenced!(
+    "UPDATE scan_runs SET lease_expires_at = ?3 + ?4, heartbeat_at = ?3, updated_at = ?3",
+    "RETURNING lease_expires_at"
+);
 const CHECKPOINT: &str = fenced!("UPDATE scan_runs SET progress = ?4, updated_at = ?3");
 const FINISH: &str = fenced!(
     "UPDATE scan_runs SET state = ?4, reason = ?5, lease_owner = NULL, lease_expires_at = NULL,
@@ -390,6 +395,19 @@ pub(super) fn end(
         state.as_str(),
         reason
     ])?)
+}
+
+/// The heartbeat: extends the lease by `ttl` from `now` (fenced). Answers the new expiry.
+pub(super) fn renew(
+    conn: &Connection,
+    lease: &Lease,
+    now: Millis,
+    ttl: Millis,
+) -> Result<Millis, StoreError> {
+    conn.prepare_cached(RENEW)?
+        .query_row(params![lease.id, lease.generation, now, ttl], |r| r.get(0))
+        .optional()?
+        .ok_or_else(|| lost(lease))
 }
 
 pub(super) fn prune(conn: &Connection, before: Millis) -> Result<u64, StoreError> {

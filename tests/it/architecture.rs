@@ -568,16 +568,6 @@ fn store_graph() -> BTreeMap<String, BTreeSet<String>> {
     graph
 }
 
-/// The family -> family arrows still to untangle (issue 30 item 2); each step of the
-/// untangling takes its arrows off, and the list must say only what is still true.
-const STILL_CROSSING: &[&str] = &[
-    "jobs -> counters",
-    "libraries -> pending",
-    "libraries -> sidecars",
-    "pending -> assets",
-    "people -> jobs",
-];
-
 #[test]
 fn the_store_families_call_only_helpers_and_the_store_has_no_cycle() {
     let graph = store_graph();
@@ -590,30 +580,14 @@ fn the_store_families_call_only_helpers_and_the_store_has_no_cycle() {
          no such module {gone:?}"
     );
     let family = |m: &str| roles.get(m).is_some_and(|r| r == "Families");
+    let helper = |m: &str| roles.get(m).is_some_and(|r| r == "Helpers");
     let mut crossings = vec![];
-    let mut untangled = graph.clone();
     for (module, deps) in graph.iter().filter(|(m, _)| family(m)) {
-        for dep in deps
-            .iter()
-            .filter(|d| !roles.get(*d).is_some_and(|r| r == "Helpers"))
-        {
-            let arrow = format!("{module} -> {dep}");
-            if STILL_CROSSING.contains(&arrow.as_str()) {
-                untangled.get_mut(module).unwrap().remove(dep);
-            } else {
-                crossings.push(arrow);
-            }
+        for dep in deps.iter().filter(|d| !helper(d)) {
+            crossings.push(format!("{module} -> {dep}"));
         }
     }
-    let stale: Vec<_> = STILL_CROSSING
-        .iter()
-        .filter(|a| {
-            let (from, to) = a.split_once(" -> ").unwrap();
-            !graph[from].contains(to)
-        })
-        .collect();
-    assert!(stale.is_empty(), "untangled, off STILL_CROSSING: {stale:?}");
-    let cycle = find_cycle(&untangled);
+    let cycle = find_cycle(&graph);
     assert!(
         crossings.is_empty() && cycle.is_none(),
         "store families that call another family or a composition (move the operation into \
