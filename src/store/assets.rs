@@ -7,10 +7,11 @@
 //! parts, and leaves a Live Photo's clip out of the lists while its still shows it:
 //! `not_a_shown_clip!`).
 
-use super::rows::{asset_from_row, content_hash_cols};
-use super::{Store, StoreError};
+use super::rows::{asset_from_row, checksum_col, content_hash_cols};
+use super::{Store, StoreError, parse_col};
 use crate::model::{
-    Asset, ContentHash, MOVE_JOB_KIND, MediaFacts, MediaKind, Millis, TakenAtSource, TrashReason,
+    Asset, Camera, ContentHash, MOVE_JOB_KIND, MediaFacts, MediaKind, Millis, TakenAtSource,
+    TrashReason,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 use std::collections::HashSet;
@@ -91,6 +92,22 @@ const SWEEP_ONE: &str = "
 /// probe per file, a third slower listing of an unchanged library).
 const TRASHED: &str = "SELECT id FROM assets WHERE trashed_at IS NOT NULL";
 
+/// Visible pictures and videos with `after < id <= last`. Assets of another run still
+/// pending in that range are left to that run's own job.
+const THUMB_BATCH: &str = "
+    SELECT id, checksum, trashed_at IS NOT NULL, kind, mime, orientation, width, height
+      FROM assets
+     WHERE id > ?1 AND id <= ?2 AND pending_run IS NULL AND kind IN ('image', 'video')
+     ORDER BY id LIMIT ?3";
+/// The cameras of the live, published assets, the most used first.
+const CAMERAS: &str = "
+    SELECT make, model, count(*) FROM assets
+     WHERE pending_run IS NULL AND trashed_at IS NULL AND (make IS NOT NULL OR model IS NOT NULL)
+     GROUP BY make, model ORDER BY count(*) DESC, make, model LIMIT 500";
+/// Kept by migration 0017's triggers (a count of a million rows at each scrape was 418 ms):
+/// an asset is counted when it is published, trashed, restored or deleted (it is inserted
+/// pending, and migration 0018 dropped the insert trigger that never counted one).
+const BY_KIND: &str = "SELECT kind, n FROM live_kinds WHERE n > 0 ORDER BY kind";
 const CHECKSUM_USED: &str = "SELECT EXISTS (SELECT 1 FROM assets
      WHERE substr(checksum, 1, 8) = substr(?1, 1, 8) AND checksum = ?1)";
 
@@ -364,7 +381,67 @@ pub(super) fn content_twin_ids(
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+/// An asset for the thumbnail job: id, checksum, trashed, kind, mime, orientation, width,
+/// height.
+pub(super) type ThumbHead = (
+    i64,
+    [u8; 32],
+    bool,
+    MediaKind,
+    Option<String>,
+    Option<u16>,
+    Option<u32>,
+    Option<u32>,
+);
+
+/// Up to `limit` visible pictures and videos with `after < id <= last` (`THUMB_BATCH`).
+pub(super) fn thumb_heads(
+    conn: &Connection,
+    after: i64,
+    last: i64,
+    limit: usize,
+) -> Result<Vec<ThumbHead>, StoreError> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut stmt = conn.prepare_cached(THUMB_BATCH)?;
+    let heads = stmt.query_map(params![after, last, limit], |r| {
+        Ok((
+            r.get(0)?,
+            checksum_col(r, 1)?,
+            r.get(2)?,
+            parse_col(r, 3, MediaKind::parse)?,
+            r.get(4)?,
+            r.get(5)?,
+            r.get(6)?,
+            r.get(7)?,
+        ))
+    })?;
+    Ok(heads.collect::<Result<_, _>>()?)
+}
+
+/// The live assets per kind (kept by migration 0017's triggers), kinds with none left out.
+pub(super) fn live_by_kind(conn: &Connection) -> Result<Vec<(String, i64)>, StoreError> {
+    Ok(conn
+        .prepare_cached(BY_KIND)?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?)
+}
+
 impl Store {
+    /// Every camera of the live assets with its count (at most 500, the most used first).
+    pub fn cameras(&self) -> Result<Vec<Camera>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(CAMERAS)?;
+            let rows = stmt.query_map([], |r| {
+                Ok(Camera {
+                    make: r.get(0)?,
+                    model: r.get(1)?,
+                    count: r.get::<_, i64>(2)?.max(0) as u64,
+                })
+            })?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        })
+    }
+
     /// The ids of the trashed assets (as many as the trash holds).
     pub fn trashed_asset_ids(&self) -> Result<HashSet<i64>, StoreError> {
         self.read(|conn| {

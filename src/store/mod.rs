@@ -26,6 +26,13 @@
 //! trash.
 //! Helpers: conn, error, lease, migrate, rows, stems, vet, writer.
 //!
+//! A family's statement may read another table in a join or a guard (a Live Photo's
+//! namesakes join `files` to `assets`; a sweep checks `trash_intents`): it is one statement,
+//! and its family is the table it answers for. Two compositions are not yet down to spanning
+//! statements: `trash` still holds the trash journal's and move counter's statements and its
+//! move job's, and `check` its repairs' single-table ones, beside those that span tables; a
+//! second engine moves them into families (`intents`, `jobs`, `files`) first.
+//!
 //! `tests/it/architecture.rs` checks that every module is sorted here, that a family names
 //! helpers only, and that the store's modules name each other in no cycle.
 //!

@@ -16,6 +16,7 @@ use crate::model::{
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
+const PERSON_FACES: &str = "SELECT faces FROM people WHERE id = ?1";
 /// A face's vector, unless the face was deleted meanwhile (re-detected, swept).
 const PUT_VECTOR: &str = "
     INSERT INTO face_vectors (face_id, embedder_version, vector)
@@ -179,6 +180,15 @@ fn vector_of(bytes: &[u8]) -> Vec<f32> {
         .chunks_exact(4)
         .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect()
+}
+
+/// How many faces person `id` has (migration 0028's count, trashed photos included);
+/// `None` for no such person.
+pub(super) fn face_count(conn: &Connection, id: i64) -> Result<Option<i64>, StoreError> {
+    Ok(conn
+        .prepare_cached(PERSON_FACES)?
+        .query_row([id], |r| r.get(0))
+        .optional()?)
 }
 
 pub(super) fn said_at(conn: &Connection) -> Result<i64, StoreError> {

@@ -5,17 +5,20 @@
 //! does), byte-identical copies and content twins, the cameras it knows, and the metrics
 //! snapshot. Its own statements span tables: `LIST` (assets, and the `stack_hidden!` RAWs
 //! of `stacks`), `DUPLICATES` (assets and files), the page's filters (assets, faces, people,
-//! tags) and the snapshot (jobs, scan runs, counters, libraries). Reads only, on the pool;
+//! tags), and the snapshot's queues (jobs and scan runs) and last scans (libraries and
+//! scan runs). Reads only, on the pool;
 //! must not write.
 
 use super::assets::NOT_A_SHOWN_CLIP;
 use super::rows::{ASSET_COLS, asset_from_row, checksum_col, path_from_row};
-use super::{Store, StoreError, assets, faces, files, motion, plan, sidecars, stacks};
-use crate::model::{
-    Asset, AssetCursor, AssetFilter, AssetPage, Camera, ContentTwins, Counter, DuplicateGroup,
-    MediaKind, MetricsSnapshot, Millis, QueueStats,
+use super::{
+    Store, StoreError, assets, counters, faces, files, motion, people, plan, sidecars, stacks,
 };
-use rusqlite::{Connection, OptionalExtension, ToSql};
+use crate::model::{
+    Asset, AssetCursor, AssetFilter, AssetPage, ContentTwins, Counter, DuplicateGroup, MediaKind,
+    MetricsSnapshot, Millis, QueueStats,
+};
+use rusqlite::{Connection, ToSql};
 
 const LIST: &str = concat!(
     "SELECT ",
@@ -41,7 +44,6 @@ const TAKEN_KEY: &str = "coalesce(taken_local, '')";
 /// their faces; one in fewer from their range of `face_people`, then sorted. Either costs at
 /// most a few thousand rows for a page of 100 at 1M assets (benches/people-latency.sh).
 const CROWD: i64 = 2_000;
-const PERSON_FACES: &str = "SELECT faces FROM people WHERE id = ?1";
 
 /// Whether the filter's person (if any) is in more than `CROWD` photos (migration 0028's
 /// count, trashed ones included: a bound, not a figure to show).
@@ -49,11 +51,7 @@ fn crowd(conn: &Connection, filter: &AssetFilter) -> Result<bool, StoreError> {
     let Some(person) = filter.person else {
         return Ok(false);
     };
-    let faces: Option<i64> = conn
-        .prepare_cached(PERSON_FACES)?
-        .query_row([person], |r| r.get(0))
-        .optional()?;
-    Ok(faces.unwrap_or(0) > CROWD)
+    Ok(people::face_count(conn, person)?.unwrap_or(0) > CROWD)
 }
 
 /// The list's SQL for this filter: fixed fragments only, every value bound as a parameter.
@@ -194,20 +192,10 @@ const QUEUES: &str = "
            coalesce(?1 - min(CASE WHEN state = 'running' THEN started_at END), 0)
       FROM scan_runs WHERE state IN ('accepted', 'running')
     ORDER BY 1";
-/// The cameras of the live, published assets, the most used first.
-const CAMERAS: &str = "
-    SELECT make, model, count(*) FROM assets
-     WHERE pending_run IS NULL AND trashed_at IS NULL AND (make IS NOT NULL OR model IS NOT NULL)
-     GROUP BY make, model ORDER BY count(*) DESC, make, model LIMIT 500";
-const COUNTER: &str = "SELECT value FROM counters WHERE name = ?1";
 const LAST_SCAN: &str = "
     SELECT l.id, l.name, (SELECT max(finished_at) FROM scan_runs r
                            WHERE r.library_id = l.id AND r.state = 'completed')
       FROM libraries l ORDER BY l.id";
-/// Kept by migration 0017's triggers (a count of a million rows at each scrape was 418 ms):
-/// an asset is counted when it is published, trashed, restored or deleted (it is inserted
-/// pending, and migration 0018 dropped the insert trigger that never counted one).
-const BY_KIND: &str = "SELECT kind, n FROM live_kinds WHERE n > 0 ORDER BY kind";
 /// Counted by the walks (branch `walks`); 0 until they land.
 const SCHEME_RESTARTS: &str = "scheme_restarts";
 
@@ -227,29 +215,20 @@ fn queues(conn: &Connection, now: Millis) -> Result<Vec<QueueStats>, StoreError>
         .collect::<Result<_, _>>()?)
 }
 
-fn counter(conn: &Connection, name: &str) -> Result<i64, StoreError> {
-    let mut stmt = conn.prepare_cached(COUNTER)?;
-    let mut rows = stmt.query([name])?;
-    Ok(match rows.next()? {
-        Some(r) => r.get(0)?,
-        None => 0,
-    })
-}
-
 fn snapshot(conn: &Connection, now: Millis) -> Result<MetricsSnapshot, StoreError> {
     let mut counters = Counter::ALL
         .iter()
-        .map(|c| Ok((c.name().to_string(), counter(conn, c.name())?)))
+        .map(|c| Ok((c.name().to_string(), counters::value(conn, c.name())?)))
         .collect::<Result<Vec<_>, StoreError>>()?;
-    counters.push((SCHEME_RESTARTS.to_string(), counter(conn, SCHEME_RESTARTS)?));
+    counters.push((
+        SCHEME_RESTARTS.to_string(),
+        counters::value(conn, SCHEME_RESTARTS)?,
+    ));
     let last_scan = conn
         .prepare_cached(LAST_SCAN)?
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
         .collect::<Result<_, _>>()?;
-    let assets_by_kind = conn
-        .prepare_cached(BY_KIND)?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<Result<_, _>>()?;
+    let assets_by_kind = assets::live_by_kind(conn)?;
     Ok(MetricsSnapshot {
         queues: queues(conn, now)?,
         counters,
@@ -277,21 +256,6 @@ fn with_paths(conn: &Connection, mut asset: Asset) -> Result<Asset, StoreError> 
 }
 
 impl Store {
-    /// Every camera of the live assets with its count (at most 500, the most used first).
-    pub fn cameras(&self) -> Result<Vec<Camera>, StoreError> {
-        self.read(|conn| {
-            let mut stmt = conn.prepare_cached(CAMERAS)?;
-            let rows = stmt.query_map([], |r| {
-                Ok(Camera {
-                    make: r.get(0)?,
-                    model: r.get(1)?,
-                    count: r.get::<_, i64>(2)?.max(0) as u64,
-                })
-            })?;
-            Ok(rows.collect::<Result<_, _>>()?)
-        })
-    }
-
     /// One page of the asset list: the filter's assets, newest taken first (undated last),
     /// starting strictly after `after`. At most `limit` items, each with its paths (the
     /// page names each tile by its file) and its faces (an asset is the same on every
