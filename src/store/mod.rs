@@ -4,7 +4,6 @@
 //! statements per table family. It must not know about HTTP, the scanner or workers:
 //! callers hand it plain `model` types and get plain types back.
 //!
-//!
 //! Its modules come in three kinds, so that each engine's SQL for a table family sits in
 //! one place (issue 30: a PostgreSQL engine gives each family a second implementation and
 //! shares the rest unchanged):
@@ -15,7 +14,8 @@
 //!   end, a walk batch's commit, a trash move, a repair, the read views that join a photo's
 //!   parts): it calls families' functions inside the one transaction its `Store` method
 //!   opens, in the order the operation needs, and holds no SQL of its own but statements
-//!   that truly span tables, which its header names;
+//!   that truly span tables, which its header names (a composition run inside another's
+//!   transaction, `revive` or `run_end::finish`, opens none);
 //! - a **helper** is neither: connections, the writer thread, migrations, the start's
 //!   vetting, the lease fence's answers, and engine-neutral code several modules share
 //!   (row decoding, path arithmetic).
