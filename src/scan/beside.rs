@@ -66,7 +66,7 @@ impl Listings {
     }
 
     /// Whether another name in the folder of `rel` (under `root`) may have its stem, the
-    /// names a RAW+JPEG stack and a Live Photo pair by (`store::files::stem_range`). `false`
+    /// names a RAW+JPEG stack and a Live Photo pair by (`store::stems::stem_range`). `false`
     /// only when the folder was listed and none has: the writer then skips the namesake
     /// lookups of both, one range query per dated photo (6% of a first index's CPU). A
     /// partner written after this batch's listing pairs from its own side when it is stored.

@@ -1,16 +1,20 @@
-//! The `assets` table: the claim of an asset for a checksum (DESIGN.md section 6: a live
-//! asset is a duplicate, a trashed one is restored by id alone, a swept one is stored afresh,
-//! and a unique-index violation never escapes), trashing orphans, the guarded sweep (never
+//! The `assets` table: the statements of an asset's claim for a checksum (`find`, `insert`,
+//! the restore by id alone, whether a move is in flight for it; `ingest::claim` decides,
+//! DESIGN.md section 6), the content hash a scan stamps, a run's publication, trashing
+//! orphans, the guarded sweep (never
 //! an asset a present file shows; it names the thumbnails its deletions free), and the
-//! read APIs (assets with their paths, their stack and a Live Photo's clip, which the lists
-//! leave out while its still shows it: `motion`; duplicate groups).
+//! reads of its rows (one asset, the content twins' ids; `queries` adds each asset's
+//! parts, and leaves a Live Photo's clip out of the lists while its still shows it:
+//! `not_a_shown_clip!`).
 
-use super::{Store, StoreError};
+use super::rows::{asset_from_row, checksum_col, content_hash_cols};
+use super::{Store, StoreError, parse_col};
 use crate::model::{
-    Asset, AssetPath, Claim, ContentHash, ContentTwins, DuplicateGroup, FileState, MOVE_JOB_KIND,
-    MediaFacts, MediaKind, Millis, TakenAtSource, TrashReason,
+    Asset, Camera, ContentHash, MOVE_JOB_KIND, MediaFacts, MediaKind, Millis, TakenAtSource,
+    TrashReason, WalkKindId,
 };
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use rusqlite::{Connection, OptionalExtension, params};
+use std::collections::HashSet;
 
 /// Every owner is `local` until households get accounts.
 pub(super) const LOCAL_OWNER: &str = "local";
@@ -83,20 +87,30 @@ const SWEEP_ONE: &str = "
        AND NOT EXISTS (SELECT 1 FROM files WHERE asset_id = ?1 AND state = 'present')
     RETURNING checksum";
 /// Another owner's asset of the same bytes shares their cached thumbnail.
+/// The trash, for the diff to tell a present file whose asset is trashed. Read once per scan
+/// through the partial index, instead of a lookup of every known file's asset (a random
+/// probe per file, a third slower listing of an unchanged library).
+const TRASHED: &str = "SELECT id FROM assets WHERE trashed_at IS NOT NULL";
+
+/// Visible pictures and videos with `after < id <= last`. Assets of another run still
+/// pending in that range are left to that run's own job.
+const THUMB_BATCH: &str = "
+    SELECT id, checksum, trashed_at IS NOT NULL, kind, mime, orientation, width, height
+      FROM assets
+     WHERE id > ?1 AND id <= ?2 AND pending_run IS NULL AND kind IN ('image', 'video')
+     ORDER BY id LIMIT ?3";
+/// The cameras of the live, published assets, the most used first.
+const CAMERAS: &str = "
+    SELECT make, model, count(*) FROM assets
+     WHERE pending_run IS NULL AND trashed_at IS NULL AND (make IS NOT NULL OR model IS NOT NULL)
+     GROUP BY make, model ORDER BY count(*) DESC, make, model LIMIT 500";
+/// Kept by migration 0017's triggers (a count of a million rows at each scrape was 418 ms):
+/// an asset is counted when it is published, trashed, restored or deleted (it is inserted
+/// pending, and migration 0018 dropped the insert trigger that never counted one).
+const BY_KIND: &str = "SELECT kind, n FROM live_kinds WHERE n > 0 ORDER BY kind";
 const CHECKSUM_USED: &str = "SELECT EXISTS (SELECT 1 FROM assets
      WHERE substr(checksum, 1, 8) = substr(?1, 1, 8) AND checksum = ?1)";
 
-macro_rules! asset_cols {
-    () => {
-        "id, owner, checksum, size, mime, kind, width, height, display_width, display_height, \
-         taken_local, taken_offset_minutes, make, model, lat, lon, orientation, duration_ms, \
-         video_codec, created_at, trashed_at, trash_reason, content_hash, content_hash_scheme, \
-         faces_scheme, taken_at_source, rating, title, description, content_identifier, \
-         motion_offset, motion_length, live_video_id"
-    };
-}
-/// The columns `asset_from_row` reads, for queries built elsewhere in the store.
-pub(super) const ASSET_COLS: &str = asset_cols!();
 /// A live Live Photo clip is shown by its live still (`store::motion`), not listed itself; a
 /// clip in the trash is listed there, whatever its still.
 macro_rules! not_a_shown_clip {
@@ -107,26 +121,24 @@ macro_rules! not_a_shown_clip {
 }
 /// `not_a_shown_clip!` for the asset list queries built elsewhere in the store.
 pub(super) const NOT_A_SHOWN_CLIP: &str = not_a_shown_clip!();
-const LIST: &str = concat!(
-    "SELECT ",
-    asset_cols!(),
-    " FROM assets WHERE (trashed_at IS NOT NULL) = ?1 AND pending_run IS NULL",
-    not_a_shown_clip!(),
-    " AND (?1 OR NOT ",
-    stack_hidden!(),
-    ") ORDER BY id"
-);
-const GET: &str = concat!("SELECT ", asset_cols!(), " FROM assets WHERE id = ?1");
-const PATHS: &str = "
-    SELECT id, library_id, rel_path, rel_path_text, state FROM files WHERE asset_id = ?1
-     ORDER BY state = 'missing', library_id, rel_path";
-const DUPLICATES: &str = "
-    SELECT a.id, a.checksum, a.size, f.id, f.library_id, f.rel_path, f.rel_path_text, f.state
-      FROM assets a JOIN files f ON f.asset_id = a.id AND f.state = 'present'
-     WHERE a.pending_run IS NULL AND a.id IN (SELECT asset_id FROM files WHERE state = 'present' AND asset_id IS NOT NULL
-                     GROUP BY asset_id HAVING count(*) > 1)
-     ORDER BY a.id, f.library_id, f.rel_path";
 
+/// Another live picture of the same pixels (?1 content hash under scheme ?2, orientation
+/// ?3) than ?4 that the faces walk stamped with scheme ?5. Seeks the 8-byte prefix index of
+/// migration 0027, then compares the whole hash.
+const FACES_TWIN: &str = "
+    SELECT id FROM assets
+     WHERE substr(content_hash, 1, 8) = substr(?1, 1, 8) AND content_hash = ?1
+       AND content_hash_scheme = ?2 AND orientation IS ?3 AND id <> ?4
+       AND trashed_at IS NULL AND kind = 'image' AND faces_scheme = ?5
+     LIMIT 1";
+/// The same for the similar walk: the perceptual hash it stamped with scheme ?5 (NULL: the
+/// picture cannot be hashed).
+const SIMILAR_TWIN: &str = "
+    SELECT phash FROM assets
+     WHERE substr(content_hash, 1, 8) = substr(?1, 1, 8) AND content_hash = ?1
+       AND content_hash_scheme = ?2 AND orientation IS ?3 AND id <> ?4
+       AND trashed_at IS NULL AND kind = 'image' AND phash_scheme = ?5
+     LIMIT 1";
 /// Assets sharing a content hash under one scheme with another asset (at least one of the
 /// group live), grouped by hash.
 const CONTENT_TWINS: &str = "
@@ -138,6 +150,8 @@ const CONTENT_TWINS: &str = "
             GROUP BY content_hash, content_hash_scheme
            HAVING count(*) > 1 AND sum(trashed_at IS NULL) > 0)
      ORDER BY content_hash, content_hash_scheme, id";
+
+const GET: &str = concat!("SELECT ", asset_cols!(), " FROM assets WHERE id = ?1");
 
 /// A new asset waits for its run's completion before anyone sees it.
 /// A run's completion publishes what every run of its library created and left pending
@@ -190,7 +204,10 @@ fn publish_in_chunks(
     Ok(media_lo.zip(media_hi))
 }
 
-fn find(conn: &Connection, checksum: &[u8; 32]) -> Result<Option<(i64, bool)>, StoreError> {
+pub(super) fn find(
+    conn: &Connection,
+    checksum: &[u8; 32],
+) -> Result<Option<(i64, bool)>, StoreError> {
     Ok(conn
         .prepare_cached(FIND)?
         .query_row(params![LOCAL_OWNER, &checksum[..]], |r| {
@@ -265,16 +282,13 @@ pub(super) fn in_flight(conn: &Connection, id: i64) -> Result<bool, StoreError> 
 }
 
 /// Restores a trashed asset by id alone. `false`: the row is no longer trashed (or gone).
-/// A walk chain that skipped it while it was trashed goes back for it (`walks::made_live`).
+/// What else a restore brings is the composition's (`revive`).
 pub(super) fn restore(conn: &Connection, id: i64) -> Result<bool, StoreError> {
     let restored = conn
         .prepare_cached(RESTORE)?
         .query_row([id], |r| r.get::<_, i64>(0))
         .optional()?
         .is_some();
-    if restored {
-        super::walks::made_live(conn, id)?;
-    }
     Ok(restored)
 }
 
@@ -284,77 +298,6 @@ pub(super) fn state(conn: &Connection, id: i64) -> Result<Option<bool>, StoreErr
         .prepare_cached(EXISTS)?
         .query_row([id], |r| r.get(0))
         .optional()?)
-}
-
-/// How many times a claim reads again after a restore matched nothing. Inside the writer's
-/// IMMEDIATE transaction nothing can change between two statements, so one retry always
-/// settles; the bound only turns a bug into an error instead of a loop.
-const CLAIM_PASSES: usize = 4;
-
-/// What a claim is for: the file's bytes and the run that reads them.
-pub(super) struct ClaimFor<'a> {
-    pub checksum: &'a [u8; 32],
-    pub size: u64,
-    pub facts: &'a MediaFacts,
-    /// The content hash the scan computed from the same read, stored on a new asset.
-    pub content: Option<&'a ContentHash>,
-    /// The asset the file pointed at before, which tells a duplicate from its own asset.
-    pub previous: Option<i64>,
-    /// A new asset is held by this run until a completion publishes it.
-    pub run_id: i64,
-}
-
-/// Finds or makes the asset for a file's checksum (DESIGN.md section 6). A checksum not
-/// seen before (most files of a first index) costs a lookup in the prefix index, which
-/// brings the leaf the insert then writes into the page cache, and the insert. Inside the
-/// writer's IMMEDIATE transaction nothing else can insert the checksum in between, so the
-/// lookup is what keeps an asset unique per checksum (migration 0027).
-pub(super) fn claim(
-    conn: &Connection,
-    want: &ClaimFor<'_>,
-    now: Millis,
-) -> Result<(i64, Claim), StoreError> {
-    let ClaimFor {
-        checksum,
-        size,
-        facts,
-        content,
-        previous,
-        run_id,
-    } = *want;
-    let mut saw_trashed = false;
-    for _ in 0..CLAIM_PASSES {
-        match find(conn, checksum)? {
-            Some((id, false)) if previous == Some(id) => return Ok((id, Claim::Kept)),
-            Some((id, false)) => return Ok((id, Claim::Duplicate)),
-            // A restore between its renames may yet roll back and move this very file into
-            // the trash again (finding 20): the file is linked, and the asset left to the
-            // move's holder or whoever carries it on; the next full scan after the move
-            // ended heals what it left (`files::reclaim`).
-            Some((id, true)) if in_flight(conn, id)? => return Ok((id, Claim::Held)),
-            Some((id, true)) => {
-                if restore(conn, id)? {
-                    return Ok((id, Claim::Restored));
-                }
-                // Restored or swept by someone else meanwhile: read again.
-                saw_trashed = true;
-            }
-            None => {
-                let id = insert(conn, checksum, size, facts, content, run_id, now)?;
-                super::sidecars::note_new(conn, id, &facts.notes)?;
-                let claim = if saw_trashed {
-                    Claim::Recreated
-                } else {
-                    Claim::Created
-                };
-                return Ok((id, claim));
-            }
-        }
-    }
-    Err(StoreError::Conflict(format!(
-        "the asset claim for checksum {} did not settle",
-        crate::model::hex(checksum)
-    )))
 }
 
 /// Trashes `id` if no present file shows it any more. Returns whether it did.
@@ -438,189 +381,113 @@ fn sweep_batch(conn: &Connection, cutoff: Millis, batch: i64) -> Result<(i64, Sw
     Ok((ids.len() as i64, swept))
 }
 
-/// The content hash at `idx` and its scheme at `idx + 1`, when both are set.
-fn content_hash_cols(r: &Row<'_>, idx: usize) -> rusqlite::Result<Option<ContentHash>> {
-    let scheme: Option<i64> = r.get(idx + 1)?;
-    let hash: Option<Vec<u8>> = r.get(idx)?;
-    match (hash, scheme) {
-        (Some(_), Some(scheme)) => Ok(Some(ContentHash {
-            scheme,
-            hash: checksum_col(r, idx)?,
-        })),
-        _ => Ok(None),
-    }
+/// One asset row, without its paths or other parts.
+pub(super) fn get(conn: &Connection, id: i64) -> Result<Option<Asset>, StoreError> {
+    Ok(conn
+        .prepare_cached(GET)?
+        .query_row([id], asset_from_row)
+        .optional()?)
 }
 
-pub(super) fn checksum_col(r: &Row<'_>, idx: usize) -> rusqlite::Result<[u8; 32]> {
-    let bytes: Vec<u8> = r.get(idx)?;
-    bytes.try_into().map_err(|_| {
-        rusqlite::Error::FromSqlConversionFailure(
-            idx,
-            rusqlite::types::Type::Blob,
-            "a checksum is 32 bytes".into(),
-        )
-    })
+/// Another live picture of the same pixels as asset `id` (`look`: the same content hash
+/// under the same scheme, the same orientation) that a picture walk of `kind` stamped with
+/// `scheme`: for faces `Some(id)`, for similar its perceptual hash (`None`: the picture
+/// cannot be hashed). None when there is none, and for the other walks.
+pub(super) fn pixel_twin(
+    conn: &Connection,
+    kind: WalkKindId,
+    scheme: i64,
+    id: i64,
+    (hash, hash_scheme, orientation): &(Vec<u8>, i64, Option<i64>),
+) -> Result<Option<Option<i64>>, StoreError> {
+    let sql = match kind {
+        WalkKindId::Faces => FACES_TWIN,
+        WalkKindId::Similar => SIMILAR_TWIN,
+        WalkKindId::ContentHash | WalkKindId::Embeddings => return Ok(None),
+    };
+    let args = params![hash, hash_scheme, orientation, id, scheme];
+    Ok(conn
+        .prepare_cached(sql)?
+        .query_row(args, |r| r.get::<_, Option<i64>>(0))
+        .optional()?)
 }
 
-fn opt_enum<T>(
-    r: &Row<'_>,
-    idx: usize,
-    parse: fn(&str) -> Option<T>,
-) -> rusqlite::Result<Option<T>> {
-    let text: Option<String> = r.get(idx)?;
-    Ok(text.as_deref().and_then(parse))
+/// The assets of `CONTENT_TWINS`, each with its content hash, grouped by hash.
+pub(super) fn content_twin_ids(
+    conn: &Connection,
+) -> Result<Vec<(i64, Option<ContentHash>)>, StoreError> {
+    let mut stmt = conn.prepare_cached(CONTENT_TWINS)?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, content_hash_cols(r, 1)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
 }
 
-pub(super) fn asset_from_row(r: &Row<'_>) -> rusqlite::Result<Asset> {
-    Ok(Asset {
-        id: r.get(0)?,
-        owner: r.get(1)?,
-        checksum: checksum_col(r, 2)?,
-        size: r.get::<_, i64>(3)? as u64,
-        facts: MediaFacts {
-            mime: r.get(4)?,
-            kind: opt_enum(r, 5, MediaKind::parse)?,
-            width: r.get(6)?,
-            height: r.get(7)?,
-            display_width: r.get(8)?,
-            display_height: r.get(9)?,
-            taken_local: r.get(10)?,
-            taken_offset_minutes: r.get(11)?,
-            taken_at_source: opt_enum(r, 25, TakenAtSource::parse)?,
-            make: r.get(12)?,
-            model: r.get(13)?,
-            lat: r.get(14)?,
-            lon: r.get(15)?,
-            orientation: r.get(16)?,
-            duration_ms: r.get(17)?,
-            video_codec: r.get(18)?,
-            notes: crate::model::Notes {
-                rating: r.get(26)?,
-                tags: Vec::new(),
-                title: r.get(27)?,
-                description: r.get(28)?,
-            },
-            content_identifier: r.get(29)?,
-            embedded_video: super::motion::embedded_cols(r, 30)?,
-            error: None,
-        },
-        created_at: r.get(19)?,
-        trashed_at: r.get(20)?,
-        trash_reason: opt_enum(r, 21, TrashReason::parse)?,
-        paths: Vec::new(),
-        content_hash: content_hash_cols(r, 22)?,
-        faces_scheme: r.get(24)?,
-        faces: Vec::new(),
-        live_clip: super::motion::clip_col(r, 32)?,
-        stack: Vec::new(),
-    })
+/// An asset for the thumbnail job: id, checksum, trashed, kind, mime, orientation, width,
+/// height.
+pub(super) type ThumbHead = (
+    i64,
+    [u8; 32],
+    bool,
+    MediaKind,
+    Option<String>,
+    Option<u16>,
+    Option<u32>,
+    Option<u32>,
+);
+
+/// Up to `limit` visible pictures and videos with `after < id <= last` (`THUMB_BATCH`).
+pub(super) fn thumb_heads(
+    conn: &Connection,
+    after: i64,
+    last: i64,
+    limit: usize,
+) -> Result<Vec<ThumbHead>, StoreError> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut stmt = conn.prepare_cached(THUMB_BATCH)?;
+    let heads = stmt.query_map(params![after, last, limit], |r| {
+        Ok((
+            r.get(0)?,
+            checksum_col(r, 1)?,
+            r.get(2)?,
+            parse_col(r, 3, MediaKind::parse)?,
+            r.get(4)?,
+            r.get(5)?,
+            r.get(6)?,
+            r.get(7)?,
+        ))
+    })?;
+    Ok(heads.collect::<Result<_, _>>()?)
 }
 
-fn path_from_row(r: &Row<'_>, at: usize) -> rusqlite::Result<AssetPath> {
-    Ok(AssetPath {
-        file_id: r.get(at)?,
-        library_id: r.get(at + 1)?,
-        rel_path: r.get(at + 2)?,
-        rel_path_text: r.get(at + 3)?,
-        state: super::parse_col(r, at + 4, FileState::parse)?,
-    })
-}
-
-/// The asset's paths, present first (as `PATHS` orders them).
-pub(super) fn load_paths(conn: &Connection, asset: &mut Asset) -> Result<(), StoreError> {
-    asset.paths = conn
-        .prepare_cached(PATHS)?
-        .query_map([asset.id], |r| path_from_row(r, 0))?
-        .collect::<Result<_, _>>()?;
-    Ok(())
-}
-
-fn with_paths(conn: &Connection, mut asset: Asset) -> Result<Asset, StoreError> {
-    load_paths(conn, &mut asset)?;
-    super::sidecars::load_tags(conn, &mut asset)?;
-    super::motion::load_clip(conn, &mut asset)?;
-    asset.stack = super::stacks::of_asset(conn, asset.id)?;
-    if let Some(version) = asset.faces_scheme {
-        asset.faces = super::faces::of_asset(conn, asset.id, version)?;
-    }
-    Ok(asset)
+/// The live assets per kind (kept by migration 0017's triggers), kinds with none left out.
+pub(super) fn live_by_kind(conn: &Connection) -> Result<Vec<(String, i64)>, StoreError> {
+    Ok(conn
+        .prepare_cached(BY_KIND)?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?)
 }
 
 impl Store {
-    /// Live assets (`trashed = false`) or the trash (`true`), by id, each with its paths and
-    /// stack; a RAW shown by its stack's primary is left out of the live ones.
-    pub fn assets(&self, trashed: bool) -> Result<Vec<Asset>, StoreError> {
+    /// Every camera of the live assets with its count (at most 500, the most used first).
+    pub fn cameras(&self) -> Result<Vec<Camera>, StoreError> {
         self.read(|conn| {
-            let list: Vec<Asset> = conn
-                .prepare_cached(LIST)?
-                .query_map([trashed], asset_from_row)?
-                .collect::<Result<_, _>>()?;
-            list.into_iter().map(|a| with_paths(conn, a)).collect()
+            let mut stmt = conn.prepare_cached(CAMERAS)?;
+            let rows = stmt.query_map([], |r| {
+                Ok(Camera {
+                    make: r.get(0)?,
+                    model: r.get(1)?,
+                    count: r.get::<_, i64>(2)?.max(0) as u64,
+                })
+            })?;
+            Ok(rows.collect::<Result<_, _>>()?)
         })
     }
 
-    /// One asset with its paths, live or trashed.
-    pub fn asset(&self, id: i64) -> Result<Option<Asset>, StoreError> {
+    /// The ids of the trashed assets (as many as the trash holds).
+    pub fn trashed_asset_ids(&self) -> Result<HashSet<i64>, StoreError> {
         self.read(|conn| {
-            let asset = conn
-                .prepare_cached(GET)?
-                .query_row([id], asset_from_row)
-                .optional()?;
-            asset.map(|a| with_paths(conn, a)).transpose()
-        })
-    }
-
-    /// Byte-identical copies: every asset shown by two or more present files, with them.
-    pub fn duplicates(&self) -> Result<Vec<DuplicateGroup>, StoreError> {
-        self.read(|conn| {
-            let mut stmt = conn.prepare_cached(DUPLICATES)?;
-            let mut rows = stmt.query([])?;
-            let mut groups: Vec<DuplicateGroup> = Vec::new();
-            while let Some(r) = rows.next()? {
-                let asset_id: i64 = r.get(0)?;
-                let file = path_from_row(r, 3)?;
-                match groups.last_mut() {
-                    Some(g) if g.asset_id == asset_id => g.files.push(file),
-                    _ => groups.push(DuplicateGroup {
-                        asset_id,
-                        checksum: checksum_col(r, 1)?,
-                        size: r.get::<_, i64>(2)? as u64,
-                        files: vec![file],
-                    }),
-                }
-            }
-            Ok(groups)
-        })
-    }
-
-    /// The same pictures with different metadata: groups of two or more assets sharing a
-    /// content hash, each asset with its paths.
-    pub fn content_twins(&self) -> Result<Vec<ContentTwins>, StoreError> {
-        self.read(|conn| {
-            let mut stmt = conn.prepare_cached(CONTENT_TWINS)?;
-            let rows: Vec<(i64, Option<ContentHash>)> = stmt
-                .query_map([], |r| Ok((r.get(0)?, content_hash_cols(r, 1)?)))?
-                .collect::<Result<_, _>>()?;
-            let mut groups: Vec<ContentTwins> = Vec::new();
-            for (id, hash) in rows {
-                let Some(hash) = hash else { continue };
-                let Some(asset) = conn
-                    .prepare_cached(GET)?
-                    .query_row([id], asset_from_row)
-                    .optional()?
-                else {
-                    continue;
-                };
-                let asset = with_paths(conn, asset)?;
-                match groups.last_mut() {
-                    Some(g) if g.content_hash == hash => g.assets.push(asset),
-                    _ => groups.push(ContentTwins {
-                        content_hash: hash,
-                        assets: vec![asset],
-                    }),
-                }
-            }
-            Ok(groups)
+            let mut stmt = conn.prepare_cached(TRASHED)?;
+            let rows = stmt.query_map([], |r| r.get(0))?;
+            Ok(rows.collect::<Result<_, _>>()?)
         })
     }
 
@@ -657,7 +524,7 @@ mod race_tests {
     use super::sweep_one;
     use crate::clock::FakeClock;
     use crate::model::{Claim, FileReason, FileStamp, IngestItem, Lease, MediaFacts};
-    use crate::store::files::ingest_one;
+    use crate::store::ingest::ingest_one;
     use crate::store::{Store, StoreOptions};
     use rusqlite::Connection;
     use std::sync::atomic::{AtomicBool, Ordering};

@@ -5,6 +5,8 @@ use super::StoreError;
 use crate::model::{Counter, ReclaimReport};
 use rusqlite::Connection;
 
+const COUNTER: &str = "SELECT value FROM counters WHERE name = ?1";
+
 const BUMP: &str = "INSERT INTO counters (name, value) VALUES (?1, ?2)
                     ON CONFLICT (name) DO UPDATE SET value = value + excluded.value";
 
@@ -25,6 +27,16 @@ pub(super) fn record_reclaim(conn: &Connection, r: &ReclaimReport) -> Result<(),
     bump(conn, Counter::ReclaimedJobsFailed, r.jobs_failed as i64)?;
     bump(conn, Counter::ReclaimedRunsRetired, r.runs_retired as i64)?;
     bump(conn, Counter::ReclaimSuccessors, r.run_successors as i64)
+}
+
+/// One counter's value; 0 before it was first bumped.
+pub(super) fn value(conn: &Connection, name: &str) -> Result<i64, StoreError> {
+    let mut stmt = conn.prepare_cached(COUNTER)?;
+    let mut rows = stmt.query([name])?;
+    Ok(match rows.next()? {
+        Some(r) => r.get(0)?,
+        None => 0,
+    })
 }
 
 /// Every counter, zero when never bumped.

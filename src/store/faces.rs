@@ -1,9 +1,7 @@
 //! The `faces` table: the faces a detector version found in an asset, and the asset's
-//! `faces_scheme` stamp. Replacing an asset's faces for a version is one step (delete that
-//! version's rows, insert, stamp; the faces of other versions leave their people, a face found
-//! again keeps who it is and the user's word on it, and the new ones' descriptors are asked
-//! for: `walks::faces_replaced`), used by the fenced walk commit
-//! and by the unfenced one-off op. Rows go with their asset (ON DELETE CASCADE: the trash sweep).
+//! `faces_scheme` stamp: the stamp, and one version's rows replaced (delete, insert). What
+//! else a replacement brings (people, the embedding walk) is `chains::replace_faces`'s.
+//! Rows go with their asset (ON DELETE CASCADE: the trash sweep).
 
 use super::{Store, StoreError};
 use crate::model::{DetectedFace, FaceBox};
@@ -23,24 +21,29 @@ const OF_ASSET: &str = "
      WHERE asset_id = ?1 AND detector_version = ?2 ORDER BY id";
 const ONE: &str = "SELECT asset_id, x, y, w, h FROM faces WHERE id = ?1";
 
-/// Replaces the faces of `asset_id` for `version` and stamps the asset. Returns false (and
-/// writes nothing) when the asset is gone (the sweep deleted it meanwhile) or, unless
-/// `over_newer`, stamped by a newer detector (a newer binary on the same database).
-pub(super) fn replace(
+/// Stamps asset `asset_id` with detector `version` (clearing its embedding stamp). False
+/// (nothing written) when the asset is gone or, unless `over_newer`, stamped by a newer
+/// detector.
+pub(super) fn stamp(
     conn: &Connection,
     asset_id: i64,
-    (version, over_newer): (i64, bool),
-    faces: &[DetectedFace],
-    now: crate::model::Millis,
+    version: i64,
+    over_newer: bool,
 ) -> Result<bool, StoreError> {
-    if conn
+    Ok(conn
         .prepare_cached(STAMP)?
         .execute(params![asset_id, version, over_newer])?
-        == 0
-    {
-        return Ok(false);
-    }
-    let said = super::people::word_on(conn, asset_id)?;
+        != 0)
+}
+
+/// Replaces the faces of `asset_id` for `version` with `faces`; answers each new row's id
+/// with its box.
+pub(super) fn put(
+    conn: &Connection,
+    asset_id: i64,
+    version: i64,
+    faces: &[DetectedFace],
+) -> Result<Vec<(i64, [f32; 4])>, StoreError> {
     conn.prepare_cached(CLEAR)?
         .execute(params![asset_id, version])?;
     let mut insert = conn.prepare_cached(INSERT)?;
@@ -55,10 +58,7 @@ pub(super) fn replace(
         )?;
         found.push((id, [f.x, f.y, f.w, f.h]));
     }
-    super::people::forget_old_faces(conn, asset_id, version)?;
-    super::people::carry_word(conn, asset_id, &said, &found)?;
-    super::walks::faces_replaced(conn, asset_id, now)?;
-    Ok(true)
+    Ok(found)
 }
 
 /// The faces of one asset at one detector version, in insertion order.
@@ -95,17 +95,6 @@ pub(super) fn of_asset(
 }
 
 impl Store {
-    /// Stores the faces a detector found in one asset (a one-off detection, not a walk):
-    /// replaces that version's rows and stamps `faces_scheme`. False if the asset is gone.
-    pub fn store_faces(
-        &self,
-        asset_id: i64,
-        version: i64,
-        faces: Vec<DetectedFace>,
-    ) -> Result<bool, StoreError> {
-        self.write(move |conn, now| replace(conn, asset_id, (version, true), &faces, now))
-    }
-
     /// The stored faces of an asset for one detector version.
     pub fn faces(&self, asset_id: i64, version: i64) -> Result<Vec<DetectedFace>, StoreError> {
         self.read(|conn| of_asset(conn, asset_id, version))

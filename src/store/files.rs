@@ -1,37 +1,15 @@
-//! The `files` table and the scan run's fenced writes of data: the known files for the diff
-//! (with what a present file's asset needs: restored from the trash, or claimed afresh),
-//! ingest batches (file rows, asset claims, a Live Photo's pairing (`motion`), the RAW+JPEG
-//! pairing of a file read (`stacks`), the restore of unchanged files' trashed assets, the
-//! refresh of a read asset's sidecar facts (from its first copy's, `sidecars`), a forced
-//! read's forgetting of a timed-out decode (`decode_timeouts`), the mark of a photo to be
-//! read again (`files.read_again`, which a read clears) whose sidecar changed or whose
-//! sidecar has no row yet, progress, reason counts and the run's problems in one
-//! transaction under the scan lease),
-//! progress with the count of unchanged files (which cost no row of their own), and the end
-//! of a full scan (missing files from what the walk found gone, except rows a restore
-//! brought back during the run; orphaned assets, and live assets no present file shows
-//! any more whatever left them so, those no file row names at all included
-//! (`unshown_assets`, migration 0026); the circuit breaker) committed with the run's
-//! completion. A file a move settled after the scan read it is not written back, unless
-//! the scan read other bytes than the move took (a re-save the move left in place).
+//! The `files` table: the known files for the scan's diff (by scope, or one directory at a
+//! time), a file row's write with the link the scan decided, the marks of a photo to be read
+//! again (`files.read_again`, which a read clears) whose sidecar changed or has no row yet,
+//! the row a move settled after the scan read it, the unseen files a full scan's end marks
+//! missing (except rows a restore brought back during the run) and their count, and an
+//! asset's paths. What an ingest batch or a full scan's end does with them is `ingest`'s.
 
-use super::assets::{ClaimFor, claim, in_flight, restore, trash_if_orphan};
-use super::lease::{expect_one, lost};
-use super::{Committed, Store, StoreError, parse_col, problems, scan_runs, stacks};
-use crate::model::{
-    BatchReport, Claim, Counter, FileReason, FileStamp, FinishReport, IngestBatch, IngestItem,
-    ItemOutcome, KnownDir, KnownFile, Lease, MOVE_JOB_KIND, MediaFacts, Millis, Provenance,
-    RunState, ScanEnd, TrashReason, Unseen,
-};
+use super::{Store, StoreError, parse_col};
+use crate::model::{Asset, FileReason, FileStamp, IngestItem, KnownDir, KnownFile, Millis, Unseen};
 use rusqlite::{Connection, OptionalExtension, params};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
-/// The fence that opens every scan data write: the run is ours, running and unexpired. It
-/// records the progress (when given) and answers the run's library and scope.
-const FENCE: &str = fenced!(
-    "UPDATE scan_runs SET progress = coalesce(?4, progress), updated_at = ?3",
-    "RETURNING library_id, scope"
-);
 /// The columns `known_from_row` reads: the stamp, the link, whether the last read found
 /// a picture or video (a file that is none keeps `model::NOT_MEDIA` as its error, whichever
 /// version wrote it), and why it must be read again though unchanged (migration 0021).
@@ -41,6 +19,10 @@ macro_rules! known_cols {
          error IS NOT 'not a photo or video', read_again"
     };
 }
+const PATHS: &str = "
+    SELECT id, library_id, rel_path, rel_path_text, state FROM files WHERE asset_id = ?1
+     ORDER BY state = 'missing', library_id, rel_path";
+
 /// Present files under a scope: `?2 = ''` is the whole library; otherwise the path itself
 /// or anything below `scope/` (the byte range `scope/` ..< `scope0`, `0` following `/`).
 const KNOWN: &str = concat!(
@@ -58,10 +40,6 @@ const DIR_ROWS_FROM: &str = concat!(
     known_cols!(),
     ", state = 'present' FROM files WHERE library_id = ?1 AND rel_path >= ?2 ORDER BY rel_path"
 );
-/// The trash, for the diff to tell a present file whose asset is trashed. Read once per scan
-/// through the partial index, instead of a lookup of every known file's asset (a random
-/// probe per file, a third slower listing of an unchanged library).
-const TRASHED: &str = "SELECT id FROM assets WHERE trashed_at IS NOT NULL";
 const DIR_ROWS_BETWEEN: &str = concat!(
     "SELECT ",
     known_cols!(),
@@ -93,36 +71,6 @@ const MARK_READ_AGAIN: &str = "
      WHERE library_id = ?1 AND rel_path = ?2 AND state = 'present' AND read_again IS NULL";
 /// Whether the library has a present row at ?2.
 const PRESENT_AT: &str = "SELECT EXISTS (SELECT 1 FROM files WHERE library_id = ?1 AND rel_path = ?2 AND state = 'present')";
-/// The live assets of the library's missing rows that no move is moving (no pending intent,
-/// no live move job: a trash between its renames and its flip looks the same): candidates
-/// for `trash_if_orphan`, which checks that no present file shows them. Read through the
-/// partial index `files_missing` (migration 0021): the library's missing rows only.
-const LIVE_OF_MISSING: &str = "
-    SELECT DISTINCT f.asset_id FROM files f JOIN assets a ON a.id = f.asset_id
-     WHERE f.library_id = ?1 AND f.state = 'missing' AND f.asset_id IS NOT NULL
-       AND a.trashed_at IS NULL
-       AND NOT EXISTS (SELECT 1 FROM trash_intents t
-                        WHERE t.asset_id = f.asset_id AND t.state = 'pending')
-       AND NOT EXISTS (SELECT 1 FROM jobs j
-                        WHERE j.unique_key = ?2 || ':' || f.asset_id
-                          AND j.state IN ('queued', 'running'))";
-/// The live, published assets that lost their last file row to a relink
-/// (`unshown_assets`, migration 0026) and still have none, that no move is moving: no
-/// library's missing rows name them (finding 18).
-const LIVE_UNSHOWN: &str = "
-    SELECT u.asset_id FROM unshown_assets u JOIN assets a ON a.id = u.asset_id
-     WHERE a.trashed_at IS NULL AND a.pending_run IS NULL
-       AND NOT EXISTS (SELECT 1 FROM files f WHERE f.asset_id = u.asset_id)
-       AND NOT EXISTS (SELECT 1 FROM trash_intents t
-                        WHERE t.asset_id = u.asset_id AND t.state = 'pending')
-       AND NOT EXISTS (SELECT 1 FROM jobs j
-                        WHERE j.unique_key = ?1 || ':' || u.asset_id
-                          AND j.state IN ('queued', 'running'))";
-/// The entries of `unshown_assets` whose asset a file row names again, or that is gone.
-const DROP_SHOWN: &str = "
-    DELETE FROM unshown_assets
-     WHERE NOT EXISTS (SELECT 1 FROM assets a WHERE a.id = unshown_assets.asset_id)
-        OR EXISTS (SELECT 1 FROM files f WHERE f.asset_id = unshown_assets.asset_id)";
 /// The row at an item's path, if something marked it missing, when it still has the stamp
 /// the scan read (?3..?6; see `moved_since_read`).
 const MISSING_ROW: &str = "
@@ -131,11 +79,6 @@ const MISSING_ROW: &str = "
 /// The asset a present file of the library shows, for restoring it by id.
 const PRESENT_ASSET: &str =
     "SELECT asset_id FROM files WHERE id = ?1 AND library_id = ?2 AND state = 'present'";
-const COUNT_REASON: &str = "
-    INSERT INTO scan_run_reasons (run_id, reason, count) VALUES (?1, ?2, ?3)
-    ON CONFLICT (run_id, reason) DO UPDATE SET count = count + excluded.count";
-const REASONS: &str =
-    "SELECT reason, count FROM scan_run_reasons WHERE run_id = ?1 ORDER BY reason";
 const PRESENT: &str = "SELECT count(*) FROM files WHERE library_id = ?1 AND state = 'present'";
 /// What the completion of run ?3 would mark missing (see `MARK_FILE_MISSING`).
 const FILE_PRESENT: &str = "
@@ -155,92 +98,6 @@ const MARK_MISSING_UNDER: &str = "
      WHERE library_id = ?1 AND rel_path >= ?2 AND rel_path < ?3 AND state = 'present'
        AND revived_in_run IS NOT ?5
      RETURNING asset_id";
-
-/// The fence check of a scan data write; answers the run's scope. A run of another library
-/// is refused (the write is rolled back with it).
-fn fence(
-    conn: &Connection,
-    lease: &Lease,
-    library_id: i64,
-    progress: Option<&str>,
-    now: Millis,
-) -> Result<String, StoreError> {
-    let (lib, scope): (i64, String) = conn
-        .prepare_cached(FENCE)?
-        .query_row(params![lease.id, lease.generation, now, progress], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .optional()?
-        .ok_or_else(|| lost(lease))?;
-    if lib != library_id {
-        return Err(StoreError::Conflict(format!(
-            "scan run {} belongs to library {lib}, not {library_id}",
-            lease.id
-        )));
-    }
-    Ok(scope)
-}
-
-/// The body of an ingest batch (see `Store::ingest_batch_counting`), in the caller's
-/// transaction.
-fn ingest(
-    conn: &Connection,
-    lease: &Lease,
-    library_id: i64,
-    batch: IngestBatch,
-    progress: &str,
-    now: Millis,
-) -> Result<BatchReport, StoreError> {
-    fence(conn, lease, library_id, Some(progress), now)?;
-    // Before the items: a photo this batch reads itself is read with the sidecar's
-    // bytes, and its write clears the mark.
-    mark_read_again(conn, library_id, &batch.read_again)?;
-    let unchanged = batch.unchanged as i64;
-    let mut counts = BTreeMap::from([(Provenance::Unchanged.as_str(), unchanged)]);
-    let mut report = BatchReport::default();
-    let known_present: HashSet<i64> = batch.known_present.iter().copied().collect();
-    for item in &batch.items {
-        let moved = moved_since_read(conn, library_id, item, &known_present)?;
-        // A new asset is inserted held by this run (`pending_run`).
-        let outcome = match moved {
-            Some(file_id) => ItemOutcome {
-                file_id,
-                asset_id: None,
-                claim: Claim::Moved,
-            },
-            None => ingest_one(conn, lease.id, library_id, item, now)?,
-        };
-        *counts
-            .entry(Provenance::from(item.reason).as_str())
-            .or_insert(0) += 1;
-        if outcome.claim == Claim::Duplicate {
-            *counts.entry(Provenance::Duplicate.as_str()).or_insert(0) += 1;
-        }
-        report.items.push(outcome);
-    }
-    mark_read_with_unknown(conn, library_id, &batch.read_with)?;
-    for file_id in batch.reclaim {
-        report
-            .items
-            .extend(self::reclaim(conn, library_id, file_id)?);
-    }
-    count_reasons(conn, lease.id, &counts)?;
-    count_hashed(conn, &batch.items)?;
-    problems::record(conn, lease.id, &batch.problems)?;
-    Ok(report)
-}
-
-fn count_reasons(
-    conn: &Connection,
-    run_id: i64,
-    counts: &BTreeMap<&'static str, i64>,
-) -> Result<(), StoreError> {
-    let mut stmt = conn.prepare_cached(COUNT_REASON)?;
-    for (reason, n) in counts.iter().filter(|(_, n)| **n > 0) {
-        stmt.execute(params![run_id, reason, n])?;
-    }
-    Ok(())
-}
 
 /// The byte range of paths below a non-empty scope.
 fn scope_bounds(scope: &str) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
@@ -334,15 +191,9 @@ fn stamp_params(s: &FileStamp) -> (i64, i64, i64, i64) {
     (s.size as i64, s.mtime_ns, s.dev as i64, s.inode as i64)
 }
 
-/// A file that was read and is no picture or video: the scan hands it over without a
-/// checksum, but not as an unreadable file (`error`).
-fn not_media(item: &IngestItem) -> bool {
-    item.checksum.is_none() && item.reason != FileReason::Error
-}
-
 /// Writes the file row of `item` linked to `asset`: an update of row `existing`, or an
 /// insert. Answers its id.
-fn write_row(
+pub(super) fn write_row(
     conn: &Connection,
     existing: Option<i64>,
     library_id: i64,
@@ -375,156 +226,6 @@ fn write_row(
     Ok(id)
 }
 
-/// The asset claim of a file that was read (DESIGN.md section 6), with the content hash
-/// stamped on an asset it joined; `None` for a file that could not be read.
-fn claim_read(
-    conn: &Connection,
-    item: &IngestItem,
-    previous: Option<i64>,
-    run_id: i64,
-    now: Millis,
-) -> Result<Option<(i64, Claim)>, StoreError> {
-    let Some(checksum) = &item.checksum else {
-        return Ok(None);
-    };
-    let none = MediaFacts::default();
-    let content = item.content_hash.as_ref();
-    let claimed = claim(
-        conn,
-        &ClaimFor {
-            checksum,
-            size: item.stamp.size,
-            facts: item.facts.as_ref().unwrap_or(&none),
-            content,
-            previous,
-            run_id,
-        },
-        now,
-    )?;
-    if let (Some(content), Claim::Kept | Claim::Duplicate | Claim::Restored | Claim::Held) =
-        (content, claimed.1)
-    {
-        super::assets::stamp_content(conn, claimed.0, content)?;
-    }
-    Ok(Some(claimed))
-}
-
-/// One item of a batch: the claim (when the file was read), the file row, and the trash of
-/// the asset the file showed before if nothing shows it any more (its content was replaced,
-/// or it is no picture or video any more and shows no asset). An unreadable file keeps its
-/// link.
-pub(super) fn ingest_one(
-    conn: &Connection,
-    run_id: i64,
-    library_id: i64,
-    item: &IngestItem,
-    now: Millis,
-) -> Result<ItemOutcome, StoreError> {
-    let row: Option<(i64, Option<i64>)> = conn
-        .prepare_cached(PREVIOUS)?
-        .query_row(params![library_id, item.rel_path], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .optional()?;
-    let previous = row.and_then(|(_, asset)| asset);
-    let claimed = claim_read(conn, item, previous, run_id, now)?;
-    let claimed_id = claimed.map(|(id, _)| id);
-    // `scan --force` is the user's "try everything again": a decode that timed out too.
-    if let (FileReason::Forced, Some(id)) = (item.reason, claimed_id) {
-        super::decode_timeouts::forget(conn, id)?;
-    }
-    let asset_id = if not_media(item) {
-        None
-    } else {
-        claimed_id.or(previous)
-    };
-    let file_id = write_row(
-        conn,
-        row.map(|(id, _)| id),
-        library_id,
-        item,
-        asset_id,
-        run_id,
-    )?;
-    // A file whose folder holds no namesake (`IngestItem::namesake`) has no partner to look
-    // up by name, in a stack or a Live Photo.
-    let namesakes = item.namesake.then_some(&item.rel_path[..]);
-    if item.checksum.is_some() {
-        let facts = item.facts.as_ref();
-        stacks::pair(conn, library_id, file_id, namesakes, facts, row.is_some())?;
-    }
-    if let Some(old) = previous.filter(|old| Some(*old) != asset_id)
-        && !trash_if_orphan(conn, old, TrashReason::Replaced, now)?
-    {
-        super::sidecars::follow_first(conn, old)?;
-    }
-    if let (Some(claimed), Some(facts)) = (claimed, &item.facts) {
-        lend_facts(conn, (library_id, file_id), namesakes, claimed, facts)?;
-    }
-    Ok(ItemOutcome {
-        file_id,
-        asset_id,
-        claim: claimed.map_or(Claim::Unreadable, |(_, c)| c),
-    })
-}
-
-/// What a read of file `file_id` brings to the asset it claimed: what lies beside it now (a
-/// sidecar created, changed or deleted since) to the asset, or to its copy's share of it
-/// (finding 13), and its Live pairing. A file linked to an asset whose restore is in flight
-/// (`Held`) lends it its facts now: the restore that flips it reads nothing.
-fn lend_facts(
-    conn: &Connection,
-    (library_id, file_id): (i64, i64),
-    namesakes: Option<&[u8]>,
-    (id, claim): (i64, Claim),
-    facts: &MediaFacts,
-) -> Result<(), StoreError> {
-    if matches!(
-        claim,
-        Claim::Kept | Claim::Restored | Claim::Held | Claim::Duplicate
-    ) {
-        let joined = claim == Claim::Duplicate;
-        super::sidecars::read_copy(conn, id, file_id, facts, joined)?;
-    }
-    // A created asset was inserted with these facts already.
-    if !matches!(claim, Claim::Created | Claim::Recreated) {
-        super::motion::stamp(conn, id, facts)?;
-    }
-    super::motion::pair(conn, library_id, namesakes, id, facts)
-}
-
-/// Restores the trashed asset of file `file_id`, seen present and unchanged by the scan
-/// (DESIGN.md section 6: the index heals itself). By id alone, and only while the row is
-/// still present: a trash that moved the file since keeps its asset trashed. `None` when
-/// there was nothing to restore (restored or swept meanwhile: a swept asset leaves the row
-/// without a link, and the next scan stores the file afresh). Nor while a move is in
-/// flight for it (finding 20): a restore between its renames may yet roll back and move
-/// this very file into the trash again, so its holder, or whoever carries it on, ends it,
-/// and the next full scan heals what it left, as the trashing direction does
-/// (`LIVE_OF_MISSING`).
-fn reclaim(
-    conn: &Connection,
-    library_id: i64,
-    file_id: i64,
-) -> Result<Option<ItemOutcome>, StoreError> {
-    let asset: Option<Option<i64>> = conn
-        .prepare_cached(PRESENT_ASSET)?
-        .query_row(params![file_id, library_id], |r| r.get(0))
-        .optional()?;
-    let Some(id) = asset.flatten() else {
-        return Ok(None);
-    };
-    if in_flight(conn, id)? || !restore(conn, id)? {
-        return Ok(None);
-    }
-    super::sidecars::follow_first(conn, id)?;
-    Ok(Some(ItemOutcome {
-        file_id,
-        asset_id: Some(id),
-        claim: Claim::Restored,
-    }))
-}
-
 /// The row of `item` when a move settled it after the scan read the file (issue 25 defect
 /// 10): the store listed it present when the scan met it (`known_present`), and it is
 /// missing now. Only a move (the user's trash, in this transaction's past) marks a row
@@ -534,7 +235,7 @@ fn reclaim(
 /// it): a read of another stamp read other bytes than the move's (a photo re-saved since
 /// the index last read it, which the move found changed and left where it is, finding
 /// 17), and is written like any read.
-fn moved_since_read(
+pub(super) fn moved_since_read(
     conn: &Connection,
     library_id: i64,
     item: &IngestItem,
@@ -553,7 +254,7 @@ fn moved_since_read(
 }
 
 /// Marks the present photos at `paths` to be read again for their sidecar.
-fn mark_read_again(
+pub(super) fn mark_read_again(
     conn: &Connection,
     library_id: i64,
     paths: &[Vec<u8>],
@@ -571,7 +272,7 @@ fn mark_read_again(
 /// facts that nothing takes away when the file goes (a gone file is known by its row).
 /// A later batch of the same run that stores it reads the photo again and clears the
 /// mark; a photo read in the file's own batch is not marked.
-fn mark_read_with_unknown(
+pub(super) fn mark_read_with_unknown(
     conn: &Connection,
     library_id: i64,
     read_with: &[(Vec<u8>, Vec<Vec<u8>>)],
@@ -591,7 +292,7 @@ fn mark_read_with_unknown(
 
 /// How many of the unseen files and of the files below vanished directories run `run_id`
 /// would mark missing (see `MARK_FILE_MISSING`).
-fn count_unseen(
+pub(super) fn count_unseen(
     conn: &Connection,
     library_id: i64,
     run_id: i64,
@@ -613,16 +314,16 @@ fn count_unseen(
     Ok(n)
 }
 
-/// Marks the unseen files and everything below the vanished directories missing (except the
-/// rows a restore brought back while run `run_id` ran), and trashes the assets they were
-/// the last present file of. Returns (files, assets).
-fn mark_missing(
+/// Marks the unseen files and everything below the vanished directories missing, except
+/// the rows a restore brought back while run `run_id` ran. Answers the asset of each row it
+/// marked (`None` for a row without one).
+pub(super) fn mark_unseen(
     conn: &Connection,
     library_id: i64,
     run_id: i64,
     unseen: &Unseen,
     now: Millis,
-) -> Result<(u64, u64), StoreError> {
+) -> Result<Vec<Option<i64>>, StoreError> {
     let mut asset_ids: Vec<Option<i64>> = Vec::new();
     let mut one = conn.prepare_cached(MARK_FILE_MISSING)?;
     for id in &unseen.files {
@@ -639,106 +340,50 @@ fn mark_missing(
             asset_ids.push(asset?);
         }
     }
-    let files = asset_ids.len() as u64;
-    let mut candidates: Vec<i64> = asset_ids.into_iter().flatten().collect();
-    candidates.sort_unstable();
-    candidates.dedup();
-    let mut trashed = 0;
-    for id in candidates {
-        if trash_if_orphan(conn, id, TrashReason::Missing, now)? {
-            trashed += 1;
-        } else {
-            // A copy went: the asset takes the sidecar facts of its first one left.
-            super::sidecars::follow_first(conn, id)?;
-        }
-    }
-    Ok((files, trashed))
+    Ok(asset_ids)
 }
 
-/// Trashes (reason `missing`) the live assets whose files in this library are missing and
-/// that no present file shows anywhere (DESIGN.md section 6, "the index heals itself, both
-/// ways"): what a move that broke half way, or a file row marked missing by any other
-/// writer, left live without a file. One whose file is elsewhere in the library was linked
-/// to it by this run's claim, and is left alone. So are those with no file row at all
-/// (`trash_live_unshown`). Returns how many it trashed.
-fn trash_live_without_file(
+/// The row at `rel_path` in the library, with the asset it shows.
+pub(super) fn previous(
     conn: &Connection,
     library_id: i64,
-    now: Millis,
-) -> Result<u64, StoreError> {
-    let ids: Vec<i64> = conn
-        .prepare_cached(LIVE_OF_MISSING)?
-        .query_map(params![library_id, MOVE_JOB_KIND], |r| r.get(0))?
-        .collect::<Result<_, _>>()?;
-    let mut trashed = 0;
-    for id in ids {
-        trashed += u64::from(trash_if_orphan(conn, id, TrashReason::Missing, now)?);
-    }
-    Ok(trashed + trash_live_unshown(conn, now)?)
+    rel_path: &[u8],
+) -> Result<Option<(i64, Option<i64>)>, StoreError> {
+    Ok(conn
+        .prepare_cached(PREVIOUS)?
+        .query_row(params![library_id, rel_path], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()?)
 }
 
-/// Trashes (reason `missing`) the live assets that no file row names at all, in any
-/// library (`LIVE_UNSHOWN`), and forgets the entries that need no heal any more. Returns
-/// how many it trashed.
-fn trash_live_unshown(conn: &Connection, now: Millis) -> Result<u64, StoreError> {
-    let ids: Vec<i64> = conn
-        .prepare_cached(LIVE_UNSHOWN)?
-        .query_map([MOVE_JOB_KIND], |r| r.get(0))?
-        .collect::<Result<_, _>>()?;
-    let mut trashed = 0;
-    for id in ids {
-        trashed += u64::from(trash_if_orphan(conn, id, TrashReason::Missing, now)?);
-    }
-    conn.prepare_cached(DROP_SHOWN)?.execute([])?;
-    Ok(trashed)
-}
-
-/// The circuit breaker: why marking `unseen` files missing must not happen, or `None`.
-/// The library's present files are counted only when something would go missing, so an
-/// unchanged rescan reads no table for it.
-fn breaker(
+/// The asset present file `file_id` of the library shows; `None` when the row is not
+/// present there.
+pub(super) fn present_asset(
     conn: &Connection,
     library_id: i64,
-    end: &ScanEnd,
-    unseen: i64,
-) -> Result<Option<String>, StoreError> {
-    if !end.identity_ok {
-        return Ok(Some(
-            "the library root's identity changed (device or .mediadex-library marker); \
-             nothing was marked missing or trashed"
-                .to_string(),
-        ));
-    }
-    if unseen == 0 {
-        return Ok(None);
-    }
-    let present: i64 = conn
+    file_id: i64,
+) -> Result<Option<Option<i64>>, StoreError> {
+    Ok(conn
+        .prepare_cached(PRESENT_ASSET)?
+        .query_row(params![file_id, library_id], |r| r.get(0))
+        .optional()?)
+}
+
+/// How many present files the library has.
+pub(super) fn present_count(conn: &Connection, library_id: i64) -> Result<i64, StoreError> {
+    Ok(conn
         .prepare_cached(PRESENT)?
-        .query_row([library_id], |r| r.get(0))?;
-    let share = unseen as f64 / present.max(1) as f64;
-    if share > end.max_missing_share {
-        return Ok(Some(format!(
-            "{unseen} of {present} files ({:.0}%) would go missing, more than the {:.0}% \
-             allowed; nothing was marked missing or trashed",
-            share * 100.0,
-            end.max_missing_share * 100.0
-        )));
-    }
-    Ok(None)
+        .query_row([library_id], |r| r.get(0))?)
 }
 
-/// Files and bytes read and hashed by a batch, counted in its own transaction (a rolled
-/// back batch counts nothing).
-fn count_hashed(conn: &Connection, batch: &[IngestItem]) -> Result<(), StoreError> {
-    let hashed = batch.iter().filter(|i| i.checksum.is_some());
-    let (files, bytes) = hashed.fold((0i64, 0i64), |(f, b), i| {
-        (
-            f + 1,
-            b.saturating_add(i64::try_from(i.stamp.size).unwrap_or(i64::MAX)),
-        )
-    });
-    super::counters::bump(conn, Counter::FilesHashed, files)?;
-    super::counters::bump(conn, Counter::BytesHashed, bytes)
+/// The asset's paths, present first (as `PATHS` orders them).
+pub(super) fn load_paths(conn: &Connection, asset: &mut Asset) -> Result<(), StoreError> {
+    asset.paths = conn
+        .prepare_cached(PATHS)?
+        .query_map([asset.id], |r| super::rows::path_from_row(r, 0))?
+        .collect::<Result<_, _>>()?;
+    Ok(())
 }
 
 impl Store {
@@ -760,175 +405,6 @@ impl Store {
     pub fn known_dir(&self, library_id: i64, dir: &[u8]) -> Result<KnownDir, StoreError> {
         self.read(|conn| list_dir(conn, library_id, dir))
     }
-
-    /// The ids of the trashed assets (as many as the trash holds).
-    pub fn trashed_asset_ids(&self) -> Result<HashSet<i64>, StoreError> {
-        self.read(|conn| {
-            let mut stmt = conn.prepare_cached(TRASHED)?;
-            let rows = stmt.query_map([], |r| r.get(0))?;
-            Ok(rows.collect::<Result<_, _>>()?)
-        })
-    }
-
-    /// Commits one batch of processed files in ONE fenced transaction: the fence check on
-    /// the scan run first (with `progress`), then per item the asset claim (DESIGN.md
-    /// section 6) and the file row, then the run's reason counts (each item's reason, plus
-    /// `duplicate` for a file that joined a live asset). A stale lease writes nothing.
-    pub fn ingest_batch(
-        &self,
-        lease: &Lease,
-        library_id: i64,
-        items: Vec<IngestItem>,
-        progress: &str,
-    ) -> Result<BatchReport, StoreError> {
-        let batch = IngestBatch {
-            items,
-            ..IngestBatch::default()
-        };
-        self.ingest_batch_counting(lease, library_id, batch, progress)
-    }
-
-    /// `ingest_batch`, also marking the photos `batch.read_again` to be read again (their
-    /// sidecar's new stamp is among the items), restoring the trashed assets of the present
-    /// files `batch.reclaim` (ids of files the run saw unchanged, see `reclaim`), counting
-    /// the `batch.unchanged` files the run saw since its last write (they cost no row of
-    /// their own) and appending `batch.problems` to the run's problem list, all in the one
-    /// fenced transaction.
-    pub fn ingest_batch_counting(
-        &self,
-        lease: &Lease,
-        library_id: i64,
-        batch: IngestBatch,
-        progress: &str,
-    ) -> Result<BatchReport, StoreError> {
-        let (lease, progress) = (lease.clone(), progress.to_string());
-        self.write(move |conn, now| ingest(conn, &lease, library_id, batch, &progress, now))
-    }
-
-    /// `ingest_batch_counting` as one operation of the run's write group (`writer`): it
-    /// answers once the batch has run, and shares its transaction with the run's next
-    /// batches until the group's limits (`GroupLimits`) or any other write commit it;
-    /// `Committed` says when it is on disk. The group commits only if the run's fence
-    /// still holds at that moment: all of its batches land, or none.
-    pub fn ingest_batch_grouped(
-        &self,
-        lease: &Lease,
-        library_id: i64,
-        batch: IngestBatch,
-        progress: &str,
-    ) -> Result<(BatchReport, Committed), StoreError> {
-        let (lease, progress) = (lease.clone(), progress.to_string());
-        let sealed = lease.clone();
-        let weight = (batch.items.len() + batch.reclaim.len()) as u64;
-        self.write_grouped(
-            lease.id,
-            weight,
-            move |conn, now| fence(conn, &sealed, library_id, None, now).map(|_| ()),
-            move |conn, now| ingest(conn, &lease, library_id, batch, &progress, now),
-        )
-    }
-
-    /// Records a scan's progress and counts `unchanged` files it saw since its last write
-    /// (fenced, one transaction). An unchanged file has no row of its own to write: the
-    /// missing marking works from what the walk did not see (`Unseen`), not from stamps.
-    pub fn scan_progress(
-        &self,
-        lease: &Lease,
-        library_id: i64,
-        progress: &str,
-        unchanged: u64,
-    ) -> Result<(), StoreError> {
-        let (lease, progress) = (lease.clone(), progress.to_string());
-        self.write(move |conn, now| {
-            fence(conn, &lease, library_id, Some(&progress), now)?;
-            let counts = BTreeMap::from([(Provenance::Unchanged.as_str(), unchanged as i64)]);
-            count_reasons(conn, lease.id, &counts)
-        })
-    }
-
-    /// Ends a scan run that walked to its end, in one fenced transaction with the data:
-    /// the remaining `unchanged` count and progress; for a full-scope run, the files the
-    /// walk found gone (`end.unseen`) are marked `missing` and the assets whose last file
-    /// that was are trashed (reason `missing`), and so is any live asset of the library
-    /// that no present file shows any more (`trash_live_without_file`: the index heals
-    /// both ways), and the trash-folder files no move explains are adopted as trashed
-    /// assets (`end.adoptions`); then the run completes. A row a restore brought back while
-    /// this run ran is not marked: the restore holds.
-    /// The circuit breaker: when `identity_ok` is false or the share of present files that
-    /// would go missing exceeds `max_missing_share`, nothing is marked and the run ends
-    /// `suspect` with the reason. A scoped run completes without marking anything missing.
-    pub fn finish_full_scan(
-        &self,
-        lease: &Lease,
-        library_id: i64,
-        end: ScanEnd,
-    ) -> Result<FinishReport, StoreError> {
-        let lease = lease.clone();
-        self.write(move |conn, now| {
-            let scope = fence(conn, &lease, library_id, end.progress.as_deref(), now)?;
-            let mut counts =
-                BTreeMap::from([(Provenance::Unchanged.as_str(), end.unchanged as i64)]);
-            let mut report = FinishReport {
-                state: RunState::Completed,
-                reason: None,
-                missing_files: 0,
-                trashed_assets: 0,
-                adopted: 0,
-            };
-            if scope.is_empty() {
-                let unseen = count_unseen(conn, library_id, lease.id, &end.unseen)?;
-                report.reason = breaker(conn, library_id, &end, unseen)?;
-                if report.reason.is_some() {
-                    report.state = RunState::Suspect;
-                } else {
-                    if unseen > 0 {
-                        let (files, assets) =
-                            mark_missing(conn, library_id, lease.id, &end.unseen, now)?;
-                        (report.missing_files, report.trashed_assets) = (files, assets);
-                        counts.insert(Provenance::Missing.as_str(), files as i64);
-                    }
-                    report.trashed_assets += trash_live_without_file(conn, library_id, now)?;
-                    report.adopted = super::check::adopt_all(conn, &end.adoptions, now)?;
-                }
-            }
-            count_reasons(conn, lease.id, &counts)?;
-            let end_as = (report.state, report.reason.clone());
-            let n = scan_runs::finish(conn, &lease, end_as, end.follow_up.as_ref(), now)?;
-            expect_one(&lease, n)?;
-            Ok(report)
-        })
-    }
-
-    /// A run's provenance counts, reasons with none left out.
-    pub fn run_reasons(&self, run_id: i64) -> Result<Vec<(Provenance, i64)>, StoreError> {
-        self.read(|conn| {
-            let mut stmt = conn.prepare_cached(REASONS)?;
-            let rows = stmt.query_map([run_id], |r| {
-                Ok((parse_col(r, 0, Provenance::parse)?, r.get(1)?))
-            })?;
-            Ok(rows.collect::<Result<_, _>>()?)
-        })
-    }
-}
-
-/// `dir/stem.` of a library-relative path and the end of its range (`.` raised to `/`):
-/// the names of one stem in one folder, as a range of the UNIQUE (library_id, rel_path) index
-/// (a Live Photo's and a stack's namesakes); none without a stem.
-pub(super) fn stem_range(rel_path: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
-    let name_at = rel_path
-        .iter()
-        .rposition(|b| *b == b'/')
-        .map_or(0, |i| i + 1);
-    let dot = rel_path[name_at..].iter().rposition(|b| *b == b'.')? + name_at;
-    if dot == name_at {
-        return None; // `.hidden`: no stem
-    }
-    let lo = rel_path[..=dot].to_vec();
-    let mut hi = lo.clone();
-    if let Some(last) = hi.last_mut() {
-        *last += 1;
-    }
-    Some((lo, hi))
 }
 
 #[cfg(test)]
@@ -1008,8 +484,10 @@ mod plan_tests {
         let (_dir, store) = fresh_store();
         let plan = store
             .write(|conn, _| {
-                let mut stmt =
-                    conn.prepare(&format!("EXPLAIN QUERY PLAN {}", super::LIVE_OF_MISSING))?;
+                let mut stmt = conn.prepare(&format!(
+                    "EXPLAIN QUERY PLAN {}",
+                    crate::store::ingest::LIVE_OF_MISSING
+                ))?;
                 let rows = stmt.query_map(params![1, "move"], |r| r.get::<_, String>(3))?;
                 Ok(rows.collect::<Result<Vec<_>, _>>()?)
             })

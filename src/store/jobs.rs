@@ -1,14 +1,13 @@
 //! The `jobs` table: enqueue (unique by a partial index), claim, and the fenced worker
-//! writes (a deferral for a full disk and a transient failure's retry spend no attempt), plus
+//! writes (a deferral for a full disk and a transient failure's retry spend no attempt; the
+//! retry counter they bump is `job_ends`'), plus
 //! the operator paths (release, cancel) and reclaim of expired leases. A claim
 //! leaves a walk chain of a higher scheme to the newer binary walking it while that binary
 //! holds a lease (DESIGN.md section 7, mixed versions).
 
 use super::lease::{expect_one, lost};
-use super::{LeasePolicy, Store, StoreError, backoff, counters, parse_col};
-use crate::model::{
-    Counter, Job, JobFilter, JobState, Lease, Millis, NewJob, ReclaimReport, Target,
-};
+use super::{LeasePolicy, Store, StoreError, backoff, parse_col};
+use crate::model::{Job, JobFilter, JobState, Lease, Millis, NewJob, ReclaimReport, Target};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 macro_rules! job_cols {
@@ -58,6 +57,11 @@ const LIVE_BY_KEY: &str =
     "SELECT id FROM jobs WHERE unique_key = ?1 AND state IN ('queued', 'running')";
 /// A queued row made due now (`Store::enqueue_now`).
 const DUE_NOW: &str = "UPDATE jobs SET run_at = min(run_at, ?2) WHERE id = ?1 AND state = 'queued'";
+
+const RENEW: &str = fenced!(
+    "UPDATE jobs SET lease_expires_at = ?3 + ?4, heartbeat_at = ?3, updated_at = ?3",
+    "RETURNING lease_expires_at"
+);
 
 /// A field of a walk chain row's payload (`scheme`: the scheme it walks; `by`: the process
 /// that enqueued it); NULL when the payload names none or is unreadable.
@@ -305,6 +309,73 @@ pub(super) fn complete(conn: &Connection, lease: &Lease, now: Millis) -> Result<
     expect_one(lease, n)
 }
 
+/// Records a failed attempt (fenced): requeued after a backoff, or `failed` once the job
+/// has used its attempts. Returns the state the job is left in.
+pub(super) fn fail(
+    conn: &Connection,
+    lease: &Lease,
+    error: &str,
+    policy: &LeasePolicy,
+    now: Millis,
+) -> Result<JobState, StoreError> {
+    let attempts: i64 = conn
+        .prepare_cached(GET)?
+        .query_row([lease.id], job_from_row)
+        .optional()?
+        .ok_or_else(|| lost(lease))?
+        .attempts;
+    let params = params![
+        lease.id,
+        lease.generation,
+        now,
+        error,
+        backoff(policy, attempts)
+    ];
+    let (state, _attempts): (String, i64) = conn
+        .prepare_cached(FAIL)?
+        .query_row(params, |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?
+        .ok_or_else(|| lost(lease))?;
+    Ok(JobState::parse(&state).unwrap_or(JobState::Failed))
+}
+
+/// Records a transient failure (fenced): back to the queue without spending an attempt,
+/// after the backoff of its transient retries so far.
+pub(super) fn retry(
+    conn: &Connection,
+    lease: &Lease,
+    error: &str,
+    policy: &LeasePolicy,
+    now: Millis,
+) -> Result<(), StoreError> {
+    let retries: i64 = conn
+        .prepare_cached(RETRIES)?
+        .query_row([lease.id], |r| r.get(0))
+        .optional()?
+        .ok_or_else(|| lost(lease))?;
+    let n = conn.prepare_cached(RETRY)?.execute(params![
+        lease.id,
+        lease.generation,
+        now,
+        error,
+        backoff(policy, retries)
+    ])?;
+    expect_one(lease, n)
+}
+
+/// The heartbeat: extends the lease by `ttl` from `now` (fenced). Answers the new expiry.
+pub(super) fn renew(
+    conn: &Connection,
+    lease: &Lease,
+    now: Millis,
+    ttl: Millis,
+) -> Result<Millis, StoreError> {
+    conn.prepare_cached(RENEW)?
+        .query_row(params![lease.id, lease.generation, now, ttl], |r| r.get(0))
+        .optional()?
+        .ok_or_else(|| lost(lease))
+}
+
 fn job_lease(target_id: i64, generation: i64, owner: String, expires_at: Millis) -> Lease {
     Lease {
         target: Target::Job,
@@ -408,64 +479,6 @@ impl Store {
         self.write(move |conn, now| {
             complete(conn, &lease, now)?;
             insert(conn, &next, now)
-        })
-    }
-
-    /// Records a failed attempt (fenced): requeued after a backoff, or `failed` once the
-    /// job has used its attempts. Returns the state the job is left in.
-    pub fn fail_job(&self, lease: &Lease, error: &str) -> Result<JobState, StoreError> {
-        let (lease, error) = (lease.clone(), error.to_string());
-        let policy = self.inner.policy.clone();
-        self.write(move |conn, now| {
-            let attempts: i64 = conn
-                .prepare_cached(GET)?
-                .query_row([lease.id], job_from_row)
-                .optional()?
-                .ok_or_else(|| lost(&lease))?
-                .attempts;
-            let params = params![
-                lease.id,
-                lease.generation,
-                now,
-                error,
-                backoff(&policy, attempts)
-            ];
-            let (state, _attempts): (String, i64) = conn
-                .prepare_cached(FAIL)?
-                .query_row(params, |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()?
-                .ok_or_else(|| lost(&lease))?;
-            let state = JobState::parse(&state).unwrap_or(JobState::Failed);
-            if state == JobState::Queued {
-                counters::bump(conn, Counter::JobRetries, 1)?;
-            }
-            Ok(state)
-        })
-    }
-
-    /// Records a transient failure (fenced): the job goes back to the queue without spending
-    /// an attempt, after the backoff of its transient retries so far (doubling up to the
-    /// policy's cap), its error kept for the status. A cause that passes by itself must not
-    /// fail the job for good however long it lasts; the growing wait keeps a lasting one
-    /// (or one misjudged transient) from costing more than a try per capped backoff.
-    pub fn retry_job(&self, lease: &Lease, error: &str) -> Result<(), StoreError> {
-        let (lease, error) = (lease.clone(), error.to_string());
-        let policy = self.inner.policy.clone();
-        self.write(move |conn, now| {
-            let retries: i64 = conn
-                .prepare_cached(RETRIES)?
-                .query_row([lease.id], |r| r.get(0))
-                .optional()?
-                .ok_or_else(|| lost(&lease))?;
-            let n = conn.prepare_cached(RETRY)?.execute(params![
-                lease.id,
-                lease.generation,
-                now,
-                error,
-                backoff(&policy, retries)
-            ])?;
-            expect_one(&lease, n)?;
-            counters::bump(conn, Counter::JobRetries, 1)
         })
     }
 

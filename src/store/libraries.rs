@@ -1,4 +1,5 @@
-//! The `libraries` table: the roots the user asked us to index.
+//! The `libraries` table: the roots the user asked us to index, and their identity. A
+//! library's removal, which settles its assets, is `removal`'s.
 
 use super::{Store, StoreError};
 use crate::model::{Library, LibraryIdentity};
@@ -51,6 +52,21 @@ fn clash(existing: &Library, name: &str, root: &str) -> Option<String> {
     }
 }
 
+/// The assets a library's files show, read before it goes (its files go with it by
+/// cascade).
+pub(super) fn shown_assets(conn: &Connection, id: i64) -> Result<Vec<i64>, StoreError> {
+    Ok(conn
+        .prepare_cached(LIBRARY_ASSETS)?
+        .query_map([id], |r| r.get(0))?
+        .collect::<Result<_, _>>()?)
+}
+
+/// Deletes the library row (its files, runs, keys and journal rows go by cascade). False
+/// when there was none.
+pub(super) fn delete(conn: &Connection, id: i64) -> Result<bool, StoreError> {
+    Ok(conn.prepare_cached(DELETE)?.execute([id])? != 0)
+}
+
 impl Store {
     /// Adds a library. `root` must already be canonical (absolute, no symlinks).
     pub fn add_library(&self, name: &str, root: &str) -> Result<Library, StoreError> {
@@ -101,38 +117,6 @@ impl Store {
                     })
                 })
                 .optional()?)
-        })
-    }
-
-    /// Forgets a library: its files, scan runs, admission keys and journal rows go by
-    /// cascade, and so do the assets no other library shows. An asset its runs held pending
-    /// that another library shows is published (`pending::settle`): no run of the library
-    /// is left to; one still shown takes the sidecar facts of its first copy left. A worker still scanning it finds its lease gone at its next fenced write
-    /// and stops. Files on disk are untouched. Returns how many assets were forgotten.
-    pub fn remove_library(&self, id: i64) -> Result<u64, StoreError> {
-        self.write(move |conn, now| {
-            let mut assets: Vec<i64> = conn
-                .prepare_cached(LIBRARY_ASSETS)?
-                .query_map([id], |r| r.get(0))?
-                .collect::<Result<_, _>>()?;
-            // A pending asset its runs made may no longer be shown by its files (the file
-            // changed since): it is read now, while the runs still name the library.
-            assets.extend(super::pending::held_by_library(conn, id)?);
-            assets.sort_unstable();
-            assets.dedup();
-            if conn.prepare_cached(DELETE)?.execute([id])? == 0 {
-                return Err(StoreError::NotFound(format!("no library with id {id}")));
-            }
-            let mut gone = 0;
-            for asset in assets {
-                if super::pending::settle(conn, asset, now)? {
-                    gone += 1;
-                } else {
-                    // A copy in another library is left: its sidecar's facts (finding 13).
-                    super::sidecars::follow_first(conn, asset)?;
-                }
-            }
-            Ok(gone)
         })
     }
 

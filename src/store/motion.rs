@@ -8,12 +8,12 @@
 //! When only the MOV carries one, they pair by name: one folder, one stem (`IMG_7001.HEIC`,
 //! `IMG_7001.MOV`), an Apple still, and capture times within a second. A still with an
 //! identifier never pairs by name, so a same-named MOV of another capture stays apart.
-//! The clip stays an asset of its own; `assets::LIST` leaves out a clip a live still names.
+//! The clip stays an asset of its own; `queries::LIST` leaves out a clip a live still names.
 
 use super::StoreError;
-use crate::model::{Asset, EmbeddedVideo, LiveClip, MediaFacts, MediaKind};
+use crate::model::{Asset, LiveClip, MediaFacts, MediaKind};
 use chrono::NaiveDateTime;
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 /// The live MOV that carries identifier ?1, the oldest first.
 const CLIP_BY_IDENTIFIER: &str = "
@@ -124,7 +124,7 @@ fn pair_by_name(still: &Side, clip: &Side) -> bool {
 
 /// The other files of `rel_path`'s folder and stem, each with its asset.
 fn namesakes(conn: &Connection, library_id: i64, rel_path: &[u8]) -> Result<Vec<Side>, StoreError> {
-    let Some((lo, hi)) = super::files::stem_range(rel_path) else {
+    let Some((lo, hi)) = super::stems::stem_range(rel_path) else {
         return Ok(Vec::new());
     };
     let mut stmt = conn.prepare_cached(NAMESAKES)?;
@@ -241,26 +241,6 @@ pub(super) fn stamp(
     Ok(())
 }
 
-/// `motion_offset` at `idx` and `motion_length` at `idx + 1`, when both are set.
-pub(super) fn embedded_cols(r: &Row<'_>, idx: usize) -> rusqlite::Result<Option<EmbeddedVideo>> {
-    let offset: Option<i64> = r.get(idx)?;
-    let length: Option<i64> = r.get(idx + 1)?;
-    Ok(offset.zip(length).map(|(o, l)| EmbeddedVideo {
-        offset: o as u64,
-        length: l as u64,
-    }))
-}
-
-/// `live_video_id` at `idx`, to be completed by `load_clip`.
-pub(super) fn clip_col(r: &Row<'_>, idx: usize) -> rusqlite::Result<Option<LiveClip>> {
-    let id: Option<i64> = r.get(idx)?;
-    Ok(id.map(|asset_id| LiveClip {
-        asset_id,
-        mime: None,
-        duration_ms: None,
-    }))
-}
-
 /// The still's clip with its type and duration; none while the clip is in the trash (the
 /// clip is then listed as an asset of its own).
 pub(super) fn load_clip(conn: &Connection, asset: &mut Asset) -> Result<(), StoreError> {
@@ -286,15 +266,15 @@ mod tests {
 
     #[test]
     fn the_stem_range_holds_the_folder_and_stem_only() {
-        let (lo, hi) = crate::store::files::stem_range(b"a/IMG_1.HEIC").unwrap();
+        let (lo, hi) = crate::store::stems::stem_range(b"a/IMG_1.HEIC").unwrap();
         assert_eq!(
             (lo.as_slice(), hi.as_slice()),
             (&b"a/IMG_1."[..], &b"a/IMG_1/"[..])
         );
-        let (lo, _) = crate::store::files::stem_range(b"IMG_1.MP.jpg").unwrap();
+        let (lo, _) = crate::store::stems::stem_range(b"IMG_1.MP.jpg").unwrap();
         assert_eq!(lo, b"IMG_1.MP.");
-        assert_eq!(crate::store::files::stem_range(b"a/.hidden"), None);
-        assert_eq!(crate::store::files::stem_range(b"a/noext"), None);
+        assert_eq!(crate::store::stems::stem_range(b"a/.hidden"), None);
+        assert_eq!(crate::store::stems::stem_range(b"a/noext"), None);
     }
 
     #[test]

@@ -10,7 +10,6 @@
 //! the pending rows, never the whole table.
 
 use super::{Store, StoreError};
-use crate::model::{Millis, TrashReason};
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// The pending assets a present file of run ?1's library shows, with whether each is a
@@ -73,18 +72,34 @@ pub(super) fn held_by_library(conn: &Connection, library_id: i64) -> Result<Vec<
         .collect::<Result<_, _>>()?)
 }
 
+/// What `settle` did with an asset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Settled {
+    /// No file showed it: deleted.
+    Deleted,
+    /// It was pending: published (the caller trashes it if only missing files show it).
+    Published,
+    /// Left as it was.
+    Kept,
+}
+
 /// After a library went: an asset no file shows any more is deleted; one still pending is
 /// published, because its run is gone and no completion would ever publish it again. Where
-/// only missing files show it, it goes to the trash as any asset whose last file went
-/// missing: a file that comes back restores it by id, and the sweep deletes it after the
-/// retention. Nothing here can lose a photo: a present file that shows the asset makes it
-/// live, and no file on disk is touched. Returns whether the asset was deleted.
-pub(super) fn settle(conn: &Connection, id: i64, now: Millis) -> Result<bool, StoreError> {
+/// only missing files show it, the caller then trashes it as any asset whose last file went
+/// missing (`removal`): a file that comes back restores it by id, and the sweep deletes it
+/// after the retention. Nothing here can lose a photo: a present file that shows the asset
+/// makes it live, and no file on disk is touched.
+pub(super) fn settle(conn: &Connection, id: i64) -> Result<Settled, StoreError> {
     if !conn
         .prepare_cached(SHOWN_BY_ANY_FILE)?
         .query_row([id], |r| r.get::<_, bool>(0))?
     {
-        return Ok(conn.prepare_cached(DELETE_IF_UNSHOWN)?.execute([id])? == 1);
+        let deleted = conn.prepare_cached(DELETE_IF_UNSHOWN)?.execute([id])? == 1;
+        return Ok(if deleted {
+            Settled::Deleted
+        } else {
+            Settled::Kept
+        });
     }
     let pending: Option<bool> = conn
         .prepare_cached(PENDING_ONE)?
@@ -92,9 +107,9 @@ pub(super) fn settle(conn: &Connection, id: i64, now: Millis) -> Result<bool, St
         .optional()?;
     if pending == Some(true) {
         conn.prepare_cached(PUBLISH_ONE)?.execute(params![id])?;
-        super::assets::trash_if_orphan(conn, id, TrashReason::Missing, now)?;
+        return Ok(Settled::Published);
     }
-    Ok(false)
+    Ok(Settled::Kept)
 }
 
 impl Store {

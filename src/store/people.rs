@@ -2,19 +2,21 @@
 //! embedding walk stores per face and embedder version with the asset's `embed_scheme`
 //! stamp (written by the fenced walk commit, with the faces it assigned at once), who each
 //! face is (`face_people`), the user's word (confirmed faces, rejections, names, hidden
-//! people) and the count of the user's changes that fences a recluster's commit, and the
+//! people) and the count of the user's changes that fences a recluster's commit (made by
+//! `job_ends`), and the
 //! reads behind "who is in this photo", "all photos of X" and the People list (each person's
 //! face count is kept by migration 0028's triggers, not counted here). The grouping rule is
 //! `people::cluster`'s: this file only stores what it is handed.
 
-use super::assets::checksum_col;
-use super::{Store, StoreError, jobs};
+use super::rows::checksum_col;
+use super::{Store, StoreError};
 use crate::model::{
-    DetectedFace, EmbeddedAsset, FaceVector, FacesToEmbed, Lease, Millis, NewJob, PeopleState,
-    Person, PhotoFace, RECLUSTER_JOB_KIND, Reclustered, Regrouping, SAME_FACE, face_key, overlap,
+    DetectedFace, EmbeddedAsset, FaceVector, FacesToEmbed, Millis, NewJob, PeopleState, Person,
+    PhotoFace, RECLUSTER_JOB_KIND, Reclustered, Regrouping, SAME_FACE, face_key, overlap,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
+const PERSON_FACES: &str = "SELECT faces FROM people WHERE id = ?1";
 /// A face's vector, unless the face was deleted meanwhile (re-detected, swept).
 const PUT_VECTOR: &str = "
     INSERT INTO face_vectors (face_id, embedder_version, vector)
@@ -180,7 +182,16 @@ fn vector_of(bytes: &[u8]) -> Vec<f32> {
         .collect()
 }
 
-fn said_at(conn: &Connection) -> Result<i64, StoreError> {
+/// How many faces person `id` has (migration 0028's count, trashed photos included);
+/// `None` for no such person.
+pub(super) fn face_count(conn: &Connection, id: i64) -> Result<Option<i64>, StoreError> {
+    Ok(conn
+        .prepare_cached(PERSON_FACES)?
+        .query_row([id], |r| r.get(0))
+        .optional()?)
+}
+
+pub(super) fn said_at(conn: &Connection) -> Result<i64, StoreError> {
     Ok(conn.prepare_cached(SAID)?.query_row([], |r| r.get(0))?)
 }
 
@@ -350,7 +361,11 @@ fn people_state(conn: &Connection) -> Result<PeopleState, StoreError> {
 
 /// A recluster's rows: the faces it looked at lose their clustering's person; each group
 /// goes to its person (a new one for a new group); people left with nothing are dropped.
-fn regroup(conn: &Connection, r: &Regrouping, now: Millis) -> Result<Reclustered, StoreError> {
+pub(super) fn regroup(
+    conn: &Connection,
+    r: &Regrouping,
+    now: Millis,
+) -> Result<Reclustered, StoreError> {
     let mut unplace = conn.prepare_cached(UNPLACE)?;
     for face in &r.considered {
         unplace.execute([face])?;
@@ -500,25 +515,6 @@ impl Store {
         self.read(people_state)
     }
 
-    /// Commits a recluster under its job's lease, in one fenced transaction with the job's
-    /// completion. If the user changed something since `r.said_at`, nothing of it is
-    /// written: the job completes and a new one is queued, to run on what the user said.
-    pub fn commit_recluster(
-        &self,
-        lease: &Lease,
-        r: Regrouping,
-    ) -> Result<Reclustered, StoreError> {
-        let lease = lease.clone();
-        self.write(move |conn, now| {
-            jobs::complete(conn, &lease, now)?;
-            if said_at(conn)? != r.said_at {
-                jobs::insert(conn, &recluster_job(), now)?;
-                return Ok(Reclustered::Again);
-            }
-            regroup(conn, &r, now)
-        })
-    }
-
     /// The people, named first (by name), then by id; hidden ones only with `hidden`.
     pub fn people(&self, hidden: bool) -> Result<Vec<Person>, StoreError> {
         self.read(|conn| {
@@ -581,7 +577,7 @@ impl Store {
         self.read(|conn| {
             [PHOTOS_OF, IN_PHOTO, LIST]
                 .iter()
-                .map(|sql| super::queries::plan(conn, sql))
+                .map(|sql| super::plan(conn, sql))
                 .collect()
         })
     }

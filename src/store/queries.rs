@@ -1,15 +1,41 @@
-//! Read queries of the HTTP API and /metrics: the paged, filtered asset list (keyset
-//! pagination on the `assets_timeline` index of migration 0004; a Live Photo's clip left out,
-//! as `assets::LIST` does), the cameras it knows, and the metrics snapshot.
-//! Reads only, on the pool; must not write.
+//! Read queries of the HTTP API and /metrics, a composition: an asset with its parts, each
+//! read from its family (paths, tags, Live Photo clip, stack, faces); the live assets or the
+//! trash (`LIST`), the paged, filtered asset list (keyset pagination on the
+//! `assets_timeline` index of migration 0004; a Live Photo's clip left out, as `LIST`
+//! does), byte-identical copies and content twins, the cameras it knows, and the metrics
+//! snapshot. Its own statements span tables: `LIST` (assets, and the `stack_hidden!` RAWs
+//! of `stacks`), `DUPLICATES` (assets and files), the page's filters (assets, faces, people,
+//! tags), and the snapshot's queues (jobs and scan runs) and last scans (libraries and
+//! scan runs). Reads only, on the pool;
+//! must not write.
 
-use super::assets::{ASSET_COLS, NOT_A_SHOWN_CLIP, asset_from_row, load_paths};
-use super::{Store, StoreError};
-use crate::model::{
-    AssetCursor, AssetFilter, AssetPage, Camera, Counter, MediaKind, MetricsSnapshot, Millis,
-    QueueStats,
+use super::assets::NOT_A_SHOWN_CLIP;
+use super::rows::{ASSET_COLS, asset_from_row, checksum_col, path_from_row};
+use super::{
+    Store, StoreError, assets, counters, faces, files, motion, people, plan, sidecars, stacks,
 };
-use rusqlite::{Connection, OptionalExtension, ToSql};
+use crate::model::{
+    Asset, AssetCursor, AssetFilter, AssetPage, ContentTwins, Counter, DuplicateGroup, MediaKind,
+    MetricsSnapshot, Millis, QueueStats,
+};
+use rusqlite::{Connection, ToSql};
+
+const LIST: &str = concat!(
+    "SELECT ",
+    asset_cols!(),
+    " FROM assets WHERE (trashed_at IS NOT NULL) = ?1 AND pending_run IS NULL",
+    not_a_shown_clip!(),
+    " AND (?1 OR NOT ",
+    stack_hidden!(),
+    ") ORDER BY id"
+);
+
+const DUPLICATES: &str = "
+    SELECT a.id, a.checksum, a.size, f.id, f.library_id, f.rel_path, f.rel_path_text, f.state
+      FROM assets a JOIN files f ON f.asset_id = a.id AND f.state = 'present'
+     WHERE a.pending_run IS NULL AND a.id IN (SELECT asset_id FROM files WHERE state = 'present' AND asset_id IS NOT NULL
+                     GROUP BY asset_id HAVING count(*) > 1)
+     ORDER BY a.id, f.library_id, f.rel_path";
 
 /// The timeline key; written exactly as in the index so that the planner uses it.
 const TAKEN_KEY: &str = "coalesce(taken_local, '')";
@@ -18,7 +44,6 @@ const TAKEN_KEY: &str = "coalesce(taken_local, '')";
 /// their faces; one in fewer from their range of `face_people`, then sorted. Either costs at
 /// most a few thousand rows for a page of 100 at 1M assets (benches/people-latency.sh).
 const CROWD: i64 = 2_000;
-const PERSON_FACES: &str = "SELECT faces FROM people WHERE id = ?1";
 /// ...unless they are in so many photos that the timeline finds a page sooner: each of its
 /// rows checked against their faces (`page_sql` says where this goes). A scalar subquery,
 /// not `EXISTS`: SQLite turns a top-level `EXISTS` into a join, checked after every term of
@@ -32,11 +57,7 @@ fn crowd(conn: &Connection, filter: &AssetFilter) -> Result<bool, StoreError> {
     let Some(person) = filter.person else {
         return Ok(false);
     };
-    let faces: Option<i64> = conn
-        .prepare_cached(PERSON_FACES)?
-        .query_row([person], |r| r.get(0))
-        .optional()?;
-    Ok(faces.unwrap_or(0) > CROWD)
+    Ok(people::face_count(conn, person)?.unwrap_or(0) > CROWD)
 }
 
 /// The list's SQL for this filter: fixed fragments only, every value bound as a parameter.
@@ -119,14 +140,6 @@ fn filter_terms(filter: &AssetFilter, crowd: bool) -> [(bool, &'static str); 14]
     ]
 }
 
-/// The lines of `EXPLAIN QUERY PLAN` for `sql`, every parameter NULL.
-pub(super) fn plan(conn: &Connection, sql: &str) -> Result<Vec<String>, StoreError> {
-    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
-    let nulls = vec![rusqlite::types::Null; stmt.parameter_count()];
-    let rows = stmt.query_map(rusqlite::params_from_iter(nulls), |r| r.get(3))?;
-    Ok(rows.collect::<Result<_, _>>()?)
-}
-
 fn page(
     conn: &Connection,
     filter: &AssetFilter,
@@ -188,20 +201,10 @@ const QUEUES: &str = "
            coalesce(?1 - min(CASE WHEN state = 'running' THEN started_at END), 0)
       FROM scan_runs WHERE state IN ('accepted', 'running')
     ORDER BY 1";
-/// The cameras of the live, published assets, the most used first.
-const CAMERAS: &str = "
-    SELECT make, model, count(*) FROM assets
-     WHERE pending_run IS NULL AND trashed_at IS NULL AND (make IS NOT NULL OR model IS NOT NULL)
-     GROUP BY make, model ORDER BY count(*) DESC, make, model LIMIT 500";
-const COUNTER: &str = "SELECT value FROM counters WHERE name = ?1";
 const LAST_SCAN: &str = "
     SELECT l.id, l.name, (SELECT max(finished_at) FROM scan_runs r
                            WHERE r.library_id = l.id AND r.state = 'completed')
       FROM libraries l ORDER BY l.id";
-/// Kept by migration 0017's triggers (a count of a million rows at each scrape was 418 ms):
-/// an asset is counted when it is published, trashed, restored or deleted (it is inserted
-/// pending, and migration 0018 dropped the insert trigger that never counted one).
-const BY_KIND: &str = "SELECT kind, n FROM live_kinds WHERE n > 0 ORDER BY kind";
 /// Counted by the walks (branch `walks`); 0 until they land.
 const SCHEME_RESTARTS: &str = "scheme_restarts";
 
@@ -221,29 +224,20 @@ fn queues(conn: &Connection, now: Millis) -> Result<Vec<QueueStats>, StoreError>
         .collect::<Result<_, _>>()?)
 }
 
-fn counter(conn: &Connection, name: &str) -> Result<i64, StoreError> {
-    let mut stmt = conn.prepare_cached(COUNTER)?;
-    let mut rows = stmt.query([name])?;
-    Ok(match rows.next()? {
-        Some(r) => r.get(0)?,
-        None => 0,
-    })
-}
-
 fn snapshot(conn: &Connection, now: Millis) -> Result<MetricsSnapshot, StoreError> {
     let mut counters = Counter::ALL
         .iter()
-        .map(|c| Ok((c.name().to_string(), counter(conn, c.name())?)))
+        .map(|c| Ok((c.name().to_string(), counters::value(conn, c.name())?)))
         .collect::<Result<Vec<_>, StoreError>>()?;
-    counters.push((SCHEME_RESTARTS.to_string(), counter(conn, SCHEME_RESTARTS)?));
+    counters.push((
+        SCHEME_RESTARTS.to_string(),
+        counters::value(conn, SCHEME_RESTARTS)?,
+    ));
     let last_scan = conn
         .prepare_cached(LAST_SCAN)?
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
         .collect::<Result<_, _>>()?;
-    let assets_by_kind = conn
-        .prepare_cached(BY_KIND)?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<Result<_, _>>()?;
+    let assets_by_kind = assets::live_by_kind(conn)?;
     Ok(MetricsSnapshot {
         queues: queues(conn, now)?,
         counters,
@@ -252,22 +246,25 @@ fn snapshot(conn: &Connection, now: Millis) -> Result<MetricsSnapshot, StoreErro
     })
 }
 
-impl Store {
-    /// Every camera of the live assets with its count (at most 500, the most used first).
-    pub fn cameras(&self) -> Result<Vec<Camera>, StoreError> {
-        self.read(|conn| {
-            let mut stmt = conn.prepare_cached(CAMERAS)?;
-            let rows = stmt.query_map([], |r| {
-                Ok(Camera {
-                    make: r.get(0)?,
-                    model: r.get(1)?,
-                    count: r.get::<_, i64>(2)?.max(0) as u64,
-                })
-            })?;
-            Ok(rows.collect::<Result<_, _>>()?)
-        })
+/// An asset's parts, each from its family: its paths, tags, Live Photo clip, stack and
+/// faces.
+fn fill(conn: &Connection, asset: &mut Asset) -> Result<(), StoreError> {
+    files::load_paths(conn, asset)?;
+    sidecars::load_tags(conn, asset)?;
+    motion::load_clip(conn, asset)?;
+    asset.stack = stacks::of_asset(conn, asset.id)?;
+    if let Some(version) = asset.faces_scheme {
+        asset.faces = faces::of_asset(conn, asset.id, version)?;
     }
+    Ok(())
+}
 
+fn with_paths(conn: &Connection, mut asset: Asset) -> Result<Asset, StoreError> {
+    fill(conn, &mut asset)?;
+    Ok(asset)
+}
+
+impl Store {
     /// One page of the asset list: the filter's assets, newest taken first (undated last),
     /// starting strictly after `after`. At most `limit` items, each with its paths (the
     /// page names each tile by its file) and its faces (an asset is the same on every
@@ -281,13 +278,7 @@ impl Store {
         self.read(|conn| {
             let mut page = page(conn, filter, after, limit.max(1))?;
             for asset in &mut page.items {
-                load_paths(conn, asset)?;
-                super::sidecars::load_tags(conn, asset)?;
-                super::motion::load_clip(conn, asset)?;
-                asset.stack = super::stacks::of_asset(conn, asset.id)?;
-                if let Some(version) = asset.faces_scheme {
-                    asset.faces = super::faces::of_asset(conn, asset.id, version)?;
-                }
+                fill(conn, asset)?;
             }
             Ok(page)
         })
@@ -308,9 +299,9 @@ impl Store {
         self.read(|conn| {
             let mut page = page(conn, &filter, after, limit.max(1))?;
             for asset in &mut page.items {
-                super::motion::load_clip(conn, asset)?;
+                motion::load_clip(conn, asset)?;
                 if let Some(version) = asset.faces_scheme {
-                    asset.faces = super::faces::of_asset(conn, asset.id, version)?;
+                    asset.faces = faces::of_asset(conn, asset.id, version)?;
                 }
             }
             Ok(page)
@@ -328,7 +319,74 @@ impl Store {
 
     /// The plan SQLite picks for the stack of one asset, which every listed asset reads.
     pub fn asset_stack_plan(&self) -> Result<Vec<String>, StoreError> {
-        self.read(|conn| plan(conn, super::stacks::OF_ASSET))
+        self.read(|conn| plan(conn, stacks::OF_ASSET))
+    }
+
+    /// Live assets (`trashed = false`) or the trash (`true`), by id, each with its paths and
+    /// stack; a RAW shown by its stack's primary is left out of the live ones.
+    pub fn assets(&self, trashed: bool) -> Result<Vec<Asset>, StoreError> {
+        self.read(|conn| {
+            let list: Vec<Asset> = conn
+                .prepare_cached(LIST)?
+                .query_map([trashed], asset_from_row)?
+                .collect::<Result<_, _>>()?;
+            list.into_iter().map(|a| with_paths(conn, a)).collect()
+        })
+    }
+
+    /// One asset with its paths, live or trashed.
+    pub fn asset(&self, id: i64) -> Result<Option<Asset>, StoreError> {
+        self.read(|conn| {
+            let asset = assets::get(conn, id)?;
+            asset.map(|a| with_paths(conn, a)).transpose()
+        })
+    }
+
+    /// Byte-identical copies: every asset shown by two or more present files, with them.
+    pub fn duplicates(&self) -> Result<Vec<DuplicateGroup>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(DUPLICATES)?;
+            let mut rows = stmt.query([])?;
+            let mut groups: Vec<DuplicateGroup> = Vec::new();
+            while let Some(r) = rows.next()? {
+                let asset_id: i64 = r.get(0)?;
+                let file = path_from_row(r, 3)?;
+                match groups.last_mut() {
+                    Some(g) if g.asset_id == asset_id => g.files.push(file),
+                    _ => groups.push(DuplicateGroup {
+                        asset_id,
+                        checksum: checksum_col(r, 1)?,
+                        size: r.get::<_, i64>(2)? as u64,
+                        files: vec![file],
+                    }),
+                }
+            }
+            Ok(groups)
+        })
+    }
+
+    /// The same pictures with different metadata: groups of two or more assets sharing a
+    /// content hash, each asset with its paths.
+    pub fn content_twins(&self) -> Result<Vec<ContentTwins>, StoreError> {
+        self.read(|conn| {
+            let rows = assets::content_twin_ids(conn)?;
+            let mut groups: Vec<ContentTwins> = Vec::new();
+            for (id, hash) in rows {
+                let Some(hash) = hash else { continue };
+                let Some(asset) = assets::get(conn, id)? else {
+                    continue;
+                };
+                let asset = with_paths(conn, asset)?;
+                match groups.last_mut() {
+                    Some(g) if g.content_hash == hash => g.assets.push(asset),
+                    _ => groups.push(ContentTwins {
+                        content_hash: hash,
+                        assets: vec![asset],
+                    }),
+                }
+            }
+            Ok(groups)
+        })
     }
 
     /// What /metrics reports from the database, read in one go.

@@ -4,18 +4,20 @@
 //! transient failure ends it `failed` with a successor in the same fenced write; release
 //! puts it back. A
 //! cancel is one write per library (its waiting and running runs, a fresh successor
-//! included), so it cannot miss what reclaim made of a run. A
-//! completion publishes the assets its library's runs created and, in the same fenced
-//! transaction, queues the `thumbs` job for the pictures and videos among them and the
-//! walk its handler asked for (the face walk).
+//! included), so it cannot miss what reclaim made of a run. The fence of a scan's data
+//! writes (`fence_data`) and its reason counts are here; what a completion brings (the
+//! publication, the `thumbs` job, the walk its handler asked for) is `run_end`'s, and what
+//! the data writes do is `ingest`'s. A run's provenance counts (`scan_run_reasons`) are
+//! kept here too.
 
-use super::lease::expect_one;
+use super::lease::{expect_one, lost};
 use super::{LeasePolicy, Store, StoreError, backoff, parse_col};
 use crate::model::{
-    Lease, Millis, ReclaimReport, RunOutcome, RunState, ScanRequest, ScanRun, Target,
-    ThumbsPayload, Trigger, WalkRequest, widen_scope,
+    Lease, Millis, Provenance, ReclaimReport, RunState, ScanRequest, ScanRun, Target, Trigger,
+    widen_scope,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
+use std::collections::BTreeMap;
 
 macro_rules! run_cols {
     () => {
@@ -124,6 +126,24 @@ const CLAIM: &str = concat!(
       RETURNING ",
     run_cols!()
 );
+/// The fence that opens every scan data write: the run is ours, running and unexpired. It
+/// records the progress (when given) and answers the run's library and scope.
+const FENCE: &str = fenced!(
+    "UPDATE scan_runs SET progress = coalesce(?4, progress), updated_at = ?3",
+    "RETURNING library_id, scope"
+);
+
+const COUNT_REASON: &str = "
+    INSERT INTO scan_run_reasons (run_id, reason, count) VALUES (?1, ?2, ?3)
+    ON CONFLICT (run_id, reason) DO UPDATE SET count = count + excluded.count";
+
+const REASONS: &str =
+    "SELECT reason, count FROM scan_run_reasons WHERE run_id = ?1 ORDER BY reason";
+
+const RENEW: &str = fenced!(
+    "UPDATE scan_runs SET lease_expires_at = ?3 + ?4, heartbeat_at = ?3, updated_at = ?3",
+    "RETURNING lease_expires_at"
+);
 const CHECKPOINT: &str = fenced!("UPDATE scan_runs SET progress = ?4, updated_at = ?3");
 const FINISH: &str = fenced!(
     "UPDATE scan_runs SET state = ?4, reason = ?5, lease_owner = NULL, lease_expires_at = NULL,
@@ -175,7 +195,7 @@ const PRUNE: &str = "
                        WHERE state = 'completed' GROUP BY library_id)
        AND NOT EXISTS (SELECT 1 FROM assets WHERE pending_run = scan_runs.id)";
 
-fn get(conn: &Connection, id: i64) -> Result<Option<ScanRun>, StoreError> {
+pub(super) fn get(conn: &Connection, id: i64) -> Result<Option<ScanRun>, StoreError> {
     Ok(conn
         .prepare_cached(GET)?
         .query_row([id], run_from_row)
@@ -278,7 +298,7 @@ pub(super) fn release(conn: &Connection, lease: &Lease, now: Millis) -> Result<(
         .prepare_cached(CHECKPOINT_FENCE_ONLY)?
         .execute(params![lease.id, lease.generation, now])?;
     expect_one(lease, n)?;
-    let run = get(conn, lease.id)?.ok_or_else(|| super::lease::lost(lease))?;
+    let run = get(conn, lease.id)?.ok_or_else(|| lost(lease))?;
     put_back(conn, &run, "released", now)
 }
 const CHECKPOINT_FENCE_ONLY: &str = fenced!("UPDATE scan_runs SET updated_at = ?3");
@@ -360,46 +380,34 @@ pub(super) fn reclaim(
     Ok(())
 }
 
-/// The fenced end of a run: how many rows matched (0 = the lease is stale). A completion
-/// also writes `follow_up` (a walk request).
-pub(super) fn finish(
+/// The fenced end of a run: how many rows matched (0 = the lease is stale). What a
+/// completion brings besides is `run_end::finish`'s.
+pub(super) fn end(
     conn: &Connection,
     lease: &Lease,
     (state, reason): (RunState, Option<String>),
-    follow_up: Option<&WalkRequest>,
     now: Millis,
 ) -> Result<usize, StoreError> {
-    let n = conn.prepare_cached(FINISH)?.execute(params![
+    Ok(conn.prepare_cached(FINISH)?.execute(params![
         lease.id,
         lease.generation,
         now,
         state.as_str(),
         reason
-    ])?;
-    // Side effects of a completion follow only a fenced completion that matched. The
-    // thumbnails of what it publishes and its walk request are queued in the same
-    // transaction: they exist only if the completion committed, and a crash right after it
-    // loses none of them.
-    if n == 1 && matches!(state, RunState::Completed | RunState::Suspect) {
-        let own = super::assets::publish(conn, lease.id)?;
-        let shown = super::pending::publish_shown(conn, lease.id)?;
-        if let Some((first, last)) = span(own, shown) {
-            let job = ThumbsPayload::published(lease.id, first, last).job();
-            super::jobs::insert(conn, &job, now)?;
-        }
-        if let Some(req) = follow_up {
-            super::walks::request_in(conn, req, now)?;
-        }
-    }
-    Ok(n)
+    ])?)
 }
 
-/// The ids from the lowest to the highest of two optional ranges.
-fn span(a: Option<(i64, i64)>, b: Option<(i64, i64)>) -> Option<(i64, i64)> {
-    match (a, b) {
-        (Some((lo, hi)), Some((l, h))) => Some((lo.min(l), hi.max(h))),
-        (one, other) => one.or(other),
-    }
+/// The heartbeat: extends the lease by `ttl` from `now` (fenced). Answers the new expiry.
+pub(super) fn renew(
+    conn: &Connection,
+    lease: &Lease,
+    now: Millis,
+    ttl: Millis,
+) -> Result<Millis, StoreError> {
+    conn.prepare_cached(RENEW)?
+        .query_row(params![lease.id, lease.generation, now, ttl], |r| r.get(0))
+        .optional()?
+        .ok_or_else(|| lost(lease))
 }
 
 pub(super) fn prune(conn: &Connection, before: Millis) -> Result<u64, StoreError> {
@@ -516,6 +524,43 @@ fn run_lease(run: &ScanRun, owner: String, expires_at: Millis) -> Lease {
     }
 }
 
+/// The fence check of a scan data write; answers the run's scope. A run of another library
+/// is refused (the write is rolled back with it).
+pub(super) fn fence_data(
+    conn: &Connection,
+    lease: &Lease,
+    library_id: i64,
+    progress: Option<&str>,
+    now: Millis,
+) -> Result<String, StoreError> {
+    let (lib, scope): (i64, String) = conn
+        .prepare_cached(FENCE)?
+        .query_row(params![lease.id, lease.generation, now, progress], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()?
+        .ok_or_else(|| lost(lease))?;
+    if lib != library_id {
+        return Err(StoreError::Conflict(format!(
+            "scan run {} belongs to library {lib}, not {library_id}",
+            lease.id
+        )));
+    }
+    Ok(scope)
+}
+
+pub(super) fn count_reasons(
+    conn: &Connection,
+    run_id: i64,
+    counts: &BTreeMap<&'static str, i64>,
+) -> Result<(), StoreError> {
+    let mut stmt = conn.prepare_cached(COUNT_REASON)?;
+    for (reason, n) in counts.iter().filter(|(_, n)| **n > 0) {
+        stmt.execute(params![run_id, reason, n])?;
+    }
+    Ok(())
+}
+
 impl Store {
     /// Admission: a new waiting run for the library, or the waiting run widened to cover
     /// this request too.
@@ -580,20 +625,6 @@ impl Store {
         })
     }
 
-    /// Ends the run as completed or suspect (fenced).
-    pub fn complete_scan(
-        &self,
-        lease: &Lease,
-        outcome: RunOutcome,
-        reason: Option<&str>,
-    ) -> Result<(), StoreError> {
-        let state = match outcome {
-            RunOutcome::Completed => RunState::Completed,
-            RunOutcome::Suspect => RunState::Suspect,
-        };
-        self.finish_scan(lease, state, reason.map(str::to_string))
-    }
-
     /// Ends the run as failed (fenced). Scan runs are not retried in place: a later request
     /// makes a new run.
     pub fn fail_scan(&self, lease: &Lease, error: &str) -> Result<(), StoreError> {
@@ -607,9 +638,9 @@ impl Store {
     pub fn pause_scan(&self, lease: &Lease, error: &str) -> Result<(), StoreError> {
         let (lease, error) = (lease.clone(), error.to_string());
         self.write(move |conn, now| {
-            let n = finish(conn, &lease, (RunState::Failed, Some(error)), None, now)?;
+            let n = end(conn, &lease, (RunState::Failed, Some(error)), now)?;
             expect_one(&lease, n)?;
-            let run = get(conn, lease.id)?.ok_or_else(|| super::lease::lost(&lease))?;
+            let run = get(conn, lease.id)?.ok_or_else(|| lost(&lease))?;
             successor(conn, &run, now + super::PAUSED_RETRY, now)?;
             Ok(())
         })
@@ -625,9 +656,9 @@ impl Store {
         let (lease, error) = (lease.clone(), error.to_string());
         let policy = self.inner.policy.clone();
         self.write(move |conn, now| {
-            let n = finish(conn, &lease, (RunState::Failed, Some(error)), None, now)?;
+            let n = end(conn, &lease, (RunState::Failed, Some(error)), now)?;
             expect_one(&lease, n)?;
-            let run = get(conn, lease.id)?.ok_or_else(|| super::lease::lost(&lease))?;
+            let run = get(conn, lease.id)?.ok_or_else(|| lost(&lease))?;
             successor(conn, &run, now + backoff(&policy, run.attempt - 1), now)?;
             Ok(())
         })
@@ -641,7 +672,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let lease = lease.clone();
         self.write(move |conn, now| {
-            let n = finish(conn, &lease, (state, reason), None, now)?;
+            let n = end(conn, &lease, (state, reason), now)?;
             expect_one(&lease, n)
         })
     }
@@ -685,6 +716,17 @@ impl Store {
                 .prepare_cached(LIST)?
                 .query_map(params![library_id, limit], run_from_row)?
                 .collect::<Result<_, _>>()?)
+        })
+    }
+
+    /// A run's provenance counts, reasons with none left out.
+    pub fn run_reasons(&self, run_id: i64) -> Result<Vec<(Provenance, i64)>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(REASONS)?;
+            let rows = stmt.query_map([run_id], |r| {
+                Ok((parse_col(r, 0, Provenance::parse)?, r.get(1)?))
+            })?;
+            Ok(rows.collect::<Result<_, _>>()?)
         })
     }
 }

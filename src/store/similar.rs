@@ -125,10 +125,6 @@ impl Store {
 
     /// The plans SQLite picks for the four band lookups.
     pub fn pictures_in_bands_plan(&self) -> Result<Vec<Vec<String>>, StoreError> {
-        self.read(|conn| {
-            NEAR.iter()
-                .map(|sql| super::queries::plan(conn, sql))
-                .collect()
-        })
+        self.read(|conn| NEAR.iter().map(|sql| super::plan(conn, sql)).collect())
     }
 }

@@ -122,7 +122,7 @@ pub(super) fn pair(
     let (Some(me), Some(taken)) = (role(f.mime.as_deref()), f.taken_local.as_deref()) else {
         return Ok(());
     };
-    let Some((lo, hi)) = super::files::stem_range(rel_path) else {
+    let Some((lo, hi)) = super::stems::stem_range(rel_path) else {
         return Ok(());
     };
     let partners: Vec<Partner> = conn
@@ -178,14 +178,14 @@ mod tests {
 
     #[test]
     fn a_stem_range_covers_the_names_of_one_stem_in_one_folder() {
-        let (lo, hi) = crate::store::files::stem_range(b"2021/DSC_0001.DNG").unwrap();
+        let (lo, hi) = crate::store::stems::stem_range(b"2021/DSC_0001.DNG").unwrap();
         assert_eq!(
             (lo.as_slice(), hi.as_slice()),
             (&b"2021/DSC_0001."[..], &b"2021/DSC_0001/"[..])
         );
-        assert_eq!(crate::store::files::stem_range(b"a.jpg").unwrap().0, b"a.");
-        assert_eq!(crate::store::files::stem_range(b"dir/.hidden"), None);
-        assert_eq!(crate::store::files::stem_range(b"dir.x/noext"), None);
+        assert_eq!(crate::store::stems::stem_range(b"a.jpg").unwrap().0, b"a.");
+        assert_eq!(crate::store::stems::stem_range(b"dir/.hidden"), None);
+        assert_eq!(crate::store::stems::stem_range(b"dir.x/noext"), None);
     }
 
     #[test]

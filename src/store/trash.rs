@@ -15,10 +15,11 @@
 //! a counter that never goes back (migration 0023), not from the journal, whose rows a
 //! library's removal deletes.
 
-use super::assets::{restore, state, trash};
+use super::assets::{state, trash};
+use super::chains::request_in;
 use super::jobs::complete;
 use super::lease::lost;
-use super::walks::request_in;
+use super::revive::revive;
 use super::{Store, StoreError, parse_col};
 use crate::model::{
     Begun, FileStamp, Finish, IntentState, Lease, MOVE_JOB_KIND, Millis, Move, MoveOutcome, Settle,
@@ -543,7 +544,7 @@ fn finish(
         // By id alone, so a sweep that won the race makes this `Gone`, never an error.
         TrashAction::Restore => {
             for follower in moved_followers(conn, &held)? {
-                restore(conn, follower)?;
+                revive(conn, follower)?;
             }
             if restore_then(conn, held.asset_id, follow_up, now)? {
                 MoveOutcome::Restored
@@ -651,7 +652,7 @@ fn restore_then(
     follow_up: Option<&WalkRequest>,
     now: Millis,
 ) -> Result<bool, StoreError> {
-    let restored = restore(conn, asset_id)?;
+    let restored = revive(conn, asset_id)?;
     if let Some(req) = follow_up.filter(|_| restored) {
         request_in(conn, req, now)?;
     }

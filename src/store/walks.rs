@@ -1,23 +1,17 @@
 //! The walk chains' data (DESIGN.md section 7): the walk record per kind (clamped at start
 //! only, raised only by a completion and never lowered; a request raises `seen` alone), the
 //! batch selector (assets in id order after a cursor, with the files that show them, each
-//! with the place its latest trash put it as the trash journal says, read only), and
-//! the ONE fenced transaction that commits a batch: the job row's completion under its
-//! lease, the results, then either the chain's next row (the cursor) or, after the last
-//! batch, the walk record. A batch keeps what a newer scheme stamped (a newer binary on the
-//! same database) unless it walks a rollback. An asset a restore makes live while a chain is
-//! live marks the chain (`made_live`), and the chain's next commit takes it back to that
-//! asset: "walked to the end" is written only once every live asset was visited. A batch's
-//! decodes that ran to their deadline are remembered in the same commit (`decode_timeouts`),
-//! and each asset selected says whether one is remembered for its file.
+//! with the place its latest trash put it as the trash journal says, read only), the
+//! content hashes a batch stamps (keeping what a newer scheme stamped, a newer binary on the
+//! same database, unless it walks a rollback), and the marks on a live chain's row: an asset
+//! a restore makes live while a chain is live marks the chain (`made_live`, `revisit`), and
+//! the chain's next commit takes it back to that asset (`revisit_of`, `back_to`): "walked to
+//! the end" is written only once every live asset was visited. The ONE fenced transaction
+//! that commits a batch is `chains`'.
 
-use super::assets::checksum_col;
-use super::jobs::{self, Enqueued};
-use super::{Store, StoreError, decode_timeouts, faces, parse_col, pixels};
-use crate::model::{
-    FileStamp, Lease, Millis, WalkAsset, WalkCommit, WalkFile, WalkKindId, WalkRecord, WalkRequest,
-    WalkResults, WalkVisit,
-};
+use super::rows::{Look, checksum_col, look};
+use super::{Store, StoreError, parse_col};
+use crate::model::{ContentHash, FileStamp, Millis, WalkFile, WalkKindId, WalkRecord, WalkVisit};
 use rusqlite::{Connection, OptionalExtension, params};
 
 const RECORD: &str = "SELECT kind, scheme, seen, completed_at FROM walks WHERE kind = ?1";
@@ -61,7 +55,7 @@ const SIMILAR_BATCH: &str = "
        AND (?3 OR phash_scheme IS NULL OR phash_scheme < ?2 OR (?5 AND phash_scheme > ?2))
      ORDER BY id LIMIT ?4";
 /// Face descriptors: live pictures whose faces were detected, lacking this embedder's stamp
-/// (a re-detection clears it: `faces::replace`).
+/// (a re-detection clears it: `faces::stamp`).
 const EMBED_BATCH: &str = "
     SELECT id, checksum, trashed_at IS NOT NULL, content_hash, content_hash_scheme, orientation
       FROM assets
@@ -137,7 +131,7 @@ fn record(conn: &Connection, kind: WalkKindId) -> Result<Option<WalkRecord>, Sto
 }
 
 /// A batch row's asset: id, checksum, whether it is in the trash.
-type Head = (i64, [u8; 32], bool);
+pub(super) type Head = (i64, [u8; 32], bool);
 
 pub(super) fn files_of(conn: &Connection, asset_id: i64) -> Result<Vec<WalkFile>, StoreError> {
     let mut stmt = conn.prepare_cached(FILES)?;
@@ -158,69 +152,6 @@ pub(super) fn files_of(conn: &Connection, asset_id: i64) -> Result<Vec<WalkFile>
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
-/// Writes a batch's results. An asset swept since it was selected is skipped, and so is one
-/// a newer scheme stamped meanwhile unless `rollback`.
-fn write_results(
-    conn: &Connection,
-    results: &WalkResults,
-    (rollback, now): (bool, Millis),
-) -> Result<(), StoreError> {
-    match results {
-        WalkResults::ContentHashes(hashes) => {
-            let mut stmt = conn.prepare_cached(STAMP_CONTENT)?;
-            for (id, c) in hashes {
-                stmt.execute(params![id, &c.hash[..], c.scheme, rollback])?;
-            }
-        }
-        WalkResults::Faces {
-            version,
-            found,
-            timed_out,
-        } => {
-            for (id, list) in found {
-                faces::replace(conn, *id, (*version, rollback), list, now)?;
-            }
-            decode_timeouts::record(conn, timed_out, now)?;
-        }
-        WalkResults::Similar {
-            scheme,
-            hashes,
-            timed_out,
-        } => {
-            super::similar::stamp(conn, *scheme, hashes, rollback)?;
-            decode_timeouts::record(conn, timed_out, now)?;
-        }
-        WalkResults::Embeddings {
-            version,
-            found,
-            assigned,
-            timed_out,
-        } => {
-            super::people::store_vectors(conn, *version, found, rollback)?;
-            super::people::join_people(conn, assigned)?;
-            decode_timeouts::record(conn, timed_out, now)?;
-        }
-    }
-    Ok(())
-}
-
-/// A completion's walk request, in the completion's transaction: `seen` raised (never the
-/// record's `scheme`), the chain enqueued unless one is live (`Store::raise_walk_seen` and
-/// `Store::enqueue`, as `walks::request` makes them, in one write).
-pub(super) fn request_in(
-    conn: &Connection,
-    req: &WalkRequest,
-    now: Millis,
-) -> Result<super::Enqueued, StoreError> {
-    conn.prepare_cached(SEEN)?
-        .execute(params![req.kind.as_str(), req.scheme, now])?;
-    let enqueued = super::jobs::insert(conn, &req.job, now)?;
-    for also in &req.with {
-        request_in(conn, also, now)?;
-    }
-    Ok(enqueued)
-}
-
 /// Asset `id` was just made live again (a restore, by the user or by a scan's claim): the
 /// live chain of each walk that skips trashed assets, whose cursor may be past it, is marked
 /// to go back for it before it says it walked to the end (`REVISIT`). Without a live chain
@@ -238,70 +169,7 @@ pub(super) fn made_live(conn: &Connection, id: i64) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Asset `id`'s faces were just detected anew (a face walk's batch, a one-off redetection):
-/// their descriptors follow in the same transaction. The live embedding chain is marked to go
-/// back for it (`REVISIT`), and without one a chain is queued. That one carries no scheme (the
-/// binary that claims it walks under its own embedder) but the cursor just before `id` and the
-/// scheme the walk record says was walked to the end (`since`): a claimer of that scheme
-/// starts at `id`, since every asset without the stamp either queued or marked a live chain
-/// after that end; any other starts from the beginning. Without the cursor, each batch of a
-/// face walk restarted the embedding walk from the first asset, whose visit grew with the
-/// library.
-pub(super) fn faces_replaced(conn: &Connection, id: i64, now: Millis) -> Result<(), StoreError> {
-    let kind = WalkKindId::Embeddings.job_kind();
-    conn.prepare_cached(REVISIT)?.execute(params![kind, id])?;
-    let since: i64 = conn
-        .prepare_cached(WALKED_SCHEME)?
-        .query_row([WalkKindId::Embeddings.as_str()], |r| r.get(0))
-        .optional()?
-        .unwrap_or(0);
-    let payload = serde_json::json!({ "after": id - 1, "since": since }).to_string();
-    let chain = crate::model::NewJob::new(kind, payload)
-        .unique(kind)
-        .max_attempts(10);
-    jobs::insert(conn, &chain, now)?;
-    Ok(())
-}
-
-/// The chain's advance after a batch of row `row_id` (just completed in this transaction):
-/// `next` when the walk goes on; after the last batch the record's raise, unless an asset
-/// was made live behind the cursor while the row was live, in which case the chain goes on
-/// from there and the record waits (it must never say "walked to the end" while a live
-/// asset lacks the stamp).
-fn advance(
-    conn: &Connection,
-    row_id: i64,
-    commit: &WalkCommit,
-    now: Millis,
-) -> Result<Option<Enqueued>, StoreError> {
-    let revisit: Option<i64> = conn
-        .prepare_cached(REVISIT_OF)?
-        .query_row([row_id], |r| r.get(0))
-        .optional()?
-        .flatten();
-    match (revisit, commit.complete_scheme) {
-        (None, Some(scheme)) => {
-            raise_record(conn, commit.kind, scheme, now)?;
-            if let Some(then) = &commit.then {
-                jobs::insert(conn, then, now)?;
-            }
-            Ok(None)
-        }
-        (None, None) => Ok(Some(jobs::insert(conn, &commit.next, now)?)),
-        (Some(asset), _) => {
-            let payload: String = conn
-                .prepare_cached(BACK_TO)?
-                .query_row(params![commit.next.payload, asset], |r| r.get(0))?;
-            let next = crate::model::NewJob {
-                payload,
-                ..commit.next.clone()
-            };
-            Ok(Some(jobs::insert(conn, &next, now)?))
-        }
-    }
-}
-
-fn raise_record(
+pub(super) fn raise_record(
     conn: &Connection,
     kind: WalkKindId,
     scheme: i64,
@@ -310,6 +178,91 @@ fn raise_record(
     conn.prepare_cached(COMPLETE)?
         .execute(params![kind.as_str(), scheme, now])?;
     Ok(())
+}
+
+/// Raises the record's `seen` to `scheme` (creating the record); its `scheme` stays.
+pub(super) fn raise_seen(
+    conn: &Connection,
+    kind: WalkKindId,
+    scheme: i64,
+    now: Millis,
+) -> Result<(), StoreError> {
+    conn.prepare_cached(SEEN)?
+        .execute(params![kind.as_str(), scheme, now])?;
+    Ok(())
+}
+
+/// Marks the live chain of job kind `job_kind` to go back for asset `id` (`REVISIT`).
+pub(super) fn revisit(conn: &Connection, job_kind: &str, id: i64) -> Result<(), StoreError> {
+    conn.prepare_cached(REVISIT)?
+        .execute(params![job_kind, id])?;
+    Ok(())
+}
+
+/// The scheme the record of `kind` says was walked to the end; 0 without a record.
+pub(super) fn walked_scheme(conn: &Connection, kind: WalkKindId) -> Result<i64, StoreError> {
+    Ok(conn
+        .prepare_cached(WALKED_SCHEME)?
+        .query_row([kind.as_str()], |r| r.get(0))
+        .optional()?
+        .unwrap_or(0))
+}
+
+/// The asset chain row `row_id` was marked to go back for, if any (`REVISIT_OF`).
+pub(super) fn revisit_of(conn: &Connection, row_id: i64) -> Result<Option<i64>, StoreError> {
+    Ok(conn
+        .prepare_cached(REVISIT_OF)?
+        .query_row([row_id], |r| r.get(0))
+        .optional()?
+        .flatten())
+}
+
+/// `payload` with its cursor moved back to just before `asset` (`BACK_TO`).
+pub(super) fn back_to(conn: &Connection, payload: &str, asset: i64) -> Result<String, StoreError> {
+    Ok(conn
+        .prepare_cached(BACK_TO)?
+        .query_row(params![payload, asset], |r| r.get(0))?)
+}
+
+/// Stamps a content-hash walk batch's hashes (`STAMP_CONTENT`).
+pub(super) fn stamp_content_hashes(
+    conn: &Connection,
+    hashes: &[(i64, ContentHash)],
+    rollback: bool,
+) -> Result<(), StoreError> {
+    let mut stmt = conn.prepare_cached(STAMP_CONTENT)?;
+    for (id, c) in hashes {
+        stmt.execute(params![id, &c.hash[..], c.scheme, rollback])?;
+    }
+    Ok(())
+}
+
+/// The ids, checksums, trashed flags and looks (`rows::Look`) of up to `limit` assets after
+/// `after` in id order that a walk of `kind` must visit.
+pub(super) fn batch_heads(
+    conn: &Connection,
+    kind: WalkKindId,
+    visit: WalkVisit,
+    after: i64,
+    limit: usize,
+) -> Result<Vec<(Head, Look)>, StoreError> {
+    let WalkVisit {
+        scheme,
+        force,
+        rollback,
+    } = visit;
+    let sql = match kind {
+        WalkKindId::ContentHash => CONTENT_BATCH,
+        WalkKindId::Faces => FACES_BATCH,
+        WalkKindId::Similar => SIMILAR_BATCH,
+        WalkKindId::Embeddings => EMBED_BATCH,
+    };
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut stmt = conn.prepare_cached(sql)?;
+    let heads = stmt.query_map(params![after, scheme, force, limit, rollback], |r| {
+        Ok(((r.get(0)?, checksum_col(r, 1)?, r.get(2)?), look(r, 3)?))
+    })?;
+    Ok(heads.collect::<Result<_, _>>()?)
 }
 
 impl Store {
@@ -337,58 +290,7 @@ impl Store {
     /// During work: raises the record's `seen` to `current` (creating the record), and never
     /// clamps its `scheme`: that is the start's alone.
     pub fn raise_walk_seen(&self, kind: WalkKindId, current: i64) -> Result<(), StoreError> {
-        self.write(move |conn, now| {
-            conn.prepare_cached(SEEN)?
-                .execute(params![kind.as_str(), current, now])?;
-            Ok(())
-        })
-    }
-
-    /// Up to `limit` assets after `after` in id order that a walk of `kind` must visit, each
-    /// with its files (present first).
-    pub fn walk_batch(
-        &self,
-        kind: WalkKindId,
-        visit: WalkVisit,
-        after: i64,
-        limit: usize,
-    ) -> Result<Vec<WalkAsset>, StoreError> {
-        let WalkVisit {
-            scheme,
-            force,
-            rollback,
-        } = visit;
-        let sql = match kind {
-            WalkKindId::ContentHash => CONTENT_BATCH,
-            WalkKindId::Faces => FACES_BATCH,
-            WalkKindId::Similar => SIMILAR_BATCH,
-            WalkKindId::Embeddings => EMBED_BATCH,
-        };
-        self.read(|conn| {
-            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-            let mut stmt = conn.prepare_cached(sql)?;
-            let heads: Vec<(Head, pixels::Look)> = stmt
-                .query_map(params![after, scheme, force, limit, rollback], |r| {
-                    let head = (r.get(0)?, checksum_col(r, 1)?, r.get(2)?);
-                    Ok((head, pixels::look(r, 3)?))
-                })?
-                .collect::<Result<_, _>>()?;
-            let mut batch = Vec::with_capacity(heads.len());
-            let mut seen = pixels::Seen::default();
-            for ((id, checksum, trashed), look) in heads {
-                let (same_pixels, known) = seen.of(conn, kind, visit, id, look)?;
-                batch.push(WalkAsset {
-                    id,
-                    checksum,
-                    trashed,
-                    files: files_of(conn, id)?,
-                    timed_out: decode_timeouts::timed_out(conn, id)?,
-                    same_pixels,
-                    known,
-                });
-            }
-            Ok(batch)
-        })
+        self.write(move |conn, now| raise_seen(conn, kind, current, now))
     }
 
     /// How many assets a walk of `kind` still has to visit after `after`.
@@ -413,48 +315,6 @@ impl Store {
             Ok(conn
                 .prepare_cached(sql)?
                 .query_row(params![after, scheme, force, rollback], |r| r.get(0))?)
-        })
-    }
-
-    /// Another process walking `kind` under another scheme than `scheme` (only a higher one
-    /// when `higher_only`) that is live now: the newest chain row of another scheme runs
-    /// under a live lease, was handed off less than `grace` ago, or was enqueued by a process
-    /// that holds a live lease. Returns its scheme and lease owner.
-    pub fn walk_peer(
-        &self,
-        kind: WalkKindId,
-        scheme: i64,
-        higher_only: bool,
-        grace: Millis,
-    ) -> Result<Option<(i64, String)>, StoreError> {
-        let now = self.now();
-        self.read(|conn| {
-            jobs::walk_peer(
-                conn,
-                kind.job_kind(),
-                scheme,
-                higher_only,
-                (now, grace),
-                self.owner(),
-            )
-        })
-    }
-
-    /// Commits one walk batch in ONE fenced transaction under the chain row's lease: the
-    /// row's completion first (a stale lease stops everything here, nothing lands), then the
-    /// results, then the chain's next row or, after the last batch, the walk record raise
-    /// (`advance`: a restore behind the cursor takes the chain back instead). Returns the
-    /// next row when one was enqueued.
-    pub fn commit_walk_batch(
-        &self,
-        lease: &Lease,
-        commit: WalkCommit,
-    ) -> Result<Option<Enqueued>, StoreError> {
-        let lease = lease.clone();
-        self.write(move |conn, now| {
-            jobs::complete(conn, &lease, now)?;
-            write_results(conn, &commit.results, (commit.rollback, now))?;
-            advance(conn, lease.id, &commit, now)
         })
     }
 }

@@ -217,7 +217,7 @@ fn cut_to_bytes(batch: &mut Vec<WalkAsset>, bytes: u64) -> bool {
 
 /// The payload this binary walks `job` under: the row's own; the row's cursor under this
 /// scheme when the row has no scheme but was queued after a walk to the end under this one
-/// (a re-detection's: `store::walks::faces_replaced`); or a fresh one from the beginning when
+/// (a re-detection's: `store::chains::faces_replaced`); or a fresh one from the beginning when
 /// the row walks another scheme or none. A row of a higher scheme reaches
 /// this binary only once no newer binary holds a lease on it (the claim's rule): a rollback,
 /// which re-stamps what the newer scheme stamped.

@@ -492,3 +492,108 @@ fn every_module_header_states_its_wall_and_keeps_it() {
     }
     assert!(broken.is_empty(), "broken walls:\n{}", broken.join("\n"));
 }
+
+/// The store's modules as `src/store/mod.rs`'s header sorts them: `Families:`,
+/// `Compositions:` and `Helpers:`, each a comma-separated list ending at a full stop.
+fn store_roles() -> BTreeMap<String, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store/mod.rs");
+    let text = std::fs::read_to_string(root).expect("read store/mod.rs");
+    let header: Vec<&str> = text
+        .lines()
+        .take_while(|l| l.starts_with("//!"))
+        .map(|l| l.trim_start_matches("//!").trim())
+        .collect();
+    let header = header.join(" ");
+    let mut roles = BTreeMap::new();
+    for role in ["Families", "Compositions", "Helpers"] {
+        let at = header.find(&format!("{role}:")).unwrap_or_else(|| {
+            panic!("store/mod.rs's header has no `{role}:` list");
+        });
+        let list = &header[at + role.len() + 1..];
+        let list = &list[..list.find('.').unwrap_or(list.len())];
+        for module in list.split(',').map(str::trim).filter(|m| !m.is_empty()) {
+            let before = roles.insert(module.to_string(), role.to_string());
+            assert_eq!(
+                before, None,
+                "{module} is listed twice in store/mod.rs's header"
+            );
+        }
+    }
+    roles
+}
+
+/// Each module of `src/store/` (not `mod.rs`) with the store modules its code names before
+/// its tests (`super::x`, `crate::store::x`, or a macro another module defines): a test
+/// may set a scene through several families; the code it tests may not.
+fn store_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store");
+    let mut code = BTreeMap::new();
+    for entry in std::fs::read_dir(&dir).expect("read src/store") {
+        let path = entry.expect("dir entry").path();
+        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        if path.extension().is_some_and(|e| e == "rs") && name != "mod" {
+            let text = std::fs::read_to_string(&path).expect("read store module");
+            let end = text.find("#[cfg(test)]").unwrap_or(text.len());
+            code.insert(name, code_only(&text[..end]));
+        }
+    }
+    let mut macros: BTreeMap<String, String> = BTreeMap::new();
+    for (module, text) in &code {
+        for (at, _) in text.match_indices("macro_rules!") {
+            let name = path_head(&text[at + "macro_rules!".len()..]);
+            macros.insert(name, module.clone());
+        }
+    }
+    let mut graph = BTreeMap::new();
+    for (module, text) in &code {
+        let mut deps = BTreeSet::new();
+        for root in ["super::", "crate::store::"] {
+            for path in rooted_paths(text, root) {
+                let head = path.split("::").next().unwrap_or("").to_string();
+                if head != *module && code.contains_key(&head) {
+                    deps.insert(head);
+                }
+            }
+        }
+        for (name, home) in &macros {
+            let used = text
+                .match_indices(&format!("{name}!"))
+                .any(|(at, _)| !text[..at].ends_with(is_ident));
+            if home != module && used {
+                deps.insert(home.clone());
+            }
+        }
+        graph.insert(module.clone(), deps);
+    }
+    graph
+}
+
+#[test]
+fn the_store_families_call_only_helpers_and_the_store_has_no_cycle() {
+    let graph = store_graph();
+    let roles = store_roles();
+    let unsorted: Vec<_> = graph.keys().filter(|m| !roles.contains_key(*m)).collect();
+    let gone: Vec<_> = roles.keys().filter(|m| !graph.contains_key(*m)).collect();
+    assert!(
+        unsorted.is_empty() && gone.is_empty(),
+        "store/mod.rs's header must sort every store module once: not sorted {unsorted:?}, \
+         no such module {gone:?}"
+    );
+    let family = |m: &str| roles.get(m).is_some_and(|r| r == "Families");
+    let helper = |m: &str| roles.get(m).is_some_and(|r| r == "Helpers");
+    let mut crossings = vec![];
+    for (module, deps) in graph.iter().filter(|(m, _)| family(m)) {
+        for dep in deps.iter().filter(|d| !helper(d)) {
+            crossings.push(format!("{module} -> {dep}"));
+        }
+    }
+    let cycle = find_cycle(&graph);
+    assert!(
+        crossings.is_empty() && cycle.is_none(),
+        "store families that call another family or a composition (move the operation into \
+         a composition, or the shared code into a helper):\n{}\na cycle: {cycle:?}\n\
+         the store's module graph:\n{}",
+        crossings.join("\n"),
+        graph_text(&graph)
+    );
+}

@@ -1,0 +1,241 @@
+//! The walk chains' moves across families, a composition (DESIGN.md section 7): a walk
+//! request (the record's `seen` raised, the chain's row queued: `walks`, `jobs`), a batch's
+//! selection (`walks::batch_heads` with each asset's files, remembered timed-out decode and
+//! other assets of the same pixels: `pixels`),
+//! and the ONE fenced transaction that commits a batch: the job row's completion under its
+//! lease (`jobs`), the results (content hashes: `walks`; faces: `faces` and `people`;
+//! perceptual hashes: `similar`; face descriptors: `people`; timed-out decodes:
+//! `decode_timeouts`), then either the chain's next row or, after the last batch, the walk
+//! record raise, unless an asset made live behind the cursor takes the chain back to it
+//! (`advance`). A one-off redetection replaces an asset's faces the same way
+//! (`replace_faces`), and a replacement asks the embedding chain for the new faces'
+//! descriptors (`faces_replaced`). No SQL of its own.
+
+use super::jobs::{self, Enqueued};
+use super::{Store, StoreError, decode_timeouts, faces, people, pixels, similar, walks};
+use crate::model::{
+    DetectedFace, Lease, Millis, WalkAsset, WalkCommit, WalkKindId, WalkRequest, WalkResults,
+    WalkVisit,
+};
+use rusqlite::Connection;
+
+/// A completion's walk request, in the completion's transaction: `seen` raised (never the
+/// record's `scheme`), the chain enqueued unless one is live (`Store::raise_walk_seen` and
+/// `Store::enqueue`, as `walks::request` makes them, in one write).
+pub(super) fn request_in(
+    conn: &Connection,
+    req: &WalkRequest,
+    now: Millis,
+) -> Result<Enqueued, StoreError> {
+    walks::raise_seen(conn, req.kind, req.scheme, now)?;
+    let enqueued = jobs::insert(conn, &req.job, now)?;
+    for also in &req.with {
+        request_in(conn, also, now)?;
+    }
+    Ok(enqueued)
+}
+
+/// Asset `id`'s faces were just detected anew (a face walk's batch, a one-off redetection):
+/// their descriptors follow in the same transaction. The live embedding chain is marked to go
+/// back for it (`REVISIT`), and without one a chain is queued. That one carries no scheme (the
+/// binary that claims it walks under its own embedder) but the cursor just before `id` and the
+/// scheme the walk record says was walked to the end (`since`): a claimer of that scheme
+/// starts at `id`, since every asset without the stamp either queued or marked a live chain
+/// after that end; any other starts from the beginning. Without the cursor, each batch of a
+/// face walk restarted the embedding walk from the first asset, whose visit grew with the
+/// library.
+pub(super) fn faces_replaced(conn: &Connection, id: i64, now: Millis) -> Result<(), StoreError> {
+    let kind = WalkKindId::Embeddings.job_kind();
+    walks::revisit(conn, kind, id)?;
+    let since = walks::walked_scheme(conn, WalkKindId::Embeddings)?;
+    let payload = serde_json::json!({ "after": id - 1, "since": since }).to_string();
+    let chain = crate::model::NewJob::new(kind, payload)
+        .unique(kind)
+        .max_attempts(10);
+    jobs::insert(conn, &chain, now)?;
+    Ok(())
+}
+
+/// Replaces the faces of `asset_id` for `version` and stamps the asset (`faces`): the
+/// faces of other versions leave their people, a face found again keeps who it is and the
+/// user's word on it (`people`), and the new ones' descriptors are asked for
+/// (`faces_replaced`). Returns false (and writes nothing) when the asset is gone (the sweep
+/// deleted it meanwhile) or, unless `over_newer`, stamped by a newer detector (a newer
+/// binary on the same database).
+pub(super) fn replace_faces(
+    conn: &Connection,
+    asset_id: i64,
+    (version, over_newer): (i64, bool),
+    found: &[DetectedFace],
+    now: Millis,
+) -> Result<bool, StoreError> {
+    if !faces::stamp(conn, asset_id, version, over_newer)? {
+        return Ok(false);
+    }
+    let said = people::word_on(conn, asset_id)?;
+    let found = faces::put(conn, asset_id, version, found)?;
+    people::forget_old_faces(conn, asset_id, version)?;
+    people::carry_word(conn, asset_id, &said, &found)?;
+    faces_replaced(conn, asset_id, now)?;
+    Ok(true)
+}
+
+/// Writes a batch's results. An asset swept since it was selected is skipped, and so is one
+/// a newer scheme stamped meanwhile unless `rollback`.
+fn write_results(
+    conn: &Connection,
+    results: &WalkResults,
+    (rollback, now): (bool, Millis),
+) -> Result<(), StoreError> {
+    match results {
+        WalkResults::ContentHashes(hashes) => {
+            walks::stamp_content_hashes(conn, hashes, rollback)?;
+        }
+        WalkResults::Faces {
+            version,
+            found,
+            timed_out,
+        } => {
+            for (id, list) in found {
+                replace_faces(conn, *id, (*version, rollback), list, now)?;
+            }
+            decode_timeouts::record(conn, timed_out, now)?;
+        }
+        WalkResults::Similar {
+            scheme,
+            hashes,
+            timed_out,
+        } => {
+            similar::stamp(conn, *scheme, hashes, rollback)?;
+            decode_timeouts::record(conn, timed_out, now)?;
+        }
+        WalkResults::Embeddings {
+            version,
+            found,
+            assigned,
+            timed_out,
+        } => {
+            people::store_vectors(conn, *version, found, rollback)?;
+            people::join_people(conn, assigned)?;
+            decode_timeouts::record(conn, timed_out, now)?;
+        }
+    }
+    Ok(())
+}
+
+/// The chain's advance after a batch of row `row_id` (just completed in this transaction):
+/// `next` when the walk goes on; after the last batch the record's raise, unless an asset
+/// was made live behind the cursor while the row was live, in which case the chain goes on
+/// from there and the record waits (it must never say "walked to the end" while a live
+/// asset lacks the stamp).
+fn advance(
+    conn: &Connection,
+    row_id: i64,
+    commit: &WalkCommit,
+    now: Millis,
+) -> Result<Option<Enqueued>, StoreError> {
+    let revisit = walks::revisit_of(conn, row_id)?;
+    match (revisit, commit.complete_scheme) {
+        (None, Some(scheme)) => {
+            walks::raise_record(conn, commit.kind, scheme, now)?;
+            if let Some(then) = &commit.then {
+                jobs::insert(conn, then, now)?;
+            }
+            Ok(None)
+        }
+        (None, None) => Ok(Some(jobs::insert(conn, &commit.next, now)?)),
+        (Some(asset), _) => {
+            let payload = walks::back_to(conn, &commit.next.payload, asset)?;
+            let next = crate::model::NewJob {
+                payload,
+                ..commit.next.clone()
+            };
+            Ok(Some(jobs::insert(conn, &next, now)?))
+        }
+    }
+}
+
+impl Store {
+    /// Stores the faces a detector found in one asset (a one-off detection, not a walk):
+    /// replaces that version's rows and stamps `faces_scheme`. False if the asset is gone.
+    pub fn store_faces(
+        &self,
+        asset_id: i64,
+        version: i64,
+        faces: Vec<DetectedFace>,
+    ) -> Result<bool, StoreError> {
+        self.write(move |conn, now| replace_faces(conn, asset_id, (version, true), &faces, now))
+    }
+
+    /// Up to `limit` assets after `after` in id order that a walk of `kind` must visit, each
+    /// with its files (present first).
+    pub fn walk_batch(
+        &self,
+        kind: WalkKindId,
+        visit: WalkVisit,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<WalkAsset>, StoreError> {
+        self.read(|conn| {
+            let heads = walks::batch_heads(conn, kind, visit, after, limit)?;
+            let mut seen = pixels::Seen::default();
+            heads
+                .into_iter()
+                .map(|((id, checksum, trashed), look)| {
+                    let (same_pixels, known) = seen.of(conn, kind, visit, id, look)?;
+                    Ok(WalkAsset {
+                        id,
+                        checksum,
+                        trashed,
+                        files: walks::files_of(conn, id)?,
+                        timed_out: decode_timeouts::timed_out(conn, id)?,
+                        same_pixels,
+                        known,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// Another process walking `kind` under another scheme than `scheme` (only a higher one
+    /// when `higher_only`) that is live now: the newest chain row of another scheme runs
+    /// under a live lease, was handed off less than `grace` ago, or was enqueued by a process
+    /// that holds a live lease. Returns its scheme and lease owner.
+    pub fn walk_peer(
+        &self,
+        kind: WalkKindId,
+        scheme: i64,
+        higher_only: bool,
+        grace: Millis,
+    ) -> Result<Option<(i64, String)>, StoreError> {
+        let now = self.now();
+        self.read(|conn| {
+            jobs::walk_peer(
+                conn,
+                kind.job_kind(),
+                scheme,
+                higher_only,
+                (now, grace),
+                self.owner(),
+            )
+        })
+    }
+
+    /// Commits one walk batch in ONE fenced transaction under the chain row's lease: the
+    /// row's completion first (a stale lease stops everything here, nothing lands), then the
+    /// results, then the chain's next row or, after the last batch, the walk record raise
+    /// (`advance`: a restore behind the cursor takes the chain back instead). Returns the
+    /// next row when one was enqueued.
+    pub fn commit_walk_batch(
+        &self,
+        lease: &Lease,
+        commit: WalkCommit,
+    ) -> Result<Option<Enqueued>, StoreError> {
+        let lease = lease.clone();
+        self.write(move |conn, now| {
+            jobs::complete(conn, &lease, now)?;
+            write_results(conn, &commit.results, (commit.rollback, now))?;
+            advance(conn, lease.id, &commit, now)
+        })
+    }
+}

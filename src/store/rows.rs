@@ -1,0 +1,146 @@
+//! Row decoding shared by the families and compositions that read `assets` rows (a helper,
+//! no table family): the columns `asset_from_row` reads (`asset_cols!`), the 32-byte
+//! checksum and content-hash columns, what a picture's pixels are known by (`Look`), a
+//! photo's embedded video and Live Photo clip id, and a file's path. Holds no statement and calls no family.
+
+use crate::model::{
+    Asset, AssetPath, ContentHash, EmbeddedVideo, FileState, LiveClip, MediaFacts, MediaKind,
+    TakenAtSource, TrashReason,
+};
+use rusqlite::Row;
+
+macro_rules! asset_cols {
+    () => {
+        "id, owner, checksum, size, mime, kind, width, height, display_width, display_height, \
+         taken_local, taken_offset_minutes, make, model, lat, lon, orientation, duration_ms, \
+         video_codec, created_at, trashed_at, trash_reason, content_hash, content_hash_scheme, \
+         faces_scheme, taken_at_source, rating, title, description, content_identifier, \
+         motion_offset, motion_length, live_video_id"
+    };
+}
+
+/// The columns `asset_from_row` reads, for queries built beside it.
+pub(super) const ASSET_COLS: &str = asset_cols!();
+
+/// What an asset's pixels are known by: its content hash and that hash's scheme (none yet
+/// before the content-hash walk reached it), and its orientation.
+pub(super) type Look = Option<(Vec<u8>, i64, Option<i64>)>;
+
+/// The look in columns `at`, `at + 1` and `at + 2`: content_hash, content_hash_scheme,
+/// orientation.
+pub(super) fn look(r: &Row<'_>, at: usize) -> rusqlite::Result<Look> {
+    let hash: Option<Vec<u8>> = r.get(at)?;
+    let scheme: Option<i64> = r.get(at + 1)?;
+    Ok(match (hash, scheme) {
+        (Some(hash), Some(scheme)) => Some((hash, scheme, r.get(at + 2)?)),
+        _ => None,
+    })
+}
+
+/// The content hash at `idx` and its scheme at `idx + 1`, when both are set.
+pub(super) fn content_hash_cols(r: &Row<'_>, idx: usize) -> rusqlite::Result<Option<ContentHash>> {
+    let scheme: Option<i64> = r.get(idx + 1)?;
+    let hash: Option<Vec<u8>> = r.get(idx)?;
+    match (hash, scheme) {
+        (Some(_), Some(scheme)) => Ok(Some(ContentHash {
+            scheme,
+            hash: checksum_col(r, idx)?,
+        })),
+        _ => Ok(None),
+    }
+}
+
+pub(super) fn checksum_col(r: &Row<'_>, idx: usize) -> rusqlite::Result<[u8; 32]> {
+    let bytes: Vec<u8> = r.get(idx)?;
+    bytes.try_into().map_err(|_| {
+        rusqlite::Error::FromSqlConversionFailure(
+            idx,
+            rusqlite::types::Type::Blob,
+            "a checksum is 32 bytes".into(),
+        )
+    })
+}
+
+fn opt_enum<T>(
+    r: &Row<'_>,
+    idx: usize,
+    parse: fn(&str) -> Option<T>,
+) -> rusqlite::Result<Option<T>> {
+    let text: Option<String> = r.get(idx)?;
+    Ok(text.as_deref().and_then(parse))
+}
+
+pub(super) fn asset_from_row(r: &Row<'_>) -> rusqlite::Result<Asset> {
+    Ok(Asset {
+        id: r.get(0)?,
+        owner: r.get(1)?,
+        checksum: checksum_col(r, 2)?,
+        size: r.get::<_, i64>(3)? as u64,
+        facts: MediaFacts {
+            mime: r.get(4)?,
+            kind: opt_enum(r, 5, MediaKind::parse)?,
+            width: r.get(6)?,
+            height: r.get(7)?,
+            display_width: r.get(8)?,
+            display_height: r.get(9)?,
+            taken_local: r.get(10)?,
+            taken_offset_minutes: r.get(11)?,
+            taken_at_source: opt_enum(r, 25, TakenAtSource::parse)?,
+            make: r.get(12)?,
+            model: r.get(13)?,
+            lat: r.get(14)?,
+            lon: r.get(15)?,
+            orientation: r.get(16)?,
+            duration_ms: r.get(17)?,
+            video_codec: r.get(18)?,
+            notes: crate::model::Notes {
+                rating: r.get(26)?,
+                tags: Vec::new(),
+                title: r.get(27)?,
+                description: r.get(28)?,
+            },
+            content_identifier: r.get(29)?,
+            embedded_video: embedded_cols(r, 30)?,
+            error: None,
+        },
+        created_at: r.get(19)?,
+        trashed_at: r.get(20)?,
+        trash_reason: opt_enum(r, 21, TrashReason::parse)?,
+        paths: Vec::new(),
+        content_hash: content_hash_cols(r, 22)?,
+        faces_scheme: r.get(24)?,
+        faces: Vec::new(),
+        live_clip: clip_col(r, 32)?,
+        stack: Vec::new(),
+    })
+}
+
+/// `motion_offset` at `idx` and `motion_length` at `idx + 1`, when both are set.
+fn embedded_cols(r: &Row<'_>, idx: usize) -> rusqlite::Result<Option<EmbeddedVideo>> {
+    let offset: Option<i64> = r.get(idx)?;
+    let length: Option<i64> = r.get(idx + 1)?;
+    Ok(offset.zip(length).map(|(o, l)| EmbeddedVideo {
+        offset: o as u64,
+        length: l as u64,
+    }))
+}
+
+/// `live_video_id` at `idx`, to be completed by `motion::load_clip`.
+fn clip_col(r: &Row<'_>, idx: usize) -> rusqlite::Result<Option<LiveClip>> {
+    let id: Option<i64> = r.get(idx)?;
+    Ok(id.map(|asset_id| LiveClip {
+        asset_id,
+        mime: None,
+        duration_ms: None,
+    }))
+}
+
+pub(super) fn path_from_row(r: &Row<'_>, at: usize) -> rusqlite::Result<AssetPath> {
+    Ok(AssetPath {
+        file_id: r.get(at)?,
+        library_id: r.get(at + 1)?,
+        rel_path: r.get(at + 2)?,
+        rel_path_text: r.get(at + 3)?,
+        state: super::parse_col(r, at + 4, FileState::parse)?,
+    })
+}
