@@ -304,6 +304,20 @@ impl Store {
         op(&conn)
     }
 
+    /// `read` inside one read transaction: one snapshot for all of `op`'s statements, and
+    /// one lock of the log's shared memory (two `fcntl` calls) instead of one per statement:
+    /// a walk batch's per-asset lookups took 9% of the content-hash walk in them (issue 29).
+    fn read_snapshot<T>(
+        &self,
+        op: impl FnOnce(&rusqlite::Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let conn = self.inner.reads.get()?;
+        let tx = conn.unchecked_transaction()?;
+        let out = op(&tx)?;
+        tx.finish()?;
+        Ok(out)
+    }
+
     /// Extends a lease by `ttl` from now. The heartbeat: fenced like every other worker write.
     pub fn renew(&self, lease: &Lease, ttl: Millis) -> Result<Lease, StoreError> {
         let lease = lease.clone();

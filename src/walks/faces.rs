@@ -10,7 +10,7 @@
 //! shutdown, the OOM killer, a lost lease) is not remembered: the next walk tries again.
 
 use super::WalkKind;
-use crate::locate::{Candidate, candidates, unchanged};
+use crate::locate::{Candidate, candidates};
 use crate::media::content_hash::hash_file;
 use crate::model::{DecodeTimeout, Known, WalkAsset, WalkKindId, WalkResults, timed_out_reason};
 use crate::queue::{Retry, io_retry};
@@ -102,9 +102,7 @@ pub(super) fn file_of(asset: &WalkAsset) -> Option<PathBuf> {
 pub(super) fn candidate_of(asset: &WalkAsset) -> Option<Candidate> {
     candidates(asset)
         .into_iter()
-        .find(|Candidate { path, stamp }| {
-            unchanged(path, stamp) || hash_file(path).is_ok_and(|h| h.checksum == asset.checksum)
-        })
+        .find(|c| c.unchanged() || hash_file(&c.path).is_ok_and(|h| h.checksum == asset.checksum))
 }
 
 /// What one asset of a batch gave: its faces, a decode that timed out on its file, or
