@@ -305,8 +305,8 @@ impl Store {
     }
 
     /// `read` inside one read transaction: one snapshot for all of `op`'s statements, and
-    /// one lock of the log's shared memory (two `fcntl` calls) instead of one per statement:
-    /// a walk batch's per-asset lookups took 9% of the content-hash walk in them (issue 29).
+    /// one lock of the log's shared memory (two `fcntl` calls) instead of one per statement;
+    /// those locks were 9% of the content-hash walk's samples (issue 29).
     fn read_snapshot<T>(
         &self,
         op: impl FnOnce(&rusqlite::Connection) -> Result<T, StoreError>,

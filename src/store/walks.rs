@@ -9,9 +9,9 @@
 //! the end" is written only once every live asset was visited. The ONE fenced transaction
 //! that commits a batch is `chains`'.
 
-use super::rows::{Look, checksum_col, look};
+use super::rows::{Look, checksum_col, file_stamp, look};
 use super::{Store, StoreError, parse_col};
-use crate::model::{ContentHash, FileStamp, Millis, WalkFile, WalkKindId, WalkRecord, WalkVisit};
+use crate::model::{ContentHash, Millis, WalkFile, WalkKindId, WalkRecord, WalkVisit};
 use rusqlite::{Connection, OptionalExtension, params};
 use std::collections::HashMap;
 
@@ -79,32 +79,32 @@ const EMBED_LEFT: &str = "
     SELECT count(*) FROM assets
      WHERE id > ?1 AND trashed_at IS NULL AND faces_scheme IS NOT NULL
        AND (?3 OR embed_scheme IS NULL OR embed_scheme < ?2 OR (?4 AND embed_scheme > ?2))";
-/// An asset's files, each not present one with the place its asset's latest done trash of
-/// it put it (by move id: the newest move wins); a present file needs no journal lookup.
-const FILES: &str = "
-    SELECT l.root, f.rel_path, f.state = 'present', f.size, f.mtime_ns, f.dev, f.inode,
-           CASE WHEN f.state <> 'present' THEN
-           (SELECT t.to_path FROM trash_intents t
-             WHERE t.asset_id = f.asset_id AND t.action = 'trash' AND t.state = 'done'
-               AND t.library_id = f.library_id AND t.from_path = f.rel_path
-             ORDER BY t.move_id DESC, t.id DESC LIMIT 1) END
-      FROM files f
-      JOIN libraries l ON l.id = f.library_id
-     WHERE f.asset_id = ?1
-     ORDER BY f.state = 'missing', f.id";
-/// `FILES` of every asset with ?1 < id <= ?2, the asset's id last.
-const FILES_IN: &str = "
-    SELECT l.root, f.rel_path, f.state = 'present', f.size, f.mtime_ns, f.dev, f.inode,
-           CASE WHEN f.state <> 'present' THEN
-           (SELECT t.to_path FROM trash_intents t
-             WHERE t.asset_id = f.asset_id AND t.action = 'trash' AND t.state = 'done'
-               AND t.library_id = f.library_id AND t.from_path = f.rel_path
-             ORDER BY t.move_id DESC, t.id DESC LIMIT 1) END,
-           f.asset_id
-      FROM files f
-      JOIN libraries l ON l.id = f.library_id
-     WHERE f.asset_id > ?1 AND f.asset_id <= ?2
-     ORDER BY f.asset_id, f.state = 'missing', f.id";
+/// Files with what `walk_file` reads (the columns 0-7) and their asset's id (8), each not
+/// present one with the place its asset's latest done trash of it put it (by move id: the
+/// newest move wins); a present file needs no journal lookup.
+macro_rules! files_with {
+    ($where_order:literal) => {
+        concat!(
+            "SELECT l.root, f.rel_path, f.state = 'present', f.size, f.mtime_ns, f.dev, f.inode,
+                    CASE WHEN f.state <> 'present' THEN
+                    (SELECT t.to_path FROM trash_intents t
+                      WHERE t.asset_id = f.asset_id AND t.action = 'trash' AND t.state = 'done'
+                        AND t.library_id = f.library_id AND t.from_path = f.rel_path
+                      ORDER BY t.move_id DESC, t.id DESC LIMIT 1) END,
+                    f.asset_id
+               FROM files f
+               JOIN libraries l ON l.id = f.library_id ",
+            $where_order
+        )
+    };
+}
+/// An asset's files, present first.
+const FILES: &str = files_with!("WHERE f.asset_id = ?1 ORDER BY f.state = 'missing', f.id");
+/// `FILES` of every asset with ?1 < id <= ?2, by asset.
+const FILES_IN: &str = files_with!(
+    "WHERE f.asset_id > ?1 AND f.asset_id <= ?2
+     ORDER BY f.asset_id, f.state = 'missing', f.id"
+);
 /// An asset made live (?2) while the chain ?1 (its unique key) is live, perhaps behind its
 /// cursor: the live row keeps the lowest such id in its payload's `revisit` until its commit
 /// takes the chain back there. A queued row has not read its payload yet and a running one
@@ -174,12 +174,7 @@ fn walk_file(r: &rusqlite::Row<'_>) -> rusqlite::Result<WalkFile> {
         root: r.get(0)?,
         rel_path: r.get(1)?,
         present: r.get(2)?,
-        stamp: FileStamp {
-            size: r.get::<_, i64>(3)? as u64,
-            mtime_ns: r.get(4)?,
-            dev: r.get::<_, i64>(5)? as u64,
-            inode: r.get::<_, i64>(6)? as u64,
-        },
+        stamp: file_stamp(r, 3)?,
         trashed_to: r.get(7)?,
     })
 }

@@ -8,6 +8,8 @@
 //! the batch): the next walks skip that asset, saying "decoding timed out after N s", until
 //! the file changes or `scan --force` reads it again. A decoder stopped from outside (a
 //! shutdown, the OOM killer, a lost lease) is not remembered: the next walk tries again.
+//! Each picture is read once (`once_per_picture`, the similar walk's too): an asset whose
+//! content hash and orientation another has takes that one's result.
 
 use super::WalkKind;
 use crate::locate::{Candidate, candidates};
@@ -240,11 +242,7 @@ impl WalkKind for FacesWalk {
     }
 
     fn process(&self, batch: &[WalkAsset]) -> WalkResults {
-        let known_as = |k: &Known| match k {
-            Known::Faces(faces) => Some(faces.clone()),
-            Known::Phash(_) => None,
-        };
-        let visits = once_per_picture(batch, known_as, |a| self.visit(a));
+        let visits = once_per_picture(batch, Known::faces, |a| self.visit(a));
         let (found, timed_out) = Visit::split(visits);
         WalkResults::Faces {
             version: self.scheme,
