@@ -82,27 +82,44 @@ impl Default for GroupLimits {
 }
 
 /// The commit of a grouped operation that has run: `wait` answers once its group has
-/// committed (`Ok`) or was rolled back (the error that undid it).
+/// committed (`Ok`) or was rolled back (the error that undid it). The handle keeps the
+/// answer once it came: asked again, it says the same (the channel is empty and closed by
+/// then, which would read as a writer that has stopped).
 #[derive(Debug)]
-pub struct Committed(Receiver<Option<StoreError>>);
+pub struct Committed {
+    answer: Receiver<Option<StoreError>>,
+    kept: std::cell::OnceCell<Option<StoreError>>,
+}
 
 impl Committed {
-    pub fn wait(self) -> Result<(), StoreError> {
-        match self.0.recv() {
-            Ok(None) => Ok(()),
-            Ok(Some(e)) => Err(e),
-            Err(_) => Err(StoreError::WriterGone),
+    fn new(answer: Receiver<Option<StoreError>>) -> Self {
+        Committed {
+            answer,
+            kept: std::cell::OnceCell::new(),
         }
+    }
+
+    pub fn wait(self) -> Result<(), StoreError> {
+        let outcome = match self.kept.into_inner() {
+            Some(kept) => kept,
+            None => self.answer.recv().unwrap_or(Some(StoreError::WriterGone)),
+        };
+        outcome.map_or(Ok(()), Err)
     }
 
     /// The outcome if the group has settled, without waiting.
     pub fn settled(&self) -> Option<Result<(), StoreError>> {
-        match self.0.try_recv() {
-            Ok(None) => Some(Ok(())),
-            Ok(Some(e)) => Some(Err(e)),
-            Err(crossbeam_channel::TryRecvError::Empty) => None,
-            Err(crossbeam_channel::TryRecvError::Disconnected) => Some(Err(StoreError::WriterGone)),
+        if self.kept.get().is_none() {
+            let outcome = match self.answer.try_recv() {
+                Ok(outcome) => outcome,
+                Err(crossbeam_channel::TryRecvError::Empty) => return None,
+                Err(crossbeam_channel::TryRecvError::Disconnected) => Some(StoreError::WriterGone),
+            };
+            let _ = self.kept.set(outcome);
         }
+        self.kept
+            .get()
+            .map(|kept| kept.as_ref().map_or(Ok(()), |e| Err(echo(e))))
     }
 }
 
@@ -256,7 +273,7 @@ impl Writer {
         let sender = self.sender.as_ref().ok_or(StoreError::WriterGone)?;
         sender.send(op).map_err(|_| StoreError::WriterGone)?;
         let ran = ran_rx.recv().map_err(|_| StoreError::WriterGone)??;
-        Ok((ran, Committed(done_rx)))
+        Ok((ran, Committed::new(done_rx)))
     }
 }
 
@@ -843,6 +860,24 @@ mod tests {
         assert!(matches!(first.wait(), Err(StoreError::LeaseLost { .. })));
         assert!(matches!(second.wait(), Err(StoreError::LeaseLost { .. })));
         assert_eq!(on_disk(&other), 0);
+    }
+
+    /// The scan asks a batch's commit handle whether it settled, then again for the error:
+    /// each answer is the group's own (a full disk pauses the scan; a "writer has stopped"
+    /// failed it for good, CI's full-disk scenario a).
+    #[test]
+    fn a_commit_handle_answers_its_groups_outcome_however_often_it_is_asked() {
+        let (_dir, w, _other) = grouped_writer(by_weight(1_000));
+        let first = insert(&w, 1, Box::new(|_| Err(StoreError::DiskFull)));
+        w.call(|_| Ok(())).expect("a plain op");
+        assert!(matches!(first.settled(), Some(Err(StoreError::DiskFull))));
+        assert!(matches!(first.settled(), Some(Err(StoreError::DiskFull))));
+        assert!(matches!(first.wait(), Err(StoreError::DiskFull)));
+        let second = insert(&w, 2, holds());
+        w.call(|_| Ok(())).expect("a plain op");
+        assert!(matches!(second.settled(), Some(Ok(()))));
+        assert!(matches!(second.settled(), Some(Ok(()))));
+        assert!(matches!(second.wait(), Ok(())));
     }
 
     #[test]
