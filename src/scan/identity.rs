@@ -27,10 +27,25 @@ pub enum Verdict {
 /// Writes (or reads back) the marker and records the root's identity. A read-only root gets
 /// no marker; the device id still guards it.
 pub fn record(store: &Store, library: &Library) -> Result<LibraryIdentity, StoreError> {
+    record_with(store, library, || {})
+}
+
+/// `record`, running `before_create` once the root is found to have no marker and before
+/// one is made there: another index (another data dir, another host) may make it meanwhile,
+/// and tests stand in for it there.
+pub fn record_with(
+    store: &Store,
+    library: &Library,
+    before_create: impl FnOnce(),
+) -> Result<LibraryIdentity, StoreError> {
     let root = Path::new(&library.root);
+    let marker_id = read_marker(root).or_else(|| {
+        before_create();
+        write_marker(root)
+    });
     let identity = LibraryIdentity {
         root_dev: root_dev(root),
-        marker_id: read_marker(root).or_else(|| write_marker(root, library.id)),
+        marker_id,
     };
     store.set_library_identity(library.id, identity.clone())?;
     Ok(identity)
@@ -103,10 +118,19 @@ fn read_marker(root: &Path) -> Option<String> {
     (!id.is_empty()).then(|| id.to_string())
 }
 
-fn write_marker(root: &Path, library_id: i64) -> Option<String> {
-    let id = format!("{}-{library_id}", uuid::Uuid::now_v7().simple());
-    match std::fs::write(root.join(MARKER), format!("{id}\n")) {
+/// Makes the marker unless there is one: created only if absent, so that another index (or
+/// host) that made it between our look and this write keeps its id, and we record the same.
+fn write_marker(root: &Path) -> Option<String> {
+    let id = uuid::Uuid::now_v7().simple().to_string();
+    let path = root.join(MARKER);
+    let made = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{id}\n").as_bytes()));
+    match made {
         Ok(()) => Some(id),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read_marker(root),
         Err(e) => {
             tracing::warn!(root = %root.display(), error = %e, "cannot write the library marker");
             None
