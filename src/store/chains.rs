@@ -176,6 +176,7 @@ impl Store {
         after: i64,
         limit: usize,
     ) -> Result<Vec<WalkAsset>, StoreError> {
+        let host = self.host();
         self.read(|conn| {
             let heads = walks::batch_heads(conn, kind, visit, after, limit)?;
             let mut seen = pixels::Seen::default();
@@ -187,7 +188,7 @@ impl Store {
                         id,
                         checksum,
                         trashed,
-                        files: walks::files_of(conn, id)?,
+                        files: walks::files_of(conn, host, id)?,
                         timed_out: decode_timeouts::timed_out(conn, id)?,
                         same_pixels,
                         known,

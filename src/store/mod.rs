@@ -158,11 +158,18 @@ pub struct StoreOptions {
     pub migrations: &'static [Migration],
     /// `host:pid:boot-nonce` written into every lease this process takes.
     pub owner: String,
+    /// This host's id (`host::load_or_create`, one per data dir): whose library roots this
+    /// handle reads, and whose libraries' work it claims.
+    pub host: String,
     /// How much of an existing file the start reads before trusting it (see `vet.rs`).
     pub check: StartCheck,
     /// When a scan's batches sharing one transaction commit at the latest (`writer`).
     pub group_limits: GroupLimits,
 }
+
+/// The host id of a handle opened without one (tests, tools): the mediadex binary always
+/// opens with its data dir's (`host::load_or_create`).
+pub const DEFAULT_HOST: &str = "local";
 
 impl Default for StoreOptions {
     fn default() -> Self {
@@ -173,6 +180,7 @@ impl Default for StoreOptions {
             policy: LeasePolicy::default(),
             migrations: MIGRATIONS,
             owner: process_owner().to_string(),
+            host: DEFAULT_HOST.to_string(),
             check: StartCheck::Full,
             group_limits: GroupLimits::default(),
         }
@@ -191,6 +199,7 @@ struct Inner {
     reads: ReadPool,
     clock: SharedClock,
     owner: String,
+    host: String,
     policy: LeasePolicy,
     path: PathBuf,
 }
@@ -209,6 +218,7 @@ impl Store {
         vet::vet(path, latest, options.check)?;
         let mut conn = conn::open_writer(path, &options)?;
         migrate::migrate(&mut conn, options.migrations, clock.now(), &options.owner)?;
+        libraries::take_unhosted(&conn, &options.host)?;
         let reads = conn::read_pool(path, &options)?;
         let writer = Writer::start(conn, options.max_batch, options.group_limits)?;
         Ok(Store {
@@ -217,6 +227,7 @@ impl Store {
                 reads,
                 clock,
                 owner: options.owner,
+                host: options.host,
                 policy: options.policy,
                 path: path.to_path_buf(),
             }),
@@ -242,6 +253,11 @@ impl Store {
 
     pub fn owner(&self) -> &str {
         &self.inner.owner
+    }
+
+    /// This host's id: the library roots this handle sees are this host's.
+    pub fn host(&self) -> &str {
+        &self.inner.host
     }
 
     pub fn now(&self) -> Millis {

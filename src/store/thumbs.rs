@@ -13,7 +13,8 @@ impl Store {
     /// The files of asset `id`, present first, each with its library root and the stamp
     /// its scan recorded: what `locate` needs to find the one to read for a request.
     pub fn asset_files(&self, id: i64) -> Result<Vec<WalkFile>, StoreError> {
-        self.read(|conn| walks::files_of(conn, id))
+        let host = self.host();
+        self.read(|conn| walks::files_of(conn, host, id))
     }
 
     /// Completes a thumbnail batch's row in one fenced transaction: the decodes of the batch
@@ -42,6 +43,7 @@ impl Store {
         last: i64,
         limit: usize,
     ) -> Result<Vec<ThumbAsset>, StoreError> {
+        let host = self.host();
         self.read(|conn| {
             let heads = assets::thumb_heads(conn, after, last, limit)?;
             heads
@@ -53,7 +55,7 @@ impl Store {
                                 id,
                                 checksum,
                                 trashed,
-                                files: walks::files_of(conn, id)?,
+                                files: walks::files_of(conn, host, id)?,
                                 timed_out: decode_timeouts::timed_out(conn, id)?,
                                 same_pixels: None,
                                 known: None,

@@ -78,7 +78,7 @@ const EMBED_LEFT: &str = "
     SELECT count(*) FROM assets
      WHERE id > ?1 AND trashed_at IS NULL AND faces_scheme IS NOT NULL
        AND (?3 OR embed_scheme IS NULL OR embed_scheme < ?2 OR (?4 AND embed_scheme > ?2))";
-/// An asset's files, each not present one with the place its asset's latest done trash of
+/// An asset's files in the libraries this host (?2) sees, each not present one with the place its asset's latest done trash of
 /// it put it (by move id: the newest move wins); a present file needs no journal lookup.
 const FILES: &str = "
     SELECT l.root, f.rel_path, f.state = 'present', f.size, f.mtime_ns, f.dev, f.inode,
@@ -88,7 +88,7 @@ const FILES: &str = "
                AND t.library_id = f.library_id AND t.from_path = f.rel_path
              ORDER BY t.move_id DESC, t.id DESC LIMIT 1) END
       FROM files f
-      JOIN libraries l ON l.id = f.library_id
+      JOIN library_roots l ON l.library_id = f.library_id AND l.host = ?2
      WHERE f.asset_id = ?1
      ORDER BY f.state = 'missing', f.id";
 /// An asset made live (?2) while the chain ?1 (its unique key) is live, perhaps behind its
@@ -133,9 +133,13 @@ fn record(conn: &Connection, kind: WalkKindId) -> Result<Option<WalkRecord>, Sto
 /// A batch row's asset: id, checksum, whether it is in the trash.
 pub(super) type Head = (i64, [u8; 32], bool);
 
-pub(super) fn files_of(conn: &Connection, asset_id: i64) -> Result<Vec<WalkFile>, StoreError> {
+pub(super) fn files_of(
+    conn: &Connection,
+    host: &str,
+    asset_id: i64,
+) -> Result<Vec<WalkFile>, StoreError> {
     let mut stmt = conn.prepare_cached(FILES)?;
-    let rows = stmt.query_map([asset_id], |r| {
+    let rows = stmt.query_map(rusqlite::params![asset_id, host], |r| {
         Ok(WalkFile {
             root: r.get(0)?,
             rel_path: r.get(1)?,

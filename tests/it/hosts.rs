@@ -3,9 +3,51 @@
 //! two indexes or two hosts share a folder without either's scans ending suspect.
 
 use crate::support::{self, Env, env};
-use mediadex::model::{Library, RunState};
+use mediadex::model::{Library, Provenance, RunState};
+use mediadex::ops::library::{Joined, join};
 use mediadex::scan::identity::{self, Verdict};
+use mediadex::store::{Store, StoreOptions};
 use std::path::{Path, PathBuf};
+
+/// Another host on `env`'s index file: its own host id, lease owner and (unused) data dir.
+fn host(env: &Env, id: &str) -> Env {
+    let options = StoreOptions {
+        host: id.to_string(),
+        owner: format!("{id}:1:boot"),
+        ..support::options()
+    };
+    let store = Store::open(
+        &env.dir.path().join("mediadex.db"),
+        env.clock.clone(),
+        options,
+    )
+    .expect("open as another host");
+    Env {
+        dir: tempfile::tempdir().expect("tempdir"),
+        clock: env.clock.clone(),
+        store,
+    }
+}
+
+/// A second path to `root`: a symlink beside it, as another host's mount would be.
+fn second_path(root: &Path, name: &str) -> PathBuf {
+    let link = root.parent().expect("parent").join(name);
+    std::os::unix::fs::symlink(root, &link).expect("symlink");
+    link
+}
+
+fn text(path: &Path) -> &str {
+    path.to_str().expect("utf8")
+}
+
+/// The reasons a run recorded, other than `unchanged`: what it read.
+fn read_by(env: &Env, run: i64) -> Vec<(Provenance, i64)> {
+    let reasons = env.store.run_reasons(run).expect("reasons");
+    reasons
+        .into_iter()
+        .filter(|(p, _)| *p != Provenance::Unchanged)
+        .collect()
+}
 
 /// A folder with six photos, outside either index's data dir.
 fn folder(dir: &Path) -> PathBuf {
@@ -75,5 +117,108 @@ fn two_indexes_adding_one_new_folder_at_once_record_the_same_marker() {
     assert_eq!(
         identity::check(&a.store, &in_a).expect("check a"),
         Verdict::Same
+    );
+}
+
+#[test]
+fn a_second_host_attaches_its_root_to_the_library_its_marker_names_and_reads_nothing_again() {
+    let nas = env();
+    let shared = tempfile::tempdir().expect("tempdir");
+    let root = folder(shared.path());
+    let (library, joined) = join(&nas.store, "photos", text(&root)).expect("add on nas");
+    assert_eq!(joined, Joined::New);
+    assert_eq!(
+        support::scan_now(&nas, library.id, "").state,
+        RunState::Completed
+    );
+
+    let desk = host(&nas, "desk");
+    let seen = desk.store.library(library.id).expect("read").expect("row");
+    assert_eq!(seen.root, "", "the desk has no root for it yet");
+    let why = identity::unavailable(&desk.store, &seen).expect("check");
+    assert!(
+        why.is_some_and(|w| w.contains("desk")),
+        "the desk says it has no folder"
+    );
+    let link = second_path(&root, "mnt-photos");
+    let (attached, joined) = join(&desk.store, "other name", text(&link)).expect("attach");
+    assert_eq!((attached.id, joined), (library.id, Joined::Attached));
+    assert_eq!(attached.root, text(&link));
+    assert_eq!(
+        nas.store.libraries().expect("list").len(),
+        1,
+        "no second library"
+    );
+    assert_eq!(
+        nas.store.library(library.id).unwrap().unwrap().root,
+        text(&root)
+    );
+    assert_eq!(
+        nas.store.library_roots(library.id).expect("roots"),
+        vec![
+            ("desk".to_string(), text(&link).to_string()),
+            ("local".to_string(), text(&root).to_string())
+        ]
+    );
+    // The index holds library-relative paths: the desk's scan through its own path finds
+    // every file it knows, and reads none again.
+    let run = support::scan_now(&desk, library.id, "");
+    assert_eq!(run.state, RunState::Completed, "{:?}", run.reason);
+    assert_eq!(read_by(&desk, run.id), vec![], "the desk read files again");
+    assert_eq!(
+        support::scan_now(&nas, library.id, "").state,
+        RunState::Completed
+    );
+}
+
+#[test]
+fn an_index_from_before_hosts_gives_its_roots_to_the_first_host_that_opens_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = folder(dir.path());
+    let seed = format!(
+        "INSERT INTO libraries (name, root, created_at, marker_id) VALUES ('photos', '{}', 1, 'm1');",
+        text(&root)
+    );
+    let db = dir.path().join("mediadex.db");
+    let clock = mediadex::clock::FakeClock::new(support::T0);
+    let old = StoreOptions {
+        migrations: support::schema_up_to(28, &seed),
+        ..support::options()
+    };
+    drop(Store::open(&db, clock.clone(), old).expect("an index of version 28"));
+    let open = |id: &str| {
+        let options = StoreOptions {
+            host: id.to_string(),
+            ..support::options()
+        };
+        Store::open(&db, clock.clone(), options).expect("open")
+    };
+    let first = open("nas");
+    let second = open("desk");
+    let by = |s: &Store| s.libraries().expect("list")[0].root.clone();
+    assert_eq!(
+        by(&first),
+        text(&root),
+        "the first host to open it has its roots"
+    );
+    assert_eq!(by(&second), "", "a later host has none");
+    drop(first);
+    assert_eq!(
+        by(&open("nas")),
+        text(&root),
+        "and keeps them at its next start"
+    );
+}
+
+#[test]
+fn the_host_id_is_kept_in_the_data_dir_and_shown_by_status() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let first = support::cli_json(&data, &["status", "--json"]);
+    let kept = std::fs::read_to_string(data.join("host-id")).expect("host-id");
+    assert_eq!(first["host"], kept.trim());
+    assert_eq!(
+        support::cli_json(&data, &["status", "--json"])["host"],
+        first["host"]
     );
 }

@@ -576,11 +576,11 @@ fn the_libraries_of_a_damaged_index_are_read_back_where_their_page_is_sound() {
     used_index(&path, &clock);
     support::zero_page(&path, pages(&path) / 2);
     assert_eq!(
-        mediadex::store::salvage_libraries(&path),
+        mediadex::store::salvage_libraries(&path, "local"),
         vec![("photos".to_string(), "/photos".to_string())]
     );
     support::zero_page(&path, 1);
-    assert_eq!(mediadex::store::salvage_libraries(&path), vec![]);
+    assert_eq!(mediadex::store::salvage_libraries(&path, "local"), vec![]);
 }
 
 /// A command reads every page only while that is cheap (store/vet.rs has the figures): the
