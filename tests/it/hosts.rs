@@ -222,3 +222,60 @@ fn the_host_id_is_kept_in_the_data_dir_and_shown_by_status() {
         first["host"]
     );
 }
+
+#[test]
+fn a_moved_library_folder_is_re_linked_by_its_marker_and_its_next_scan_reads_nothing_again() {
+    let env = env();
+    let place = tempfile::tempdir().expect("tempdir");
+    let root = folder(place.path());
+    let (library, _) = join(&env.store, "photos", text(&root)).expect("add");
+    assert_eq!(
+        support::scan_now(&env, library.id, "").state,
+        RunState::Completed
+    );
+    let hashed = env.counter(mediadex::model::Counter::FilesHashed);
+
+    let moved = place.path().join("moved-photos");
+    std::fs::rename(&root, &moved).expect("move the folder");
+    let run = support::scan_now(&env, library.id, "");
+    assert_eq!(
+        run.state,
+        RunState::Suspect,
+        "the old root is gone: nothing trashed"
+    );
+    let (relinked, joined) = join(&env.store, "moved-photos", text(&moved)).expect("re-link");
+    assert_eq!(
+        relinked.id, library.id,
+        "the same library, not a second one"
+    );
+    assert_eq!(
+        joined,
+        Joined::Relinked {
+            from: text(&root).to_string()
+        }
+    );
+    assert_eq!(env.store.libraries().expect("list").len(), 1);
+    let run = support::scan_now(&env, library.id, "");
+    assert_eq!(run.state, RunState::Completed, "{:?}", run.reason);
+    assert_eq!(
+        read_by(&env, run.id),
+        vec![],
+        "files read again after the re-link"
+    );
+    assert_eq!(
+        env.counter(mediadex::model::Counter::FilesHashed),
+        hashed,
+        "a file was hashed again"
+    );
+    assert!(
+        env.store.assets(false).expect("assets").len() >= 6,
+        "nothing trashed"
+    );
+
+    // A copy of the folder beside the library is not the library seen elsewhere.
+    let copy = place.path().join("copy");
+    std::fs::create_dir(&copy).expect("mkdir");
+    std::fs::copy(moved.join(identity::MARKER), copy.join(identity::MARKER)).expect("copy");
+    let refused = join(&env.store, "copy", text(&copy)).expect_err("a copy is refused");
+    assert!(refused.to_string().contains("a copy?"), "{refused}");
+}
