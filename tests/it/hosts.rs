@@ -279,3 +279,79 @@ fn a_moved_library_folder_is_re_linked_by_its_marker_and_its_next_scan_reads_not
     let refused = join(&env.store, "copy", text(&copy)).expect_err("a copy is refused");
     assert!(refused.to_string().contains("a copy?"), "{refused}");
 }
+
+#[test]
+fn a_host_claims_scans_moves_and_walks_only_of_libraries_it_sees() {
+    use mediadex::model::{Begun, JobFilter, MOVE_JOB_KIND};
+    let nas = env();
+    let shared = tempfile::tempdir().expect("tempdir");
+    let root = folder(shared.path());
+    let (library, _) = join(&nas.store, "photos", text(&root)).expect("add on nas");
+    assert_eq!(
+        support::scan_now(&nas, library.id, "").state,
+        RunState::Completed
+    );
+    let desk = host(&nas, "desk");
+
+    // A scan of the nas's library waits for the nas.
+    nas.store
+        .request_scan(nas.scan_request(library.id, ""))
+        .expect("request");
+    assert!(
+        desk.store
+            .claim_scan_run(support::TTL)
+            .expect("claim")
+            .is_none(),
+        "the desk took a scan of a library it cannot see"
+    );
+    let (lease, _) = nas
+        .store
+        .claim_scan_run(support::TTL)
+        .expect("claim")
+        .expect("the nas takes it");
+    nas.store.release(&lease).expect("release");
+
+    // A move whose holder died is carried on by a host that sees its library.
+    let asset = nas.store.assets(false).expect("assets")[0].id;
+    let Begun::Held(_, _) = nas.store.begin_trash(asset, support::TTL).expect("trash") else {
+        panic!("the trash of a photo with a file is held");
+    };
+    nas.clock.advance(support::TTL + 1);
+    nas.store.reclaim_stale().expect("reclaim");
+    nas.clock.advance(120_000);
+    assert!(
+        desk.store
+            .claim_job(&[MOVE_JOB_KIND], support::TTL)
+            .expect("claim")
+            .is_none(),
+        "the desk took a move in a library it cannot see"
+    );
+    assert!(
+        nas.store
+            .claim_job(&[MOVE_JOB_KIND], support::TTL)
+            .expect("claim")
+            .is_some()
+    );
+
+    // A walk reads any asset's files: it is the work of a host that sees every library.
+    nas.store
+        .enqueue_unique("walk-test", "walk-test", "{\"scheme\": 1}")
+        .expect("enqueue");
+    let walk = [JobFilter::new("walk-test", Some(1))];
+    assert!(
+        desk.store
+            .claim_jobs(&walk, support::TTL)
+            .expect("claim")
+            .is_none(),
+        "the desk took a walk over a library it cannot see"
+    );
+    let link = second_path(&root, "mnt-photos");
+    join(&desk.store, "photos", text(&link)).expect("attach");
+    assert!(
+        desk.store
+            .claim_jobs(&walk, support::TTL)
+            .expect("claim")
+            .is_some(),
+        "once it sees every library"
+    );
+}
