@@ -6,7 +6,8 @@
 # (BENCH_PEOPLE). No files are read.
 #
 # Needs: curl, python3. Usage: benches/people-latency.sh [ASSETS] [PEOPLE] [REQUESTS]
-#   defaults 1000000, 1000 and 200
+#   defaults 1000000, 1000 and 200. KEEP=DIR keeps the filled index in DIR and measures it
+#   again on a later run with the same ASSETS and PEOPLE (the fill of 1M takes 5-15 min).
 set -euo pipefail
 ASSETS=${1:-1000000}
 PEOPLE=${2:-1000}
@@ -15,16 +16,21 @@ PORT=${PORT:-7498}
 cd "$(dirname "$0")/.."
 
 cargo build --release --quiet --bin mediadex --example bench_fill
-WORK=$(mktemp -d)
+WORK=${KEEP:-$(mktemp -d)}
 SERVER=""
 cleanup() {
   [ -n "$SERVER" ] && kill -TERM "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null || true
-  rm -rf "$WORK"
+  [ -n "${KEEP:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
 
-mkdir -p "$WORK/bench"
-BENCH_PEOPLE=$PEOPLE target/release/examples/bench_fill "$WORK/data" "$WORK/bench" "$ASSETS"
+FILLED="$WORK/filled-$ASSETS-$PEOPLE"
+if [ ! -e "$FILLED" ]; then
+  rm -rf "$WORK/data" "$WORK/bench" "$WORK"/filled-*
+  mkdir -p "$WORK/bench"
+  BENCH_PEOPLE=$PEOPLE target/release/examples/bench_fill "$WORK/data" "$WORK/bench" "$ASSETS"
+  touch "$FILLED"
+fi
 MEDIADEX_WATCH=off target/release/mediadex serve --data "$WORK/data" --bind "127.0.0.1:$PORT" \
   --no-browser 2>"$WORK/serve.log" &
 SERVER=$!

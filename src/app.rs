@@ -59,7 +59,7 @@ pub fn long_version() -> String {
 pub fn open_store(config: &Config, check: StartCheck) -> Result<Store, OpenError> {
     let mut options = StoreOptions {
         check,
-        host: crate::host::load_or_create(&config.data_dir)?,
+        host: Some(crate::host::load_or_create(&config.data_dir)?),
         ..StoreOptions::default()
     };
     if let Some(files) = config.write_group_files {
@@ -118,7 +118,7 @@ fn replace_damaged(config: &Config, damage: crate::store::Damage) -> OpenError {
 /// added. A failure is logged: the user is told which libraries came back.
 fn readd_libraries(config: &Config, host: &str, libraries: &[(String, String)]) -> Vec<String> {
     let options = StoreOptions {
-        host: host.to_string(),
+        host: Some(host.to_string()),
         ..StoreOptions::default()
     };
     let store = match Store::open(&config.db_path, Arc::new(SystemClock), options) {

@@ -17,10 +17,10 @@
 
 mod contain;
 
-pub use contain::{ContainError, resolve};
+pub use contain::{ContainError, Resolved, Resolver, resolve};
 
 use crate::model::{FileStamp, WalkAsset};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Why no file of an asset may be read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -33,11 +33,20 @@ pub enum LocateError {
     Changed,
 }
 
-/// A file that may hold the asset, inside its library, with the stamp its scan recorded.
+/// A file that may hold the asset, inside its library, with the stamp its scan recorded
+/// and the one it has now.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Candidate {
     pub path: PathBuf,
     pub stamp: FileStamp,
+    pub now: FileStamp,
+}
+
+impl Candidate {
+    /// Whether the file still has the stamp the scan recorded.
+    pub fn unchanged(&self) -> bool {
+        self.now == self.stamp
+    }
 }
 
 /// The asset's first file that still holds its bytes.
@@ -48,12 +57,8 @@ pub fn locate(asset: &WalkAsset) -> Result<PathBuf, LocateError> {
 /// `locate`, with the stamp the scan recorded for the file (what a timed-out decode of it
 /// is remembered for).
 pub fn locate_candidate(asset: &WalkAsset) -> Result<Candidate, LocateError> {
-    let mut found = search(asset);
-    if let Some(at) = found
-        .inside
-        .iter()
-        .position(|c| unchanged(&c.path, &c.stamp))
-    {
+    let mut found = search(asset, &Resolver::default());
+    if let Some(at) = found.inside.iter().position(Candidate::unchanged) {
         return Ok(found.inside.swap_remove(at));
     }
     Err(if found.outside {
@@ -68,12 +73,12 @@ pub fn locate_candidate(asset: &WalkAsset) -> Result<Candidate, LocateError> {
 /// The asset's files inside its library, in the order to try, before the stamp check: for a
 /// walk that may accept a file whose stamp changed once it has read the bytes whole.
 pub fn candidates(asset: &WalkAsset) -> Vec<Candidate> {
-    search(asset).inside
+    candidates_in(asset, &Resolver::default())
 }
 
-/// Whether the file at `path` still has the stamp the scan recorded.
-pub fn unchanged(path: &Path, stamp: &FileStamp) -> bool {
-    std::fs::metadata(path).is_ok_and(|m| FileStamp::of(&m) == *stamp)
+/// `candidates`, resolved by a batch's `resolver`.
+pub fn candidates_in(asset: &WalkAsset, resolver: &Resolver) -> Vec<Candidate> {
+    search(asset, resolver).inside
 }
 
 struct Search {
@@ -82,7 +87,7 @@ struct Search {
     outside: bool,
 }
 
-fn search(asset: &WalkAsset) -> Search {
+fn search(asset: &WalkAsset, resolver: &Resolver) -> Search {
     let mut found = Search {
         inside: Vec::new(),
         outside: false,
@@ -90,10 +95,11 @@ fn search(asset: &WalkAsset) -> Search {
     for f in &asset.files {
         let moved = f.trashed_to.as_deref().filter(|_| !f.present);
         for rel in moved.into_iter().chain([&f.rel_path[..]]) {
-            match resolve(&f.root, rel) {
-                Ok(path) => found.inside.push(Candidate {
+            match resolver.resolve(&f.root, rel) {
+                Ok(Resolved { path, now }) => found.inside.push(Candidate {
                     path,
                     stamp: f.stamp,
+                    now,
                 }),
                 Err(ContainError::Escapes) => found.outside = true,
                 Err(e) => tracing::trace!(asset = asset.id, error = %e, "not readable"),
@@ -108,6 +114,7 @@ fn search(asset: &WalkAsset) -> Search {
 mod tests {
     use super::*;
     use crate::model::WalkFile;
+    use std::path::Path;
 
     fn file(root: &Path, rel: &str, present: bool, stamp: FileStamp) -> WalkFile {
         WalkFile {

@@ -97,6 +97,25 @@ pub enum Known {
     Phash(Option<u64>),
 }
 
+impl Known {
+    /// The faces known, for the faces walk.
+    pub fn faces(&self) -> Option<Vec<DetectedFace>> {
+        match self {
+            Known::Faces(faces) => Some(faces.clone()),
+            Known::Phash(_) => None,
+        }
+    }
+
+    /// The perceptual hash known (`None` inside: the picture cannot be hashed), for the
+    /// similar walk.
+    pub fn phash(&self) -> Option<Option<u64>> {
+        match self {
+            Known::Phash(phash) => Some(*phash),
+            Known::Faces(_) => None,
+        }
+    }
+}
+
 /// A decode of an asset's file that ran to its full deadline (`seconds`), remembered for
 /// the stamp of the file it read (its recorded size and mtime): while a present file of the
 /// asset still has that stamp, the walks, the thumbnail job and requests skip the decode.

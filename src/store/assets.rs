@@ -7,7 +7,7 @@
 //! parts, and leaves a Live Photo's clip out of the lists while its still shows it:
 //! `not_a_shown_clip!`).
 
-use super::rows::{asset_from_row, checksum_col, content_hash_cols};
+use super::rows::{Pixels, asset_from_row, checksum_col, content_hash_cols};
 use super::{Store, StoreError, parse_col};
 use crate::model::{
     Asset, Camera, ContentHash, MOVE_JOB_KIND, MediaFacts, MediaKind, Millis, TakenAtSource,
@@ -122,23 +122,28 @@ macro_rules! not_a_shown_clip {
 /// `not_a_shown_clip!` for the asset list queries built elsewhere in the store.
 pub(super) const NOT_A_SHOWN_CLIP: &str = not_a_shown_clip!();
 
-/// Another live picture of the same pixels (?1 content hash under scheme ?2, orientation
-/// ?3) than ?4 that the faces walk stamped with scheme ?5. Seeks the 8-byte prefix index of
-/// migration 0027, then compares the whole hash.
-const FACES_TWIN: &str = "
-    SELECT id FROM assets
-     WHERE substr(content_hash, 1, 8) = substr(?1, 1, 8) AND content_hash = ?1
-       AND content_hash_scheme = ?2 AND orientation IS ?3 AND id <> ?4
-       AND trashed_at IS NULL AND kind = 'image' AND faces_scheme = ?5
-     LIMIT 1";
-/// The same for the similar walk: the perceptual hash it stamped with scheme ?5 (NULL: the
-/// picture cannot be hashed).
-const SIMILAR_TWIN: &str = "
-    SELECT phash FROM assets
-     WHERE substr(content_hash, 1, 8) = substr(?1, 1, 8) AND content_hash = ?1
-       AND content_hash_scheme = ?2 AND orientation IS ?3 AND id <> ?4
-       AND trashed_at IS NULL AND kind = 'image' AND phash_scheme = ?5
-     LIMIT 1";
+/// `$col` of another live picture of the same pixels (?1 content hash under scheme ?2,
+/// orientation ?3) than ?4 that a walk stamped with scheme ?5 in `$stamp`. Seeks the 8-byte
+/// prefix index of migration 0027, then compares the whole hash.
+macro_rules! pixel_twin {
+    ($col:literal, $stamp:literal) => {
+        concat!(
+            "SELECT ",
+            $col,
+            " FROM assets
+              WHERE substr(content_hash, 1, 8) = substr(?1, 1, 8) AND content_hash = ?1
+                AND content_hash_scheme = ?2 AND orientation IS ?3 AND id <> ?4
+                AND trashed_at IS NULL AND kind = 'image' AND ",
+            $stamp,
+            " = ?5
+              LIMIT 1"
+        )
+    };
+}
+/// The faces walk's twin: its id.
+const FACES_TWIN: &str = pixel_twin!("id", "faces_scheme");
+/// The similar walk's: the perceptual hash it stamped (NULL: the picture cannot be hashed).
+const SIMILAR_TWIN: &str = pixel_twin!("phash", "phash_scheme");
 /// Assets sharing a content hash under one scheme with another asset (at least one of the
 /// group live), grouped by hash.
 const CONTENT_TWINS: &str = "
@@ -398,7 +403,7 @@ pub(super) fn pixel_twin(
     kind: WalkKindId,
     scheme: i64,
     id: i64,
-    (hash, hash_scheme, orientation): &(Vec<u8>, i64, Option<i64>),
+    (hash, hash_scheme, orientation): &Pixels,
 ) -> Result<Option<Option<i64>>, StoreError> {
     let sql = match kind {
         WalkKindId::Faces => FACES_TWIN,

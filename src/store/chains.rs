@@ -14,10 +14,63 @@
 use super::jobs::{self, Enqueued};
 use super::{Store, StoreError, decode_timeouts, faces, people, pixels, similar, walks};
 use crate::model::{
-    DetectedFace, Lease, Millis, WalkAsset, WalkCommit, WalkKindId, WalkRequest, WalkResults,
-    WalkVisit,
+    DetectedFace, Lease, Millis, WalkAsset, WalkCommit, WalkFile, WalkKindId, WalkRequest,
+    WalkResults, WalkVisit,
 };
 use rusqlite::Connection;
+use std::collections::HashMap;
+
+/// The files and remembered timed-out decode of a batch's assets: one range of each table
+/// when the batch's ids are dense (a walk's or the thumbnail job's batch usually is), else
+/// a lookup per asset (a batch spread thin over a big library would read every row of the
+/// range between). The lookups per asset were most of a content-hash batch's selection.
+pub(super) enum Parts {
+    Ranged {
+        files: HashMap<i64, Vec<WalkFile>>,
+        timed_out: HashMap<i64, u64>,
+    },
+    Each,
+}
+
+impl Parts {
+    /// For the assets `ids`, in ascending order.
+    pub(super) fn of(
+        conn: &Connection,
+        host: &str,
+        ids: impl Iterator<Item = i64> + Clone,
+    ) -> Result<Parts, StoreError> {
+        let (count, first, last) = ids
+            .clone()
+            .fold((0i64, i64::MAX, i64::MIN), |(n, lo, hi), id| {
+                (n + 1, lo.min(id), hi.max(id))
+            });
+        if count == 0 || last - first >= 4 * count {
+            return Ok(Parts::Each);
+        }
+        Ok(Parts::Ranged {
+            files: walks::files_in(conn, host, first - 1, last)?,
+            timed_out: decode_timeouts::timed_out_in(conn, first - 1, last)?,
+        })
+    }
+
+    /// Asset `id`'s files (present first) and timed-out decode.
+    pub(super) fn take(
+        &mut self,
+        conn: &Connection,
+        host: &str,
+        id: i64,
+    ) -> Result<(Vec<WalkFile>, Option<u64>), StoreError> {
+        Ok(match self {
+            Parts::Ranged { files, timed_out } => {
+                (files.remove(&id).unwrap_or_default(), timed_out.remove(&id))
+            }
+            Parts::Each => (
+                walks::files_of(conn, host, id)?,
+                decode_timeouts::timed_out(conn, id)?,
+            ),
+        })
+    }
+}
 
 /// A completion's walk request, in the completion's transaction: `seen` raised (never the
 /// record's `scheme`), the chain enqueued unless one is live (`Store::raise_walk_seen` and
@@ -177,19 +230,21 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<WalkAsset>, StoreError> {
         let host = self.host();
-        self.read(|conn| {
+        self.read_snapshot(|conn| {
             let heads = walks::batch_heads(conn, kind, visit, after, limit)?;
+            let mut parts = Parts::of(conn, host, heads.iter().map(|((id, ..), _)| *id))?;
             let mut seen = pixels::Seen::default();
             heads
                 .into_iter()
                 .map(|((id, checksum, trashed), look)| {
                     let (same_pixels, known) = seen.of(conn, kind, visit, id, look)?;
+                    let (files, timed_out) = parts.take(conn, host, id)?;
                     Ok(WalkAsset {
                         id,
                         checksum,
                         trashed,
-                        files: walks::files_of(conn, host, id)?,
-                        timed_out: decode_timeouts::timed_out(conn, id)?,
+                        files,
+                        timed_out,
                         same_pixels,
                         known,
                     })

@@ -10,11 +10,12 @@
 //! (`ops::check`).
 
 use super::assets::{LOCAL_OWNER, insert};
+use super::rows::file_stamp;
 use super::trash::{MOVE_ATTEMPTS, next_move, saw_move};
 use super::{Store, StoreError, parse_col};
 use crate::model::{
-    Adopted, Adoption, CheckedFile, FileStamp, MOVE_JOB_KIND, OrphanedMove, StrandedAsset,
-    TrashAction, TrashedFile, trash_place,
+    Adopted, Adoption, CheckedFile, MOVE_JOB_KIND, OrphanedMove, StrandedAsset, TrashAction,
+    TrashedFile, trash_place,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 use std::collections::HashSet;
@@ -279,12 +280,7 @@ impl Store {
             let rows = stmt.query_map([library_id], |r| {
                 Ok(CheckedFile {
                     rel_path: r.get(0)?,
-                    stamp: FileStamp {
-                        size: r.get::<_, i64>(1)? as u64,
-                        mtime_ns: r.get(2)?,
-                        dev: r.get::<_, i64>(3)? as u64,
-                        inode: r.get::<_, i64>(4)? as u64,
-                    },
+                    stamp: file_stamp(r, 1)?,
                     asset_id: r.get(5)?,
                     present: r.get(6)?,
                     trashed: r.get(7)?,

@@ -9,6 +9,7 @@
 use super::{Store, StoreError};
 use crate::model::DecodeTimeout;
 use rusqlite::{Connection, OptionalExtension, params};
+use std::collections::HashMap;
 
 /// Kept only while the asset still exists (an asset swept meanwhile inserts nothing) and
 /// has a present file of that stamp (a file rewritten meanwhile says nothing about it).
@@ -19,14 +20,23 @@ const RECORD: &str = "
                     WHERE asset_id = ?1 AND state = 'present' AND size = ?2 AND mtime_ns = ?3)
     ON CONFLICT (asset_id) DO UPDATE SET size = excluded.size, mtime_ns = excluded.mtime_ns,
                                          seconds = excluded.seconds, at = excluded.at";
-/// The seconds a decode of asset ?1 ran to, while a present file still has the decoded
-/// stamp.
-pub(super) const TIMED_OUT: &str = "
-    SELECT t.seconds FROM decode_timeouts t
-     WHERE t.asset_id = ?1
-       AND EXISTS (SELECT 1 FROM files f
-                    WHERE f.asset_id = t.asset_id AND f.state = 'present'
-                      AND f.size = t.size AND f.mtime_ns = t.mtime_ns)";
+/// The asset id and seconds of the timed-out decodes `$which`, kept while a present file
+/// still has the decoded stamp.
+macro_rules! timed_out_where {
+    ($which:literal) => {
+        concat!(
+            "SELECT t.asset_id, t.seconds FROM decode_timeouts t WHERE ",
+            $which,
+            " AND EXISTS (SELECT 1 FROM files f
+                           WHERE f.asset_id = t.asset_id AND f.state = 'present'
+                             AND f.size = t.size AND f.mtime_ns = t.mtime_ns)"
+        )
+    };
+}
+/// Asset ?1's.
+const TIMED_OUT: &str = timed_out_where!("t.asset_id = ?1");
+/// Those of every asset with ?1 < id <= ?2.
+const TIMED_OUT_IN: &str = timed_out_where!("t.asset_id > ?1 AND t.asset_id <= ?2");
 const FORGET: &str = "DELETE FROM decode_timeouts WHERE asset_id = ?1";
 
 /// Remembers `timeouts` in the caller's (fenced) transaction.
@@ -48,9 +58,22 @@ pub(super) fn record(
 pub(super) fn timed_out(conn: &Connection, asset_id: i64) -> Result<Option<u64>, StoreError> {
     let secs: Option<i64> = conn
         .prepare_cached(TIMED_OUT)?
-        .query_row([asset_id], |r| r.get(0))
+        .query_row([asset_id], |r| r.get(1))
         .optional()?;
     Ok(secs.map(|s| u64::try_from(s).unwrap_or(0)))
+}
+
+/// `timed_out` of every asset with `after < id <= last` that has one, by asset.
+pub(super) fn timed_out_in(
+    conn: &Connection,
+    after: i64,
+    last: i64,
+) -> Result<HashMap<i64, u64>, StoreError> {
+    let mut stmt = conn.prepare_cached(TIMED_OUT_IN)?;
+    let rows = stmt.query_map(params![after, last], |r| {
+        Ok((r.get(0)?, u64::try_from(r.get::<_, i64>(1)?).unwrap_or(0)))
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
 }
 
 /// Forgets the asset's timed-out decode: `scan --force` read its file again.

@@ -5,6 +5,7 @@
 //! missing (except rows a restore brought back during the run) and their count, and an
 //! asset's paths. What an ingest batch or a full scan's end does with them is `ingest`'s.
 
+use super::rows::file_stamp;
 use super::{Store, StoreError, parse_col};
 use crate::model::{Asset, FileReason, FileStamp, IngestItem, KnownDir, KnownFile, Millis, Unseen};
 use rusqlite::{Connection, OptionalExtension, params};
@@ -122,12 +123,7 @@ fn known_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<KnownFile> {
     Ok(KnownFile {
         id: r.get(0)?,
         rel_path: r.get(1)?,
-        stamp: FileStamp {
-            size: r.get::<_, i64>(2)? as u64,
-            mtime_ns: r.get(3)?,
-            dev: r.get::<_, i64>(4)? as u64,
-            inode: r.get::<_, i64>(5)? as u64,
-        },
+        stamp: file_stamp(r, 2)?,
         asset_id: r.get(6)?,
         has_error: r.get(7)?,
         media: r.get(8)?,

@@ -33,6 +33,7 @@ const ROOTS: &str = "SELECT host, root FROM library_roots WHERE library_id = ?1 
 /// The roots of an index from before hosts (host '', migration 0029) become the first
 /// opening host's.
 const TAKE_UNHOSTED: &str = "UPDATE OR IGNORE library_roots SET host = ?1 WHERE host = ''";
+const ANY_UNHOSTED: &str = "SELECT 1 FROM library_roots WHERE host = '' LIMIT 1";
 const HAS_ROOTS: &str =
     "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'library_roots'";
 
@@ -104,13 +105,16 @@ fn set_root(conn: &Connection, host: &str, id: i64, root: &str) -> Result<(), St
 }
 
 /// At open: the roots of an index from before hosts become this host's (a test's schema
-/// may stop before the table).
+/// may stop before the table). Read first: a write here, even one that changes nothing,
+/// waits for the write lock, and a command that only reads (`runs` beside a scanning
+/// service, or a frozen one) must not.
 pub(super) fn take_unhosted(conn: &Connection, host: &str) -> Result<(), StoreError> {
-    let hosted = conn
-        .prepare_cached(HAS_ROOTS)?
-        .query_row([], |_| Ok(()))
-        .optional()?;
-    if hosted.is_some() {
+    let any = |sql| {
+        conn.prepare_cached(sql)?
+            .query_row([], |_| Ok(()))
+            .optional()
+    };
+    if any(HAS_ROOTS)?.is_some() && any(ANY_UNHOSTED)?.is_some() {
         conn.prepare_cached(TAKE_UNHOSTED)?.execute([host])?;
     }
     Ok(())

@@ -7,7 +7,7 @@
 //! faces from `faces`). Reads only and holds no SQL; must not write, and must not decide
 //! what a walk does with it (that is `walks`').
 
-use super::rows::Look;
+use super::rows::{Look, Pixels};
 use super::{StoreError, assets, faces};
 use crate::model::{Known, WalkKindId, WalkVisit};
 use rusqlite::Connection;
@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 /// The looks met so far in one batch, each with the first asset that had it.
 #[derive(Default)]
-pub(super) struct Seen(HashMap<(Vec<u8>, i64, Option<i64>), i64>);
+pub(super) struct Seen(HashMap<Pixels, i64>);
 
 impl Seen {
     /// For asset `id` of a `kind` batch: an earlier asset of the batch with its look, or
@@ -54,7 +54,7 @@ fn known(
     kind: WalkKindId,
     scheme: i64,
     id: i64,
-    look: &(Vec<u8>, i64, Option<i64>),
+    look: &Pixels,
 ) -> Result<Option<Known>, StoreError> {
     let Some(twin) = assets::pixel_twin(conn, kind, scheme, id, look)? else {
         return Ok(None);

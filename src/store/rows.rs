@@ -1,11 +1,12 @@
 //! Row decoding shared by the families and compositions that read `assets` rows (a helper,
 //! no table family): the columns `asset_from_row` reads (`asset_cols!`), the 32-byte
 //! checksum and content-hash columns, what a picture's pixels are known by (`Look`), a
-//! photo's embedded video and Live Photo clip id, and a file's path. Holds no statement and calls no family.
+//! file's stamp, a photo's embedded video and Live Photo clip id, and a file's path. Holds
+//! no statement and calls no family.
 
 use crate::model::{
-    Asset, AssetPath, ContentHash, EmbeddedVideo, FileState, LiveClip, MediaFacts, MediaKind,
-    TakenAtSource, TrashReason,
+    Asset, AssetPath, ContentHash, EmbeddedVideo, FileStamp, FileState, LiveClip, MediaFacts,
+    MediaKind, TakenAtSource, TrashReason,
 };
 use rusqlite::Row;
 
@@ -22,9 +23,23 @@ macro_rules! asset_cols {
 /// The columns `asset_from_row` reads, for queries built beside it.
 pub(super) const ASSET_COLS: &str = asset_cols!();
 
-/// What an asset's pixels are known by: its content hash and that hash's scheme (none yet
-/// before the content-hash walk reached it), and its orientation.
-pub(super) type Look = Option<(Vec<u8>, i64, Option<i64>)>;
+/// What an asset's pixels are known by: its content hash, that hash's scheme and its
+/// orientation. Two assets with the same differ in metadata only.
+pub(super) type Pixels = (Vec<u8>, i64, Option<i64>);
+
+/// An asset's `Pixels`, none before the content-hash walk reached it.
+pub(super) type Look = Option<Pixels>;
+
+/// A file's stamp in the four columns from `at`: size, mtime_ns, dev, inode (SQLite
+/// integers are signed; the bits round-trip).
+pub(super) fn file_stamp(r: &Row<'_>, at: usize) -> rusqlite::Result<FileStamp> {
+    Ok(FileStamp {
+        size: r.get::<_, i64>(at)? as u64,
+        mtime_ns: r.get(at + 1)?,
+        dev: r.get::<_, i64>(at + 2)? as u64,
+        inode: r.get::<_, i64>(at + 3)? as u64,
+    })
+}
 
 /// The look in columns `at`, `at + 1` and `at + 2`: content_hash, content_hash_scheme,
 /// orientation.

@@ -3,9 +3,10 @@
 //! files for a thumbnail or an original asked for by request, each with its remembered
 //! timed-out decode; and a batch's fenced completion, which remembers the decodes of the
 //! batch that timed out. The job's rows are advanced through `jobs` like every other job.
-//! A composition of `assets` (the selection), `walks` (an asset's files), `decode_timeouts`
-//! and `jobs`; no SQL of its own.
+//! A composition of `assets` (the selection), `walks` (an asset's files; a batch's through
+//! `chains::Parts`), `decode_timeouts` and `jobs`; no SQL of its own.
 
+use super::chains::Parts;
 use super::{Store, StoreError, assets, decode_timeouts, jobs, walks};
 use crate::model::{DecodeTimeout, Lease, NewJob, ThumbAsset, WalkAsset, WalkFile};
 
@@ -44,19 +45,21 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<ThumbAsset>, StoreError> {
         let host = self.host();
-        self.read(|conn| {
+        self.read_snapshot(|conn| {
             let heads = assets::thumb_heads(conn, after, last, limit)?;
+            let mut parts = Parts::of(conn, host, heads.iter().map(|h| h.0))?;
             heads
                 .into_iter()
                 .map(
                     |(id, checksum, trashed, kind, mime, orientation, width, height)| {
+                        let (files, timed_out) = parts.take(conn, host, id)?;
                         Ok(ThumbAsset {
                             asset: WalkAsset {
                                 id,
                                 checksum,
                                 trashed,
-                                files: walks::files_of(conn, host, id)?,
-                                timed_out: decode_timeouts::timed_out(conn, id)?,
+                                files,
+                                timed_out,
                                 same_pixels: None,
                                 known: None,
                             },

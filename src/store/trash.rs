@@ -20,6 +20,7 @@ use super::chains::request_in;
 use super::jobs::complete;
 use super::lease::lost;
 use super::revive::revive;
+use super::rows::file_stamp;
 use super::{Store, StoreError, parse_col};
 use crate::model::{
     Begun, FileStamp, Finish, IntentState, Lease, MOVE_JOB_KIND, Millis, Move, MoveOutcome, Settle,
@@ -212,15 +213,10 @@ fn intent_from_row(r: &Row<'_>) -> rusqlite::Result<TrashIntent> {
 /// The stamp in four columns from `at`; `None` where they are NULL (an old intent).
 fn stamp_at(r: &Row<'_>, at: usize) -> rusqlite::Result<Option<FileStamp>> {
     let size: Option<i64> = r.get(at)?;
-    let Some(size) = size else {
-        return Ok(None);
-    };
-    Ok(Some(FileStamp {
-        size: size as u64,
-        mtime_ns: r.get(at + 1)?,
-        dev: r.get::<_, i64>(at + 2)? as u64,
-        inode: r.get::<_, i64>(at + 3)? as u64,
-    }))
+    match size {
+        Some(_) => file_stamp(r, at).map(Some),
+        None => Ok(None),
+    }
 }
 
 /// A stamp as its four columns (SQLite integers are signed; the bits round-trip).

@@ -9,10 +9,11 @@
 //! the end" is written only once every live asset was visited. The ONE fenced transaction
 //! that commits a batch is `chains`'.
 
-use super::rows::{Look, checksum_col, look};
+use super::rows::{Look, checksum_col, file_stamp, look};
 use super::{Store, StoreError, parse_col};
-use crate::model::{ContentHash, FileStamp, Millis, WalkFile, WalkKindId, WalkRecord, WalkVisit};
+use crate::model::{ContentHash, Millis, WalkFile, WalkKindId, WalkRecord, WalkVisit};
 use rusqlite::{Connection, OptionalExtension, params};
+use std::collections::HashMap;
 
 const RECORD: &str = "SELECT kind, scheme, seen, completed_at FROM walks WHERE kind = ?1";
 const WALKED_SCHEME: &str = "SELECT scheme FROM walks WHERE kind = ?1";
@@ -78,19 +79,39 @@ const EMBED_LEFT: &str = "
     SELECT count(*) FROM assets
      WHERE id > ?1 AND trashed_at IS NULL AND faces_scheme IS NOT NULL
        AND (?3 OR embed_scheme IS NULL OR embed_scheme < ?2 OR (?4 AND embed_scheme > ?2))";
-/// An asset's files in the libraries this host (?2) sees, each not present one with the place its asset's latest done trash of
-/// it put it (by move id: the newest move wins); a present file needs no journal lookup.
-const FILES: &str = "
-    SELECT l.root, f.rel_path, f.state = 'present', f.size, f.mtime_ns, f.dev, f.inode,
-           CASE WHEN f.state <> 'present' THEN
-           (SELECT t.to_path FROM trash_intents t
-             WHERE t.asset_id = f.asset_id AND t.action = 'trash' AND t.state = 'done'
-               AND t.library_id = f.library_id AND t.from_path = f.rel_path
-             ORDER BY t.move_id DESC, t.id DESC LIMIT 1) END
-      FROM files f
-      JOIN library_roots l ON l.library_id = f.library_id AND l.host = ?2
-     WHERE f.asset_id = ?1
-     ORDER BY f.state = 'missing', f.id";
+/// Files in the libraries the host (`$host`, a parameter) sees, through its roots, with
+/// what `walk_file` reads (the columns 0-7) and their asset's id (8), each not present one
+/// with the place its asset's latest done trash of it put it (by move id: the newest move
+/// wins); a present file needs no journal lookup.
+macro_rules! files_with {
+    ($host:literal, $where_order:literal) => {
+        concat!(
+            "SELECT l.root, f.rel_path, f.state = 'present', f.size, f.mtime_ns, f.dev, f.inode,
+                    CASE WHEN f.state <> 'present' THEN
+                    (SELECT t.to_path FROM trash_intents t
+                      WHERE t.asset_id = f.asset_id AND t.action = 'trash' AND t.state = 'done'
+                        AND t.library_id = f.library_id AND t.from_path = f.rel_path
+                      ORDER BY t.move_id DESC, t.id DESC LIMIT 1) END,
+                    f.asset_id
+               FROM files f
+               JOIN library_roots l ON l.library_id = f.library_id AND l.host = ",
+            $host,
+            " ",
+            $where_order
+        )
+    };
+}
+/// An asset's files this host (?2) sees, present first.
+const FILES: &str = files_with!(
+    "?2",
+    "WHERE f.asset_id = ?1 ORDER BY f.state = 'missing', f.id"
+);
+/// `FILES` of every asset with ?1 < id <= ?2, by asset.
+const FILES_IN: &str = files_with!(
+    "?3",
+    "WHERE f.asset_id > ?1 AND f.asset_id <= ?2
+     ORDER BY f.asset_id, f.state = 'missing', f.id"
+);
 /// An asset made live (?2) while the chain ?1 (its unique key) is live, perhaps behind its
 /// cursor: the live row keeps the lowest such id in its payload's `revisit` until its commit
 /// takes the chain back there. A queued row has not read its payload yet and a running one
@@ -139,21 +160,35 @@ pub(super) fn files_of(
     asset_id: i64,
 ) -> Result<Vec<WalkFile>, StoreError> {
     let mut stmt = conn.prepare_cached(FILES)?;
-    let rows = stmt.query_map(rusqlite::params![asset_id, host], |r| {
-        Ok(WalkFile {
-            root: r.get(0)?,
-            rel_path: r.get(1)?,
-            present: r.get(2)?,
-            stamp: FileStamp {
-                size: r.get::<_, i64>(3)? as u64,
-                mtime_ns: r.get(4)?,
-                dev: r.get::<_, i64>(5)? as u64,
-                inode: r.get::<_, i64>(6)? as u64,
-            },
-            trashed_to: r.get(7)?,
-        })
-    })?;
+    let rows = stmt.query_map(params![asset_id, host], walk_file)?;
     Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The files of every asset with `after < id <= last`, by asset, each asset's in
+/// `files_of`'s order: one range of `files_asset` for a batch instead of a lookup per asset.
+pub(super) fn files_in(
+    conn: &Connection,
+    host: &str,
+    after: i64,
+    last: i64,
+) -> Result<HashMap<i64, Vec<WalkFile>>, StoreError> {
+    let mut stmt = conn.prepare_cached(FILES_IN)?;
+    let mut rows = stmt.query(params![after, last, host])?;
+    let mut files: HashMap<i64, Vec<WalkFile>> = HashMap::new();
+    while let Some(r) = rows.next()? {
+        files.entry(r.get(8)?).or_default().push(walk_file(r)?);
+    }
+    Ok(files)
+}
+
+fn walk_file(r: &rusqlite::Row<'_>) -> rusqlite::Result<WalkFile> {
+    Ok(WalkFile {
+        root: r.get(0)?,
+        rel_path: r.get(1)?,
+        present: r.get(2)?,
+        stamp: file_stamp(r, 3)?,
+        trashed_to: r.get(7)?,
+    })
 }
 
 /// Asset `id` was just made live again (a restore, by the user or by a scan's claim): the

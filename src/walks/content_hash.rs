@@ -6,7 +6,7 @@
 //! walk.
 
 use super::WalkKind;
-use crate::locate::{Candidate, candidates, unchanged};
+use crate::locate::{Resolver, candidates_in};
 use crate::media::content_hash::{self, content_hash_file, hash_file};
 use crate::model::{ContentHash, WalkAsset, WalkKindId, WalkResults};
 use rayon::prelude::*;
@@ -36,16 +36,14 @@ impl ContentHashWalk {
 
 /// The content hash of the asset's bytes, from the first candidate file that still holds
 /// them; `None` when none does.
-fn hash_asset(asset: &WalkAsset) -> Option<[u8; 32]> {
-    candidates(asset)
-        .into_iter()
-        .find_map(|Candidate { path, stamp }| {
-            if unchanged(&path, &stamp) {
-                return content_hash_file(&path).ok();
-            }
-            let h = hash_file(&path).ok()?;
-            (h.checksum == asset.checksum).then_some(h.content_hash)
-        })
+fn hash_asset(asset: &WalkAsset, resolver: &Resolver) -> Option<[u8; 32]> {
+    candidates_in(asset, resolver).into_iter().find_map(|c| {
+        if c.unchanged() {
+            return content_hash_file(&c.path).ok();
+        }
+        let h = hash_file(&c.path).ok()?;
+        (h.checksum == asset.checksum).then_some(h.content_hash)
+    })
 }
 
 impl WalkKind for ContentHashWalk {
@@ -67,6 +65,7 @@ impl WalkKind for ContentHashWalk {
 
     fn process(&self, batch: &[WalkAsset]) -> WalkResults {
         let scheme = self.scheme;
+        let resolver = Resolver::default();
         WalkResults::ContentHashes(
             batch
                 .par_iter()
@@ -75,7 +74,7 @@ impl WalkKind for ContentHashWalk {
                         a.id,
                         ContentHash {
                             scheme,
-                            hash: hash_asset(a)?,
+                            hash: hash_asset(a, &resolver)?,
                         },
                     ))
                 })

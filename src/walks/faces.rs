@@ -8,9 +8,11 @@
 //! the batch): the next walks skip that asset, saying "decoding timed out after N s", until
 //! the file changes or `scan --force` reads it again. A decoder stopped from outside (a
 //! shutdown, the OOM killer, a lost lease) is not remembered: the next walk tries again.
+//! Each picture is read once (`once_per_picture`, the similar walk's too): an asset whose
+//! content hash and orientation another has takes that one's result.
 
 use super::WalkKind;
-use crate::locate::{Candidate, candidates, unchanged};
+use crate::locate::{Candidate, candidates};
 use crate::media::content_hash::hash_file;
 use crate::model::{DecodeTimeout, Known, WalkAsset, WalkKindId, WalkResults, timed_out_reason};
 use crate::queue::{Retry, io_retry};
@@ -102,9 +104,7 @@ pub(super) fn file_of(asset: &WalkAsset) -> Option<PathBuf> {
 pub(super) fn candidate_of(asset: &WalkAsset) -> Option<Candidate> {
     candidates(asset)
         .into_iter()
-        .find(|Candidate { path, stamp }| {
-            unchanged(path, stamp) || hash_file(path).is_ok_and(|h| h.checksum == asset.checksum)
-        })
+        .find(|c| c.unchanged() || hash_file(&c.path).is_ok_and(|h| h.checksum == asset.checksum))
 }
 
 /// What one asset of a batch gave: its faces, a decode that timed out on its file, or
@@ -242,11 +242,7 @@ impl WalkKind for FacesWalk {
     }
 
     fn process(&self, batch: &[WalkAsset]) -> WalkResults {
-        let known_as = |k: &Known| match k {
-            Known::Faces(faces) => Some(faces.clone()),
-            Known::Phash(_) => None,
-        };
-        let visits = once_per_picture(batch, known_as, |a| self.visit(a));
+        let visits = once_per_picture(batch, Known::faces, |a| self.visit(a));
         let (found, timed_out) = Visit::split(visits);
         WalkResults::Faces {
             version: self.scheme,

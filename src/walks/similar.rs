@@ -100,11 +100,7 @@ impl WalkKind for SimilarWalk {
     }
 
     fn process(&self, batch: &[WalkAsset]) -> WalkResults {
-        let known_as = |k: &Known| match k {
-            Known::Phash(phash) => Some(*phash),
-            Known::Faces(_) => None,
-        };
-        let visits = once_per_picture(batch, known_as, |a| self.hash_asset(a));
+        let visits = once_per_picture(batch, Known::phash, |a| self.hash_asset(a));
         let (hashes, timed_out) = Visit::split(visits);
         WalkResults::Similar {
             scheme: self.scheme,

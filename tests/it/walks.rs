@@ -13,7 +13,7 @@ use crate::support;
 
 use mediadex::model::{
     Claim, DetectedFace, FileReason, FileStamp, IngestItem, Job, JobFilter, JobState, MediaFacts,
-    MediaKind, NewJob, ScanEnd, Target, WalkAsset, WalkKindId, WalkResults,
+    MediaKind, NewJob, ScanEnd, Target, WalkAsset, WalkKindId, WalkResults, WalkVisit,
 };
 use mediadex::queue::{JobDone, JobHandler, LeaseGuard, NoHooks, Registry, WorkError};
 use mediadex::store::Store;
@@ -1450,4 +1450,59 @@ fn the_picture_walks_read_each_picture_once_whatever_its_copies_metadata() {
         assert_eq!(phash(i), phash(0), "p00{i} has p000's hash");
     }
     assert_ne!(phash(4), phash(0), "the turned copy was hashed itself");
+}
+
+/// A walk batch reads its assets' files in one range when their ids are dense and one by
+/// one when they are spread thin (issue 29: per-asset lookups were most of a content-hash
+/// batch's selection); either way each asset gets exactly the files `asset_files` gives it,
+/// in its order, a file gone from the disk among them.
+#[test]
+fn a_walk_batch_gives_each_asset_its_own_files_whether_its_ids_are_dense_or_spread() {
+    let env = support::env();
+    let lib = seed(&env, 40);
+    std::fs::remove_file(lib.root.join("p003.jpg")).expect("remove");
+    let copy = lib.root.join("copy of p005.jpg");
+    std::fs::copy(lib.root.join("p005.jpg"), &copy).expect("copy");
+    support::scan_now(&env, lib.id, "");
+    let (visit, every) = (
+        WalkVisit {
+            scheme: 1,
+            force: false,
+            rollback: false,
+        },
+        WalkVisit {
+            scheme: 1,
+            force: true,
+            rollback: false,
+        },
+    );
+    let check = |batch: Vec<WalkAsset>, want: &[i64]| {
+        let got: Vec<i64> = batch.iter().map(|a| a.id).collect();
+        assert_eq!(got, want);
+        for a in batch {
+            assert_eq!(
+                a.files,
+                env.store.asset_files(a.id).unwrap(),
+                "asset {}",
+                a.id
+            );
+        }
+    };
+    let dense = env.store.walk_batch(WalkKindId::ContentHash, every, 0, 100);
+    check(dense.unwrap(), &lib.assets);
+    // One asset in ten without its content hash: the batch spans ten times its size.
+    let conn = env.raw();
+    conn.execute(
+        "UPDATE assets SET content_hash = NULL, content_hash_scheme = NULL WHERE id % 10 = 4",
+        [],
+    )
+    .unwrap();
+    let spread: Vec<i64> = lib
+        .assets
+        .iter()
+        .copied()
+        .filter(|id| id % 10 == 4)
+        .collect();
+    let sparse = env.store.walk_batch(WalkKindId::ContentHash, visit, 0, 100);
+    check(sparse.unwrap(), &spread);
 }
