@@ -59,6 +59,7 @@ pub fn long_version() -> String {
 pub fn open_store(config: &Config, check: StartCheck) -> Result<Store, OpenError> {
     let mut options = StoreOptions {
         check,
+        host: Some(crate::host::load_or_create(&config.data_dir)?),
         ..StoreOptions::default()
     };
     if let Some(files) = config.write_group_files {
@@ -77,6 +78,8 @@ pub enum OpenError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Replaced(#[from] IndexReplaced),
+    #[error(transparent)]
+    Host(#[from] crate::host::HostError),
 }
 
 /// A damaged index was found at start, moved aside and replaced by a fresh one.
@@ -96,7 +99,12 @@ fn replace_damaged(config: &Config, damage: crate::store::Damage) -> OpenError {
         Ok(moved) => moved,
         Err(e) => return e.into(),
     };
-    let libraries = readd_libraries(config, &crate::store::salvage_libraries(&moved_to));
+    let host = match crate::host::load_or_create(&config.data_dir) {
+        Ok(host) => host,
+        Err(e) => return e.into(),
+    };
+    let salvaged = crate::store::salvage_libraries(&moved_to, &host);
+    let libraries = readd_libraries(config, &host, &salvaged);
     IndexReplaced {
         path,
         damage,
@@ -108,12 +116,12 @@ fn replace_damaged(config: &Config, damage: crate::store::Damage) -> OpenError {
 
 /// The fresh index, with the libraries of the damaged one added again; returns the roots
 /// added. A failure is logged: the user is told which libraries came back.
-fn readd_libraries(config: &Config, libraries: &[(String, String)]) -> Vec<String> {
-    let store = match Store::open(
-        &config.db_path,
-        Arc::new(SystemClock),
-        StoreOptions::default(),
-    ) {
+fn readd_libraries(config: &Config, host: &str, libraries: &[(String, String)]) -> Vec<String> {
+    let options = StoreOptions {
+        host: Some(host.to_string()),
+        ..StoreOptions::default()
+    };
+    let store = match Store::open(&config.db_path, Arc::new(SystemClock), options) {
         Ok(store) => store,
         Err(e) => {
             tracing::warn!(error = %e, "cannot make the fresh index");

@@ -528,8 +528,8 @@ fn library_add(
     // Input first: a bad path must not create a data dir or a database.
     let new = ops::library::NewLibrary::check(path, name)?;
     let (config, store) = open(data)?;
-    let library = ops::library::add(&services(&config, store, false), &new)?;
-    emit(&render::added(&library, json)?)
+    let (library, joined) = ops::library::add(&services(&config, store, false), &new)?;
+    emit(&render::added(&library, &joined, json)?)
 }
 
 fn runs(data: &Settings, library: Option<&str>, limit: i64, json: bool) -> anyhow::Result<()> {

@@ -6,6 +6,7 @@ pub mod clock;
 pub mod config;
 pub mod disk;
 pub mod faces;
+pub mod host;
 pub mod http;
 pub mod instance;
 pub mod locate;

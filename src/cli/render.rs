@@ -58,12 +58,14 @@ struct JobOut<'a> {
     finished_at: Option<Millis>,
 }
 
+use mediadex::ops::library::Joined;
 use mediadex::ops::status::{DiskStatus, Status};
 
 #[derive(Serialize)]
 struct StatusOut<'a> {
     version: &'a str,
     data_dir: &'a str,
+    host: &'a str,
     db_path: &'a str,
     libraries: usize,
     runs_by_state: BTreeMap<&'static str, i64>,
@@ -75,16 +77,25 @@ struct StatusOut<'a> {
     no_thumbnails: &'a [&'static str],
 }
 
-pub fn added(library: &Library, json: bool) -> serde_json::Result<String> {
+pub fn added(library: &Library, joined: &Joined, json: bool) -> serde_json::Result<String> {
     if json {
         return to_json(&wire::Library::of(library, None));
     }
-    Ok(format!(
-        "added library '{}' (id {}) at {}\n",
+    let (name, id, root) = (
         escape_controls(&library.name),
         library.id,
-        escape_controls(&library.root)
-    ))
+        escape_controls(&library.root),
+    );
+    Ok(match joined {
+        Joined::New => format!("added library '{name}' (id {id}) at {root}\n"),
+        Joined::Attached => {
+            format!("attached {root} to library '{name}' (id {id}), known by its marker\n")
+        }
+        Joined::Relinked { from } => format!(
+            "re-linked library '{name}' (id {id}) from {} to {root}: its index is kept\n",
+            escape_controls(from)
+        ),
+    })
 }
 
 /// Each library with why it cannot be scanned now, or `None`.
@@ -284,6 +295,7 @@ pub fn status(s: &Status, json: bool) -> serde_json::Result<String> {
         return to_json(&StatusOut {
             version: s.version,
             data_dir: &s.data_dir,
+            host: &s.host,
             db_path: &s.db_path,
             libraries: s.libraries,
             runs_by_state: runs,
@@ -307,6 +319,7 @@ pub fn status(s: &Status, json: bool) -> serde_json::Result<String> {
     let mut rows = vec![
         vec!["version".into(), s.version.into()],
         vec!["data dir".into(), s.data_dir.clone()],
+        vec!["host".into(), s.host.clone()],
         vec!["database".into(), s.db_path.clone()],
         vec!["libraries".into(), s.libraries.to_string()],
         vec!["runs".into(), joined(&runs)],
@@ -475,7 +488,7 @@ mod tests {
             root: "/x/a\nb".into(),
             created_at: 0,
         };
-        let text = added(&library, false).expect("text");
+        let text = added(&library, &Joined::New, false).expect("text");
         assert_eq!(text, "added library 'a\\nb' (id 1) at /x/a\\nb\n");
     }
 
@@ -484,6 +497,7 @@ mod tests {
         let s = Status {
             version: "0",
             data_dir: "d".into(),
+            host: "h".into(),
             db_path: "d/mediadex.db".into(),
             libraries: 0,
             runs: vec![(RunState::Completed, 1)],

@@ -33,7 +33,7 @@ pub async fn add(
     let Json(req) = body?;
     let library = blocking(move || {
         let new = ops::library::NewLibrary::check(std::path::Path::new(&req.path), req.name)?;
-        Ok(ops::library::add(&s.ops, &new)?)
+        Ok(ops::library::add(&s.ops, &new)?.0)
     })
     .await?;
     Ok((StatusCode::CREATED, Json(wire::Library::of(&library, None))))

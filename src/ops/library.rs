@@ -60,25 +60,97 @@ pub fn adopt(store: &Store, path: &Path) -> Result<Option<Library>, Error> {
     }))
 }
 
-/// Adds the library, records its root's identity and tells the watcher.
-pub fn add(s: &Services, new: &NewLibrary) -> Result<Library, Error> {
-    let library = add_root(&s.store, &new.name, &new.root)?;
-    if let Some(watch) = &s.watch {
-        watch.add(library.clone());
-    }
-    Ok(library)
+/// How a folder became a library of this host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Joined {
+    /// A new library (its folder had no known marker).
+    New,
+    /// A library other hosts see: this host's root is attached to it.
+    Attached,
+    /// This host's root of the library moved (a move, a remount): re-linked, its index
+    /// kept; `from` is the old root.
+    Relinked { from: String },
 }
 
-/// Adds a library and records its root's identity (device id, marker) for the circuit
-/// breaker; for the start-up paths that run before a watcher exists.
+/// Adds the library (or attaches this host's root to the one its marker names), records
+/// its root's identity and tells the watcher.
+pub fn add(s: &Services, new: &NewLibrary) -> Result<(Library, Joined), Error> {
+    let (library, joined) = join(&s.store, &new.name, &new.root)?;
+    if let Some(watch) = &s.watch {
+        if joined != Joined::New {
+            watch.remove(library.id);
+        }
+        watch.add(library.clone());
+    }
+    Ok((library, joined))
+}
+
+/// `join` answering the library only; for the start-up paths that run before a watcher
+/// exists.
 pub fn add_root(
     store: &Store,
     name: &str,
     root: &str,
 ) -> Result<Library, crate::store::StoreError> {
+    Ok(join(store, name, root)?.0)
+}
+
+/// The folder `root` (canonical) as a library of this host. A library is known by its
+/// identity, not its path: a folder whose `.mediadex-library` marker names a library the
+/// index knows is that library, seen from here (attached, or re-linked when this host saw it
+/// elsewhere before), never a second one; any other folder is a new library, its identity
+/// (device id, marker) recorded for the circuit breaker.
+pub fn join(
+    store: &Store,
+    name: &str,
+    root: &str,
+) -> Result<(Library, Joined), crate::store::StoreError> {
+    let marker = crate::scan::identity::marker_at(Path::new(root));
+    if let Some(marker) = &marker
+        && let Some(known) = store.library_by_marker(marker)?
+    {
+        return attach(store, known, root, marker);
+    }
     let library = store.add_library(name, root)?;
     crate::scan::identity::record(store, &library)?;
-    Ok(library)
+    Ok((library, Joined::New))
+}
+
+/// Makes `root` this host's root of `known`. Refused when the old root is still there with
+/// the same marker: the new folder is a copy, and two roots of one library on one host would
+/// index its photos twice.
+fn attach(
+    store: &Store,
+    known: Library,
+    root: &str,
+    marker: &str,
+) -> Result<(Library, Joined), crate::store::StoreError> {
+    use crate::store::StoreError;
+    if known.root == root {
+        return Err(StoreError::Conflict(format!(
+            "{root} is already the library '{}'",
+            known.name
+        )));
+    }
+    let joined = match known.root.is_empty() {
+        true => Joined::Attached,
+        false => Joined::Relinked {
+            from: known.root.clone(),
+        },
+    };
+    let old = Path::new(&known.root);
+    if !known.root.is_empty() && crate::scan::identity::marker_at(old).as_deref() == Some(marker) {
+        return Err(StoreError::Conflict(format!(
+            "{root} carries the marker of the library '{}', which this host still sees at {}: \
+             a copy? Delete {root}/{} to index it as a library of its own",
+            known.name,
+            known.root,
+            crate::scan::identity::MARKER
+        )));
+    }
+    let library = store.attach_root(known.id, root)?;
+    crate::scan::identity::record(store, &library)?;
+    Ok((library, joined))
 }
 
 /// Forgets the library, its files and runs and the assets no other library shows; answers

@@ -10,6 +10,8 @@ use serde::Serialize;
 pub struct Status {
     pub version: &'static str,
     pub data_dir: String,
+    /// This host's id (`<data dir>/host-id`): whose library roots this process sees.
+    pub host: String,
     pub db_path: String,
     pub libraries: usize,
     /// Rows per state; states missing here count as zero.
@@ -42,6 +44,7 @@ pub fn status(
     Ok(Status {
         version: env!("CARGO_PKG_VERSION"),
         data_dir: config.data_dir.display().to_string(),
+        host: s.store.host().to_string(),
         db_path: config.db_path.display().to_string(),
         libraries: s.store.libraries()?.len(),
         runs: s.store.scan_run_counts()?,

@@ -4,6 +4,9 @@
 //! different disk mounted at the same path, or an empty folder in place of the real one
 //! must never look like deleted photos. A root that is not there, or that this process cannot
 //! list or enter, is unavailable: nothing is walked or moved, and the library lists say why.
+//! The marker is the library's identity across hosts and indexes: each records the id it
+//! finds there, and only a folder without one gets a new one (never rewritten), so two
+//! indexes or two hosts share a folder; the device id is recorded per host.
 //! No SQL: rows go through `Store`.
 
 use crate::model::{Library, LibraryIdentity};
@@ -27,17 +30,47 @@ pub enum Verdict {
 /// Writes (or reads back) the marker and records the root's identity. A read-only root gets
 /// no marker; the device id still guards it.
 pub fn record(store: &Store, library: &Library) -> Result<LibraryIdentity, StoreError> {
+    record_with(store, library, || {})
+}
+
+/// `record`, running `before_create` once the root is found to have no marker and before
+/// one is made there: another index (another data dir, another host) may make it meanwhile,
+/// and tests stand in for it there.
+pub fn record_with(
+    store: &Store,
+    library: &Library,
+    before_create: impl FnOnce(),
+) -> Result<LibraryIdentity, StoreError> {
     let root = Path::new(&library.root);
+    let known = store
+        .library_identity(library.id)?
+        .and_then(|i| i.marker_id);
+    // A library known by its marker keeps it: a folder here without it (or with another)
+    // is not provably the library, and the breaker says so; it gets no marker of its own.
+    let marker_id = match known {
+        Some(_) => None,
+        None => read_marker(root).or_else(|| {
+            before_create();
+            write_marker(root)
+        }),
+    };
     let identity = LibraryIdentity {
         root_dev: root_dev(root),
-        marker_id: read_marker(root).or_else(|| write_marker(root, library.id)),
+        marker_id,
     };
-    store.set_library_identity(library.id, identity.clone())?;
-    Ok(identity)
+    store.set_library_identity(library.id, identity)?;
+    Ok(store.library_identity(library.id)?.unwrap_or_default())
 }
 
 /// Compares the root as it is now with the identity recorded for the library.
 pub fn check(store: &Store, library: &Library) -> Result<Verdict, StoreError> {
+    if library.root.is_empty() {
+        return Ok(Verdict::Unavailable(format!(
+            "this host ({}) has no folder for this library: `mediadex library add PATH` \
+             where this host sees it attaches one",
+            store.host()
+        )));
+    }
     let root = Path::new(&library.root);
     if !root.is_dir() {
         return Ok(Verdict::Unavailable(format!(
@@ -73,7 +106,8 @@ pub fn check(store: &Store, library: &Library) -> Result<Verdict, StoreError> {
 /// away, at a service's start) once the root is there, so the breaker guards it from then on.
 pub fn record_if_none(store: &Store, library: &Library) -> Result<(), StoreError> {
     let recorded = store.library_identity(library.id)?.unwrap_or_default();
-    if recorded == LibraryIdentity::default() && Path::new(&library.root).is_dir() {
+    let here = !library.root.is_empty() && Path::new(&library.root).is_dir();
+    if recorded.root_dev.is_none() && here {
         record(store, library)?;
     }
     Ok(())
@@ -97,16 +131,30 @@ pub fn listable(dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The id in the marker at `root`, if there is one: the identity of the library it is.
+pub fn marker_at(root: &Path) -> Option<String> {
+    read_marker(root)
+}
+
 fn read_marker(root: &Path) -> Option<String> {
     let text = std::fs::read_to_string(root.join(MARKER)).ok()?;
     let id = text.trim();
     (!id.is_empty()).then(|| id.to_string())
 }
 
-fn write_marker(root: &Path, library_id: i64) -> Option<String> {
-    let id = format!("{}-{library_id}", uuid::Uuid::now_v7().simple());
-    match std::fs::write(root.join(MARKER), format!("{id}\n")) {
+/// Makes the marker unless there is one: created only if absent, so that another index (or
+/// host) that made it between our look and this write keeps its id, and we record the same.
+fn write_marker(root: &Path) -> Option<String> {
+    let id = uuid::Uuid::now_v7().simple().to_string();
+    let path = root.join(MARKER);
+    let made = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{id}\n").as_bytes()));
+    match made {
         Ok(()) => Some(id),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read_marker(root),
         Err(e) => {
             tracing::warn!(root = %root.display(), error = %e, "cannot write the library marker");
             None

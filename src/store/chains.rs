@@ -36,6 +36,7 @@ impl Parts {
     /// For the assets `ids`, in ascending order.
     pub(super) fn of(
         conn: &Connection,
+        host: &str,
         ids: impl Iterator<Item = i64> + Clone,
     ) -> Result<Parts, StoreError> {
         let (count, first, last) = ids
@@ -47,7 +48,7 @@ impl Parts {
             return Ok(Parts::Each);
         }
         Ok(Parts::Ranged {
-            files: walks::files_in(conn, first - 1, last)?,
+            files: walks::files_in(conn, host, first - 1, last)?,
             timed_out: decode_timeouts::timed_out_in(conn, first - 1, last)?,
         })
     }
@@ -56,6 +57,7 @@ impl Parts {
     pub(super) fn take(
         &mut self,
         conn: &Connection,
+        host: &str,
         id: i64,
     ) -> Result<(Vec<WalkFile>, Option<u64>), StoreError> {
         Ok(match self {
@@ -63,7 +65,7 @@ impl Parts {
                 (files.remove(&id).unwrap_or_default(), timed_out.remove(&id))
             }
             Parts::Each => (
-                walks::files_of(conn, id)?,
+                walks::files_of(conn, host, id)?,
                 decode_timeouts::timed_out(conn, id)?,
             ),
         })
@@ -227,15 +229,16 @@ impl Store {
         after: i64,
         limit: usize,
     ) -> Result<Vec<WalkAsset>, StoreError> {
+        let host = self.host();
         self.read_snapshot(|conn| {
             let heads = walks::batch_heads(conn, kind, visit, after, limit)?;
-            let mut parts = Parts::of(conn, heads.iter().map(|((id, ..), _)| *id))?;
+            let mut parts = Parts::of(conn, host, heads.iter().map(|((id, ..), _)| *id))?;
             let mut seen = pixels::Seen::default();
             heads
                 .into_iter()
                 .map(|((id, checksum, trashed), look)| {
                     let (same_pixels, known) = seen.of(conn, kind, visit, id, look)?;
-                    let (files, timed_out) = parts.take(conn, id)?;
+                    let (files, timed_out) = parts.take(conn, host, id)?;
                     Ok(WalkAsset {
                         id,
                         checksum,

@@ -75,6 +75,9 @@ pub enum StoreError {
     Pool(#[from] r2d2::Error),
     #[error("the database writer has stopped")]
     WriterGone,
+    /// The data dir's host id cannot be read or made (`host`).
+    #[error(transparent)]
+    Host(#[from] crate::host::HostError),
 }
 
 impl StoreError {

@@ -102,6 +102,9 @@ macro_rules! holds_live_lease {
 /// once it has been due for a whole lease period (`?3`, the hand-off: the newer binary just
 /// committed the batch before it) and the process that enqueued it holds no live lease. A
 /// row running under a live lease is never due; one whose lease died is requeued by reclaim.
+/// A host (?5) takes only work on libraries it sees (has a root for): a move, when it sees
+/// every library holding a file of its asset or an intent of it; a walk, when it sees every
+/// library (a batch reads any asset's files).
 const CLAIM: &str = concat!(
     "UPDATE jobs SET state = 'running', generation = generation + 1, lease_owner = ?1,
             lease_expires_at = ?2 + ?3, heartbeat_at = ?2, updated_at = ?2
@@ -115,6 +118,17 @@ const CLAIM: &str = concat!(
                           OR (j.run_at + ?3 <= ?2 AND NOT ",
     holds_live_lease!(payload_field!("j", "by"), "?2"),
     "))
+                     AND NOT EXISTS (SELECT 1 FROM libraries l
+                          WHERE NOT EXISTS (SELECT 1 FROM library_roots h
+                                             WHERE h.library_id = l.id AND h.host = ?5)
+                            AND CASE WHEN j.kind = 'move' THEN l.id IN (
+                                         SELECT library_id FROM files
+                                          WHERE asset_id = json_extract(j.payload, '$.asset')
+                                         UNION ALL
+                                         SELECT library_id FROM trash_intents
+                                          WHERE move_id = json_extract(j.payload, '$.move'))
+                                     ELSE json_extract(f.value, '$.max_scheme') IS NOT NULL
+                                END)
                    ORDER BY j.run_at, j.id LIMIT 1)
       RETURNING ",
     job_cols!()
@@ -435,11 +449,11 @@ impl Store {
     ) -> Result<Option<(Lease, Job)>, StoreError> {
         let kinds =
             serde_json::to_string(filters).map_err(|e| StoreError::Conflict(e.to_string()))?;
-        let owner = self.owner().to_string();
+        let (owner, host) = (self.owner().to_string(), self.host().to_string());
         self.write(move |conn, now| {
             let job = conn
                 .prepare_cached(CLAIM)?
-                .query_row(params![owner, now, ttl, kinds], job_from_row)
+                .query_row(params![owner, now, ttl, kinds, host], job_from_row)
                 .optional()?;
             Ok(job.map(|job| {
                 let expires = now + ttl;

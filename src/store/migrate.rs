@@ -158,6 +158,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "people counts",
         sql: include_str!("../../schema/0028_people_counts.sql"),
     },
+    Migration {
+        version: 29,
+        name: "library roots",
+        sql: include_str!("../../schema/0029_library_roots.sql"),
+    },
 ];
 
 pub(super) fn migrate(

@@ -158,6 +158,12 @@ pub struct StoreOptions {
     pub migrations: &'static [Migration],
     /// `host:pid:boot-nonce` written into every lease this process takes.
     pub owner: String,
+    /// This host's id: whose library roots this handle reads, and whose libraries' work it
+    /// claims. `None` (the default) is the id kept beside the database (`host::
+    /// load_or_create` on its folder): every handle on one data dir, a test's or a tool's
+    /// as much as the binary's, is the same host. Tests of several hosts on one file name
+    /// each.
+    pub host: Option<String>,
     /// How much of an existing file the start reads before trusting it (see `vet.rs`).
     pub check: StartCheck,
     /// When a scan's batches sharing one transaction commit at the latest (`writer`).
@@ -173,6 +179,7 @@ impl Default for StoreOptions {
             policy: LeasePolicy::default(),
             migrations: MIGRATIONS,
             owner: process_owner().to_string(),
+            host: None,
             check: StartCheck::Full,
             group_limits: GroupLimits::default(),
         }
@@ -191,6 +198,7 @@ struct Inner {
     reads: ReadPool,
     clock: SharedClock,
     owner: String,
+    host: String,
     policy: LeasePolicy,
     path: PathBuf,
 }
@@ -203,12 +211,17 @@ impl Store {
     pub fn open(
         path: &Path,
         clock: SharedClock,
-        options: StoreOptions,
+        mut options: StoreOptions,
     ) -> Result<Store, StoreError> {
         let latest = options.migrations.last().map_or(0, |m| m.version);
+        let host = match options.host.take() {
+            Some(host) => host,
+            None => crate::host::load_or_create(path.parent().unwrap_or(Path::new(".")))?,
+        };
         vet::vet(path, latest, options.check)?;
         let mut conn = conn::open_writer(path, &options)?;
         migrate::migrate(&mut conn, options.migrations, clock.now(), &options.owner)?;
+        libraries::take_unhosted(&conn, &host)?;
         let reads = conn::read_pool(path, &options)?;
         let writer = Writer::start(conn, options.max_batch, options.group_limits)?;
         Ok(Store {
@@ -217,6 +230,7 @@ impl Store {
                 reads,
                 clock,
                 owner: options.owner,
+                host,
                 policy: options.policy,
                 path: path.to_path_buf(),
             }),
@@ -242,6 +256,11 @@ impl Store {
 
     pub fn owner(&self) -> &str {
         &self.inner.owner
+    }
+
+    /// This host's id: the library roots this handle sees are this host's.
+    pub fn host(&self) -> &str {
+        &self.inner.host
     }
 
     pub fn now(&self) -> Millis {

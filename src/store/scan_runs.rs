@@ -114,12 +114,15 @@ const WIDEN: &str = concat!(
     run_cols!()
 );
 const LIBRARY_EXISTS: &str = "SELECT 1 FROM libraries WHERE id = ?1";
-/// The oldest due waiting run of a library that has nothing running.
+/// The oldest due waiting run of a library that has nothing running and that this host
+/// (?4) sees (has a root for): another host's library is left to that host.
 const CLAIM: &str = concat!(
     "UPDATE scan_runs SET state = 'running', generation = generation + 1, lease_owner = ?1,
             lease_expires_at = ?2 + ?3, heartbeat_at = ?2, started_at = ?2, updated_at = ?2
       WHERE id = (SELECT a.id FROM scan_runs a
                    WHERE a.state = 'accepted' AND a.run_at <= ?2
+                     AND EXISTS (SELECT 1 FROM library_roots h
+                                  WHERE h.library_id = a.library_id AND h.host = ?4)
                      AND NOT EXISTS (SELECT 1 FROM scan_runs r
                                       WHERE r.library_id = a.library_id AND r.state = 'running')
                    ORDER BY a.run_at, a.id LIMIT 1)
@@ -601,11 +604,11 @@ impl Store {
 
     /// Claims the oldest due waiting run of a librar    /// Claims the oldest due waiting run of a library with nothing running, for `ttl` ms.
     pub fn claim_scan_run(&self, ttl: Millis) -> Result<Option<(Lease, ScanRun)>, StoreError> {
-        let owner = self.owner().to_string();
+        let (owner, host) = (self.owner().to_string(), self.host().to_string());
         self.write(move |conn, now| {
             let run = conn
                 .prepare_cached(CLAIM)?
-                .query_row(params![owner, now, ttl], run_from_row)
+                .query_row(params![owner, now, ttl, host], run_from_row)
                 .optional()?;
             Ok(run.map(|run| (run_lease(&run, owner, now + ttl), run)))
         })

@@ -14,7 +14,8 @@ impl Store {
     /// The files of asset `id`, present first, each with its library root and the stamp
     /// its scan recorded: what `locate` needs to find the one to read for a request.
     pub fn asset_files(&self, id: i64) -> Result<Vec<WalkFile>, StoreError> {
-        self.read(|conn| walks::files_of(conn, id))
+        let host = self.host();
+        self.read(|conn| walks::files_of(conn, host, id))
     }
 
     /// Completes a thumbnail batch's row in one fenced transaction: the decodes of the batch
@@ -43,14 +44,15 @@ impl Store {
         last: i64,
         limit: usize,
     ) -> Result<Vec<ThumbAsset>, StoreError> {
+        let host = self.host();
         self.read_snapshot(|conn| {
             let heads = assets::thumb_heads(conn, after, last, limit)?;
-            let mut parts = Parts::of(conn, heads.iter().map(|h| h.0))?;
+            let mut parts = Parts::of(conn, host, heads.iter().map(|h| h.0))?;
             heads
                 .into_iter()
                 .map(
                     |(id, checksum, trashed, kind, mime, orientation, width, height)| {
-                        let (files, timed_out) = parts.take(conn, id)?;
+                        let (files, timed_out) = parts.take(conn, host, id)?;
                         Ok(ThumbAsset {
                             asset: WalkAsset {
                                 id,

@@ -252,13 +252,17 @@ pub fn move_aside(path: &Path, at: chrono::DateTime<chrono::Utc>) -> Result<Path
     Ok(db)
 }
 
-const LIBRARIES: &str = "SELECT name, root FROM libraries ORDER BY id";
+/// This host's roots (?1); an index from before hosts (migration 0029) has only
+/// `libraries.root`.
+const LIBRARIES: &str = "SELECT l.name, r.root FROM libraries l JOIN library_roots r
+                          ON r.library_id = l.id AND r.host IN (?1, '') ORDER BY l.id";
+const LIBRARIES_BEFORE_HOSTS: &str = "SELECT name, root FROM libraries ORDER BY id";
 
-/// The (name, root) of each library a damaged index still shows, read from the file alone
+/// The (name, root) of each library a damaged index still shows on `host`, read from the file alone
 /// (`immutable`: no WAL, no lock, nothing written), as far as its pages allow; none when it
 /// cannot be read at all. `writable_schema` makes SQLite read a file shorter than its header
 /// says (a truncated one) instead of refusing it; nothing is written through it.
-pub fn salvage_libraries(path: &Path) -> Vec<(String, String)> {
+pub fn salvage_libraries(path: &Path, host: &str) -> Vec<(String, String)> {
     let Some(text) = path.to_str() else {
         return vec![];
     };
@@ -275,11 +279,15 @@ pub fn salvage_libraries(path: &Path) -> Vec<(String, String)> {
     if conn.execute_batch("PRAGMA writable_schema = ON").is_err() {
         return vec![];
     }
-    let Ok(mut stmt) = conn.prepare(LIBRARIES) else {
-        return vec![];
-    };
-    let Ok(rows) = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))) else {
-        return vec![];
-    };
-    rows.map_while(Result::ok).collect()
+    let hosted = conn.prepare(LIBRARIES).and_then(|mut stmt| {
+        let rows = stmt.query_map([host], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.map_while(Result::ok).collect())
+    });
+    hosted
+        .or_else(|_| {
+            let mut stmt = conn.prepare(LIBRARIES_BEFORE_HOSTS)?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            Ok::<_, rusqlite::Error>(rows.map_while(Result::ok).collect())
+        })
+        .unwrap_or_default()
 }

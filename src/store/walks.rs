@@ -79,11 +79,12 @@ const EMBED_LEFT: &str = "
     SELECT count(*) FROM assets
      WHERE id > ?1 AND trashed_at IS NULL AND faces_scheme IS NOT NULL
        AND (?3 OR embed_scheme IS NULL OR embed_scheme < ?2 OR (?4 AND embed_scheme > ?2))";
-/// Files with what `walk_file` reads (the columns 0-7) and their asset's id (8), each not
-/// present one with the place its asset's latest done trash of it put it (by move id: the
-/// newest move wins); a present file needs no journal lookup.
+/// Files in the libraries the host (`$host`, a parameter) sees, through its roots, with
+/// what `walk_file` reads (the columns 0-7) and their asset's id (8), each not present one
+/// with the place its asset's latest done trash of it put it (by move id: the newest move
+/// wins); a present file needs no journal lookup.
 macro_rules! files_with {
-    ($where_order:literal) => {
+    ($host:literal, $where_order:literal) => {
         concat!(
             "SELECT l.root, f.rel_path, f.state = 'present', f.size, f.mtime_ns, f.dev, f.inode,
                     CASE WHEN f.state <> 'present' THEN
@@ -93,15 +94,21 @@ macro_rules! files_with {
                       ORDER BY t.move_id DESC, t.id DESC LIMIT 1) END,
                     f.asset_id
                FROM files f
-               JOIN libraries l ON l.id = f.library_id ",
+               JOIN library_roots l ON l.library_id = f.library_id AND l.host = ",
+            $host,
+            " ",
             $where_order
         )
     };
 }
-/// An asset's files, present first.
-const FILES: &str = files_with!("WHERE f.asset_id = ?1 ORDER BY f.state = 'missing', f.id");
+/// An asset's files this host (?2) sees, present first.
+const FILES: &str = files_with!(
+    "?2",
+    "WHERE f.asset_id = ?1 ORDER BY f.state = 'missing', f.id"
+);
 /// `FILES` of every asset with ?1 < id <= ?2, by asset.
 const FILES_IN: &str = files_with!(
+    "?3",
     "WHERE f.asset_id > ?1 AND f.asset_id <= ?2
      ORDER BY f.asset_id, f.state = 'missing', f.id"
 );
@@ -147,9 +154,13 @@ fn record(conn: &Connection, kind: WalkKindId) -> Result<Option<WalkRecord>, Sto
 /// A batch row's asset: id, checksum, whether it is in the trash.
 pub(super) type Head = (i64, [u8; 32], bool);
 
-pub(super) fn files_of(conn: &Connection, asset_id: i64) -> Result<Vec<WalkFile>, StoreError> {
+pub(super) fn files_of(
+    conn: &Connection,
+    host: &str,
+    asset_id: i64,
+) -> Result<Vec<WalkFile>, StoreError> {
     let mut stmt = conn.prepare_cached(FILES)?;
-    let rows = stmt.query_map([asset_id], walk_file)?;
+    let rows = stmt.query_map(params![asset_id, host], walk_file)?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
@@ -157,11 +168,12 @@ pub(super) fn files_of(conn: &Connection, asset_id: i64) -> Result<Vec<WalkFile>
 /// `files_of`'s order: one range of `files_asset` for a batch instead of a lookup per asset.
 pub(super) fn files_in(
     conn: &Connection,
+    host: &str,
     after: i64,
     last: i64,
 ) -> Result<HashMap<i64, Vec<WalkFile>>, StoreError> {
     let mut stmt = conn.prepare_cached(FILES_IN)?;
-    let mut rows = stmt.query(params![after, last])?;
+    let mut rows = stmt.query(params![after, last, host])?;
     let mut files: HashMap<i64, Vec<WalkFile>> = HashMap::new();
     while let Some(r) = rows.next()? {
         files.entry(r.get(8)?).or_default().push(walk_file(r)?);

@@ -109,7 +109,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "platform",
         // `locate`: which file of an asset may be read; pure over paths, below every reader.
         &[
-            "clock", "disk", "instance", "locate", "logfile", "mapped", "memory", "token",
+            "clock", "disk", "host", "instance", "locate", "logfile", "mapped", "memory", "token",
         ],
     ),
     ("plain types", &["model"]),

@@ -26,6 +26,7 @@ mod faces_embed;
 #[cfg(unix)]
 mod foreground;
 mod heal;
+mod hosts;
 mod http;
 mod lease_protocol;
 #[cfg(target_os = "linux")]

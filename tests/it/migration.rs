@@ -574,13 +574,15 @@ fn a_damaged_index_is_moved_aside_under_one_name() {
 fn the_libraries_of_a_damaged_index_are_read_back_where_their_page_is_sound() {
     let (_dir, path, clock) = setup();
     used_index(&path, &clock);
+    // The index's handle was this data dir's host: its roots are the ones read back.
+    let host = mediadex::host::load_or_create(path.parent().expect("dir")).expect("host id");
     support::zero_page(&path, pages(&path) / 2);
     assert_eq!(
-        mediadex::store::salvage_libraries(&path),
+        mediadex::store::salvage_libraries(&path, &host),
         vec![("photos".to_string(), "/photos".to_string())]
     );
     support::zero_page(&path, 1);
-    assert_eq!(mediadex::store::salvage_libraries(&path), vec![]);
+    assert_eq!(mediadex::store::salvage_libraries(&path, &host), vec![]);
 }
 
 /// A command reads every page only while that is cheap (store/vet.rs has the figures): the

@@ -610,8 +610,8 @@ fn item(root: &Path, path: &str, content: u8) -> IngestItem {
     }
 }
 
-/// What migrations 12, 13, 14, 21 and 22 add to `assets` and `files`, which the store's
-/// statements write and read.
+/// What migrations 12, 13, 14, 21, 22 and 29 add to `assets`, `files` and `libraries`,
+/// which the store's statements write and read.
 const LATER_ASSET_COLUMN: &str = "ALTER TABLE assets ADD COLUMN taken_at_source TEXT;
     ALTER TABLE assets ADD COLUMN rating INTEGER;
     ALTER TABLE assets ADD COLUMN title TEXT;
@@ -624,7 +624,10 @@ const LATER_ASSET_COLUMN: &str = "ALTER TABLE assets ADD COLUMN taken_at_source 
     ALTER TABLE assets ADD COLUMN live_video_id INTEGER;
     ALTER TABLE files ADD COLUMN read_again TEXT;
     ALTER TABLE files ADD COLUMN beside TEXT;
-    CREATE TABLE unshown_assets (asset_id INTEGER PRIMARY KEY);";
+    CREATE TABLE unshown_assets (asset_id INTEGER PRIMARY KEY);
+    CREATE TABLE library_roots (library_id INTEGER NOT NULL, host TEXT NOT NULL,
+                                root TEXT NOT NULL, root_dev INTEGER,
+                                PRIMARY KEY (library_id, host), UNIQUE (host, root));";
 /// `LATER_ASSET_COLUMN` undone, before the upgrade adds them for real.
 const DROP_LATER_ASSET_COLUMN: &str = "ALTER TABLE assets DROP COLUMN taken_at_source;
     ALTER TABLE assets DROP COLUMN rating;
@@ -637,7 +640,8 @@ const DROP_LATER_ASSET_COLUMN: &str = "ALTER TABLE assets DROP COLUMN taken_at_s
     ALTER TABLE assets DROP COLUMN live_video_id;
     ALTER TABLE files DROP COLUMN read_again;
     ALTER TABLE files DROP COLUMN beside;
-    DROP TABLE unshown_assets;";
+    DROP TABLE unshown_assets;
+    DROP TABLE library_roots;";
 
 /// The files written and indexed through a scan lease with the statements of the store, as
 /// an old schema allows (the pipeline needs the current one).
