@@ -61,6 +61,12 @@ const TRASH_IF_ORPHAN: &str = "
        AND NOT EXISTS (SELECT 1 FROM files WHERE asset_id = ?1 AND state = 'present')";
 const TRASH: &str = "
     UPDATE assets SET trashed_at = ?2, trash_reason = ?3 WHERE id = ?1 AND trashed_at IS NULL";
+/// An asset a repair adopted from a trash folder is published and in the trash, as the
+/// user's trash left it.
+const TRASH_ADOPTED: &str = "
+    UPDATE assets SET pending_run = NULL, trashed_at = ?2, trash_reason = 'user' WHERE id = ?1";
+const LIVE_PUBLISHED: &str =
+    "SELECT id FROM assets WHERE trashed_at IS NULL AND pending_run IS NULL ORDER BY id";
 /// Assets trashed long enough, not being moved by a pending journal intent, and shown by no
 /// present file (an asset with a present file is the index's mistake, healed by the next
 /// scan: deleting it would unlink the photo from the index).
@@ -325,6 +331,13 @@ pub(super) fn trash(
     run_trash(conn, TRASH, id, reason, now)
 }
 
+/// Publishes the adopted asset `id` into the trash (`TRASH_ADOPTED`).
+pub(super) fn trash_adopted(conn: &Connection, id: i64, now: Millis) -> Result<(), StoreError> {
+    conn.prepare_cached(TRASH_ADOPTED)?
+        .execute(params![id, now])?;
+    Ok(())
+}
+
 fn run_trash(
     conn: &Connection,
     sql: &str,
@@ -472,6 +485,16 @@ pub(super) fn live_by_kind(conn: &Connection) -> Result<Vec<(String, i64)>, Stor
 }
 
 impl Store {
+    /// The ids of the live, published assets.
+    pub fn check_live_assets(&self) -> Result<Vec<i64>, StoreError> {
+        self.read(|conn| {
+            Ok(conn
+                .prepare(LIVE_PUBLISHED)?
+                .query_map([], |r| r.get(0))?
+                .collect::<Result<_, _>>()?)
+        })
+    }
+
     /// Every camera of the live assets with its count (at most 500, the most used first).
     pub fn cameras(&self) -> Result<Vec<Camera>, StoreError> {
         self.read(|conn| {

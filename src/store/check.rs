@@ -7,12 +7,14 @@
 //! intent a restore needs (or joining another copy to its trashed asset), publishing a
 //! stranded asset (`check_publish_stranded`, beside `store::assets`' own publication), and
 //! requeueing an orphaned move's job. The comparison with the disk is the caller's
-//! (`ops::check`).
+//! (`ops::check`). A composition: the single-table reads and writes it needs are the
+//! families' (`intents`, `files`, `assets`, `move_jobs`); it holds the statements that span
+//! tables.
 
-use super::assets::{LOCAL_OWNER, insert};
+use super::assets::{LOCAL_OWNER, insert, trash_adopted};
+use super::move_jobs::MOVE_ATTEMPTS;
 use super::rows::file_stamp;
-use super::trash::{MOVE_ATTEMPTS, next_move, saw_move};
-use super::{Store, StoreError, parse_col};
+use super::{Store, StoreError, files, intents, parse_col};
 use crate::model::{
     Adopted, Adoption, CheckedFile, MOVE_JOB_KIND, OrphanedMove, StrandedAsset, TrashAction,
     TrashedFile, trash_place,
@@ -25,8 +27,6 @@ const FILES: &str = "
            coalesce(a.trashed_at IS NOT NULL, 0)
       FROM files f LEFT JOIN assets a ON a.id = f.asset_id
      WHERE f.library_id = ?1 ORDER BY f.rel_path";
-const LIVE: &str =
-    "SELECT id FROM assets WHERE trashed_at IS NULL AND pending_run IS NULL ORDER BY id";
 /// What a restore of each trashed asset would move back (`store::trash`'s `LAST_TRASHED`):
 /// the done intents of its latest trash, unless a later restore put them back already; an
 /// asset with a move under way is left to its move.
@@ -43,23 +43,6 @@ const TRASHED_FILES: &str = "
        AND NOT EXISTS (SELECT 1 FROM trash_intents p
                         WHERE p.asset_id = t.asset_id AND p.state = 'pending')
      ORDER BY t.asset_id, t.id";
-/// The files the latest trash of one asset put in its trash folder, whatever the asset is
-/// now (a live asset's file may have stayed there: a restore that moved nothing).
-const TRASHED_FILES_OF: &str = "
-    SELECT asset_id, library_id, from_path, to_path FROM trash_intents
-     WHERE asset_id = ?1 AND action = 'trash' AND state = 'done'
-       AND move_id = (SELECT max(move_id) FROM trash_intents
-                       WHERE asset_id = ?1 AND action = 'trash' AND state = 'done')
-     ORDER BY id";
-/// Every path in a library's trash folder the journal has ever named, in any state: such a
-/// file is the index's (the asset checks tell whether it is where it should be).
-const JOURNAL_PATHS: &str = "
-    SELECT to_path FROM trash_intents WHERE library_id = ?1 AND action = 'trash'
-    UNION SELECT from_path FROM trash_intents WHERE library_id = ?1 AND action = 'restore'";
-const JOURNAL_KNOWS: &str = "
-    SELECT 1 FROM trash_intents
-     WHERE library_id = ?1 AND ((action = 'trash' AND to_path = ?2)
-                                OR (action = 'restore' AND from_path = ?2)) LIMIT 1";
 /// Moves with pending intents and no queued or running job under their asset's move key.
 const ORPHANED: &str = "
     SELECT t.move_id, t.asset_id, t.action FROM trash_intents t
@@ -122,38 +105,6 @@ const FIND: &str = "
                                 WHERE t.asset_id = assets.id AND t.state = 'pending')
       FROM assets WHERE substr(checksum, 1, 8) = substr(?2, 1, 8) AND checksum = ?2
                     AND owner = ?1";
-/// The move a file joins: the asset's latest done trash, the one a restore reads.
-const LATEST_TRASH: &str = "
-    SELECT max(move_id) FROM trash_intents
-     WHERE asset_id = ?1 AND action = 'trash' AND state = 'done'";
-/// The row at a library path, with its asset.
-const ROW_AT: &str = "SELECT asset_id FROM files WHERE library_id = ?1 AND rel_path = ?2";
-/// An adopted asset is published and in the trash, as the user's trash left it.
-const TRASH_ADOPTED: &str = "
-    UPDATE assets SET pending_run = NULL, trashed_at = ?2, trash_reason = 'user' WHERE id = ?1";
-/// Its file row at the library path its trash took it from: missing, as a trash leaves it,
-/// with the stamp of the file in the trash folder (a rename keeps it, so the file a restore
-/// puts back is seen unchanged). No scan run saw it: run 0.
-const ADOPTED_FILE: &str = "
-    INSERT INTO files (library_id, rel_path, rel_path_text, size, mtime_ns, dev, inode,
-                       asset_id, state, last_reason, first_seen_run, last_seen_run,
-                       missing_since)
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'missing', 'new', 0, 0, ?9)";
-/// The done trash intent of the move that put the file in the trash folder: what a restore
-/// reads to move it back (`store::trash`'s `LAST_TRASHED`).
-const ADOPTED_INTENT: &str = "
-    INSERT INTO trash_intents (asset_id, library_id, action, from_path, to_path, state,
-                               created_at, finished_at, move_id)
-    VALUES (?1, ?2, 'trash', ?3, ?4, 'done', ?5, ?5, ?6)";
-
-fn exists(conn: &Connection, sql: &str, p: impl rusqlite::Params) -> Result<bool, StoreError> {
-    Ok(conn
-        .prepare_cached(sql)?
-        .query_row(p, |_| Ok(()))
-        .optional()?
-        .is_some())
-}
-
 fn trashed_file(r: &rusqlite::Row<'_>) -> rusqlite::Result<TrashedFile> {
     Ok(TrashedFile {
         asset_id: r.get(0)?,
@@ -165,7 +116,7 @@ fn trashed_file(r: &rusqlite::Row<'_>) -> rusqlite::Result<TrashedFile> {
 
 /// The adoption's writes, once nothing else explains the file.
 fn adopt(conn: &Connection, a: &Adoption, now: i64) -> Result<Adopted, StoreError> {
-    if exists(conn, JOURNAL_KNOWS, params![a.library_id, a.trash_path])? {
+    if intents::journal_knows(conn, a.library_id, &a.trash_path)? {
         return Ok(Adopted::Known);
     }
     let find = || -> Result<Option<(i64, bool)>, StoreError> {
@@ -180,27 +131,21 @@ fn adopt(conn: &Connection, a: &Adoption, now: i64) -> Result<Adopted, StoreErro
     if let Some((id, false)) = found {
         return Ok(Adopted::Copy(id));
     }
-    let row: Option<Option<i64>> = conn
-        .prepare_cached(ROW_AT)?
-        .query_row(params![a.library_id, a.from_path], |r| r.get(0))
-        .optional()?;
+    let row = files::previous(conn, a.library_id, &a.from_path)?.map(|(_, asset)| asset);
     match (row, found) {
         (Some(Some(shown)), Some((id, _))) if shown == id => return Ok(Adopted::Copy(id)),
         (Some(_), _) => return Ok(Adopted::PlaceTaken),
         (None, _) => {}
     }
     if let Some((id, true)) = found {
-        let latest: Option<i64> = conn
-            .prepare_cached(LATEST_TRASH)?
-            .query_row([id], |r| r.get(0))?;
+        let latest = intents::latest_trash(conn, id)?;
         record_trashed(conn, id, a, latest, now)?;
         return Ok(Adopted::Joined(id));
     }
     let size = a.stamp.size;
     // No asset has the checksum (`found` is None here), in this transaction.
     let id = insert(conn, &a.checksum, size, &a.facts, None, 0, now)?;
-    conn.prepare_cached(TRASH_ADOPTED)?
-        .execute(params![id, now])?;
+    trash_adopted(conn, id, now)?;
     record_trashed(conn, id, a, None, now)?;
     Ok(Adopted::New(id))
 }
@@ -223,10 +168,10 @@ pub(super) fn adopt_all(conn: &Connection, all: &[Adoption], now: i64) -> Result
 /// then passes, so that no later move of this index is given a folder name the set-aside
 /// index already used.
 fn adopted_move(conn: &Connection, a: &Adoption) -> Result<i64, StoreError> {
-    let next = next_move(conn)?;
+    let next = intents::next_move(conn)?;
     let named = trash_place(&a.trash_path).and_then(|p| p.move_id);
     let id = named.map_or(next, |m| m.max(next));
-    saw_move(conn, id)?;
+    intents::saw_move(conn, id)?;
     Ok(id)
 }
 
@@ -239,31 +184,17 @@ fn record_trashed(
     move_id: Option<i64>,
     now: i64,
 ) -> Result<(), StoreError> {
-    let text = String::from_utf8_lossy(&a.from_path).replace('\\', "/");
-    let s = &a.stamp;
-    conn.prepare_cached(ADOPTED_FILE)?.execute(params![
-        a.library_id,
-        a.from_path,
-        text,
-        s.size as i64,
-        s.mtime_ns,
-        s.dev as i64,
-        s.inode as i64,
-        id,
-        now
-    ])?;
+    files::insert_adopted(conn, (a.library_id, &a.from_path), &a.stamp, id, now)?;
     let move_id = match move_id {
         Some(m) => m,
         None => adopted_move(conn, a)?,
     };
-    conn.prepare_cached(ADOPTED_INTENT)?.execute(params![
-        id,
-        a.library_id,
-        a.from_path,
-        a.trash_path,
+    intents::adopt(
+        conn,
+        (id, a.library_id, &a.from_path, &a.trash_path),
+        move_id,
         now,
-        move_id
-    ])?;
+    )?;
     Ok(())
 }
 
@@ -293,16 +224,6 @@ impl Store {
         })
     }
 
-    /// The ids of the live, published assets.
-    pub fn check_live_assets(&self) -> Result<Vec<i64>, StoreError> {
-        self.read(|conn| {
-            Ok(conn
-                .prepare(LIVE)?
-                .query_map([], |r| r.get(0))?
-                .collect::<Result<_, _>>()?)
-        })
-    }
-
     /// The files each trashed asset's latest trash put in its trash folder.
     pub fn check_trashed_files(&self) -> Result<Vec<TrashedFile>, StoreError> {
         self.read(|conn| {
@@ -315,21 +236,15 @@ impl Store {
 
     /// The files the latest trash of `asset_id` put in its trash folder.
     pub fn check_trashed_files_of(&self, asset_id: i64) -> Result<Vec<TrashedFile>, StoreError> {
-        self.read(|conn| {
-            Ok(conn
-                .prepare(TRASHED_FILES_OF)?
-                .query_map([asset_id], trashed_file)?
-                .collect::<Result<_, _>>()?)
-        })
+        self.read(|conn| intents::trashed_files_of(conn, asset_id, trashed_file))
     }
 
     /// The paths in a library's trash folder that the trash journal names.
     pub fn check_journal_paths(&self, library_id: i64) -> Result<HashSet<Vec<u8>>, StoreError> {
         self.read(|conn| {
-            Ok(conn
-                .prepare(JOURNAL_PATHS)?
-                .query_map([library_id], |r| r.get(0))?
-                .collect::<Result<_, _>>()?)
+            Ok(intents::journal_paths(conn, library_id)?
+                .into_iter()
+                .collect())
         })
     }
 

@@ -24,6 +24,40 @@ const PATHS: &str = "
     SELECT id, library_id, rel_path, rel_path_text, state FROM files WHERE asset_id = ?1
      ORDER BY state = 'missing', library_id, rel_path";
 
+/// The files a trash moves, with the stamp each intent records.
+const PRESENT_FILES: &str = "
+    SELECT library_id, rel_path, size, mtime_ns, dev, inode FROM files
+     WHERE asset_id = ?1 AND state = 'present'
+     ORDER BY library_id, rel_path";
+const PRESENT_PATHS: &str = "
+    SELECT rel_path_text FROM files WHERE asset_id = ?1 AND state = 'present' ORDER BY rel_path";
+/// The libraries an asset's files are in, present or trashed: a move checks each is there.
+const LIBRARIES: &str = "SELECT DISTINCT library_id FROM files WHERE asset_id = ?1";
+/// A settled intent's file row follows it only while the row is still the move's asset's:
+/// a path re-saved and indexed as another asset meanwhile is that asset's row. A row goes
+/// missing only with the stamp the move began with (?5..?8; NULL on an old intent): a file
+/// a scan read again since (the same photo written anew) is still in the library.
+const MOVED_AWAY: &str = "
+    UPDATE files SET state = 'missing', missing_since = ?3
+     WHERE library_id = ?1 AND rel_path = ?2 AND state = 'present' AND asset_id = ?4
+       AND (?5 IS NULL OR (size = ?5 AND mtime_ns = ?6 AND dev = ?7 AND inode = ?8))";
+const MOVED_BACK: &str = "
+    UPDATE files SET state = 'present', missing_since = NULL
+     WHERE library_id = ?1 AND rel_path = ?2 AND asset_id = ?3";
+/// The asset and stamp the index holds now for a file row.
+const STAMP: &str = "SELECT asset_id, size, mtime_ns, dev, inode FROM files
+                      WHERE library_id = ?1 AND rel_path = ?2";
+/// Whether any file row, present or missing, names the asset.
+const HAS_ROW: &str = "SELECT EXISTS (SELECT 1 FROM files WHERE asset_id = ?1)";
+/// An adopted trash-folder file's row at the library path its trash took it from: missing,
+/// as a trash leaves it, with the stamp of the file in the trash folder (a rename keeps it,
+/// so the file a restore puts back is seen unchanged). No scan run saw it: run 0.
+const ADOPTED: &str = "
+    INSERT INTO files (library_id, rel_path, rel_path_text, size, mtime_ns, dev, inode,
+                       asset_id, state, last_reason, first_seen_run, last_seen_run,
+                       missing_since)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'missing', 'new', 0, 0, ?9)";
+
 /// Present files under a scope: `?2 = ''` is the whole library; otherwise the path itself
 /// or anything below `scope/` (the byte range `scope/` ..< `scope0`, `0` following `/`).
 const KNOWN: &str = concat!(
@@ -382,7 +416,109 @@ pub(super) fn load_paths(conn: &Connection, asset: &mut Asset) -> Result<(), Sto
     Ok(())
 }
 
+/// A present file a move takes: its library, path and stamp.
+pub(super) type Present = (i64, Vec<u8>, Option<FileStamp>);
+
+/// The asset's present files, in library and path order.
+pub(super) fn present_files(conn: &Connection, asset_id: i64) -> Result<Vec<Present>, StoreError> {
+    Ok(conn
+        .prepare_cached(PRESENT_FILES)?
+        .query_map([asset_id], |r| {
+            Ok((r.get(0)?, r.get(1)?, super::rows::stamp_at(r, 2)?))
+        })?
+        .collect::<Result<_, _>>()?)
+}
+
+/// The paths (as text) of the asset's present files.
+pub(super) fn present_paths(conn: &Connection, asset_id: i64) -> Result<Vec<String>, StoreError> {
+    Ok(conn
+        .prepare_cached(PRESENT_PATHS)?
+        .query_map([asset_id], |r| r.get(0))?
+        .collect::<Result<_, _>>()?)
+}
+
+/// Whether the asset shows a present file.
+pub(super) fn has_present(conn: &Connection, asset_id: i64) -> Result<bool, StoreError> {
+    Ok(conn
+        .prepare_cached(PRESENT_PATHS)?
+        .query_row([asset_id], |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
+/// Whether any file row, present or missing, names the asset.
+pub(super) fn has_row(conn: &Connection, asset_id: i64) -> Result<bool, StoreError> {
+    Ok(conn
+        .prepare_cached(HAS_ROW)?
+        .query_row([asset_id], |r| r.get(0))?)
+}
+
+/// The row a move took away (`MOVED_AWAY`: still the asset's and, when `stamp` is known,
+/// still the file the move began with) goes missing.
+pub(super) fn moved_away(
+    conn: &Connection,
+    (library_id, path, asset_id): (i64, &[u8], i64),
+    stamp: Option<FileStamp>,
+    now: Millis,
+) -> Result<(), StoreError> {
+    let [size, mtime, dev, inode] = super::rows::stamp_cols(stamp);
+    conn.prepare_cached(MOVED_AWAY)?.execute(params![
+        library_id, path, now, asset_id, size, mtime, dev, inode
+    ])?;
+    Ok(())
+}
+
+/// The row a move put back is present again, while it is still the asset's.
+pub(super) fn moved_back(
+    conn: &Connection,
+    (library_id, path, asset_id): (i64, &[u8], i64),
+) -> Result<(), StoreError> {
+    conn.prepare_cached(MOVED_BACK)?
+        .execute(params![library_id, path, asset_id])?;
+    Ok(())
+}
+
+/// The row at a library path as the index holds it now: the asset it shows and its stamp.
+pub(super) fn row_stamp(
+    conn: &Connection,
+    library_id: i64,
+    path: &[u8],
+) -> Result<Option<(Option<i64>, FileStamp)>, StoreError> {
+    Ok(conn
+        .prepare_cached(STAMP)?
+        .query_row(params![library_id, path], |r| {
+            let stamp = super::rows::stamp_at(r, 1)?.unwrap_or_default();
+            Ok((r.get(0)?, stamp))
+        })
+        .optional()?)
+}
+
+/// The row of an adopted trash-folder file of asset `asset_id` (see `ADOPTED`).
+pub(super) fn insert_adopted(
+    conn: &Connection,
+    (library_id, path): (i64, &[u8]),
+    stamp: &FileStamp,
+    asset_id: i64,
+    now: Millis,
+) -> Result<(), StoreError> {
+    let text = String::from_utf8_lossy(path).replace('\\', "/");
+    let (size, mtime, dev, inode) = stamp_params(stamp);
+    conn.prepare_cached(ADOPTED)?.execute(params![
+        library_id, path, text, size, mtime, dev, inode, asset_id, now
+    ])?;
+    Ok(())
+}
+
 impl Store {
+    /// The libraries holding the asset's files, present or in the trash folder.
+    pub fn asset_libraries(&self, asset_id: i64) -> Result<Vec<i64>, StoreError> {
+        self.read(move |conn| {
+            Ok(conn
+                .prepare_cached(LIBRARIES)?
+                .query_map([asset_id], |r| r.get(0))?
+                .collect::<Result<_, _>>()?)
+        })
+    }
     /// The present files of a library under `scope` (library-relative, `/`-separated; `""`
     /// is the whole library), for the scan's diff. Missing files are left out: one that comes
     /// back is new to the diff and its claim restores its asset.

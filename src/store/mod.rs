@@ -20,18 +20,16 @@
 //!   vetting, the lease fence's answers, and engine-neutral code several modules share
 //!   (row decoding, path arithmetic).
 //!
-//! Families: assets, counters, decode_timeouts, faces, files, jobs, libraries, motion,
-//! pending, people, problems, scan_runs, sidecars, similar, stacks, walks.
+//! Families: assets, counters, decode_timeouts, faces, files, intents, jobs, libraries,
+//! motion, move_jobs, pending, people, problems, scan_runs, sidecars, similar, stacks, walks.
 //! Compositions: chains, check, ingest, job_ends, pixels, queries, removal, revive, run_end,
 //! thumbs, trash.
 //! Helpers: conn, error, lease, migrate, rows, stems, vet, writer.
 //!
 //! A family's statement may read another table in a join or a guard (a Live Photo's
 //! namesakes join `files` to `assets`; a sweep checks `trash_intents`): it is one statement,
-//! and its family is the table it answers for. Two compositions are not yet down to spanning
-//! statements: `trash` still holds the trash journal's and move counter's statements and its
-//! move job's, and `check` its repairs' single-table ones, beside those that span tables; a
-//! second engine moves them into families (`intents`, `jobs`, `files`) first.
+//! and its family is the table it answers for (`move_jobs` answers for the `jobs` rows that
+//! hold a move, beside `jobs`, which owns the queue's statements on every row).
 //!
 //! `tests/it/architecture.rs` checks that every module is sorted here, that a family names
 //! helpers only, and that the store's modules name each other in no cycle.
@@ -69,12 +67,14 @@ mod error;
 mod faces;
 mod files;
 mod ingest;
+mod intents;
 mod job_ends;
 mod jobs;
 mod lease;
 mod libraries;
 mod migrate;
 mod motion;
+mod move_jobs;
 mod pending;
 mod people;
 mod pixels;

@@ -1,8 +1,8 @@
 //! Row decoding shared by the families and compositions that read `assets` rows (a helper,
 //! no table family): the columns `asset_from_row` reads (`asset_cols!`), the 32-byte
 //! checksum and content-hash columns, what a picture's pixels are known by (`Look`), a
-//! file's stamp, a photo's embedded video and Live Photo clip id, and a file's path. Holds
-//! no statement and calls no family.
+//! file's stamp (and a trash intent's, which may be NULL), a photo's embedded video and
+//! Live Photo clip id, and a file's path. Holds no statement and calls no family.
 
 use crate::model::{
     Asset, AssetPath, ContentHash, EmbeddedVideo, FileStamp, FileState, LiveClip, MediaFacts,
@@ -39,6 +39,29 @@ pub(super) fn file_stamp(r: &Row<'_>, at: usize) -> rusqlite::Result<FileStamp> 
         dev: r.get::<_, i64>(at + 2)? as u64,
         inode: r.get::<_, i64>(at + 3)? as u64,
     })
+}
+
+/// A stamp in the four columns from `at`; `None` where they are NULL (a trash intent
+/// written before stamps were recorded).
+pub(super) fn stamp_at(r: &Row<'_>, at: usize) -> rusqlite::Result<Option<FileStamp>> {
+    let size: Option<i64> = r.get(at)?;
+    match size {
+        Some(_) => file_stamp(r, at).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// A stamp as its four columns, for a statement's parameters (the bits round-trip).
+pub(super) fn stamp_cols(s: Option<FileStamp>) -> [Option<i64>; 4] {
+    match s {
+        Some(s) => [
+            Some(s.size as i64),
+            Some(s.mtime_ns),
+            Some(s.dev as i64),
+            Some(s.inode as i64),
+        ],
+        None => [None; 4],
+    }
 }
 
 /// The look in columns `at`, `at + 1` and `at + 2`: content_hash, content_hash_scheme,

@@ -17,97 +17,18 @@
 
 use super::assets::{state, trash};
 use super::chains::request_in;
+use super::intents::{self, Planned};
 use super::jobs::complete;
-use super::lease::lost;
+use super::move_jobs::{self, Held};
 use super::revive::revive;
-use super::rows::file_stamp;
-use super::{Store, StoreError, parse_col};
+use super::rows::stamp_at;
+use super::{Store, StoreError, files};
 use crate::model::{
-    Begun, FileStamp, Finish, IntentState, Lease, MOVE_JOB_KIND, Millis, Move, MoveOutcome, Settle,
-    Target, TrashAction, TrashIntent, TrashReason, WalkRequest, trash_path,
+    Begun, FileStamp, Finish, IntentState, Lease, Millis, Move, MoveOutcome, Settle, Target,
+    TrashAction, TrashIntent, TrashReason, WalkRequest, trash_path,
 };
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use rusqlite::Connection;
 
-macro_rules! intent_cols {
-    () => {
-        "id, asset_id, library_id, action, from_path, to_path, state, created_at, move_id,
-         size, mtime_ns, dev, inode"
-    };
-}
-const INSERT: &str = concat!(
-    "INSERT INTO trash_intents (asset_id, library_id, action, from_path, to_path, created_at,
-                                move_id, size, mtime_ns, dev, inode)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) RETURNING ",
-    intent_cols!()
-);
-const GET: &str = concat!(
-    "SELECT ",
-    intent_cols!(),
-    " FROM trash_intents WHERE id = ?1 AND move_id = ?2"
-);
-const OF_MOVE: &str = concat!(
-    "SELECT ",
-    intent_cols!(),
-    " FROM trash_intents WHERE move_id = ?1 ORDER BY id"
-);
-/// A move's intents together, oldest move first.
-const PENDING: &str = concat!(
-    "SELECT ",
-    intent_cols!(),
-    " FROM trash_intents WHERE state = 'pending' ORDER BY move_id, id"
-);
-/// One number per begin call, above every move id in the journal (old rows included).
-/// The next move number (migration 0023): never one issued before, whatever rows a library's
-/// removal took from the journal.
-const NEXT_MOVE: &str = "UPDATE move_counter SET last = last + 1 RETURNING last";
-/// Raises the counter to at least ?1, a number a trash folder names.
-const SEEN_MOVE: &str = "UPDATE move_counter SET last = max(last, ?1)";
-const HAS_PENDING: &str =
-    "SELECT 1 FROM trash_intents WHERE asset_id = ?1 AND state = 'pending' LIMIT 1";
-/// The move's job, already running under the lease of the process that begins it. The
-/// partial unique index on the key makes it one live move per asset, across processes. A
-/// move is never given up (its files would stay half moved): its attempts are not counted
-/// down to `failed` like other jobs' (`MOVE_ATTEMPTS`; each reclaim still backs off).
-const INSERT_JOB: &str = "
-    INSERT INTO jobs (kind, unique_key, payload, state, generation, max_attempts, run_at,
-                      lease_owner, lease_expires_at, heartbeat_at, created_at, updated_at)
-    VALUES (?1, ?2, ?3, 'running', 1, ?7, ?4, ?5, ?4 + ?6, ?4, ?4, ?4)
-    ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')
-    DO NOTHING
-    RETURNING id, generation";
-/// As good as never: a move reclaimed this many times has met a bug, not bad luck.
-pub(super) const MOVE_ATTEMPTS: i64 = 1_000_000;
-const LIVE_MOVE: &str =
-    "SELECT id FROM jobs WHERE unique_key = ?1 AND state IN ('queued', 'running')";
-/// The fence of every write of a held move; answers what the job moves (`copies`: a trash
-/// of some files of a live asset, or the restore of those).
-const FENCE: &str = fenced!(
-    "UPDATE jobs SET updated_at = ?3",
-    "RETURNING json_extract(payload, '$.move'), json_extract(payload, '$.asset'),
-               json_extract(payload, '$.action'),
-               coalesce(json_extract(payload, '$.copies'), 0)"
-);
-const HELD: &str = "
-    SELECT json_extract(payload, '$.move'), json_extract(payload, '$.asset'),
-           json_extract(payload, '$.action'), checkpoint
-      FROM jobs WHERE id = ?1 AND kind = ?2";
-/// The checkpoint of a move's job is the reason it is being rolled back.
-const START_ROLLBACK: &str = fenced!("UPDATE jobs SET checkpoint = ?4, updated_at = ?3");
-const END_ROLLED_BACK: &str = fenced!(
-    "UPDATE jobs SET state = 'failed', last_error = checkpoint, lease_owner = NULL,
-                     lease_expires_at = NULL, finished_at = ?3, updated_at = ?3"
-);
-const UNSETTLED: &str =
-    "SELECT count(*) FROM trash_intents WHERE move_id = ?1 AND state <> 'aborted'";
-const MOVE_PENDING: &str =
-    "SELECT count(*) FROM trash_intents WHERE move_id = ?1 AND state = 'pending'";
-/// The files a trash moves, with the stamp each intent records.
-const PRESENT_FILES: &str = "
-    SELECT library_id, rel_path, size, mtime_ns, dev, inode FROM files
-     WHERE asset_id = ?1 AND state = 'present'
-     ORDER BY library_id, rel_path";
-const PRESENT_PATHS: &str = "
-    SELECT rel_path_text FROM files WHERE asset_id = ?1 AND state = 'present' ORDER BY rel_path";
 /// The files the asset's last trash moved (the done intents of its latest move with any),
 /// to be undone by a restore, with the stamp that trash recorded (a rename keeps it); an
 /// intent written before stamps were recorded takes its file row's. By move id: two moves
@@ -165,159 +86,13 @@ const TRASHED_COPIES: &str = "
                         WHERE r.asset_id = ?1 AND r.action = 'restore' AND r.state = 'done'
                           AND r.move_id > t.move_id)
      ORDER BY t.id";
-/// The other assets whose files move ?1 moved (its followers).
-const MOVED_FOLLOWERS: &str = "
-    SELECT DISTINCT asset_id FROM trash_intents
-     WHERE move_id = ?1 AND asset_id <> ?2 AND state = 'done'";
-/// The libraries an asset's files are in, present or trashed: a move checks each is there.
-const LIBRARIES: &str = "SELECT DISTINCT library_id FROM files WHERE asset_id = ?1";
-const SETTLE: &str = "
-    UPDATE trash_intents SET state = ?3, finished_at = ?4
-     WHERE id = ?1 AND move_id = ?2 AND state IN ('pending', 'done')";
-/// A settled intent's file row follows it only while the row is still the move's asset's:
-/// a path re-saved and indexed as another asset meanwhile is that asset's row. A row goes
-/// missing only with the stamp the move began with (?5..?8; NULL on an old intent): a file
-/// a scan read again since (the same photo written anew) is still in the library.
-const FILE_MISSING: &str = "
-    UPDATE files SET state = 'missing', missing_since = ?3
-     WHERE library_id = ?1 AND rel_path = ?2 AND state = 'present' AND asset_id = ?4
-       AND (?5 IS NULL OR (size = ?5 AND mtime_ns = ?6 AND dev = ?7 AND inode = ?8))";
-/// The asset and stamp the index holds now for an intent's file row.
-const STAMP: &str = "SELECT asset_id, size, mtime_ns, dev, inode FROM files
-                      WHERE library_id = ?1 AND rel_path = ?2";
-const FILE_PRESENT: &str = "
-    UPDATE files SET state = 'present', missing_since = NULL
-     WHERE library_id = ?1 AND rel_path = ?2 AND asset_id = ?3";
-/// Whether any file row, present or missing, names the asset.
-const HAS_ROW: &str = "SELECT EXISTS (SELECT 1 FROM files WHERE asset_id = ?1)";
-/// The intents of a move that put a file of its own asset (?2) where it goes: a follower's
-/// file put back (a stack's RAW) is not the photo's (finding 19).
-const OWN_DONE: &str = "
-    SELECT count(*) FROM trash_intents WHERE move_id = ?1 AND asset_id = ?2 AND state = 'done'";
-
-fn intent_from_row(r: &Row<'_>) -> rusqlite::Result<TrashIntent> {
-    Ok(TrashIntent {
-        id: r.get(0)?,
-        asset_id: r.get(1)?,
-        library_id: r.get(2)?,
-        action: parse_col(r, 3, TrashAction::parse)?,
-        from_path: r.get(4)?,
-        to_path: r.get(5)?,
-        state: parse_col(r, 6, IntentState::parse)?,
-        created_at: r.get(7)?,
-        move_id: r.get(8)?,
-        stamp: stamp_at(r, 9)?,
-    })
-}
-
-/// The stamp in four columns from `at`; `None` where they are NULL (an old intent).
-fn stamp_at(r: &Row<'_>, at: usize) -> rusqlite::Result<Option<FileStamp>> {
-    let size: Option<i64> = r.get(at)?;
-    match size {
-        Some(_) => file_stamp(r, at).map(Some),
-        None => Ok(None),
-    }
-}
-
-/// A stamp as its four columns (SQLite integers are signed; the bits round-trip).
-fn stamp_cols(s: Option<FileStamp>) -> [Option<i64>; 4] {
-    match s {
-        Some(s) => [
-            Some(s.size as i64),
-            Some(s.mtime_ns),
-            Some(s.dev as i64),
-            Some(s.inode as i64),
-        ],
-        None => [None; 4],
-    }
-}
-
-/// One file a begin plans to move: an intent before it has an id.
-struct Planned {
-    asset_id: i64,
-    library_id: i64,
-    from: Vec<u8>,
-    to: Vec<u8>,
-    stamp: Option<FileStamp>,
-}
-
-/// What a fenced move write learns from its job row.
-struct Held {
-    move_id: i64,
-    asset_id: i64,
-    action: TrashAction,
-    copies: bool,
-}
-
-fn fence(conn: &Connection, lease: &Lease, now: Millis) -> Result<Held, StoreError> {
-    if lease.target != Target::Job {
-        return Err(lost(lease));
-    }
-    conn.prepare_cached(FENCE)?
-        .query_row(params![lease.id, lease.generation, now], |r| {
-            Ok(Held {
-                move_id: r.get(0)?,
-                asset_id: r.get(1)?,
-                action: parse_col(r, 2, TrashAction::parse)?,
-                copies: r.get::<_, i64>(3)? != 0,
-            })
-        })
-        .optional()?
-        .ok_or_else(|| lost(lease))
-}
-
 fn refuse_if_pending(conn: &Connection, asset_id: i64) -> Result<(), StoreError> {
-    let pending = conn
-        .prepare_cached(HAS_PENDING)?
-        .query_row([asset_id], |_| Ok(()))
-        .optional()?;
-    match pending {
-        Some(()) => Err(StoreError::Conflict(format!(
+    match intents::has_pending(conn, asset_id)? {
+        true => Err(StoreError::Conflict(format!(
             "asset {asset_id} has an unfinished move in the trash journal"
         ))),
-        None => Ok(()),
+        false => Ok(()),
     }
-}
-
-/// Writes one intent of move `move_id` (its asset's: the move's own, or one following it),
-/// with the stamp its file had when the move began.
-fn insert_intent(
-    conn: &Connection,
-    (action, move_id): (TrashAction, i64),
-    p: Planned,
-    now: Millis,
-) -> Result<TrashIntent, StoreError> {
-    let [size, mtime, dev, inode] = stamp_cols(p.stamp);
-    let row = params![
-        p.asset_id,
-        p.library_id,
-        action.as_str(),
-        p.from,
-        p.to,
-        now,
-        move_id,
-        size,
-        mtime,
-        dev,
-        inode
-    ];
-    Ok(conn
-        .prepare_cached(INSERT)?
-        .query_row(row, intent_from_row)?)
-}
-
-/// The id of a move begun in this transaction: above every move id ever issued.
-pub(super) fn next_move(conn: &Connection) -> Result<i64, StoreError> {
-    Ok(conn
-        .prepare_cached(NEXT_MOVE)?
-        .query_row([], |r| r.get(0))?)
-}
-
-/// Records that move number `id` is taken (an adopted trash folder names it): no later
-/// move is given it or one below.
-pub(super) fn saw_move(conn: &Connection, id: i64) -> Result<(), StoreError> {
-    conn.prepare_cached(SEEN_MOVE)?.execute([id])?;
-    Ok(())
 }
 
 /// Writes move `move_id`'s job under this process's lease, then its intents. `copies`: the
@@ -330,24 +105,15 @@ fn hold(
     moves: Vec<Planned>,
     (owner, ttl, now): (&str, Millis, Millis),
 ) -> Result<Begun, StoreError> {
-    let key = format!("{MOVE_JOB_KIND}:{asset_id}");
     let mut payload =
         serde_json::json!({"asset": asset_id, "action": action.as_str(), "move": move_id});
     if copies {
         payload["copies"] = serde_json::Value::from(1);
     }
     let payload = payload.to_string();
-    let job: Option<(i64, i64)> = conn
-        .prepare_cached(INSERT_JOB)?
-        .query_row(
-            params![MOVE_JOB_KIND, key, payload, now, owner, ttl, MOVE_ATTEMPTS],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .optional()?;
+    let job = move_jobs::insert(conn, (asset_id, &payload), (owner, ttl, now))?;
     let Some((job_id, generation)) = job else {
-        let live: i64 = conn
-            .prepare_cached(LIVE_MOVE)?
-            .query_row([&key], |r| r.get(0))?;
+        let live = move_jobs::live(conn, asset_id)?;
         return Err(StoreError::Conflict(format!(
             "asset {asset_id} is being moved already (move job {live}); try again when it ends"
         )));
@@ -355,7 +121,7 @@ fn hold(
     refuse_if_pending(conn, asset_id)?;
     let intents = moves
         .into_iter()
-        .map(|p| insert_intent(conn, (action, move_id), p, now))
+        .map(|p| intents::insert(conn, (action, move_id), p, now))
         .collect::<Result<Vec<_>, _>>()?;
     let lease = Lease {
         target: Target::Job,
@@ -381,10 +147,7 @@ fn hold(
 /// as missing, its paths read since as other photos, nothing of it is in a library or a
 /// trash folder, and made live it would be a photo without a file that hides its Live clip.
 fn refuse_unshown(conn: &Connection, asset_id: i64) -> Result<(), StoreError> {
-    let named: bool = conn
-        .prepare_cached(HAS_ROW)?
-        .query_row([asset_id], |r| r.get(0))?;
-    match named {
+    match files::has_row(conn, asset_id)? {
         true => Ok(()),
         false => Err(StoreError::Conflict(format!(
             "asset {asset_id} has no file left to restore: none is in the trash folder, and \
@@ -425,27 +188,11 @@ fn set_row(
     present: bool,
     now: Millis,
 ) -> Result<(), StoreError> {
-    let path = row_path(intent);
-    if present {
-        conn.prepare_cached(FILE_PRESENT)?.execute(params![
-            intent.library_id,
-            path,
-            intent.asset_id
-        ])?;
-    } else {
-        let [size, mtime, dev, inode] = stamp_cols(intent.stamp);
-        conn.prepare_cached(FILE_MISSING)?.execute(params![
-            intent.library_id,
-            path,
-            now,
-            intent.asset_id,
-            size,
-            mtime,
-            dev,
-            inode
-        ])?;
+    let row = (intent.library_id, row_path(intent), intent.asset_id);
+    match present {
+        true => files::moved_back(conn, row),
+        false => files::moved_away(conn, row, intent.stamp, now),
     }
-    Ok(())
 }
 
 /// Settles one intent of the held move and makes its file row follow: present where the
@@ -457,10 +204,7 @@ fn settle(
     how: Settle,
     now: Millis,
 ) -> Result<(), StoreError> {
-    let intent = conn
-        .prepare_cached(GET)?
-        .query_row(params![intent_id, held.move_id], intent_from_row)
-        .optional()?
+    let intent = intents::get(conn, intent_id, held.move_id)?
         .ok_or_else(|| StoreError::NotFound(format!("no trash intent {intent_id} in this move")))?;
     let (to, row) = match (how, intent.state) {
         (_, IntentState::Aborted) | (Settle::Done, IntentState::Done) => {
@@ -480,18 +224,11 @@ fn settle(
         ),
         (Settle::Vanished, _) => (IntentState::Aborted, Some(false)),
     };
-    conn.prepare_cached(SETTLE)?
-        .execute(params![intent_id, held.move_id, to.as_str(), now])?;
+    intents::settle(conn, (intent_id, held.move_id), to, now)?;
     match row {
         Some(present) => set_row(conn, &intent, present, now),
         None => Ok(()),
     }
-}
-
-fn count(conn: &Connection, sql: &str, move_id: i64) -> Result<i64, StoreError> {
-    Ok(conn
-        .prepare_cached(sql)?
-        .query_row([move_id], |r| r.get(0))?)
 }
 
 /// The forward end of a held move: every intent settled, the asset flips and the job is
@@ -504,23 +241,20 @@ fn finish(
     follow_up: Option<&WalkRequest>,
     now: Millis,
 ) -> Result<Finish, StoreError> {
-    let held = fence(conn, lease, now)?;
-    if count(conn, MOVE_PENDING, held.move_id)? > 0 {
+    let held = move_jobs::fence(conn, lease, now)?;
+    if intents::pending_in(conn, held.move_id)? > 0 {
         return Err(StoreError::Conflict(format!(
             "move {} has unsettled intents",
             held.move_id
         )));
     }
     let outcome = match held.action {
-        TrashAction::Trash if held.copies => match has_present(conn, held.asset_id)? {
+        TrashAction::Trash if held.copies => match files::has_present(conn, held.asset_id)? {
             true => MoveOutcome::CopiesTrashed,
             false => return Ok(Finish::KeptGone),
         },
         TrashAction::Trash => {
-            let linked: Vec<String> = conn
-                .prepare_cached(PRESENT_PATHS)?
-                .query_map([held.asset_id], |r| r.get(0))?
-                .collect::<Result<_, _>>()?;
+            let linked = files::present_paths(conn, held.asset_id)?;
             if !linked.is_empty() {
                 return Ok(Finish::Linked(linked));
             }
@@ -557,37 +291,23 @@ fn finish(
 
 /// How many files of its own asset the held move put where they go.
 fn own_done(conn: &Connection, held: &Held) -> Result<i64, StoreError> {
-    Ok(conn
-        .prepare_cached(OWN_DONE)?
-        .query_row(params![held.move_id, held.asset_id], |r| r.get(0))?)
+    intents::own_done(conn, held.move_id, held.asset_id)
 }
 
 /// The assets whose files the held move moved besides its own.
 fn moved_followers(conn: &Connection, held: &Held) -> Result<Vec<i64>, StoreError> {
-    Ok(conn
-        .prepare_cached(MOVED_FOLLOWERS)?
-        .query_map(params![held.move_id, held.asset_id], |r| r.get(0))?
-        .collect::<Result<_, _>>()?)
+    intents::moved_followers(conn, held.move_id, held.asset_id)
 }
 
 /// Trashes each follower of the held trash that shows no present file any more (one with
 /// a byte copy elsewhere stays live, shown by that copy).
 fn trash_followers(conn: &Connection, held: &Held, now: Millis) -> Result<(), StoreError> {
     for follower in moved_followers(conn, held)? {
-        if !has_present(conn, follower)? {
+        if !files::has_present(conn, follower)? {
             trash(conn, follower, TrashReason::User, now)?;
         }
     }
     Ok(())
-}
-
-/// Whether the asset shows a present file.
-fn has_present(conn: &Connection, asset_id: i64) -> Result<bool, StoreError> {
-    Ok(conn
-        .prepare_cached(PRESENT_PATHS)?
-        .query_row([asset_id], |_| Ok(()))
-        .optional()?
-        .is_some())
 }
 
 /// The files a trash of `asset_id` in move `move_id` moves: each present file, to the
@@ -597,19 +317,16 @@ fn planned_trash(
     asset_id: i64,
     move_id: i64,
 ) -> Result<Vec<Planned>, StoreError> {
-    Ok(conn
-        .prepare_cached(PRESENT_FILES)?
-        .query_map([asset_id], |r| {
-            let from: Vec<u8> = r.get(1)?;
-            Ok(Planned {
-                asset_id,
-                library_id: r.get(0)?,
-                to: trash_path(asset_id, move_id, &from),
-                from,
-                stamp: stamp_at(r, 2)?,
-            })
-        })?
-        .collect::<Result<_, _>>()?)
+    Ok(files::present_files(conn, asset_id)?
+        .into_iter()
+        .map(|(library_id, from, stamp)| Planned {
+            asset_id,
+            library_id,
+            to: trash_path(asset_id, move_id, &from),
+            from,
+            stamp,
+        })
+        .collect())
 }
 
 /// The files a restore of `asset_id` moves back, as `sql` (`LAST_TRASHED`, `TRASHED_COPIES`)
@@ -666,7 +383,7 @@ impl Store {
         let owner = self.owner().to_string();
         self.write(move |conn, now| {
             expect_state(conn, asset_id, false)?;
-            let move_id = next_move(conn)?;
+            let move_id = intents::next_move(conn)?;
             let mut moves = planned_trash(conn, asset_id, move_id)?;
             if moves.is_empty() {
                 trash(conn, asset_id, TrashReason::User, now)?;
@@ -701,7 +418,7 @@ impl Store {
         let owner = self.owner().to_string();
         self.write(move |conn, now| {
             expect_state(conn, asset_id, false)?;
-            let move_id = next_move(conn)?;
+            let move_id = intents::next_move(conn)?;
             let all = planned_trash(conn, asset_id, move_id)?;
             let is_kept = |p: &Planned| p.library_id == keep.0 && p.from == keep.1;
             if !all.iter().any(is_kept) {
@@ -759,7 +476,7 @@ impl Store {
             }
             hold(
                 conn,
-                (asset_id, next_move(conn)?),
+                (asset_id, intents::next_move(conn)?),
                 (TrashAction::Restore, copies),
                 moves,
                 (&owner, ttl, now),
@@ -771,22 +488,9 @@ impl Store {
     /// claimed job: the reclaimer of a move whose first holder died).
     pub fn held_move(&self, job_id: i64) -> Result<Move, StoreError> {
         self.read(|conn| {
-            let (move_id, asset_id, action, rollback) = conn
-                .prepare_cached(HELD)?
-                .query_row(params![job_id, MOVE_JOB_KIND], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, i64>(1)?,
-                        parse_col(r, 2, TrashAction::parse)?,
-                        r.get::<_, Option<String>>(3)?,
-                    ))
-                })
-                .optional()?
+            let (move_id, asset_id, action, rollback) = move_jobs::holds(conn, job_id)?
                 .ok_or_else(|| StoreError::NotFound(format!("no move job {job_id}")))?;
-            let intents = conn
-                .prepare_cached(OF_MOVE)?
-                .query_map([move_id], intent_from_row)?
-                .collect::<Result<_, _>>()?;
+            let intents = intents::of_move(conn, move_id)?;
             Ok(Move {
                 job_id,
                 asset_id,
@@ -807,7 +511,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let lease = lease.clone();
         self.write(move |conn, now| {
-            let held = fence(conn, &lease, now)?;
+            let held = move_jobs::fence(conn, &lease, now)?;
             settle(conn, &held, intent_id, how, now)
         })
     }
@@ -828,14 +532,8 @@ impl Store {
     pub fn start_rollback(&self, lease: &Lease, reason: &str) -> Result<(), StoreError> {
         let (lease, reason) = (lease.clone(), reason.to_string());
         self.write(move |conn, now| {
-            fence(conn, &lease, now)?;
-            let n = conn.prepare_cached(START_ROLLBACK)?.execute(params![
-                lease.id,
-                lease.generation,
-                now,
-                reason
-            ])?;
-            super::lease::expect_one(&lease, n)
+            move_jobs::fence(conn, &lease, now)?;
+            move_jobs::start_rollback(conn, &lease, &reason, now)
         })
     }
 
@@ -844,19 +542,14 @@ impl Store {
     pub fn end_rolled_back(&self, lease: &Lease) -> Result<(), StoreError> {
         let lease = lease.clone();
         self.write(move |conn, now| {
-            let held = fence(conn, &lease, now)?;
-            if count(conn, UNSETTLED, held.move_id)? > 0 {
+            let held = move_jobs::fence(conn, &lease, now)?;
+            if intents::unsettled(conn, held.move_id)? > 0 {
                 return Err(StoreError::Conflict(format!(
                     "move {} still has files to put back",
                     held.move_id
                 )));
             }
-            let n = conn.prepare_cached(END_ROLLED_BACK)?.execute(params![
-                lease.id,
-                lease.generation,
-                now
-            ])?;
-            super::lease::expect_one(&lease, n)
+            move_jobs::end_rolled_back(conn, &lease, now)
         })
     }
 
@@ -868,34 +561,6 @@ impl Store {
         intent: &TrashIntent,
     ) -> Result<Option<(Option<i64>, FileStamp)>, StoreError> {
         let (library, path) = (intent.library_id, row_path(intent).to_vec());
-        self.read(move |conn| {
-            Ok(conn
-                .prepare_cached(STAMP)?
-                .query_row(params![library, path], |r| {
-                    let stamp = stamp_at(r, 1)?.unwrap_or_default();
-                    Ok((r.get(0)?, stamp))
-                })
-                .optional()?)
-        })
-    }
-
-    /// The libraries holding the asset's files, present or in the trash folder.
-    pub fn asset_libraries(&self, asset_id: i64) -> Result<Vec<i64>, StoreError> {
-        self.read(move |conn| {
-            Ok(conn
-                .prepare_cached(LIBRARIES)?
-                .query_map([asset_id], |r| r.get(0))?
-                .collect::<Result<_, _>>()?)
-        })
-    }
-
-    /// Intents begun and not settled, oldest first.
-    pub fn pending_intents(&self) -> Result<Vec<TrashIntent>, StoreError> {
-        self.read(|conn| {
-            Ok(conn
-                .prepare_cached(PENDING)?
-                .query_map([], intent_from_row)?
-                .collect::<Result<_, _>>()?)
-        })
+        self.read(move |conn| files::row_stamp(conn, library, &path))
     }
 }

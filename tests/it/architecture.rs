@@ -597,3 +597,134 @@ fn the_store_families_call_only_helpers_and_the_store_has_no_cycle() {
         graph_text(&graph)
     );
 }
+
+/// The tables the schema creates.
+fn schema_tables() -> BTreeSet<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema");
+    let mut tables = BTreeSet::new();
+    for entry in std::fs::read_dir(&dir).expect("read schema/") {
+        let path = entry.expect("dir entry").path();
+        if path.extension().is_none_or(|e| e != "sql") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("read migration");
+        let words = sql_words(&text);
+        for w in words.windows(3) {
+            if w[0] == "create" && w[1] == "table" {
+                tables.insert(w[2].clone());
+            }
+        }
+    }
+    tables
+}
+
+/// The identifiers of a text, lower-cased, in order (`IF NOT EXISTS` dropped).
+fn sql_words(text: &str) -> Vec<String> {
+    let words = text
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .map(str::to_ascii_lowercase);
+    let mut out: Vec<String> = vec![];
+    for w in words {
+        if matches!(w.as_str(), "if" | "not" | "exists") && out.last().is_some_and(|l| l == "table")
+        {
+            continue;
+        }
+        out.push(w);
+    }
+    out
+}
+
+/// The string literals of a piece of Rust, joined, with each `name!(` of a store macro
+/// replaced by that macro's own literals (its SQL).
+fn literals(code: &str, macros: &BTreeMap<String, String>, depth: u32) -> String {
+    let mut out = String::new();
+    let mut rest = code;
+    while let Some(at) = rest.find(['"', '!']) {
+        if rest[at..].starts_with('"') {
+            let end = rest[at + 1..].find('"').map_or(rest.len(), |e| at + 1 + e);
+            out.push(' ');
+            out.push_str(&rest[at + 1..end.min(rest.len())]);
+            rest = &rest[(end + 1).min(rest.len())..];
+        } else {
+            let name: String = rest[..at]
+                .chars()
+                .rev()
+                .take_while(|c| is_ident(*c))
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            if depth < 4
+                && let Some(body) = macros.get(&name)
+            {
+                out.push(' ');
+                out.push_str(&literals(body, macros, depth + 1));
+            }
+            rest = &rest[at + 1..];
+        }
+    }
+    out
+}
+
+/// Every `macro_rules!` of the store, by name, with its body.
+fn store_macros() -> BTreeMap<String, String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store");
+    let mut macros = BTreeMap::new();
+    for entry in std::fs::read_dir(&dir).expect("read src/store") {
+        let text = std::fs::read_to_string(entry.expect("entry").path()).expect("read");
+        for (at, _) in text.match_indices("macro_rules!") {
+            let body = &text[at..];
+            let end = body.find("\n}\n").unwrap_or(body.len());
+            let name = path_head(&body["macro_rules!".len()..]);
+            macros.insert(name, body[..end].to_string());
+        }
+    }
+    macros
+}
+
+/// A composition's statements span tables (issue 30: each engine's SQL for a table sits in
+/// its family). A statement is a `const` whose SQL starts with SELECT, WITH, INSERT, UPDATE
+/// or DELETE; a fragment spliced into another (a name, a bracketed subquery) is not one.
+#[test]
+fn a_composition_holds_only_statements_that_span_tables() {
+    let (tables, macros, roles) = (schema_tables(), store_macros(), store_roles());
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store");
+    let mut single = vec![];
+    for (module, _) in roles.iter().filter(|(_, r)| *r == "Compositions") {
+        let text = std::fs::read_to_string(dir.join(format!("{module}.rs"))).expect("read");
+        let text = &text[..text.find("#[cfg(test)]").unwrap_or(text.len())];
+        for (at, _) in text.match_indices("const ") {
+            let decl = &text[at + "const ".len()..];
+            let name = path_head(decl);
+            if !decl[name.len()..].starts_with(": &str =") {
+                continue;
+            }
+            let end = decl.find(";\n").unwrap_or(decl.len());
+            let sql = literals(&decl[name.len()..end], &macros, 0);
+            // A fragment in brackets is spliced into another's statement.
+            if sql.trim_start().starts_with('(') {
+                continue;
+            }
+            let words = sql_words(&sql);
+            let verb = ["select", "with", "insert", "update", "delete"];
+            if !words.first().is_some_and(|w| verb.contains(&w.as_str())) {
+                continue;
+            }
+            let named: BTreeSet<&String> = words
+                .windows(2)
+                .filter(|w| matches!(w[0].as_str(), "from" | "join" | "into" | "update"))
+                .map(|w| &w[1])
+                .filter(|t| tables.contains(*t))
+                .collect();
+            if named.len() < 2 {
+                single.push(format!("{module}::{name} {named:?}"));
+            }
+        }
+    }
+    assert!(
+        single.is_empty(),
+        "statements of one table in a composition (move each into its table's family):\n{}",
+        single.join("\n")
+    );
+}
