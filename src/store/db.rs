@@ -34,6 +34,12 @@ use std::collections::HashMap;
 pub(crate) use placeholders::to_dollars;
 pub(crate) use value::{Column, Value};
 
+/// The PostgreSQL schema at `POSTGRES_BASELINE_VERSION`, what SQLite's migrations up to
+/// that version leave; a database made from it takes the later migrations' PostgreSQL
+/// halves.
+pub(crate) const POSTGRES_BASELINE: &str = include_str!("../../schema/postgres/0029_baseline.sql");
+pub(crate) const POSTGRES_BASELINE_VERSION: i64 = 29;
+
 /// A statement's parameters, each converted by `Value::from`.
 macro_rules! args {
     () => {
@@ -293,5 +299,7 @@ fn head(sql: &str) -> String {
 }
 
 // After `args!`, which its checks use.
+#[cfg(test)]
+mod schema_tests;
 #[cfg(test)]
 mod tests;
