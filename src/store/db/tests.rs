@@ -95,6 +95,7 @@ macro_rules! on_both {
 on_both!(
     execute_answers_the_rows_it_changed,
     every_kind_of_value_reads_back_as_it_was_bound,
+    nulls_read_back_as_none,
     one_optional_and_all_answer_rows_and_their_absence,
     each_visits_every_row_in_order_and_may_run_statements_meanwhile,
     a_flag_reads_as_a_bool_and_as_an_integer,
@@ -143,17 +144,6 @@ fn every_kind_of_value_reads_back_as_it_was_bound(db: &Db<'_>) -> Result<(), Sto
             null
         ],
     )?;
-    let nulls = args![
-        3,
-        null,
-        null,
-        none::<&str>(),
-        none::<Vec<u8>>(),
-        none::<f64>(),
-        null,
-        null
-    ];
-    db.execute(sql, nulls)?;
     let read = "SELECT n, flag, name, data, r, small, yes FROM t WHERE id = ?1";
     db.one(read, args![1], |r| {
         assert_eq!(r.get::<i64>(0)?, i64::MIN);
@@ -173,14 +163,35 @@ fn every_kind_of_value_reads_back_as_it_was_bound(db: &Db<'_>) -> Result<(), Sto
         assert_eq!(r.get::<Option<i64>>(6)?, None);
         Ok(())
     })?;
-    db.one(read, args![3], |r| {
-        assert_eq!(r.get::<Option<i64>>(0)?, None);
-        assert_eq!(r.get::<Option<bool>>(1)?, None);
-        assert_eq!(r.get::<Option<String>>(2)?, None);
-        assert_eq!(r.get::<Option<[u8; 32]>>(3)?, None);
-        assert_eq!(r.get::<Option<f64>>(4)?, None);
-        Ok(())
-    })
+    Ok(())
+}
+
+fn nulls_read_back_as_none(db: &Db<'_>) -> Result<(), StoreError> {
+    let null: Option<i64> = None;
+    let nulls = args![
+        3,
+        null,
+        none::<bool>(),
+        none::<&str>(),
+        none::<Vec<u8>>(),
+        none::<f64>()
+    ];
+    db.execute(
+        "INSERT INTO t (id, n, flag, name, data, r) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        nulls,
+    )?;
+    db.one(
+        "SELECT n, flag, name, data, r FROM t WHERE id = ?1",
+        args![3],
+        |r| {
+            assert_eq!(r.get::<Option<i64>>(0)?, None);
+            assert_eq!(r.get::<Option<bool>>(1)?, None);
+            assert_eq!(r.get::<Option<String>>(2)?, None);
+            assert_eq!(r.get::<Option<[u8; 32]>>(3)?, None);
+            assert_eq!(r.get::<Option<f64>>(4)?, None);
+            Ok(())
+        },
+    )
 }
 
 fn none<T>() -> Option<T> {
