@@ -2,6 +2,7 @@
 //! a user can act on, and whether it passes by itself (`is_transient`).
 
 use crate::model::Target;
+use postgres::error::SqlState;
 use rusqlite::ErrorCode;
 
 #[derive(Debug, thiserror::Error)]
@@ -71,6 +72,27 @@ pub enum StoreError {
     },
     #[error("database error: {0}")]
     Sqlite(rusqlite::Error),
+    #[error("database error: {}", pg_words(.0))]
+    Postgres(postgres::Error),
+    /// PostgreSQL gave up this transaction for another that touched the same rows
+    /// (a serialization failure or a deadlock); running it again succeeds.
+    #[error(
+        "the database gave up this transaction for another that changed the same rows; \
+         try again ({})", pg_words(.0)
+    )]
+    Contended(postgres::Error),
+    /// The connection to the PostgreSQL server is lost or the server is shutting down or
+    /// starting: the work waits until it is back.
+    #[error("the database server is away ({}); the work waits until it is back", pg_words(.0))]
+    Away(postgres::Error),
+    /// A column read as a kind of value it does not hold (a family's bug, or a schema
+    /// that is not this binary's).
+    #[error("database column {index} ({name}) {problem}")]
+    Column {
+        index: usize,
+        name: String,
+        problem: String,
+    },
     #[error("database read pool: {0}")]
     Pool(#[from] r2d2::Error),
     #[error("the database writer has stopped")]
@@ -89,7 +111,9 @@ impl StoreError {
     /// write lock another process held past the busy timeout, a read pool that had no
     /// connection free, a full disk (space is freed), a rate limit's window, a migration
     /// waiting for another process's lease. Everything else (a stale lease, a damaged or
-    /// newer index, a conflict, a missing row, a SQL error) answers the same again.
+    /// newer index, a conflict, a missing row, a SQL error) answers the same again. On
+    /// PostgreSQL a lock timeout is `Locked`, and a transaction given up for another
+    /// (`Contended`) or a server away (`Away`) passes too.
     pub fn is_transient(&self) -> bool {
         matches!(
             self,
@@ -98,6 +122,8 @@ impl StoreError {
                 | StoreError::Pool(_)
                 | StoreError::RateLimited { .. }
                 | StoreError::MigrationBlocked { .. }
+                | StoreError::Contended(_)
+                | StoreError::Away(_)
         )
     }
 
@@ -120,6 +146,73 @@ impl From<rusqlite::Error> for StoreError {
             Some(ErrorCode::DatabaseBusy) | Some(ErrorCode::DatabaseLocked) => StoreError::Locked,
             Some(ErrorCode::DiskFull) => StoreError::DiskFull,
             _ => StoreError::Sqlite(e),
+        }
+    }
+}
+
+/// A PostgreSQL error with its causes: the client's own words are only its kind ("db
+/// error", "error serializing parameter 0"), the server's message or the refused
+/// value is the cause.
+pub(crate) fn pg_words(e: &postgres::Error) -> String {
+    let mut words = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        words.push_str(": ");
+        words.push_str(&c.to_string());
+        cause = c.source();
+    }
+    words
+}
+
+/// What a PostgreSQL error means to the store's caller.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum PgKind {
+    Locked,
+    DiskFull,
+    Contended,
+    Away,
+    Other,
+}
+
+/// Sorts a PostgreSQL error by its SQLSTATE, and by whether the connection is gone.
+pub(crate) fn pg_kind(code: Option<&SqlState>, connection_lost: bool) -> PgKind {
+    let Some(code) = code else {
+        return if connection_lost {
+            PgKind::Away
+        } else {
+            PgKind::Other
+        };
+    };
+    match code {
+        c if *c == SqlState::LOCK_NOT_AVAILABLE => PgKind::Locked,
+        c if *c == SqlState::DISK_FULL => PgKind::DiskFull,
+        c if *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED => {
+            PgKind::Contended
+        }
+        // Class 08 is a connection exception; 57P01..03 a server shutting down, crashed, or
+        // starting (`admin_shutdown`, `crash_shutdown`, `cannot_connect_now`).
+        c if c.code().starts_with("08")
+            || *c == SqlState::ADMIN_SHUTDOWN
+            || *c == SqlState::CRASH_SHUTDOWN
+            || *c == SqlState::CANNOT_CONNECT_NOW =>
+        {
+            PgKind::Away
+        }
+        _ if connection_lost => PgKind::Away,
+        _ => PgKind::Other,
+    }
+}
+
+impl From<postgres::Error> for StoreError {
+    fn from(e: postgres::Error) -> Self {
+        // An I/O error under the client is a socket that broke: the server is away.
+        let io = std::error::Error::source(&e).is_some_and(|s| s.is::<std::io::Error>());
+        match pg_kind(e.code(), e.is_closed() || io) {
+            PgKind::Locked => StoreError::Locked,
+            PgKind::DiskFull => StoreError::DiskFull,
+            PgKind::Contended => StoreError::Contended(e),
+            PgKind::Away => StoreError::Away(e),
+            PgKind::Other => StoreError::Postgres(e),
         }
     }
 }

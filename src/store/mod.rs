@@ -24,7 +24,7 @@
 //! motion, move_jobs, pending, people, problems, scan_runs, sidecars, similar, stacks, walks.
 //! Compositions: chains, check, ingest, job_ends, pixels, queries, removal, revive, run_end,
 //! thumbs, trash.
-//! Helpers: conn, error, lease, migrate, rows, stems, vet, writer.
+//! Helpers: conn, db, error, lease, migrate, rows, stems, vet, writer.
 //!
 //! A family's statement may read another table in a join or a guard (a Live Photo's
 //! namesakes join `files` to `assets`; a sweep checks `trash_intents`): it is one statement,
@@ -52,6 +52,8 @@ macro_rules! fenced {
     };
 }
 
+#[macro_use]
+mod db;
 #[macro_use]
 mod rows;
 #[macro_use]
