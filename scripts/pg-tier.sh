@@ -17,8 +17,17 @@ if [ -z "$(bindir)" ] || [ ! -x "$(bindir)/initdb" ]; then
     command -v apt-get >/dev/null || die "no PostgreSQL and no apt-get to install it"
     echo "pg-tier: installing Debian's postgresql"
     apt-get update -qq >/dev/null
+    # The package's own cluster is not wanted, and starting its service fails where there
+    # is no init system (a CI container): invoke-rc.d is told not to start it, for the
+    # install only.
+    policy=""
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+        policy=/usr/sbin/policy-rc.d
+        printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy"
+    fi
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null \
-        || die "apt-get install postgresql failed"
+        || { [ -z "$policy" ] || rm -f "$policy"; die "apt-get install postgresql failed"; }
+    [ -z "$policy" ] || rm -f "$policy"
 fi
 BIN="$(bindir)"
 [ -x "$BIN/initdb" ] || die "no initdb under /usr/lib/postgresql/*/bin"

@@ -669,10 +669,14 @@ fn literals(code: &str, macros: &BTreeMap<String, String>, depth: u32) -> String
 
 /// Every `macro_rules!` of the store, by name, with its body.
 fn store_macros() -> BTreeMap<String, String> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store");
+    let mut files = vec![];
+    rust_files(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store"),
+        &mut files,
+    );
     let mut macros = BTreeMap::new();
-    for entry in std::fs::read_dir(&dir).expect("read src/store") {
-        let text = std::fs::read_to_string(entry.expect("entry").path()).expect("read");
+    for file in files {
+        let text = std::fs::read_to_string(file).expect("read");
         for (at, _) in text.match_indices("macro_rules!") {
             let body = &text[at..];
             let end = body.find("\n}\n").unwrap_or(body.len());
