@@ -59,7 +59,6 @@ pub fn long_version() -> String {
 pub fn open_store(config: &Config, check: StartCheck) -> Result<Store, OpenError> {
     let mut options = StoreOptions {
         check,
-        host: Some(crate::host::load_or_create(&config.data_dir)?),
         ..StoreOptions::default()
     };
     if let Some(files) = config.write_group_files {

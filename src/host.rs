@@ -6,7 +6,7 @@
 //!
 //! Must not import: store, http, ops
 
-use std::io::Write;
+use crate::once_file::Failed;
 use std::path::{Path, PathBuf};
 
 pub const HOST_FILE: &str = "host-id";
@@ -40,14 +40,15 @@ pub fn path(data_dir: &Path) -> PathBuf {
 /// random suffix (two data dirs on one machine are two hosts).
 pub fn load_or_create(data_dir: &Path) -> Result<String, HostError> {
     let file = path(data_dir);
-    match create(&file) {
-        Ok(id) => Ok(id),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read(&file),
-        Err(source) => Err(HostError::Write {
-            path: file.display().to_string(),
-            source,
-        }),
+    let at = || file.display().to_string();
+    let id = crate::once_file::load_or_create(&file, false, new_id).map_err(|e| match e {
+        Failed::Read(source) => HostError::Read { path: at(), source },
+        Failed::Write(source) => HostError::Write { path: at(), source },
+    })?;
+    if !valid(&id) {
+        return Err(HostError::Damaged(at()));
     }
+    Ok(id)
 }
 
 fn valid(id: &str) -> bool {
@@ -57,37 +58,17 @@ fn valid(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
 }
 
-fn read(file: &Path) -> Result<String, HostError> {
-    let text = std::fs::read_to_string(file).map_err(|source| HostError::Read {
-        path: file.display().to_string(),
-        source,
-    })?;
-    let id = text.trim();
-    if !valid(id) {
-        return Err(HostError::Damaged(file.display().to_string()));
-    }
-    Ok(id.to_string())
-}
-
-/// Fails with `AlreadyExists` when another start made it first; that one is read back.
-fn create(file: &Path) -> std::io::Result<String> {
+fn new_id() -> String {
     let suffix = uuid::Uuid::now_v7().simple().to_string();
     let name: String = machine_name()
         .chars()
         .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
         .take(60)
         .collect();
-    let id = match name.is_empty() {
+    match name.is_empty() {
         true => format!("host-{}", &suffix[suffix.len() - 8..]),
         false => format!("{name}-{}", &suffix[suffix.len() - 8..]),
-    };
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(file)?;
-    f.write_all(format!("{id}\n").as_bytes())?;
-    f.sync_all()?;
-    Ok(id)
+    }
 }
 
 fn machine_name() -> String {

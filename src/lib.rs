@@ -16,6 +16,7 @@ pub mod media;
 pub mod memory;
 pub mod metrics;
 pub mod model;
+pub mod once_file;
 pub mod ops;
 pub mod people;
 pub mod queue;

@@ -4,7 +4,7 @@
 //!
 //! Must not import: store, http, ops
 
-use std::io::Write;
+use crate::once_file::Failed;
 use std::path::{Path, PathBuf};
 
 pub const TOKEN_FILE: &str = "token";
@@ -34,44 +34,22 @@ pub fn path(data_dir: &Path) -> PathBuf {
 /// The token of this data dir, made now if there is none yet.
 pub fn load_or_create(data_dir: &Path) -> Result<String, TokenError> {
     let file = path(data_dir);
-    match create(&file) {
-        Ok(token) => Ok(token),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read(&file),
-        Err(source) => Err(TokenError::Write {
-            path: file.display().to_string(),
-            source,
-        }),
-    }
-}
-
-fn read(file: &Path) -> Result<String, TokenError> {
-    let text = std::fs::read_to_string(file).map_err(|source| TokenError::Read {
-        path: file.display().to_string(),
-        source,
+    let at = || file.display().to_string();
+    let token = crate::once_file::load_or_create(&file, true, || {
+        format!(
+            "{}{}",
+            uuid::Uuid::new_v4().simple(),
+            uuid::Uuid::new_v4().simple()
+        )
+    })
+    .map_err(|e| match e {
+        Failed::Read(source) => TokenError::Read { path: at(), source },
+        Failed::Write(source) => TokenError::Write { path: at(), source },
     })?;
-    let token = text.trim();
     if token.len() < 32 || !token.bytes().all(|b| b.is_ascii_alphanumeric()) {
-        return Err(TokenError::Damaged(file.display().to_string()));
+        return Err(TokenError::Damaged(at()));
     }
-    tighten(file);
-    Ok(token.to_string())
-}
-
-/// Creates the file with owner-only permissions from the start (never world-readable,
-/// not even for a moment). Fails with `AlreadyExists` when another start made it first.
-fn create(file: &Path) -> std::io::Result<String> {
-    let token = format!(
-        "{}{}",
-        uuid::Uuid::new_v4().simple(),
-        uuid::Uuid::new_v4().simple()
-    );
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut f = options.open(file)?;
-    f.write_all(format!("{token}\n").as_bytes())?;
-    f.sync_all()?;
+    tighten(&file);
     Ok(token)
 }
 

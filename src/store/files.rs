@@ -439,11 +439,7 @@ pub(super) fn present_paths(conn: &Connection, asset_id: i64) -> Result<Vec<Stri
 
 /// Whether the asset shows a present file.
 pub(super) fn has_present(conn: &Connection, asset_id: i64) -> Result<bool, StoreError> {
-    Ok(conn
-        .prepare_cached(PRESENT_PATHS)?
-        .query_row([asset_id], |_| Ok(()))
-        .optional()?
-        .is_some())
+    super::answers(conn, PRESENT_PATHS, [asset_id])
 }
 
 /// Whether any file row, present or missing, names the asset.

@@ -174,11 +174,7 @@ pub(super) fn saw_move(conn: &Connection, id: i64) -> Result<(), StoreError> {
 
 /// Whether the asset has an intent not yet settled.
 pub(super) fn has_pending(conn: &Connection, asset_id: i64) -> Result<bool, StoreError> {
-    Ok(conn
-        .prepare_cached(HAS_PENDING)?
-        .query_row([asset_id], |_| Ok(()))
-        .optional()?
-        .is_some())
+    super::answers(conn, HAS_PENDING, [asset_id])
 }
 
 /// Settles intent `id` of move `move_id` as `to`, unless it was aborted already.
@@ -254,11 +250,7 @@ pub(super) fn journal_knows(
     library_id: i64,
     path: &[u8],
 ) -> Result<bool, StoreError> {
-    Ok(conn
-        .prepare_cached(JOURNAL_KNOWS)?
-        .query_row(params![library_id, path], |_| Ok(()))
-        .optional()?
-        .is_some())
+    super::answers(conn, JOURNAL_KNOWS, params![library_id, path])
 }
 
 /// The asset's latest done trash's move id, if it has one.

@@ -7,19 +7,19 @@ use crate::model::{Library, LibraryIdentity};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use std::path::Path;
 
-/// Every library with this host's (?1) root, '' where this host has none.
-const LIST: &str = "
-    SELECT l.id, l.name, coalesce(r.root, ''), l.created_at FROM libraries l
-      LEFT JOIN library_roots r ON r.library_id = l.id AND r.host = ?1
-     ORDER BY l.id";
-const ONE: &str = "
-    SELECT l.id, l.name, coalesce(r.root, ''), l.created_at FROM libraries l
-      LEFT JOIN library_roots r ON r.library_id = l.id AND r.host = ?1
-     WHERE l.id = ?2";
-const BY_MARKER: &str = "
-    SELECT l.id, l.name, coalesce(r.root, ''), l.created_at FROM libraries l
-      LEFT JOIN library_roots r ON r.library_id = l.id AND r.host = ?1
-     WHERE l.marker_id = ?2 ORDER BY l.id LIMIT 1";
+/// Libraries with this host's (?1) root, '' where this host has none.
+macro_rules! with_root {
+    ($where_order:literal) => {
+        concat!(
+            "SELECT l.id, l.name, coalesce(r.root, ''), l.created_at FROM libraries l
+               LEFT JOIN library_roots r ON r.library_id = l.id AND r.host = ?1 ",
+            $where_order
+        )
+    };
+}
+const LIST: &str = with_root!("ORDER BY l.id");
+const ONE: &str = with_root!("WHERE l.id = ?2");
+const BY_MARKER: &str = with_root!("WHERE l.marker_id = ?2 ORDER BY l.id LIMIT 1");
 /// `libraries.root` keeps where the library was first added (a damaged index's salvage
 /// reads it); the hosts' roots are `library_roots`.
 const INSERT: &str = "INSERT INTO libraries (name, root, created_at) VALUES (?1, ?2, ?3)
@@ -75,6 +75,11 @@ fn one(conn: &Connection, host: &str, id: i64) -> Result<Option<Library>, StoreE
         .optional()?)
 }
 
+/// Library `id` as this host sees it, `NotFound` without one.
+fn existing(conn: &Connection, host: &str, id: i64) -> Result<Library, StoreError> {
+    one(conn, host, id)?.ok_or_else(|| StoreError::NotFound(format!("library {id}")))
+}
+
 /// Why `root` may not be this host's root of a library named `name` next to `existing`
 /// (as this host sees it): the same root, the same name, or one inside the other (the same
 /// files would be indexed twice).
@@ -109,12 +114,7 @@ fn set_root(conn: &Connection, host: &str, id: i64, root: &str) -> Result<(), St
 /// waits for the write lock, and a command that only reads (`runs` beside a scanning
 /// service, or a frozen one) must not.
 pub(super) fn take_unhosted(conn: &Connection, host: &str) -> Result<(), StoreError> {
-    let any = |sql| {
-        conn.prepare_cached(sql)?
-            .query_row([], |_| Ok(()))
-            .optional()
-    };
-    if any(HAS_ROOTS)?.is_some() && any(ANY_UNHOSTED)?.is_some() {
+    if super::answers(conn, HAS_ROOTS, [])? && super::answers(conn, ANY_UNHOSTED, [])? {
         conn.prepare_cached(TAKE_UNHOSTED)?.execute([host])?;
     }
     Ok(())
@@ -151,7 +151,7 @@ impl Store {
                 .prepare_cached(INSERT)?
                 .query_row(params![name, root, now], |r| r.get(0))?;
             set_root(conn, &host, id, &root)?;
-            one(conn, &host, id)?.ok_or_else(|| StoreError::NotFound(format!("library {id}")))
+            existing(conn, &host, id)
         })
     }
 
@@ -165,9 +165,9 @@ impl Store {
             if let Some(why) = others.into_iter().find_map(|l| clash(&l, "", &root)) {
                 return Err(StoreError::Conflict(why));
             }
-            one(conn, &host, id)?.ok_or_else(|| StoreError::NotFound(format!("library {id}")))?;
+            existing(conn, &host, id)?;
             set_root(conn, &host, id, &root)?;
-            one(conn, &host, id)?.ok_or_else(|| StoreError::NotFound(format!("library {id}")))
+            existing(conn, &host, id)
         })
     }
 

@@ -505,6 +505,20 @@ fn host_name() -> String {
 }
 
 /// Reads a TEXT column holding one of a `model` enum's names.
+/// Whether `sql` answers a row for `params`.
+fn answers(
+    conn: &rusqlite::Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> Result<bool, StoreError> {
+    use rusqlite::OptionalExtension;
+    Ok(conn
+        .prepare_cached(sql)?
+        .query_row(params, |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
 fn parse_col<T>(
     row: &rusqlite::Row<'_>,
     idx: usize,

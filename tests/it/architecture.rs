@@ -109,7 +109,16 @@ const LAYERS: &[(&str, &[&str])] = &[
         "platform",
         // `locate`: which file of an asset may be read; pure over paths, below every reader.
         &[
-            "clock", "disk", "host", "instance", "locate", "logfile", "mapped", "memory", "token",
+            "clock",
+            "disk",
+            "host",
+            "instance",
+            "locate",
+            "logfile",
+            "mapped",
+            "memory",
+            "once_file",
+            "token",
         ],
     ),
     ("plain types", &["model"]),
