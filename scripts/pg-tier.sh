@@ -5,7 +5,9 @@
 # `postgresql` (installed with apt-get when missing). The cluster lives in a temp dir with
 # its own Unix socket and no TCP listener, and is stopped and removed on exit. Run as root
 # (CI), initdb and pg_ctl run as the `postgres` user, which the package creates.
-# Budget: under 3 minutes after the build. Usage: scripts/pg-tier.sh
+# Budget: under 3 minutes after the build. Usage: scripts/pg-tier.sh [FILTER]: FILTER
+# (default `on_postgres`) picks the ignored tests to run, e.g. `store::jobs::` for one
+# family's checks; PG_TIER_PROFILE=debug builds and runs them in debug instead of release.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -63,7 +65,10 @@ echo "pg-tier: PostgreSQL $("$BIN/postgres" --version | awk '{print $3}') up in 
 
 export MEDIADEX_TEST_PG_URL="host=$WORK port=$PORT user=postgres dbname=mediadex_test"
 # The build is before the timer (CI built the lib tests in its `cargo test --release` step).
-cargo test --release --lib --no-run --quiet
+FILTER="${1:-on_postgres}"
+PROFILE=(--release)
+[ "${PG_TIER_PROFILE:-release}" = debug ] && PROFILE=()
+cargo test "${PROFILE[@]}" --lib --no-run --quiet
 start=$(date +%s)
-timeout 180 cargo test --release --lib on_postgres -- --ignored
+timeout 180 cargo test "${PROFILE[@]}" --lib "$FILTER" -- --ignored
 echo "pg-tier: the PostgreSQL tests took $(( $(date +%s) - start )) s"

@@ -7,6 +7,7 @@
 //! parts, and leaves a Live Photo's clip out of the lists while its still shows it:
 //! `not_a_shown_clip!`).
 
+use super::db::on_lite;
 use super::rows::{Pixels, asset_from_row, checksum_col, content_hash_cols};
 use super::{Store, StoreError, parse_col};
 use crate::model::{
@@ -403,7 +404,7 @@ fn sweep_batch(conn: &Connection, cutoff: Millis, batch: i64) -> Result<(i64, Sw
 pub(super) fn get(conn: &Connection, id: i64) -> Result<Option<Asset>, StoreError> {
     Ok(conn
         .prepare_cached(GET)?
-        .query_row([id], asset_from_row)
+        .query_row([id], |r| on_lite(r, asset_from_row))
         .optional()?)
 }
 
@@ -435,7 +436,9 @@ pub(super) fn content_twin_ids(
     conn: &Connection,
 ) -> Result<Vec<(i64, Option<ContentHash>)>, StoreError> {
     let mut stmt = conn.prepare_cached(CONTENT_TWINS)?;
-    let rows = stmt.query_map([], |r| Ok((r.get(0)?, content_hash_cols(r, 1)?)))?;
+    let rows = stmt.query_map([], |r| {
+        Ok((r.get(0)?, on_lite(r, |r| content_hash_cols(r, 1))?))
+    })?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
@@ -464,7 +467,7 @@ pub(super) fn thumb_heads(
     let heads = stmt.query_map(params![after, last, limit], |r| {
         Ok((
             r.get(0)?,
-            checksum_col(r, 1)?,
+            on_lite(r, |r| checksum_col(r, 1))?,
             r.get(2)?,
             parse_col(r, 3, MediaKind::parse)?,
             r.get(4)?,
@@ -487,7 +490,7 @@ pub(super) fn live_by_kind(conn: &Connection) -> Result<Vec<(String, i64)>, Stor
 impl Store {
     /// The ids of the live, published assets.
     pub fn check_live_assets(&self) -> Result<Vec<i64>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             Ok(conn
                 .prepare(LIVE_PUBLISHED)?
                 .query_map([], |r| r.get(0))?
@@ -497,7 +500,7 @@ impl Store {
 
     /// Every camera of the live assets with its count (at most 500, the most used first).
     pub fn cameras(&self) -> Result<Vec<Camera>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             let mut stmt = conn.prepare_cached(CAMERAS)?;
             let rows = stmt.query_map([], |r| {
                 Ok(Camera {
@@ -512,7 +515,7 @@ impl Store {
 
     /// The ids of the trashed assets (as many as the trash holds).
     pub fn trashed_asset_ids(&self) -> Result<HashSet<i64>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             let mut stmt = conn.prepare_cached(TRASHED)?;
             let rows = stmt.query_map([], |r| r.get(0))?;
             Ok(rows.collect::<Result<_, _>>()?)
@@ -529,7 +532,7 @@ impl Store {
         let mut all = Swept::default();
         loop {
             let (seen, swept) =
-                self.write(move |conn, now| sweep_batch(conn, now - retention, BATCH))?;
+                self.write_lite(move |conn, now| sweep_batch(conn, now - retention, BATCH))?;
             all.assets += swept.assets;
             all.thumbnails.extend(swept.thumbnails);
             if seen < BATCH {

@@ -217,7 +217,9 @@ impl Store {
         version: i64,
         faces: Vec<DetectedFace>,
     ) -> Result<bool, StoreError> {
-        self.write(move |conn, now| replace_faces(conn, asset_id, (version, true), &faces, now))
+        self.write_lite(move |conn, now| {
+            replace_faces(conn, asset_id, (version, true), &faces, now)
+        })
     }
 
     /// Up to `limit` assets after `after` in id order that a walk of `kind` must visit, each
@@ -230,7 +232,7 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<WalkAsset>, StoreError> {
         let host = self.host();
-        self.read_snapshot(|conn| {
+        self.read_snapshot_lite(|conn| {
             let heads = walks::batch_heads(conn, kind, visit, after, limit)?;
             let mut parts = Parts::of(conn, host, heads.iter().map(|((id, ..), _)| *id))?;
             let mut seen = pixels::Seen::default();
@@ -265,7 +267,7 @@ impl Store {
         grace: Millis,
     ) -> Result<Option<(i64, String)>, StoreError> {
         let now = self.now();
-        self.read(|conn| {
+        self.read_lite(|conn| {
             jobs::walk_peer(
                 conn,
                 kind.job_kind(),
@@ -288,7 +290,7 @@ impl Store {
         commit: WalkCommit,
     ) -> Result<Option<Enqueued>, StoreError> {
         let lease = lease.clone();
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             jobs::complete(conn, &lease, now)?;
             write_results(conn, &commit.results, (commit.rollback, now))?;
             advance(conn, lease.id, &commit, now)

@@ -12,6 +12,7 @@
 //! tables.
 
 use super::assets::{LOCAL_OWNER, insert, trash_adopted};
+use super::db::on_lite;
 use super::move_jobs::MOVE_ATTEMPTS;
 use super::rows::file_stamp;
 use super::{Store, StoreError, files, intents, parse_col};
@@ -206,12 +207,12 @@ impl Store {
         library_id: i64,
         each: &mut dyn FnMut(CheckedFile),
     ) -> Result<(), StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             let mut stmt = conn.prepare(FILES)?;
             let rows = stmt.query_map([library_id], |r| {
                 Ok(CheckedFile {
                     rel_path: r.get(0)?,
-                    stamp: file_stamp(r, 1)?,
+                    stamp: on_lite(r, |r| file_stamp(r, 1))?,
                     asset_id: r.get(5)?,
                     present: r.get(6)?,
                     trashed: r.get(7)?,
@@ -226,7 +227,7 @@ impl Store {
 
     /// The files each trashed asset's latest trash put in its trash folder.
     pub fn check_trashed_files(&self) -> Result<Vec<TrashedFile>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             Ok(conn
                 .prepare(TRASHED_FILES)?
                 .query_map([], trashed_file)?
@@ -236,12 +237,12 @@ impl Store {
 
     /// The files the latest trash of `asset_id` put in its trash folder.
     pub fn check_trashed_files_of(&self, asset_id: i64) -> Result<Vec<TrashedFile>, StoreError> {
-        self.read(|conn| intents::trashed_files_of(conn, asset_id, trashed_file))
+        self.read_lite(|conn| intents::trashed_files_of(conn, asset_id, trashed_file))
     }
 
     /// The paths in a library's trash folder that the trash journal names.
     pub fn check_journal_paths(&self, library_id: i64) -> Result<HashSet<Vec<u8>>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             Ok(intents::journal_paths(conn, library_id)?
                 .into_iter()
                 .collect())
@@ -250,7 +251,7 @@ impl Store {
 
     /// The unsettled moves that no live move job carries on.
     pub fn check_orphaned_moves(&self) -> Result<Vec<OrphanedMove>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             Ok(conn
                 .prepare(ORPHANED)?
                 .query_map([MOVE_JOB_KIND], |r| {
@@ -266,7 +267,7 @@ impl Store {
 
     /// The pending assets no run is coming to publish.
     pub fn check_stranded(&self) -> Result<Vec<StrandedAsset>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             Ok(conn
                 .prepare(STRANDED)?
                 .query_map([], |r| {
@@ -284,14 +285,14 @@ impl Store {
     /// trash folders of an index that was set aside), in one transaction that first checks
     /// again that nothing explains it. See `Adopted` for what it can come to.
     pub fn check_adopt(&self, adoption: Adoption) -> Result<Adopted, StoreError> {
-        self.write(move |conn, now| adopt(conn, &adoption, now))
+        self.write_lite(move |conn, now| adopt(conn, &adoption, now))
     }
 
     /// Publishes a pending asset if it is still stranded (`check`'s own, until the scan's
     /// publication covers it). `None`: it was not stranded any more; `Some(live)`: published,
     /// live when a present file shows it, else in the trash as missing.
     pub fn check_publish_stranded(&self, asset_id: i64) -> Result<Option<bool>, StoreError> {
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             let stranded: bool = conn
                 .prepare_cached(STILL_STRANDED)?
                 .query_row([asset_id], |r| r.get(0))?;
@@ -308,7 +309,7 @@ impl Store {
     /// Queues a move job for an orphaned move, due at once. False when a live job holds its
     /// asset's key already or the move has no pending intent any more.
     pub fn check_requeue_move(&self, move_id: i64) -> Result<bool, StoreError> {
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             let n = conn.prepare_cached(REQUEUE_MOVE)?.execute(params![
                 MOVE_JOB_KIND,
                 move_id,

@@ -160,6 +160,15 @@ impl<'a> Db<'a> {
         }
     }
 
+    /// The SQLite connection under an unported family's statements (issue 30: the bridge
+    /// while the families are ported one at a time; on PostgreSQL it is `Unported`).
+    pub(crate) fn lite(&self) -> Result<&'a rusqlite::Connection, StoreError> {
+        match self.engine {
+            Engine::Sqlite(conn) => Ok(conn),
+            Engine::Postgres(_) => Err(StoreError::Unported("a SQLite-only family")),
+        }
+    }
+
     pub(crate) fn is_postgres(&self) -> bool {
         matches!(self.engine, Engine::Postgres(_))
     }
@@ -282,6 +291,15 @@ impl<'a> Db<'a> {
     }
 }
 
+/// Runs a ported row reader inside an unported family's rusqlite closure (issue 30: the
+/// bridge while the families are ported one at a time).
+pub(crate) fn on_lite<T>(
+    r: &rusqlite::Row<'_>,
+    f: impl FnOnce(&Row<'_>) -> Result<T, StoreError>,
+) -> rusqlite::Result<T> {
+    f(&Row::Sqlite(r)).map_err(rusqlite::Error::from)
+}
+
 fn pg_params<'p>(params: Params<'p>) -> Vec<&'p (dyn postgres::types::ToSql + Sync)> {
     params
         .iter()
@@ -302,4 +320,4 @@ fn head(sql: &str) -> String {
 #[cfg(test)]
 mod schema_tests;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

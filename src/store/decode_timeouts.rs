@@ -86,12 +86,12 @@ impl Store {
     /// The seconds a decode of asset `id`'s file ran to before it was stopped, while a
     /// present file still has the stamp that was decoded; `None` otherwise.
     pub fn decode_timeout(&self, id: i64) -> Result<Option<u64>, StoreError> {
-        self.read(|conn| timed_out(conn, id))
+        self.read_lite(|conn| timed_out(conn, id))
     }
 
     /// Remembers a decode that timed out on a request (which holds no lease: the fact is
     /// about the file's bytes, and a stale one is overwritten or ignored by its stamp).
     pub fn remember_decode_timeout(&self, timeout: DecodeTimeout) -> Result<(), StoreError> {
-        self.write(move |conn, now| record(conn, &[timeout], now))
+        self.write_lite(move |conn, now| record(conn, &[timeout], now))
     }
 }

@@ -97,14 +97,14 @@ pub(super) fn of_asset(
 impl Store {
     /// The stored faces of an asset for one detector version.
     pub fn faces(&self, asset_id: i64, version: i64) -> Result<Vec<DetectedFace>, StoreError> {
-        self.read(|conn| of_asset(conn, asset_id, version))
+        self.read_lite(|conn| of_asset(conn, asset_id, version))
     }
 
     /// One face's photo and box (stored pixels), `None` when no face has that id (a
     /// re-detection replaced it, or its asset was swept).
     pub fn face_box(&self, id: i64) -> Result<Option<FaceBox>, StoreError> {
         use rusqlite::OptionalExtension;
-        self.read(|conn| {
+        self.read_lite(|conn| {
             let row = conn.prepare_cached(ONE)?.query_row([id], |r| {
                 Ok(FaceBox {
                     face_id: id,

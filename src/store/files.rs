@@ -5,6 +5,7 @@
 //! missing (except rows a restore brought back during the run) and their count, and an
 //! asset's paths. What an ingest batch or a full scan's end does with them is `ingest`'s.
 
+use super::db::on_lite;
 use super::rows::file_stamp;
 use super::{Store, StoreError, parse_col};
 use crate::model::{Asset, FileReason, FileStamp, IngestItem, KnownDir, KnownFile, Millis, Unseen};
@@ -157,7 +158,7 @@ fn known_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<KnownFile> {
     Ok(KnownFile {
         id: r.get(0)?,
         rel_path: r.get(1)?,
-        stamp: file_stamp(r, 2)?,
+        stamp: on_lite(r, |r| file_stamp(r, 2))?,
         asset_id: r.get(6)?,
         has_error: r.get(7)?,
         media: r.get(8)?,
@@ -411,7 +412,9 @@ pub(super) fn present_count(conn: &Connection, library_id: i64) -> Result<i64, S
 pub(super) fn load_paths(conn: &Connection, asset: &mut Asset) -> Result<(), StoreError> {
     asset.paths = conn
         .prepare_cached(PATHS)?
-        .query_map([asset.id], |r| super::rows::path_from_row(r, 0))?
+        .query_map([asset.id], |r| {
+            on_lite(r, |r| super::rows::path_from_row(r, 0))
+        })?
         .collect::<Result<_, _>>()?;
     Ok(())
 }
@@ -424,7 +427,11 @@ pub(super) fn present_files(conn: &Connection, asset_id: i64) -> Result<Vec<Pres
     Ok(conn
         .prepare_cached(PRESENT_FILES)?
         .query_map([asset_id], |r| {
-            Ok((r.get(0)?, r.get(1)?, super::rows::stamp_at(r, 2)?))
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                on_lite(r, |r| super::rows::stamp_at(r, 2))?,
+            ))
         })?
         .collect::<Result<_, _>>()?)
 }
@@ -483,7 +490,7 @@ pub(super) fn row_stamp(
     Ok(conn
         .prepare_cached(STAMP)?
         .query_row(params![library_id, path], |r| {
-            let stamp = super::rows::stamp_at(r, 1)?.unwrap_or_default();
+            let stamp = on_lite(r, |r| super::rows::stamp_at(r, 1))?.unwrap_or_default();
             Ok((r.get(0)?, stamp))
         })
         .optional()?)
@@ -508,7 +515,7 @@ pub(super) fn insert_adopted(
 impl Store {
     /// The libraries holding the asset's files, present or in the trash folder.
     pub fn asset_libraries(&self, asset_id: i64) -> Result<Vec<i64>, StoreError> {
-        self.read(move |conn| {
+        self.read_lite(move |conn| {
             Ok(conn
                 .prepare_cached(LIBRARIES)?
                 .query_map([asset_id], |r| r.get(0))?
@@ -520,7 +527,7 @@ impl Store {
     /// back is new to the diff and its claim restores its asset.
     pub fn known_files(&self, library_id: i64, scope: &str) -> Result<Vec<KnownFile>, StoreError> {
         let scope = scope.trim_matches('/').to_string();
-        self.read(move |conn| {
+        self.read_lite(move |conn| {
             let (exact, lo, hi) = scope_bounds(&scope);
             let mut stmt = conn.prepare_cached(KNOWN)?;
             let rows = stmt.query_map(params![library_id, scope, exact, lo, hi], known_from_row)?;
@@ -531,7 +538,7 @@ impl Store {
     /// What the store knows directly inside `dir` (library-relative bytes; empty is the
     /// root): its present files and the names of its sub-directories with file rows.
     pub fn known_dir(&self, library_id: i64, dir: &[u8]) -> Result<KnownDir, StoreError> {
-        self.read(|conn| list_dir(conn, library_id, dir))
+        self.read_lite(|conn| list_dir(conn, library_id, dir))
     }
 }
 
@@ -587,7 +594,7 @@ mod plan_tests {
         let (_dir, store) = fresh_store();
         // On the writer's own connection: the one that ran the migrations.
         let found = store
-            .write(|conn, _| {
+            .write_lite(|conn, _| {
                 Ok([
                     ("insert asset", INSERT),
                     ("previous", PREVIOUS),
@@ -611,7 +618,7 @@ mod plan_tests {
     fn a_full_completion_finds_live_assets_without_a_file_from_the_missing_rows_alone() {
         let (_dir, store) = fresh_store();
         let plan = store
-            .write(|conn, _| {
+            .write_lite(|conn, _| {
                 let mut stmt = conn.prepare(&format!(
                     "EXPLAIN QUERY PLAN {}",
                     crate::store::ingest::LIVE_OF_MISSING
@@ -636,7 +643,7 @@ mod plan_tests {
     fn the_first_index_inserts_run_no_trigger_on_the_writer() {
         let (_dir, store) = fresh_store();
         let found = store
-            .write(|conn, _| {
+            .write_lite(|conn, _| {
                 Ok([("insert asset", INSERT), ("insert file", INSERT_FILE)]
                     .map(|(name, sql)| (name, opcodes(conn, sql, "Program"))))
             })

@@ -446,8 +446,8 @@ fn count_hashed(conn: &Connection, batch: &[IngestItem]) -> Result<(), StoreErro
             b.saturating_add(i64::try_from(i.stamp.size).unwrap_or(i64::MAX)),
         )
     });
-    counters::bump(conn, Counter::FilesHashed, files)?;
-    counters::bump(conn, Counter::BytesHashed, bytes)
+    counters::bump(&super::db::Db::sqlite(conn), Counter::FilesHashed, files)?;
+    counters::bump(&super::db::Db::sqlite(conn), Counter::BytesHashed, bytes)
 }
 
 impl Store {
@@ -483,7 +483,7 @@ impl Store {
         progress: &str,
     ) -> Result<BatchReport, StoreError> {
         let (lease, progress) = (lease.clone(), progress.to_string());
-        self.write(move |conn, now| ingest(conn, &lease, library_id, batch, &progress, now))
+        self.write_lite(move |conn, now| ingest(conn, &lease, library_id, batch, &progress, now))
     }
 
     /// `ingest_batch_counting` as one operation of the run's write group (`writer`): it
@@ -501,7 +501,7 @@ impl Store {
         let (lease, progress) = (lease.clone(), progress.to_string());
         let sealed = lease.clone();
         let weight = (batch.items.len() + batch.reclaim.len()) as u64;
-        self.write_grouped(
+        self.write_grouped_lite(
             lease.id,
             weight,
             move |conn, now| {
@@ -522,7 +522,7 @@ impl Store {
         unchanged: u64,
     ) -> Result<(), StoreError> {
         let (lease, progress) = (lease.clone(), progress.to_string());
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             scan_runs::fence_data(conn, &lease, library_id, Some(&progress), now)?;
             let counts = BTreeMap::from([(Provenance::Unchanged.as_str(), unchanged as i64)]);
             scan_runs::count_reasons(conn, lease.id, &counts)
@@ -547,7 +547,7 @@ impl Store {
         end: ScanEnd,
     ) -> Result<FinishReport, StoreError> {
         let lease = lease.clone();
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             let scope =
                 scan_runs::fence_data(conn, &lease, library_id, end.progress.as_deref(), now)?;
             let mut counts =

@@ -3,6 +3,7 @@
 //! a move is and when each row is written is `trash`'s (a composition); `check`'s repairs
 //! adopt and list rows here too.
 
+use super::db::on_lite;
 use super::rows::{stamp_at, stamp_cols};
 use super::{StoreError, parse_col};
 use crate::model::{FileStamp, IntentState, Millis, TrashAction, TrashIntent};
@@ -98,7 +99,7 @@ pub(super) fn intent_from_row(r: &Row<'_>) -> rusqlite::Result<TrashIntent> {
         state: parse_col(r, 6, IntentState::parse)?,
         created_at: r.get(7)?,
         move_id: r.get(8)?,
-        stamp: stamp_at(r, 9)?,
+        stamp: on_lite(r, |r| stamp_at(r, 9))?,
     })
 }
 
@@ -276,7 +277,7 @@ pub(super) fn adopt(
 impl super::Store {
     /// Intents begun and not settled, oldest first.
     pub fn pending_intents(&self) -> Result<Vec<TrashIntent>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             Ok(conn
                 .prepare_cached(PENDING)?
                 .query_map([], intent_from_row)?

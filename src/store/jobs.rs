@@ -404,13 +404,13 @@ impl Store {
     /// Inserts a job. With a unique key, returns the live row for that key instead when one
     /// is queued or running (the partial unique index decides, not a prior read).
     pub fn enqueue(&self, job: NewJob) -> Result<Enqueued, StoreError> {
-        self.write(move |conn, now| insert(conn, &job, now))
+        self.write_lite(move |conn, now| insert(conn, &job, now))
     }
 
     /// `enqueue`, and when a row of the same key already waits (a delayed one, a retry's
     /// backoff), that row is made due now: a user's "do it now" on what a walk put off.
     pub fn enqueue_now(&self, job: NewJob) -> Result<Enqueued, StoreError> {
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             let enqueued = insert(conn, &job, now)?;
             if !enqueued.created {
                 conn.prepare_cached(DUE_NOW)?
@@ -450,7 +450,7 @@ impl Store {
         let kinds =
             serde_json::to_string(filters).map_err(|e| StoreError::Conflict(e.to_string()))?;
         let (owner, host) = (self.owner().to_string(), self.host().to_string());
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             let job = conn
                 .prepare_cached(CLAIM)?
                 .query_row(params![owner, now, ttl, kinds, host], job_from_row)
@@ -465,7 +465,7 @@ impl Store {
     /// Records a worker's progress on the job row (fenced).
     pub fn checkpoint_job(&self, lease: &Lease, checkpoint: &str) -> Result<(), StoreError> {
         let (lease, checkpoint) = (lease.clone(), checkpoint.to_string());
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             let n = conn.prepare_cached(CHECKPOINT)?.execute(params![
                 lease.id,
                 lease.generation,
@@ -479,7 +479,7 @@ impl Store {
     /// Marks the job done (fenced).
     pub fn complete_job(&self, lease: &Lease) -> Result<(), StoreError> {
         let lease = lease.clone();
-        self.write(move |conn, now| complete(conn, &lease, now))
+        self.write_lite(move |conn, now| complete(conn, &lease, now))
     }
 
     /// Marks the job done and enqueues its follow-up in one fenced transaction: a chain
@@ -490,7 +490,7 @@ impl Store {
         next: NewJob,
     ) -> Result<Enqueued, StoreError> {
         let lease = lease.clone();
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             complete(conn, &lease, now)?;
             insert(conn, &next, now)
         })
@@ -501,7 +501,7 @@ impl Store {
     /// days is still made once space is back.
     pub fn defer_job(&self, lease: &Lease, error: &str) -> Result<(), StoreError> {
         let (lease, error) = (lease.clone(), error.to_string());
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             let n = conn.prepare_cached(DEFER)?.execute(params![
                 lease.id,
                 lease.generation,
@@ -515,7 +515,7 @@ impl Store {
 
     /// How many jobs are in each state (states with none are left out).
     pub fn job_counts(&self) -> Result<Vec<(JobState, i64)>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             let mut stmt = conn.prepare_cached(COUNTS)?;
             let rows =
                 stmt.query_map([], |r| Ok((parse_col(r, 0, JobState::parse)?, r.get(1)?)))?;
@@ -525,7 +525,7 @@ impl Store {
 
     /// The queued or running job holding `unique_key`, if any.
     pub fn live_job(&self, unique_key: &str) -> Result<Option<Job>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             Ok(conn
                 .prepare_cached(LIVE_ROW_BY_KEY)?
                 .query_row([unique_key], job_from_row)
@@ -537,7 +537,7 @@ impl Store {
     /// one transaction: a holder of the old row writes nothing more, and the key never has
     /// two live rows. Returns the new row.
     pub fn replace_unique(&self, job: NewJob) -> Result<Enqueued, StoreError> {
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             let key = job.unique_key.clone().unwrap_or_default();
             let live: Option<i64> = conn
                 .prepare_cached(LIVE_BY_KEY)?
@@ -551,7 +551,7 @@ impl Store {
     }
 
     pub fn job(&self, id: i64) -> Result<Option<Job>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             Ok(conn
                 .prepare_cached(GET)?
                 .query_row([id], job_from_row)
@@ -561,7 +561,7 @@ impl Store {
 
     /// The newest `limit` jobs, newest first.
     pub fn jobs(&self, limit: i64) -> Result<Vec<Job>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             Ok(conn
                 .prepare_cached(LIST)?
                 .query_map([limit], job_from_row)?

@@ -140,7 +140,7 @@ impl Store {
     /// (absolute, no symlinks).
     pub fn add_library(&self, name: &str, root: &str) -> Result<Library, StoreError> {
         let (name, root, host) = (name.to_string(), root.to_string(), self.host().to_string());
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             if let Some(why) = all(conn, &host)?
                 .iter()
                 .find_map(|l| clash(l, &name, &root))
@@ -160,7 +160,7 @@ impl Store {
     /// library this host sees.
     pub fn attach_root(&self, id: i64, root: &str) -> Result<Library, StoreError> {
         let (root, host) = (root.to_string(), self.host().to_string());
-        self.write(move |conn, _| {
+        self.write_lite(move |conn, _| {
             let others = all(conn, &host)?.into_iter().filter(|l| l.id != id);
             if let Some(why) = others.into_iter().find_map(|l| clash(&l, "", &root)) {
                 return Err(StoreError::Conflict(why));
@@ -174,7 +174,7 @@ impl Store {
     /// The library whose marker id is `marker`, as this host sees it.
     pub fn library_by_marker(&self, marker: &str) -> Result<Option<Library>, StoreError> {
         let host = self.host().to_string();
-        self.read(|conn| {
+        self.read_lite(|conn| {
             Ok(conn
                 .prepare_cached(BY_MARKER)?
                 .query_row(params![host, marker], library_from_row)
@@ -184,7 +184,7 @@ impl Store {
 
     /// Where each host sees library `id`: (host, root), by host.
     pub fn library_roots(&self, id: i64) -> Result<Vec<(String, String)>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             Ok(conn
                 .prepare_cached(ROOTS)?
                 .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?
@@ -200,7 +200,7 @@ impl Store {
         identity: LibraryIdentity,
     ) -> Result<(), StoreError> {
         let host = self.host().to_string();
-        self.write(move |conn, _| {
+        self.write_lite(move |conn, _| {
             let found = conn
                 .prepare_cached(SET_MARKER)?
                 .query_row(params![library_id, identity.marker_id], |_| Ok(()))
@@ -220,7 +220,7 @@ impl Store {
     /// The recorded identity of a library's root on this host, for the circuit breaker.
     pub fn library_identity(&self, library_id: i64) -> Result<Option<LibraryIdentity>, StoreError> {
         let host = self.host().to_string();
-        self.read(|conn| {
+        self.read_lite(|conn| {
             Ok(conn
                 .prepare_cached(GET_IDENTITY)?
                 .query_row(params![library_id, host], |r| {
@@ -236,11 +236,11 @@ impl Store {
     /// Every library, each with this host's root ('' where this host has none).
     pub fn libraries(&self) -> Result<Vec<Library>, StoreError> {
         let host = self.host().to_string();
-        self.read(|conn| all(conn, &host))
+        self.read_lite(|conn| all(conn, &host))
     }
 
     pub fn library(&self, id: i64) -> Result<Option<Library>, StoreError> {
         let host = self.host().to_string();
-        self.read(|conn| one(conn, &host, id))
+        self.read_lite(|conn| one(conn, &host, id))
     }
 }

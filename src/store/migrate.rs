@@ -6,6 +6,7 @@
 //! (`vet.rs`).
 
 use super::StoreError;
+use super::db::Db;
 use crate::model::Millis;
 use rusqlite::{Connection, TransactionBehavior};
 
@@ -200,7 +201,7 @@ fn upgrade(
         return Ok(());
     }
     if found >= 1 {
-        refuse_if_leased(&tx, now, own_owner)?;
+        refuse_if_leased(&Db::sqlite(&tx), now, own_owner)?;
     }
     let broken_before = broken_keys(&tx)?;
     for m in migrations.iter().filter(|m| m.version > found) {
@@ -276,18 +277,20 @@ const LIVE_FOREIGN_LEASE: &str = "
      WHERE state = 'running' AND lease_expires_at > ?1 AND lease_owner <> ?2
     LIMIT 1";
 
-fn refuse_if_leased(conn: &Connection, now: Millis, own_owner: &str) -> Result<(), StoreError> {
-    let mut stmt = conn.prepare(LIVE_FOREIGN_LEASE)?;
-    let mut rows = stmt.query(rusqlite::params![now, own_owner])?;
-    if let Some(row) = rows.next()? {
+pub(super) fn refuse_if_leased(
+    db: &Db<'_>,
+    now: Millis,
+    own_owner: &str,
+) -> Result<(), StoreError> {
+    let found = db.optional(LIVE_FOREIGN_LEASE, args!(now, own_owner), |row| {
         let what: String = row.get(0)?;
         let expires_at: Millis = row.get(3)?;
-        return Err(StoreError::MigrationBlocked {
+        Ok(StoreError::MigrationBlocked {
             what: if what == "job" { "job" } else { "scan run" },
             id: row.get(1)?,
             owner: row.get(2)?,
             remaining_ms: expires_at - now,
-        });
-    }
-    Ok(())
+        })
+    })?;
+    found.map_or(Ok(()), Err)
 }

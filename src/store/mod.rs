@@ -24,7 +24,7 @@
 //! motion, move_jobs, pending, people, problems, scan_runs, sidecars, similar, stacks, walks.
 //! Compositions: chains, check, ingest, job_ends, pixels, queries, removal, revive, run_end,
 //! thumbs, trash.
-//! Helpers: conn, db, error, lease, migrate, rows, stems, vet, writer.
+//! Helpers: conn, db, error, lease, migrate, pg, pg_writer, rows, stems, vet, writer.
 //!
 //! A family's statement may read another table in a join or a guard (a Live Photo's
 //! namesakes join `files` to `assets`; a sweep checks `trash_intents`): it is one statement,
@@ -79,6 +79,8 @@ mod motion;
 mod move_jobs;
 mod pending;
 mod people;
+mod pg;
+mod pg_writer;
 mod pixels;
 mod problems;
 mod queries;
@@ -253,7 +255,7 @@ impl Store {
     /// DiskFull`); `false` lifts the cap (the space was freed).
     pub fn cap_size(&self, capped: bool) -> Result<(), StoreError> {
         let sql = if capped { CAP_SIZE } else { UNCAP_SIZE };
-        self.write(move |conn, _| Ok(conn.query_row(sql, [], |_| Ok(()))?))
+        self.write_lite(move |conn, _| Ok(conn.query_row(sql, [], |_| Ok(()))?))
     }
 
     pub fn owner(&self) -> &str {
@@ -280,10 +282,20 @@ impl Store {
     fn write<T, F>(&self, op: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&rusqlite::Connection, Millis) -> Result<T, StoreError> + Send + 'static,
+        F: FnOnce(&db::Db<'_>, Millis) -> Result<T, StoreError> + Send + 'static,
     {
         let clock = self.inner.clock.clone();
-        self.inner.writer.call(move |conn| op(conn, clock.now()))
+        self.inner.writer.call(move |db| op(db, clock.now()))
+    }
+
+    /// `write` for an operation whose families still speak SQLite only (issue 30: until
+    /// every family is ported).
+    fn write_lite<T, F>(&self, op: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&rusqlite::Connection, Millis) -> Result<T, StoreError> + Send + 'static,
+    {
+        self.write(move |db, now| op(db.lite()?, now))
     }
 
     /// `write` for an operation of group `id` (a scan run's batches): answered once it has
@@ -298,17 +310,38 @@ impl Store {
     ) -> Result<(T, Committed), StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&rusqlite::Connection, Millis) -> Result<T, StoreError> + Send + 'static,
-        S: FnOnce(&rusqlite::Connection, Millis) -> Result<(), StoreError> + Send + 'static,
+        F: FnOnce(&db::Db<'_>, Millis) -> Result<T, StoreError> + Send + 'static,
+        S: FnOnce(&db::Db<'_>, Millis) -> Result<(), StoreError> + Send + 'static,
     {
         let (clock, sealed) = (self.inner.clock.clone(), self.inner.clock.clone());
         let group = writer::Group {
             id,
             weight,
-            seal: Box::new(move |conn| seal(conn, sealed.now())),
+            seal: Box::new(move |db| seal(db, sealed.now())),
         };
-        let op = move |conn: &rusqlite::Connection| op(conn, clock.now());
+        let op = move |db: &db::Db<'_>| op(db, clock.now());
         self.inner.writer.call_grouped(group, op)
+    }
+
+    /// `write_grouped` for an operation whose families still speak SQLite only.
+    fn write_grouped_lite<T, F, S>(
+        &self,
+        id: i64,
+        weight: u64,
+        seal: S,
+        op: F,
+    ) -> Result<(T, Committed), StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&rusqlite::Connection, Millis) -> Result<T, StoreError> + Send + 'static,
+        S: FnOnce(&rusqlite::Connection, Millis) -> Result<(), StoreError> + Send + 'static,
+    {
+        self.write_grouped(
+            id,
+            weight,
+            move |db, now| seal(db.lite()?, now),
+            move |db, now| op(db.lite()?, now),
+        )
     }
 
     /// Waits until every write asked for before it has committed: a grouped operation's
@@ -319,10 +352,18 @@ impl Store {
 
     fn read<T>(
         &self,
-        op: impl FnOnce(&rusqlite::Connection) -> Result<T, StoreError>,
+        op: impl FnOnce(&db::Db<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let conn = self.inner.reads.get()?;
-        op(&conn)
+        op(&db::Db::sqlite(&conn))
+    }
+
+    /// `read` for an operation whose families still speak SQLite only.
+    fn read_lite<T>(
+        &self,
+        op: impl FnOnce(&rusqlite::Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.read(|db| op(db.lite()?))
     }
 
     /// `read` inside one read transaction: one snapshot for all of `op`'s statements, and
@@ -330,19 +371,27 @@ impl Store {
     /// those locks were 9% of the content-hash walk's samples (issue 29).
     fn read_snapshot<T>(
         &self,
-        op: impl FnOnce(&rusqlite::Connection) -> Result<T, StoreError>,
+        op: impl FnOnce(&db::Db<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let conn = self.inner.reads.get()?;
         let tx = conn.unchecked_transaction()?;
-        let out = op(&tx)?;
+        let out = op(&db::Db::sqlite(&tx))?;
         tx.finish()?;
         Ok(out)
+    }
+
+    /// `read_snapshot` for an operation whose families still speak SQLite only.
+    fn read_snapshot_lite<T>(
+        &self,
+        op: impl FnOnce(&rusqlite::Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.read_snapshot(|db| op(db.lite()?))
     }
 
     /// Extends a lease by `ttl` from now. The heartbeat: fenced like every other worker write.
     pub fn renew(&self, lease: &Lease, ttl: Millis) -> Result<Lease, StoreError> {
         let lease = lease.clone();
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             let expires_at = match lease.target {
                 Target::Job => jobs::renew(conn, &lease, now, ttl)?,
                 Target::ScanRun => scan_runs::renew(conn, &lease, now, ttl)?,
@@ -358,7 +407,7 @@ impl Store {
     /// generation moves on, so anything still in flight under the old lease is a no-op.
     pub fn release(&self, lease: &Lease) -> Result<(), StoreError> {
         let lease = lease.clone();
-        self.write(move |conn, now| match lease.target {
+        self.write_lite(move |conn, now| match lease.target {
             Target::Job => jobs::release(conn, &lease, now),
             Target::ScanRun => scan_runs::release(conn, &lease, now),
         })
@@ -367,7 +416,7 @@ impl Store {
     /// Operator force: puts a running row back without holding its lease. Bumps the
     /// generation whatever the row's holder is doing. Returns false if the row was finished.
     pub fn release_unowned(&self, target: Target, id: i64) -> Result<bool, StoreError> {
-        self.write(move |conn, now| match target {
+        self.write_lite(move |conn, now| match target {
             Target::Job => jobs::release_unowned(conn, id, now),
             Target::ScanRun => scan_runs::release_unowned(conn, id, now),
         })
@@ -377,7 +426,7 @@ impl Store {
     /// A scan run is cancelled as `cancel_scan_run` does: with its library's other waiting
     /// and running runs, and through the successor reclaim made of it.
     pub fn cancel(&self, target: Target, id: i64) -> Result<bool, StoreError> {
-        self.write(move |conn, now| match target {
+        self.write_lite(move |conn, now| match target {
             Target::Job => jobs::cancel(conn, id, now),
             Target::ScanRun => scan_runs::cancel(conn, id, now),
         })
@@ -387,10 +436,11 @@ impl Store {
     /// transaction.
     pub fn reclaim_stale(&self) -> Result<crate::model::ReclaimReport, StoreError> {
         let policy = self.inner.policy.clone();
-        self.write(move |conn, now| {
+        self.write(move |db, now| {
+            let conn = db.lite()?;
             let mut report = jobs::reclaim(conn, now, &policy)?;
             scan_runs::reclaim(conn, now, &policy, &mut report)?;
-            counters::record_reclaim(conn, &report)?;
+            counters::record_reclaim(db, &report)?;
             Ok(report)
         })
     }
@@ -398,7 +448,7 @@ impl Store {
     /// Deletes finished jobs and runs older than the retentions. The newest finished run of
     /// each library is always kept (it answers "when did this library last scan?").
     pub fn prune(&self, job_retention: Millis, run_retention: Millis) -> Result<u64, StoreError> {
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             let jobs = jobs::prune(conn, now - job_retention)?;
             let runs = scan_runs::prune(conn, now - run_retention)?;
             Ok(jobs + runs)
@@ -408,7 +458,7 @@ impl Store {
     /// Bumps a counter outside any lease (e.g. a local fence rejection that never reached
     /// the database).
     pub fn bump_counter(&self, counter: crate::model::Counter) -> Result<(), StoreError> {
-        self.write(move |conn, _| counters::bump(conn, counter, 1))
+        self.write(move |db, _| counters::bump(db, counter, 1))
     }
 
     /// What this process's writer has committed so far (operations, rows changed).
@@ -443,7 +493,7 @@ impl Store {
     /// `PRAGMA integrity_check` on a connection of the read pool: the problems SQLite
     /// finds, none when the file is sound.
     pub fn integrity_check(&self) -> Result<Vec<String>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             let found: Vec<String> = conn
                 .prepare("PRAGMA integrity_check")?
                 .query_map([], |r| r.get(0))?
@@ -455,7 +505,7 @@ impl Store {
     /// Lets SQLite refresh the statistics its planner uses where they went stale. Through
     /// the writer: it may write the statistics tables.
     pub fn optimize(&self) -> Result<(), StoreError> {
-        self.write(|conn, _| Ok(conn.execute_batch("PRAGMA optimize")?))
+        self.write_lite(|conn, _| Ok(conn.execute_batch("PRAGMA optimize")?))
     }
 }
 
@@ -517,6 +567,20 @@ fn answers(
         .query_row(params, |_| Ok(()))
         .optional()?
         .is_some())
+}
+
+/// Reads a TEXT column holding one of a `model` enum's names, on either engine.
+fn parse_at<T>(
+    row: &db::Row<'_>,
+    idx: usize,
+    parse: fn(&str) -> Option<T>,
+) -> Result<T, StoreError> {
+    let text: String = row.get(idx)?;
+    parse(&text).ok_or_else(|| StoreError::Column {
+        index: idx,
+        name: String::new(),
+        problem: format!("holds the unknown value {text:?}"),
+    })
 }
 
 fn parse_col<T>(

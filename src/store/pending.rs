@@ -117,6 +117,6 @@ impl Store {
     /// neither runs nor waits (an older binary removed its library or pruned it), that a
     /// present file shows. For `mediadex check --repair`. Returns how many it published.
     pub fn publish_stranded(&self) -> Result<usize, StoreError> {
-        self.write(|conn, _| Ok(conn.prepare_cached(PUBLISH_STRANDED)?.execute([])?))
+        self.write_lite(|conn, _| Ok(conn.prepare_cached(PUBLISH_STRANDED)?.execute([])?))
     }
 }

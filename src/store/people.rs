@@ -8,6 +8,7 @@
 //! face count is kept by migration 0028's triggers, not counted here). The grouping rule is
 //! `people::cluster`'s: this file only stores what it is handed.
 
+use super::db::on_lite;
 use super::rows::checksum_col;
 use super::{Store, StoreError};
 use crate::model::{
@@ -306,7 +307,7 @@ pub(super) fn carry_word(
 }
 
 fn face_vector(r: &Row<'_>) -> rusqlite::Result<FaceVector> {
-    let checksum = checksum_col(r, 2)?;
+    let checksum = on_lite(r, |r| checksum_col(r, 2))?;
     let (x, y): (f64, f64) = (r.get(3)?, r.get(4)?);
     let bytes: Vec<u8> = r.get(7)?;
     Ok(FaceVector {
@@ -483,7 +484,7 @@ impl Store {
         asset_id: i64,
         version: i64,
     ) -> Result<Option<FacesToEmbed>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             let scheme: Option<Option<i64>> = conn
                 .prepare_cached(FACES_SCHEME)?
                 .query_row([asset_id], |r| r.get(0))
@@ -502,7 +503,7 @@ impl Store {
 
     /// Every face of a live picture's current detection with a vector of `version`.
     pub fn face_vectors(&self, version: i64) -> Result<Vec<FaceVector>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             let mut stmt = conn.prepare_cached(VECTORS)?;
             let rows = stmt.query_map([version], face_vector)?;
             Ok(rows.collect::<Result<_, _>>()?)
@@ -512,12 +513,12 @@ impl Store {
     /// Who each face is, what the user said, and the count of the user's changes, read
     /// together.
     pub fn people_state(&self) -> Result<PeopleState, StoreError> {
-        self.read(people_state)
+        self.read_lite(people_state)
     }
 
     /// The people, named first (by name), then by id; hidden ones only with `hidden`.
     pub fn people(&self, hidden: bool) -> Result<Vec<Person>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             let mut stmt = conn.prepare_cached(LIST)?;
             let rows = stmt.query_map(params![hidden, None::<i64>], person_row)?;
             Ok(rows.collect::<Result<_, _>>()?)
@@ -526,7 +527,7 @@ impl Store {
 
     /// One person (hidden or not).
     pub fn person(&self, id: i64) -> Result<Option<Person>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             Ok(conn
                 .prepare_cached(LIST)?
                 .query_row(params![true, id], person_row)
@@ -536,7 +537,7 @@ impl Store {
 
     /// Up to `limit` live photos of a person after asset `after`, by id.
     pub fn photos_of(&self, person: i64, after: i64, limit: i64) -> Result<Vec<i64>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             let mut stmt = conn.prepare_cached(PHOTOS_OF)?;
             let rows = stmt.query_map(params![person, after, limit], |r| r.get(0))?;
             Ok(rows.collect::<Result<_, _>>()?)
@@ -545,7 +546,7 @@ impl Store {
 
     /// A person's faces in live photos: (photo, face), by photo.
     pub fn faces_of_person(&self, person: i64) -> Result<Vec<(i64, i64)>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             let mut stmt = conn.prepare_cached(FACES_OF)?;
             let rows = stmt.query_map([person], |r| Ok((r.get(0)?, r.get(1)?)))?;
             Ok(rows.collect::<Result<_, _>>()?)
@@ -554,7 +555,7 @@ impl Store {
 
     /// The faces of a photo's current detection, each with who it is.
     pub fn photo_people(&self, asset_id: i64) -> Result<Vec<PhotoFace>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             let mut stmt = conn.prepare_cached(IN_PHOTO)?;
             let rows = stmt.query_map([asset_id], |r| {
                 Ok(PhotoFace {
@@ -574,7 +575,7 @@ impl Store {
 
     /// The plans SQLite picks for "all photos of X" and "who is in this photo".
     pub fn people_plans(&self) -> Result<Vec<Vec<String>>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             [PHOTOS_OF, IN_PHOTO, LIST]
                 .iter()
                 .map(|sql| super::plan(conn, sql))
@@ -584,7 +585,7 @@ impl Store {
 
     /// Names (or, with `None`, unnames) a person. False: no such person.
     pub fn name_person(&self, id: i64, name: Option<String>) -> Result<bool, StoreError> {
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             let n = conn
                 .prepare_cached(RENAME)?
                 .execute(params![id, name, now])?;
@@ -595,7 +596,7 @@ impl Store {
 
     /// Hides (or shows again) a person. False: no such person.
     pub fn hide_person(&self, id: i64, hidden: bool) -> Result<bool, StoreError> {
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             let n = conn
                 .prepare_cached(HIDE)?
                 .execute(params![id, hidden, now])?;
@@ -611,7 +612,7 @@ impl Store {
         into: i64,
         from: i64,
     ) -> Result<Result<(), PeopleRefusal>, StoreError> {
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             if into == from {
                 return Ok(Err(PeopleRefusal::SamePerson));
             }
@@ -639,7 +640,7 @@ impl Store {
         face: i64,
         person: Option<i64>,
     ) -> Result<Result<i64, PeopleRefusal>, StoreError> {
-        self.write(move |conn, now| place(conn, face, person, now))
+        self.write_lite(move |conn, now| place(conn, face, person, now))
     }
 
     /// The user says `face` is not `person`: it leaves them and no recluster puts it back.
@@ -648,7 +649,7 @@ impl Store {
         face: i64,
         person: i64,
     ) -> Result<Result<(), PeopleRefusal>, StoreError> {
-        self.write(move |conn, _| {
+        self.write_lite(move |conn, _| {
             if let Err(no) = photo_of(conn, face)? {
                 return Ok(Err(no));
             }

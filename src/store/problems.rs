@@ -98,7 +98,7 @@ impl Store {
         after: i64,
         limit: i64,
     ) -> Result<Vec<(i64, RunProblem)>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             let mut stmt = conn.prepare_cached(PAGE)?;
             let rows = stmt.query_map(params![run_id, after, limit], |r| {
                 let problem = RunProblem {
@@ -119,7 +119,7 @@ impl Store {
         library: Option<i64>,
         limit: i64,
     ) -> Result<(Vec<OpenProblem>, i64), StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             let mut stmt = conn.prepare_cached(OPEN)?;
             let rows = stmt.query_map(params![library, NOT_MEDIA, limit], |r| {
                 Ok(OpenProblem {
@@ -140,6 +140,6 @@ impl Store {
 
     /// How many problems run `run_id` kept (at most `PER_RUN`).
     pub fn run_problem_count(&self, run_id: i64) -> Result<i64, StoreError> {
-        self.read(|conn| Ok(conn.query_row(COUNT, [run_id], |r| r.get(0))?))
+        self.read_lite(|conn| Ok(conn.query_row(COUNT, [run_id], |r| r.get(0))?))
     }
 }

@@ -10,6 +10,7 @@
 //! must not write.
 
 use super::assets::NOT_A_SHOWN_CLIP;
+use super::db::on_lite;
 use super::rows::{ASSET_COLS, asset_from_row, checksum_col, path_from_row};
 use super::{
     Store, StoreError, assets, counters, faces, files, motion, people, plan, sidecars, stacks,
@@ -173,7 +174,7 @@ fn page(
     params.extend(optional.into_iter().filter_map(|(n, v)| v.map(|v| (n, v))));
     let mut items: Vec<_> = conn
         .prepare_cached(&sql)?
-        .query_map(params.as_slice(), asset_from_row)?
+        .query_map(params.as_slice(), |r| on_lite(r, asset_from_row))?
         .collect::<Result<_, _>>()?;
     let next = if items.len() as i64 > limit {
         items.truncate(limit as usize);
@@ -227,11 +228,16 @@ fn queues(conn: &Connection, now: Millis) -> Result<Vec<QueueStats>, StoreError>
 fn snapshot(conn: &Connection, now: Millis) -> Result<MetricsSnapshot, StoreError> {
     let mut counters = Counter::ALL
         .iter()
-        .map(|c| Ok((c.name().to_string(), counters::value(conn, c.name())?)))
+        .map(|c| {
+            Ok((
+                c.name().to_string(),
+                counters::value(&super::db::Db::sqlite(conn), c.name())?,
+            ))
+        })
         .collect::<Result<Vec<_>, StoreError>>()?;
     counters.push((
         SCHEME_RESTARTS.to_string(),
-        counters::value(conn, SCHEME_RESTARTS)?,
+        counters::value(&super::db::Db::sqlite(conn), SCHEME_RESTARTS)?,
     ));
     let last_scan = conn
         .prepare_cached(LAST_SCAN)?
@@ -275,7 +281,7 @@ impl Store {
         after: Option<&AssetCursor>,
         limit: i64,
     ) -> Result<AssetPage, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             let mut page = page(conn, filter, after, limit.max(1))?;
             for asset in &mut page.items {
                 fill(conn, asset)?;
@@ -296,7 +302,7 @@ impl Store {
             has_faces: Some(true),
             ..AssetFilter::default()
         };
-        self.read(|conn| {
+        self.read_lite(|conn| {
             let mut page = page(conn, &filter, after, limit.max(1))?;
             for asset in &mut page.items {
                 motion::load_clip(conn, asset)?;
@@ -314,21 +320,21 @@ impl Store {
         filter: &AssetFilter,
         after: bool,
     ) -> Result<Vec<String>, StoreError> {
-        self.read(|conn| plan(conn, &page_sql(filter, after, crowd(conn, filter)?)))
+        self.read_lite(|conn| plan(conn, &page_sql(filter, after, crowd(conn, filter)?)))
     }
 
     /// The plan SQLite picks for the stack of one asset, which every listed asset reads.
     pub fn asset_stack_plan(&self) -> Result<Vec<String>, StoreError> {
-        self.read(|conn| plan(conn, stacks::OF_ASSET))
+        self.read_lite(|conn| plan(conn, stacks::OF_ASSET))
     }
 
     /// Live assets (`trashed = false`) or the trash (`true`), by id, each with its paths and
     /// stack; a RAW shown by its stack's primary is left out of the live ones.
     pub fn assets(&self, trashed: bool) -> Result<Vec<Asset>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             let list: Vec<Asset> = conn
                 .prepare_cached(LIST)?
-                .query_map([trashed], asset_from_row)?
+                .query_map([trashed], |r| on_lite(r, asset_from_row))?
                 .collect::<Result<_, _>>()?;
             list.into_iter().map(|a| with_paths(conn, a)).collect()
         })
@@ -336,7 +342,7 @@ impl Store {
 
     /// One asset with its paths, live or trashed.
     pub fn asset(&self, id: i64) -> Result<Option<Asset>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             let asset = assets::get(conn, id)?;
             asset.map(|a| with_paths(conn, a)).transpose()
         })
@@ -344,18 +350,18 @@ impl Store {
 
     /// Byte-identical copies: every asset shown by two or more present files, with them.
     pub fn duplicates(&self) -> Result<Vec<DuplicateGroup>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             let mut stmt = conn.prepare_cached(DUPLICATES)?;
             let mut rows = stmt.query([])?;
             let mut groups: Vec<DuplicateGroup> = Vec::new();
             while let Some(r) = rows.next()? {
                 let asset_id: i64 = r.get(0)?;
-                let file = path_from_row(r, 3)?;
+                let file = on_lite(r, |r| path_from_row(r, 3))?;
                 match groups.last_mut() {
                     Some(g) if g.asset_id == asset_id => g.files.push(file),
                     _ => groups.push(DuplicateGroup {
                         asset_id,
-                        checksum: checksum_col(r, 1)?,
+                        checksum: on_lite(r, |r| checksum_col(r, 1))?,
                         size: r.get::<_, i64>(2)? as u64,
                         files: vec![file],
                     }),
@@ -368,7 +374,7 @@ impl Store {
     /// The same pictures with different metadata: groups of two or more assets sharing a
     /// content hash, each asset with its paths.
     pub fn content_twins(&self) -> Result<Vec<ContentTwins>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             let rows = assets::content_twin_ids(conn)?;
             let mut groups: Vec<ContentTwins> = Vec::new();
             for (id, hash) in rows {
@@ -392,7 +398,7 @@ impl Store {
     /// What /metrics reports from the database, read in one go.
     pub fn metrics_snapshot(&self) -> Result<MetricsSnapshot, StoreError> {
         let now = self.now();
-        self.read(|conn| {
+        self.read_lite(|conn| {
             let tx = conn.unchecked_transaction()?;
             let snapshot = snapshot(&tx, now)?;
             tx.commit()?;

@@ -16,7 +16,7 @@ impl Store {
     /// is left to; one still shown takes the sidecar facts of its first copy left. A worker still scanning it finds its lease gone at its next fenced write
     /// and stops. Files on disk are untouched. Returns how many assets were forgotten.
     pub fn remove_library(&self, id: i64) -> Result<u64, StoreError> {
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             let mut assets = libraries::shown_assets(conn, id)?;
             // A pending asset its runs made may no longer be shown by its files (the file
             // changed since): it is read now, while the runs still name the library.

@@ -4,11 +4,12 @@
 //! file's stamp (and a trash intent's, which may be NULL), a photo's embedded video and
 //! Live Photo clip id, and a file's path. Holds no statement and calls no family.
 
+use super::StoreError;
+use super::db::Row;
 use crate::model::{
     Asset, AssetPath, ContentHash, EmbeddedVideo, FileStamp, FileState, LiveClip, MediaFacts,
     MediaKind, TakenAtSource, TrashReason,
 };
-use rusqlite::Row;
 
 macro_rules! asset_cols {
     () => {
@@ -32,18 +33,18 @@ pub(super) type Look = Option<Pixels>;
 
 /// A file's stamp in the four columns from `at`: size, mtime_ns, dev, inode (SQLite
 /// integers are signed; the bits round-trip).
-pub(super) fn file_stamp(r: &Row<'_>, at: usize) -> rusqlite::Result<FileStamp> {
+pub(super) fn file_stamp(r: &Row<'_>, at: usize) -> Result<FileStamp, StoreError> {
     Ok(FileStamp {
-        size: r.get::<_, i64>(at)? as u64,
+        size: r.get::<i64>(at)? as u64,
         mtime_ns: r.get(at + 1)?,
-        dev: r.get::<_, i64>(at + 2)? as u64,
-        inode: r.get::<_, i64>(at + 3)? as u64,
+        dev: r.get::<i64>(at + 2)? as u64,
+        inode: r.get::<i64>(at + 3)? as u64,
     })
 }
 
 /// A stamp in the four columns from `at`; `None` where they are NULL (a trash intent
 /// written before stamps were recorded).
-pub(super) fn stamp_at(r: &Row<'_>, at: usize) -> rusqlite::Result<Option<FileStamp>> {
+pub(super) fn stamp_at(r: &Row<'_>, at: usize) -> Result<Option<FileStamp>, StoreError> {
     let size: Option<i64> = r.get(at)?;
     match size {
         Some(_) => file_stamp(r, at).map(Some),
@@ -66,7 +67,7 @@ pub(super) fn stamp_cols(s: Option<FileStamp>) -> [Option<i64>; 4] {
 
 /// The look in columns `at`, `at + 1` and `at + 2`: content_hash, content_hash_scheme,
 /// orientation.
-pub(super) fn look(r: &Row<'_>, at: usize) -> rusqlite::Result<Look> {
+pub(super) fn look(r: &Row<'_>, at: usize) -> Result<Look, StoreError> {
     let hash: Option<Vec<u8>> = r.get(at)?;
     let scheme: Option<i64> = r.get(at + 1)?;
     Ok(match (hash, scheme) {
@@ -76,7 +77,10 @@ pub(super) fn look(r: &Row<'_>, at: usize) -> rusqlite::Result<Look> {
 }
 
 /// The content hash at `idx` and its scheme at `idx + 1`, when both are set.
-pub(super) fn content_hash_cols(r: &Row<'_>, idx: usize) -> rusqlite::Result<Option<ContentHash>> {
+pub(super) fn content_hash_cols(
+    r: &Row<'_>,
+    idx: usize,
+) -> Result<Option<ContentHash>, StoreError> {
     let scheme: Option<i64> = r.get(idx + 1)?;
     let hash: Option<Vec<u8>> = r.get(idx)?;
     match (hash, scheme) {
@@ -88,32 +92,25 @@ pub(super) fn content_hash_cols(r: &Row<'_>, idx: usize) -> rusqlite::Result<Opt
     }
 }
 
-pub(super) fn checksum_col(r: &Row<'_>, idx: usize) -> rusqlite::Result<[u8; 32]> {
-    let bytes: Vec<u8> = r.get(idx)?;
-    bytes.try_into().map_err(|_| {
-        rusqlite::Error::FromSqlConversionFailure(
-            idx,
-            rusqlite::types::Type::Blob,
-            "a checksum is 32 bytes".into(),
-        )
-    })
+pub(super) fn checksum_col(r: &Row<'_>, idx: usize) -> Result<[u8; 32], StoreError> {
+    r.get(idx)
 }
 
 fn opt_enum<T>(
     r: &Row<'_>,
     idx: usize,
     parse: fn(&str) -> Option<T>,
-) -> rusqlite::Result<Option<T>> {
+) -> Result<Option<T>, StoreError> {
     let text: Option<String> = r.get(idx)?;
     Ok(text.as_deref().and_then(parse))
 }
 
-pub(super) fn asset_from_row(r: &Row<'_>) -> rusqlite::Result<Asset> {
+pub(super) fn asset_from_row(r: &Row<'_>) -> Result<Asset, StoreError> {
     Ok(Asset {
         id: r.get(0)?,
         owner: r.get(1)?,
         checksum: checksum_col(r, 2)?,
-        size: r.get::<_, i64>(3)? as u64,
+        size: r.get::<i64>(3)? as u64,
         facts: MediaFacts {
             mime: r.get(4)?,
             kind: opt_enum(r, 5, MediaKind::parse)?,
@@ -154,7 +151,7 @@ pub(super) fn asset_from_row(r: &Row<'_>) -> rusqlite::Result<Asset> {
 }
 
 /// `motion_offset` at `idx` and `motion_length` at `idx + 1`, when both are set.
-fn embedded_cols(r: &Row<'_>, idx: usize) -> rusqlite::Result<Option<EmbeddedVideo>> {
+fn embedded_cols(r: &Row<'_>, idx: usize) -> Result<Option<EmbeddedVideo>, StoreError> {
     let offset: Option<i64> = r.get(idx)?;
     let length: Option<i64> = r.get(idx + 1)?;
     Ok(offset.zip(length).map(|(o, l)| EmbeddedVideo {
@@ -164,7 +161,7 @@ fn embedded_cols(r: &Row<'_>, idx: usize) -> rusqlite::Result<Option<EmbeddedVid
 }
 
 /// `live_video_id` at `idx`, to be completed by `motion::load_clip`.
-fn clip_col(r: &Row<'_>, idx: usize) -> rusqlite::Result<Option<LiveClip>> {
+fn clip_col(r: &Row<'_>, idx: usize) -> Result<Option<LiveClip>, StoreError> {
     let id: Option<i64> = r.get(idx)?;
     Ok(id.map(|asset_id| LiveClip {
         asset_id,
@@ -173,12 +170,12 @@ fn clip_col(r: &Row<'_>, idx: usize) -> rusqlite::Result<Option<LiveClip>> {
     }))
 }
 
-pub(super) fn path_from_row(r: &Row<'_>, at: usize) -> rusqlite::Result<AssetPath> {
+pub(super) fn path_from_row(r: &Row<'_>, at: usize) -> Result<AssetPath, StoreError> {
     Ok(AssetPath {
         file_id: r.get(at)?,
         library_id: r.get(at + 1)?,
         rel_path: r.get(at + 2)?,
         rel_path_text: r.get(at + 3)?,
-        state: super::parse_col(r, at + 4, FileState::parse)?,
+        state: super::parse_at(r, at + 4, FileState::parse)?,
     })
 }

@@ -60,7 +60,7 @@ impl Store {
             RunOutcome::Suspect => RunState::Suspect,
         };
         let (lease, reason) = (lease.clone(), reason.map(str::to_string));
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             let n = finish(conn, &lease, (state, reason), None, now)?;
             expect_one(&lease, n)
         })

@@ -581,7 +581,7 @@ impl Store {
         req: ScanRequest,
         options: AdmissionOptions,
     ) -> Result<(ScanRun, Admission), StoreError> {
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             if let Some(key) = &options.idempotency_key
                 && let Some(run) = replay(conn, key, &req)?
             {
@@ -605,7 +605,7 @@ impl Store {
     /// Claims the oldest due waiting run of a librar    /// Claims the oldest due waiting run of a library with nothing running, for `ttl` ms.
     pub fn claim_scan_run(&self, ttl: Millis) -> Result<Option<(Lease, ScanRun)>, StoreError> {
         let (owner, host) = (self.owner().to_string(), self.host().to_string());
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             let run = conn
                 .prepare_cached(CLAIM)?
                 .query_row(params![owner, now, ttl, host], run_from_row)
@@ -617,7 +617,7 @@ impl Store {
     /// Records the run's progress (fenced).
     pub fn checkpoint_scan(&self, lease: &Lease, progress: &str) -> Result<(), StoreError> {
         let (lease, progress) = (lease.clone(), progress.to_string());
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             let n = conn.prepare_cached(CHECKPOINT)?.execute(params![
                 lease.id,
                 lease.generation,
@@ -640,7 +640,7 @@ impl Store {
     /// and what the failed attempt indexed stays.
     pub fn pause_scan(&self, lease: &Lease, error: &str) -> Result<(), StoreError> {
         let (lease, error) = (lease.clone(), error.to_string());
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             let n = end(conn, &lease, (RunState::Failed, Some(error)), now)?;
             expect_one(&lease, n)?;
             let run = get(conn, lease.id)?.ok_or_else(|| lost(&lease))?;
@@ -658,7 +658,7 @@ impl Store {
     pub fn retry_scan(&self, lease: &Lease, error: &str) -> Result<(), StoreError> {
         let (lease, error) = (lease.clone(), error.to_string());
         let policy = self.inner.policy.clone();
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             let n = end(conn, &lease, (RunState::Failed, Some(error)), now)?;
             expect_one(&lease, n)?;
             let run = get(conn, lease.id)?.ok_or_else(|| lost(&lease))?;
@@ -674,7 +674,7 @@ impl Store {
         reason: Option<String>,
     ) -> Result<(), StoreError> {
         let lease = lease.clone();
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             let n = end(conn, &lease, (state, reason), now)?;
             expect_one(&lease, n)
         })
@@ -684,19 +684,19 @@ impl Store {
     /// by the writer: a successor reclaim created just before is cancelled too, and a
     /// reclaim just after finds nothing running. Returns what it cancelled, by id.
     pub fn cancel_scans(&self, library_id: i64) -> Result<Vec<ScanRun>, StoreError> {
-        self.write(move |conn, now| cancel_library(conn, library_id, now))
+        self.write_lite(move |conn, now| cancel_library(conn, library_id, now))
     }
 
     /// Cancels run `id` the same way, in one write: its library's waiting and running runs,
     /// if the run or a successor reclaim made of it still waits or runs. Empty when its work
     /// had ended (or there is no such run).
     pub fn cancel_scan_run(&self, id: i64) -> Result<Vec<ScanRun>, StoreError> {
-        self.write(move |conn, now| cancel_run(conn, id, now))
+        self.write_lite(move |conn, now| cancel_run(conn, id, now))
     }
 
     /// How many runs are in each state (states with none are left out).
     pub fn scan_run_counts(&self) -> Result<Vec<(RunState, i64)>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             let mut stmt = conn.prepare_cached(COUNTS)?;
             let rows =
                 stmt.query_map([], |r| Ok((parse_col(r, 0, RunState::parse)?, r.get(1)?)))?;
@@ -705,7 +705,7 @@ impl Store {
     }
 
     pub fn scan_run(&self, id: i64) -> Result<Option<ScanRun>, StoreError> {
-        self.read(|conn| get(conn, id))
+        self.read_lite(|conn| get(conn, id))
     }
 
     /// Run history, newest first, for one library or all.
@@ -714,7 +714,7 @@ impl Store {
         library_id: Option<i64>,
         limit: i64,
     ) -> Result<Vec<ScanRun>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             Ok(conn
                 .prepare_cached(LIST)?
                 .query_map(params![library_id, limit], run_from_row)?
@@ -724,7 +724,7 @@ impl Store {
 
     /// A run's provenance counts, reasons with none left out.
     pub fn run_reasons(&self, run_id: i64) -> Result<Vec<(Provenance, i64)>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             let mut stmt = conn.prepare_cached(REASONS)?;
             let rows = stmt.query_map([run_id], |r| {
                 Ok((parse_col(r, 0, Provenance::parse)?, r.get(1)?))

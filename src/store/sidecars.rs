@@ -188,7 +188,7 @@ mod plan_tests {
             Store::open(&dir.path().join("m.db"), clock, StoreOptions::default()).expect("open");
         for sql in [super::OTHER_COPY, super::FIRST_LENT, super::LEND_ASSETS] {
             let plan = store
-                .write(move |conn, _| {
+                .write_lite(move |conn, _| {
                     let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
                     // Unbound parameters are NULL: the plan is what counts.
                     let mut rows = stmt.raw_query();

@@ -71,7 +71,7 @@ pub(super) fn stamp(
 impl Store {
     /// Every live picture with a hash, by id: what the groups are made of.
     pub fn picture_hashes(&self) -> Result<Vec<PictureHash>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             let mut stmt = conn.prepare_cached(LIVE)?;
             let rows = stmt.query_map([], picture)?;
             Ok(rows.collect::<Result<_, _>>()?)
@@ -81,7 +81,7 @@ impl Store {
     /// The hash of one asset (trashed or not), `None` while it has none.
     pub fn picture_hash(&self, id: i64) -> Result<Option<PictureHash>, StoreError> {
         use rusqlite::OptionalExtension;
-        self.read(|conn| {
+        self.read_lite(|conn| {
             Ok(conn
                 .prepare_cached(OF_ASSET)?
                 .query_row([id], picture)
@@ -93,7 +93,7 @@ impl Store {
     /// while no walk stamped it.
     pub fn picture_hash_stamp(&self, id: i64) -> Result<Option<(Option<u64>, i64)>, StoreError> {
         use rusqlite::OptionalExtension;
-        self.read(|conn| {
+        self.read_lite(|conn| {
             Ok(conn
                 .prepare_cached(STAMP_OF)?
                 .query_row([id], |r| {
@@ -106,7 +106,7 @@ impl Store {
     /// The live pictures whose band `b` is one of `probes[b]` (`similar::index::band_probes`),
     /// each once, by id: the candidates near one hash, found through the band indexes.
     pub fn pictures_in_bands(&self, probes: &[Vec<u16>]) -> Result<Vec<PictureHash>, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             let mut out = Vec::new();
             for (sql, values) in NEAR.iter().zip(probes) {
                 let values = serde_json::to_string(values)
@@ -125,6 +125,6 @@ impl Store {
 
     /// The plans SQLite picks for the four band lookups.
     pub fn pictures_in_bands_plan(&self) -> Result<Vec<Vec<String>>, StoreError> {
-        self.read(|conn| NEAR.iter().map(|sql| super::plan(conn, sql)).collect())
+        self.read_lite(|conn| NEAR.iter().map(|sql| super::plan(conn, sql)).collect())
     }
 }

@@ -15,7 +15,7 @@ impl Store {
     /// its scan recorded: what `locate` needs to find the one to read for a request.
     pub fn asset_files(&self, id: i64) -> Result<Vec<WalkFile>, StoreError> {
         let host = self.host();
-        self.read(|conn| walks::files_of(conn, host, id))
+        self.read_lite(|conn| walks::files_of(conn, host, id))
     }
 
     /// Completes a thumbnail batch's row in one fenced transaction: the decodes of the batch
@@ -27,7 +27,7 @@ impl Store {
         next: Option<NewJob>,
     ) -> Result<(), StoreError> {
         let lease = lease.clone();
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             jobs::complete(conn, &lease, now)?;
             decode_timeouts::record(conn, &timed_out, now)?;
             if let Some(next) = &next {
@@ -45,7 +45,7 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<ThumbAsset>, StoreError> {
         let host = self.host();
-        self.read_snapshot(|conn| {
+        self.read_snapshot_lite(|conn| {
             let heads = assets::thumb_heads(conn, after, last, limit)?;
             let mut parts = Parts::of(conn, host, heads.iter().map(|h| h.0))?;
             heads

@@ -17,6 +17,7 @@
 
 use super::assets::{state, trash};
 use super::chains::request_in;
+use super::db::on_lite;
 use super::intents::{self, Planned};
 use super::jobs::complete;
 use super::move_jobs::{self, Held};
@@ -344,7 +345,7 @@ fn planned_restore(
                 library_id: r.get(0)?,
                 from: r.get(2)?,
                 to: r.get(1)?,
-                stamp: stamp_at(r, 3)?,
+                stamp: on_lite(r, |r| stamp_at(r, 3))?,
             })
         })?
         .collect::<Result<_, _>>()?)
@@ -381,7 +382,7 @@ impl Store {
     /// folder of the move. An asset without present files is trashed at once (`Settled`).
     pub fn begin_trash(&self, asset_id: i64, ttl: Millis) -> Result<Begun, StoreError> {
         let owner = self.owner().to_string();
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             expect_state(conn, asset_id, false)?;
             let move_id = intents::next_move(conn)?;
             let mut moves = planned_trash(conn, asset_id, move_id)?;
@@ -416,7 +417,7 @@ impl Store {
         ttl: Millis,
     ) -> Result<Begun, StoreError> {
         let owner = self.owner().to_string();
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             expect_state(conn, asset_id, false)?;
             let move_id = intents::next_move(conn)?;
             let all = planned_trash(conn, asset_id, move_id)?;
@@ -456,7 +457,7 @@ impl Store {
         follow_up: Option<WalkRequest>,
     ) -> Result<Begun, StoreError> {
         let owner = self.owner().to_string();
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             // A live asset's restore brings back the copies a trash of copies took.
             let copies = state(conn, asset_id)? == Some(false);
             let moves = match copies {
@@ -487,7 +488,7 @@ impl Store {
     /// The move a `move` job holds, with its intents as they stand now (for the holder of a
     /// claimed job: the reclaimer of a move whose first holder died).
     pub fn held_move(&self, job_id: i64) -> Result<Move, StoreError> {
-        self.read(|conn| {
+        self.read_lite(|conn| {
             let (move_id, asset_id, action, rollback) = move_jobs::holds(conn, job_id)?
                 .ok_or_else(|| StoreError::NotFound(format!("no move job {job_id}")))?;
             let intents = intents::of_move(conn, move_id)?;
@@ -510,7 +511,7 @@ impl Store {
         how: Settle,
     ) -> Result<(), StoreError> {
         let lease = lease.clone();
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             let held = move_jobs::fence(conn, &lease, now)?;
             settle(conn, &held, intent_id, how, now)
         })
@@ -524,14 +525,14 @@ impl Store {
         follow_up: Option<WalkRequest>,
     ) -> Result<Finish, StoreError> {
         let lease = lease.clone();
-        self.write(move |conn, now| finish(conn, &lease, follow_up.as_ref(), now))
+        self.write_lite(move |conn, now| finish(conn, &lease, follow_up.as_ref(), now))
     }
 
     /// Records that the held move is being rolled back, and why (fenced): whoever holds it
     /// next rolls it back too, never forward again.
     pub fn start_rollback(&self, lease: &Lease, reason: &str) -> Result<(), StoreError> {
         let (lease, reason) = (lease.clone(), reason.to_string());
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             move_jobs::fence(conn, &lease, now)?;
             move_jobs::start_rollback(conn, &lease, &reason, now)
         })
@@ -541,7 +542,7 @@ impl Store {
     /// and the job is `failed` with the rollback's reason.
     pub fn end_rolled_back(&self, lease: &Lease) -> Result<(), StoreError> {
         let lease = lease.clone();
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             let held = move_jobs::fence(conn, &lease, now)?;
             if intents::unsettled(conn, held.move_id)? > 0 {
                 return Err(StoreError::Conflict(format!(
@@ -561,6 +562,6 @@ impl Store {
         intent: &TrashIntent,
     ) -> Result<Option<(Option<i64>, FileStamp)>, StoreError> {
         let (library, path) = (intent.library_id, row_path(intent).to_vec());
-        self.read(move |conn| files::row_stamp(conn, library, &path))
+        self.read_lite(move |conn| files::row_stamp(conn, library, &path))
     }
 }

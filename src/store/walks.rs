@@ -9,6 +9,7 @@
 //! the end" is written only once every live asset was visited. The ONE fenced transaction
 //! that commits a batch is `chains`'.
 
+use super::db::on_lite;
 use super::rows::{Look, checksum_col, file_stamp, look};
 use super::{Store, StoreError, parse_col};
 use crate::model::{ContentHash, Millis, WalkFile, WalkKindId, WalkRecord, WalkVisit};
@@ -186,7 +187,7 @@ fn walk_file(r: &rusqlite::Row<'_>) -> rusqlite::Result<WalkFile> {
         root: r.get(0)?,
         rel_path: r.get(1)?,
         present: r.get(2)?,
-        stamp: file_stamp(r, 3)?,
+        stamp: on_lite(r, |r| file_stamp(r, 3))?,
         trashed_to: r.get(7)?,
     })
 }
@@ -299,7 +300,10 @@ pub(super) fn batch_heads(
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let mut stmt = conn.prepare_cached(sql)?;
     let heads = stmt.query_map(params![after, scheme, force, limit, rollback], |r| {
-        Ok(((r.get(0)?, checksum_col(r, 1)?, r.get(2)?), look(r, 3)?))
+        Ok((
+            (r.get(0)?, on_lite(r, |r| checksum_col(r, 1))?, r.get(2)?),
+            on_lite(r, |r| look(r, 3))?,
+        ))
     })?;
     Ok(heads.collect::<Result<_, _>>()?)
 }
@@ -307,7 +311,7 @@ pub(super) fn batch_heads(
 impl Store {
     /// The walk record of `kind`, if any walk or start has written one.
     pub fn walk_record(&self, kind: WalkKindId) -> Result<Option<WalkRecord>, StoreError> {
-        self.read(|conn| record(conn, kind))
+        self.read_lite(|conn| record(conn, kind))
     }
 
     /// At start: clamps the record's `scheme` down to `current` (this binary's) and raises
@@ -317,7 +321,7 @@ impl Store {
         kind: WalkKindId,
         current: i64,
     ) -> Result<WalkRecord, StoreError> {
-        self.write(move |conn, now| {
+        self.write_lite(move |conn, now| {
             conn.prepare_cached(START)?
                 .execute(params![kind.as_str(), current, now])?;
             record(conn, kind)?.ok_or_else(|| {
@@ -329,7 +333,7 @@ impl Store {
     /// During work: raises the record's `seen` to `current` (creating the record), and never
     /// clamps its `scheme`: that is the start's alone.
     pub fn raise_walk_seen(&self, kind: WalkKindId, current: i64) -> Result<(), StoreError> {
-        self.write(move |conn, now| raise_seen(conn, kind, current, now))
+        self.write_lite(move |conn, now| raise_seen(conn, kind, current, now))
     }
 
     /// How many assets a walk of `kind` still has to visit after `after`.
@@ -350,7 +354,7 @@ impl Store {
             WalkKindId::Similar => SIMILAR_LEFT,
             WalkKindId::Embeddings => EMBED_LEFT,
         };
-        self.read(|conn| {
+        self.read_lite(|conn| {
             Ok(conn
                 .prepare_cached(sql)?
                 .query_row(params![after, scheme, force, rollback], |r| r.get(0))?)

@@ -15,6 +15,7 @@
 //! commit rewrote most of their leaves (issue 29). A later operation of the group that fails
 //! rolls back the whole group; so does the group's seal (its fence, checked again just
 //! before the commit), so a group lands whole, under a lease still held, or not at all.
+use super::db::Db;
 use super::{StoreError, counters};
 use crate::model::Counter;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded, unbounded};
@@ -27,26 +28,26 @@ use std::time::{Duration, Instant};
 
 /// How one operation ended inside the transaction; a failure carries its error again for
 /// the other operations of a group its rollback undoes (`echo`).
-enum Status {
+pub(super) enum Status {
     Ok,
     Failed(StoreError),
     LeaseLost(StoreError),
 }
 
 /// Delivers the operation's result once the batch's fate is known (`None` = committed).
-type Reply = Box<dyn FnOnce(Option<StoreError>) + Send>;
-type Run = Box<dyn FnOnce(&Connection) -> (Status, Reply) + Send>;
+pub(super) type Reply = Box<dyn FnOnce(Option<StoreError>) + Send>;
+pub(super) type Run = Box<dyn FnOnce(&Db<'_>) -> (Status, Reply) + Send>;
 
 /// An operation and the way to answer it without running it (its batch is already lost).
-struct Op {
-    run: Run,
-    abort: Box<dyn FnOnce(StoreError) + Send>,
-    group: Option<Group>,
+pub(super) struct Op {
+    pub(super) run: Run,
+    pub(super) abort: Box<dyn FnOnce(StoreError) + Send>,
+    pub(super) group: Option<Group>,
 }
 
 /// Checked just before a group commits, inside its transaction: the fence of the lease the
 /// group's operations wrote under. An error rolls the whole group back.
-pub(super) type Seal = Box<dyn FnOnce(&Connection) -> Result<(), StoreError> + Send>;
+pub(super) type Seal = Box<dyn FnOnce(&Db<'_>) -> Result<(), StoreError> + Send>;
 
 /// What makes an operation grouped: operations of one `id` (a scan run) share a transaction.
 pub(super) struct Group {
@@ -124,7 +125,7 @@ impl Committed {
 }
 
 /// The same failure again, for the other operations a group's rollback undid.
-fn echo(e: &StoreError) -> StoreError {
+pub(super) fn echo(e: &StoreError) -> StoreError {
     match e {
         StoreError::LeaseLost {
             target,
@@ -154,9 +155,9 @@ pub(super) struct Writer {
 /// What the writer has committed since it started: operations and rows changed. Read by
 /// tests and benchmarks to show that a piece of work costs no per-file write.
 #[derive(Default)]
-struct Stats {
-    ops: AtomicU64,
-    rows: AtomicU64,
+pub(super) struct Stats {
+    pub(super) ops: AtomicU64,
+    pub(super) rows: AtomicU64,
 }
 
 /// A snapshot of the writer's committed work.
@@ -188,6 +189,25 @@ impl Writer {
         })
     }
 
+    /// A writer whose thread runs another engine's loop (`pg_writer`): the same calls,
+    /// answers and counts over the same channel.
+    pub(super) fn spawn(
+        run: impl FnOnce(Receiver<Op>, &Stats) + Send + 'static,
+    ) -> Result<Writer, StoreError> {
+        let (sender, receiver) = unbounded::<Op>();
+        let stats = Arc::new(Stats::default());
+        let counted = stats.clone();
+        let thread = std::thread::Builder::new()
+            .name("mediadex-writer".into())
+            .spawn(move || run(receiver, &counted))
+            .map_err(|_| StoreError::WriterGone)?;
+        Ok(Writer {
+            sender: Some(sender),
+            thread: Some(thread),
+            stats,
+        })
+    }
+
     pub(super) fn stats(&self) -> WriteStats {
         WriteStats {
             ops: self.stats.ops.load(Ordering::SeqCst),
@@ -198,7 +218,7 @@ impl Writer {
     pub(super) fn call<T, F>(&self, op: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+        F: FnOnce(&Db<'_>) -> Result<T, StoreError> + Send + 'static,
     {
         let (reply_tx, reply_rx) = bounded(1);
         let abort_tx = reply_tx.clone();
@@ -241,7 +261,7 @@ impl Writer {
     ) -> Result<(T, Committed), StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+        F: FnOnce(&Db<'_>) -> Result<T, StoreError> + Send + 'static,
     {
         let (ran_tx, ran_rx) = bounded(1);
         let (done_tx, done_rx) = bounded(1);
@@ -384,7 +404,7 @@ fn join(
         }
     };
     let Op { run, abort, .. } = op;
-    let (status, reply) = match catch_unwind(AssertUnwindSafe(|| run(conn))) {
+    let (status, reply) = match catch_unwind(AssertUnwindSafe(|| run(&Db::sqlite(conn)))) {
         Ok(done) => done,
         Err(_) => {
             tracing::error!("a write operation panicked; its group was rolled back");
@@ -421,7 +441,7 @@ fn join(
 /// counted after the rollback, so the count survives.
 fn undo(conn: &Connection, open: Open, why: &StoreError, lease_lost: bool) {
     let _ = conn.execute_batch("ROLLBACK");
-    if lease_lost && let Err(e) = counters::bump_raw(conn, Counter::FenceRejections, 1) {
+    if lease_lost && let Err(e) = counters::bump(&Db::sqlite(conn), Counter::FenceRejections, 1) {
         tracing::error!(error = %e, "could not count a fence rejection");
     }
     tracing::warn!(error = %why, ops = open.replies.len(), "write group rolled back");
@@ -434,7 +454,7 @@ fn undo(conn: &Connection, open: Open, why: &StoreError, lease_lost: bool) {
 fn close(conn: &Connection, open: Option<Open>, stats: &Stats) {
     let Some(mut open) = open else { return };
     if let Some(seal) = open.seal.take()
-        && let Err(e) = seal(conn)
+        && let Err(e) = seal(&Db::sqlite(conn))
     {
         let lost = e.is_lease_lost();
         return undo(conn, open, &e, lost);
@@ -523,7 +543,7 @@ fn run_solo(conn: &Connection, op: Op, stats: &Stats) {
         return (op.abort)(StoreError::from_batch(&e));
     }
     let Op { run, abort, .. } = op;
-    let (status, reply) = match catch_unwind(AssertUnwindSafe(|| run(conn))) {
+    let (status, reply) = match catch_unwind(AssertUnwindSafe(|| run(&Db::sqlite(conn)))) {
         Ok(done) => done,
         Err(_) => {
             tracing::error!("a write operation panicked; it was rolled back");
@@ -535,9 +555,13 @@ fn run_solo(conn: &Connection, op: Op, stats: &Stats) {
         Status::Ok => conn.execute_batch("COMMIT"),
         Status::Failed(_) => conn.execute_batch("ROLLBACK"),
         // Counted after the rollback, in a transaction of its own, so the count survives.
-        Status::LeaseLost(_) => conn
-            .execute_batch("ROLLBACK")
-            .and_then(|()| counters::bump_raw(conn, Counter::FenceRejections, 1)),
+        Status::LeaseLost(_) => conn.execute_batch("ROLLBACK").and_then(|()| {
+            Ok(counters::bump(
+                &Db::sqlite(conn),
+                Counter::FenceRejections,
+                1,
+            )?)
+        }),
     };
     match outcome {
         Ok(()) => {
@@ -569,7 +593,7 @@ fn run_one(conn: &Connection, op: Op) -> Result<Option<Reply>, (Reply, rusqlite:
         return Err((reply, e));
     }
     let Op { run, abort, .. } = op;
-    let (status, reply) = match catch_unwind(AssertUnwindSafe(|| run(conn))) {
+    let (status, reply) = match catch_unwind(AssertUnwindSafe(|| run(&Db::sqlite(conn)))) {
         Ok((status, reply)) => (status, Some(reply)),
         Err(_) => {
             tracing::error!("a write operation panicked; it was rolled back");
@@ -582,7 +606,13 @@ fn run_one(conn: &Connection, op: Op) -> Result<Option<Reply>, (Reply, rusqlite:
         Status::Failed(_) => conn.execute_batch("ROLLBACK TO op; RELEASE op"),
         Status::LeaseLost(_) => conn
             .execute_batch("ROLLBACK TO op; RELEASE op")
-            .and_then(|()| counters::bump_raw(conn, Counter::FenceRejections, 1)),
+            .and_then(|()| {
+                Ok(counters::bump(
+                    &Db::sqlite(conn),
+                    Counter::FenceRejections,
+                    1,
+                )?)
+            }),
     };
     match (end, reply) {
         (Ok(()), reply) => Ok(reply),
@@ -634,7 +664,7 @@ mod tests {
     }
 
     fn count(w: &Writer) -> i64 {
-        w.call(|c| Ok(c.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?))
+        w.call(|c| c.one("SELECT count(*) FROM t", args!(), |r| r.get(0)))
             .expect("count")
     }
 
@@ -661,7 +691,7 @@ mod tests {
                 let w = w.clone();
                 std::thread::spawn(move || {
                     w.call(move |c| {
-                        c.execute("INSERT INTO t (x) VALUES (?1)", [i])?;
+                        c.execute("INSERT INTO t (x) VALUES (?1)", args!(i))?;
                         match i {
                             2 => Err(StoreError::Conflict("boom".into())),
                             4 => Err(StoreError::LeaseLost {
@@ -686,7 +716,7 @@ mod tests {
         assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 4);
         assert_eq!(count(&w), 4, "only the failed ops' rows were undone");
         let rejections: i64 = w
-            .call(|c| Ok(c.query_row("SELECT value FROM counters", [], |r| r.get(0))?))
+            .call(|c| c.one("SELECT value FROM counters", args!(), |r| r.get(0)))
             .expect("counter");
         assert_eq!(rejections, 1);
     }
@@ -696,15 +726,15 @@ mod tests {
         let (_dir, w) = writer();
         // Alone in its batch, the op is the transaction: there is no savepoint to release.
         let released: Result<(), StoreError> =
-            w.call(|c| Ok(c.execute_batch("RELEASE op").map(|_| ())?));
+            w.call(|c| Ok(c.lite()?.execute_batch("RELEASE op")?));
         assert!(released.is_err(), "a sole op ran inside a savepoint");
         let failed: Result<(), StoreError> = w.call(|c| {
-            c.execute("INSERT INTO t (x) VALUES (1)", [])?;
+            c.execute("INSERT INTO t (x) VALUES (1)", args!())?;
             Err(StoreError::Conflict("boom".into()))
         });
         assert!(matches!(failed, Err(StoreError::Conflict(_))));
         let stale: Result<(), StoreError> = w.call(|c| {
-            c.execute("INSERT INTO t (x) VALUES (2)", [])?;
+            c.execute("INSERT INTO t (x) VALUES (2)", args!())?;
             Err(StoreError::LeaseLost {
                 target: Target::Job,
                 id: 1,
@@ -712,11 +742,11 @@ mod tests {
             })
         });
         assert!(matches!(stale, Err(StoreError::LeaseLost { .. })));
-        w.call(|c| Ok(c.execute("INSERT INTO t (x) VALUES (3)", [])?))
+        w.call(|c| c.execute("INSERT INTO t (x) VALUES (3)", args!()))
             .expect("insert");
         assert_eq!(count(&w), 1, "the failed and the stale op were undone");
         let rejections: i64 = w
-            .call(|c| Ok(c.query_row("SELECT value FROM counters", [], |r| r.get(0))?))
+            .call(|c| c.one("SELECT value FROM counters", args!(), |r| r.get(0)))
             .expect("counter");
         assert_eq!(rejections, 1, "the stale op was counted");
         let stats = w.stats();
@@ -728,7 +758,7 @@ mod tests {
         let (_dir, w) = writer();
         let panicked: Result<(), StoreError> = w.call(|_| panic!("bug"));
         assert!(matches!(panicked, Err(StoreError::WriterGone)));
-        w.call(|c| Ok(c.execute("INSERT INTO t (x) VALUES (1)", [])?))
+        w.call(|c| c.execute("INSERT INTO t (x) VALUES (1)", args!()))
             .expect("the writer still works");
         assert_eq!(count(&w), 1);
     }
@@ -761,7 +791,7 @@ mod tests {
         };
         let (_, committed) = w
             .call_grouped(group, move |c| {
-                Ok(c.execute("INSERT INTO t (x) VALUES (?1)", [x])?)
+                c.execute("INSERT INTO t (x) VALUES (?1)", args!(x))
             })
             .expect("grouped insert");
         committed
@@ -838,7 +868,7 @@ mod tests {
             seal: holds(),
         };
         let stale: Result<((), Committed), StoreError> = w.call_grouped(group, |c| {
-            c.execute("INSERT INTO t (x) VALUES (2)", [])?;
+            c.execute("INSERT INTO t (x) VALUES (2)", args!())?;
             Err(lost())
         });
         assert!(matches!(stale, Err(StoreError::LeaseLost { .. })));
@@ -890,10 +920,9 @@ mod tests {
             seal: holds(),
         };
         let (_, second) = w
-            .call_grouped(
-                group,
-                |c| Ok(c.execute("INSERT INTO t (x) VALUES (2)", [])?),
-            )
+            .call_grouped(group, |c| {
+                c.execute("INSERT INTO t (x) VALUES (2)", args!())
+            })
             .expect("insert");
         first.wait().expect("the first group committed");
         assert_eq!(on_disk(&other), 1);

@@ -92,6 +92,50 @@ macro_rules! on_both {
     };
 }
 
+/// Runs `check` in a transaction over a fresh index's schema as `Store::open` makes it.
+pub(crate) fn on_sqlite_schema(check: Check) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index.db");
+    let clock = crate::clock::FakeClock::new(1_000);
+    drop(crate::store::Store::open(&path, clock, crate::store::StoreOptions::default()).unwrap());
+    let mut conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("PRAGMA foreign_keys = ON").unwrap();
+    let tx = conn.transaction().unwrap();
+    check(&Db::sqlite(&tx)).unwrap();
+}
+
+/// Runs `check` in a transaction over the PostgreSQL baseline, in a scratch schema.
+pub(crate) fn on_postgres_schema(check: Check) {
+    let mut pg = PgScratch::new();
+    pg.client.batch_execute(POSTGRES_BASELINE).unwrap();
+    let mut statements = Statements::default();
+    let db = Db::postgres(pg.client.transaction().unwrap(), &mut statements);
+    check(&db).unwrap();
+    db.commit().unwrap();
+}
+
+/// A family's checks on both engines' real schemas: each `check` (a `fn(&Db) ->
+/// Result<(), StoreError>` in the calling module) runs on SQLite in `cargo test` and on
+/// PostgreSQL in the pg tier (`on_postgres::`, ignored without a server).
+macro_rules! on_both_schemas {
+    ($($check:ident),* $(,)?) => {
+        mod on_sqlite {
+            $(#[test]
+            fn $check() {
+                $crate::store::db::tests::on_sqlite_schema(super::$check)
+            })*
+        }
+        mod on_postgres {
+            $(#[test]
+            #[ignore = "needs PostgreSQL: MEDIADEX_TEST_PG_URL (.ci/run starts one)"]
+            fn $check() {
+                $crate::store::db::tests::on_postgres_schema(super::$check)
+            })*
+        }
+    };
+}
+pub(crate) use on_both_schemas;
+
 on_both!(
     execute_answers_the_rows_it_changed,
     every_kind_of_value_reads_back_as_it_was_bound,

@@ -37,6 +37,10 @@ value_from! {
     i64 => |v| Value::Int(v),
     i32 => |v| Value::Int(v.into()),
     u32 => |v| Value::Int(v.into()),
+    i16 => |v| Value::Int(v.into()),
+    u16 => |v| Value::Int(v.into()),
+    i8 => |v| Value::Int(v.into()),
+    u8 => |v| Value::Int(v.into()),
     bool => |v| Value::Int(v.into()),
     f64 => |v| Value::Real(v),
     &'a str => |v| Value::Text(Cow::Borrowed(v)),
@@ -197,6 +201,22 @@ impl Scalar for i64 {
         }
     }
 }
+
+/// The narrower integers a model keeps (a width, an orientation, a rating), read as an
+/// i64 and range-checked, as rusqlite does.
+macro_rules! narrow_scalar {
+    ($($t:ty),*) => {
+        $(impl Scalar for $t {
+            fn read_pg(row: &postgres::Row, idx: usize, ty: &Type) -> Result<Option<Self>, String> {
+                i64::read_pg(row, idx, ty)?
+                    .map(|i| <$t>::try_from(i).map_err(|_| format!("holds {i}, beyond {}", stringify!($t))))
+                    .transpose()
+            }
+        })*
+    };
+}
+
+narrow_scalar!(i32, u32, i16, u16, i8, u8);
 
 impl Scalar for bool {
     fn read_pg(row: &postgres::Row, idx: usize, ty: &Type) -> Result<Option<Self>, String> {

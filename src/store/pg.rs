@@ -1,0 +1,214 @@
+//! The PostgreSQL engine's connections (a helper): opening one from the `database` URL with
+//! the session settings the store relies on, the read pool, and the migration runner (the
+//! baseline, then each later migration's PostgreSQL half, in one transaction under an
+//! advisory lock, with the newer-database refusal and the migration guard SQLite has).
+//! It owns no family's statement; the writer thread's loop is `pg_writer`'s.
+//!
+//! Every connection runs SERIALIZABLE: SQLite runs one write transaction at a time, so a
+//! family's read-then-write (a fence answered by a SELECT, a claim's pick) acts on what
+//! it read. Several hosts write one PostgreSQL at once; SERIALIZABLE keeps every
+//! transaction as if it ran alone, and gives up one of two that would not
+//! (`StoreError::Contended`, transient: the work runs again).
+//!
+//! Must not import: http, scan, walks, queue, ops, axum
+
+// Store::open's PostgreSQL path, its user, lands in the next step.
+#![allow(dead_code)]
+use super::db::{Db, POSTGRES_BASELINE, POSTGRES_BASELINE_VERSION, Statements};
+use super::{StoreError, StoreOptions};
+use crate::model::Millis;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// How many readers one process keeps open on the server.
+const READERS: u32 = 4;
+
+/// The key of the advisory lock every migration runs under: one process migrates, the
+/// others wait for it and then find the schema current.
+const MIGRATION_LOCK: i64 = 0x6d65_6469_6164_6578; // "mediadex"
+
+/// A connection and the statements prepared on it.
+pub(super) struct PgConn {
+    pub(super) client: postgres::Client,
+    pub(super) statements: Statements,
+}
+
+impl PgConn {
+    /// A transaction on this connection as a `Db`.
+    pub(super) fn db(&mut self) -> Result<Db<'_>, StoreError> {
+        let tx = self.client.transaction()?;
+        Ok(Db::postgres(tx, &mut self.statements))
+    }
+}
+
+/// Where the server is and how long this process waits for it.
+#[derive(Clone)]
+pub(super) struct Server {
+    config: postgres::Config,
+    lock_timeout: Duration,
+}
+
+impl std::fmt::Debug for Server {
+    /// Never the password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", describe(&self.config))
+    }
+}
+
+/// The server a configuration names, without its password: for messages and `status`.
+pub(super) fn describe(config: &postgres::Config) -> String {
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .map(|h| match h {
+            postgres::config::Host::Tcp(name) => name.clone(),
+            postgres::config::Host::Unix(path) => path.display().to_string(),
+        })
+        .collect();
+    format!(
+        "postgres://{}@{}/{}",
+        config.get_user().unwrap_or(""),
+        hosts.join(","),
+        config.get_dbname().unwrap_or("")
+    )
+}
+
+impl Server {
+    /// Parses a `postgres://` URL or a `key=value` string; a wrong one is refused before
+    /// anything connects.
+    pub(super) fn parse(url: &str, options: &StoreOptions) -> Result<Server, StoreError> {
+        let mut config = postgres::Config::from_str(url).map_err(|e| StoreError::BadDatabase {
+            reason: e.to_string(),
+        })?;
+        if config.get_application_name().is_none() {
+            config.application_name("mediadex");
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(Duration::from_secs(10));
+        }
+        Ok(Server {
+            config,
+            lock_timeout: options.busy_timeout,
+        })
+    }
+
+    pub(super) fn name(&self) -> String {
+        describe(&self.config)
+    }
+
+    /// A new connection: SERIALIZABLE (see the header), waiting for another's lock no
+    /// longer than `busy_timeout` (then `Locked`, as SQLite's busy timeout), read-only
+    /// when it is a reader.
+    pub(super) fn connect(&self, read_only: bool) -> Result<PgConn, StoreError> {
+        let mut client = self.config.connect(postgres::NoTls)?;
+        let settings = format!(
+            "SET default_transaction_isolation = 'serializable';
+             SET lock_timeout = {};
+             SET default_transaction_read_only = {};",
+            self.lock_timeout.as_millis().max(1),
+            if read_only { "on" } else { "off" }
+        );
+        client.batch_execute(&settings)?;
+        Ok(PgConn {
+            client,
+            statements: Statements::default(),
+        })
+    }
+}
+
+/// The read pool's connections.
+pub(super) struct Readers(pub(super) Server);
+
+impl r2d2::ManageConnection for Readers {
+    type Connection = PgConn;
+    type Error = StoreError;
+
+    fn connect(&self) -> Result<PgConn, StoreError> {
+        self.0.connect(true)
+    }
+
+    fn is_valid(&self, conn: &mut PgConn) -> Result<(), StoreError> {
+        Ok(conn.client.batch_execute("")?)
+    }
+
+    fn has_broken(&self, conn: &mut PgConn) -> bool {
+        conn.client.is_closed()
+    }
+}
+
+pub(super) type PgPool = r2d2::Pool<Readers>;
+
+pub(super) fn read_pool(server: &Server) -> Result<PgPool, StoreError> {
+    Ok(r2d2::Pool::builder()
+        .max_size(READERS)
+        .min_idle(Some(0))
+        .build(Readers(server.clone()))?)
+}
+
+/// A later migration's PostgreSQL half (the baseline covers everything up to
+/// `POSTGRES_BASELINE_VERSION`).
+pub(super) struct PgMigration {
+    pub(super) version: i64,
+    pub(super) sql: &'static str,
+}
+
+/// The PostgreSQL halves of the migrations after the baseline, in order.
+pub(super) const PG_MIGRATIONS: &[PgMigration] = &[];
+
+/// The schema version this binary's PostgreSQL schema reaches.
+pub(super) fn latest() -> i64 {
+    PG_MIGRATIONS
+        .last()
+        .map_or(POSTGRES_BASELINE_VERSION, |m| m.version)
+}
+
+/// Brings the database to `latest()` under the migration lock: an empty database gets the
+/// baseline; a newer one is refused; an older one is upgraded only while no other process
+/// holds a live lease (the migration guard), in one transaction.
+pub(super) fn migrate(conn: &mut PgConn, now: Millis, own_owner: &str) -> Result<(), StoreError> {
+    let latest = latest();
+    let mut tx = conn.client.transaction()?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
+    let found = schema_version(&mut tx)?;
+    if found > latest {
+        return Err(StoreError::NewerSchema {
+            found,
+            supported: latest,
+        });
+    }
+    if found == latest {
+        return Ok(tx.commit()?);
+    }
+    if found == 0 {
+        tracing::info!(
+            version = POSTGRES_BASELINE_VERSION,
+            "creating the index on PostgreSQL"
+        );
+        tx.batch_execute(POSTGRES_BASELINE)?;
+    } else {
+        let db = Db::postgres(tx.savepoint("guard")?, &mut conn.statements);
+        super::migrate::refuse_if_leased(&db, now, own_owner)?;
+        db.commit()?;
+    }
+    for m in PG_MIGRATIONS
+        .iter()
+        .filter(|m| m.version > found.max(POSTGRES_BASELINE_VERSION))
+    {
+        tracing::info!(version = m.version, "applying migration");
+        tx.batch_execute(m.sql)?;
+        tx.execute("UPDATE schema_version SET version = $1", &[&m.version])?;
+    }
+    Ok(tx.commit()?)
+}
+
+/// The database's schema version; 0 when it has no index yet.
+fn schema_version(tx: &mut postgres::Transaction<'_>) -> Result<i64, StoreError> {
+    let exists: bool = tx
+        .query_one("SELECT to_regclass('schema_version') IS NOT NULL", &[])?
+        .get(0);
+    if !exists {
+        return Ok(0);
+    }
+    let row = tx.query_opt("SELECT version FROM schema_version", &[])?;
+    Ok(row.map_or(0, |r| r.get(0)))
+}
