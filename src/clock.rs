@@ -11,6 +11,13 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 pub trait Clock: Send + Sync + 'static {
     fn now(&self) -> Millis;
+
+    /// Whether this clock tells the time of day (a host's own clock, right or skewed),
+    /// rather than a time a test steps. A store shared by several hosts takes lease times
+    /// from its database server instead of such a clock: hosts' clocks differ.
+    fn tells_the_time_of_day(&self) -> bool {
+        false
+    }
 }
 
 pub type SharedClock = Arc<dyn Clock>;
@@ -21,6 +28,25 @@ pub struct SystemClock;
 impl Clock for SystemClock {
     fn now(&self) -> Millis {
         chrono::Utc::now().timestamp_millis()
+    }
+
+    fn tells_the_time_of_day(&self) -> bool {
+        true
+    }
+}
+
+/// The system clock off by a fixed amount: a host whose clock is wrong (tests of several
+/// hosts on one database).
+#[derive(Debug, Clone, Copy)]
+pub struct SkewedClock(pub Millis);
+
+impl Clock for SkewedClock {
+    fn now(&self) -> Millis {
+        SystemClock.now() + self.0
+    }
+
+    fn tells_the_time_of_day(&self) -> bool {
+        true
     }
 }
 

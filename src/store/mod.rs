@@ -126,6 +126,12 @@ const UNCAP_SIZE: &str = "PRAGMA max_page_count = 4294967294";
 
 type ReadPool = r2d2::Pool<r2d2_sqlite::SqliteConnectionManager>;
 
+/// The read pool of either engine.
+enum Reads {
+    Sqlite(ReadPool),
+    Postgres(pg::PgPool),
+}
+
 /// The rules the store applies on behalf of the lease protocol.
 #[derive(Clone, Debug)]
 pub struct LeasePolicy {
@@ -172,6 +178,11 @@ pub struct StoreOptions {
     pub check: StartCheck,
     /// When a scan's batches sharing one transaction commit at the latest (`writer`).
     pub group_limits: GroupLimits,
+    /// A PostgreSQL server's URL (`postgres://user@host/db` or `host=... dbname=...`):
+    /// the index lives there, shared by every host that names it, instead of in the
+    /// SQLite file at the store's path (issue 30). The data dir still holds this host's
+    /// id and its thumbnails.
+    pub database: Option<String>,
 }
 
 impl Default for StoreOptions {
@@ -186,6 +197,7 @@ impl Default for StoreOptions {
             host: None,
             check: StartCheck::Full,
             group_limits: GroupLimits::default(),
+            database: None,
         }
     }
 }
@@ -199,8 +211,11 @@ pub struct Store {
 
 struct Inner {
     writer: Writer,
-    reads: ReadPool,
+    reads: Reads,
     clock: SharedClock,
+    /// The database server's clock less this host's, as the last write read it
+    /// (PostgreSQL with a clock that tells the time of day; 0 otherwise).
+    skew: std::sync::atomic::AtomicI64,
     owner: String,
     host: String,
     policy: LeasePolicy,
@@ -217,28 +232,72 @@ impl Store {
         clock: SharedClock,
         mut options: StoreOptions,
     ) -> Result<Store, StoreError> {
-        let latest = options.migrations.last().map_or(0, |m| m.version);
         let host = match options.host.take() {
             Some(host) => host,
             None => crate::host::load_or_create(path.parent().unwrap_or(Path::new(".")))?,
         };
+        if let Some(url) = options.database.take() {
+            return Store::open_postgres(path, &url, clock, options, host);
+        }
+        let latest = options.migrations.last().map_or(0, |m| m.version);
         vet::vet(path, latest, options.check)?;
         let mut conn = conn::open_writer(path, &options)?;
         migrate::migrate(&mut conn, options.migrations, clock.now(), &options.owner)?;
         libraries::take_unhosted(&conn, &host)?;
-        let reads = conn::read_pool(path, &options)?;
+        let reads = Reads::Sqlite(conn::read_pool(path, &options)?);
         let writer = Writer::start(conn, options.max_batch, options.group_limits)?;
-        Ok(Store {
+        Ok(Store::with(writer, reads, clock, options, host, path))
+    }
+
+    /// `open` on a PostgreSQL server: the schema brought to this binary's under the
+    /// migration lock, then the writer's connection and the read pool. `path` is where
+    /// the SQLite file would be: its folder is the data dir.
+    fn open_postgres(
+        path: &Path,
+        url: &str,
+        clock: SharedClock,
+        options: StoreOptions,
+        host: String,
+    ) -> Result<Store, StoreError> {
+        let server = pg::Server::parse(url, &options)?;
+        let mut conn = server.connect(false)?;
+        let now = pg::server_now(&mut conn, &clock)?;
+        pg::migrate(&mut conn, now, &options.owner)?;
+        {
+            let db = conn.db()?;
+            libraries::take_unhosted(db.lite()?, &host)?;
+            db.commit()?;
+        }
+        let reads = Reads::Postgres(pg::read_pool(&server)?);
+        let writer = pg_writer::start(pg_writer::Link::new(server, conn), options.max_batch)?;
+        Ok(Store::with(writer, reads, clock, options, host, path))
+    }
+
+    fn with(
+        writer: Writer,
+        reads: Reads,
+        clock: SharedClock,
+        options: StoreOptions,
+        host: String,
+        path: &Path,
+    ) -> Store {
+        Store {
             inner: Arc::new(Inner {
                 writer,
                 reads,
                 clock,
+                skew: std::sync::atomic::AtomicI64::new(0),
                 owner: options.owner,
                 host,
                 policy: options.policy,
                 path: path.to_path_buf(),
             }),
-        })
+        }
+    }
+
+    /// Whether the index is on a PostgreSQL server (for `status` and the page).
+    pub fn is_shared(&self) -> bool {
+        matches!(self.inner.reads, Reads::Postgres(_))
     }
 
     pub fn path(&self) -> &Path {
@@ -267,8 +326,11 @@ impl Store {
         &self.inner.host
     }
 
+    /// The time leases are measured in: this host's clock, or on PostgreSQL (with a
+    /// clock that tells the time of day) the server's, as the last write read it.
     pub fn now(&self) -> Millis {
-        self.inner.clock.now()
+        let skew = self.inner.skew.load(std::sync::atomic::Ordering::Relaxed);
+        self.inner.clock.now().saturating_add(skew)
     }
 
     pub fn clock(&self) -> &SharedClock {
@@ -284,8 +346,10 @@ impl Store {
         T: Send + 'static,
         F: FnOnce(&db::Db<'_>, Millis) -> Result<T, StoreError> + Send + 'static,
     {
-        let clock = self.inner.clock.clone();
-        self.inner.writer.call(move |db| op(db, clock.now()))
+        let (clock, inner) = (self.inner.clock.clone(), self.inner.clone());
+        self.inner
+            .writer
+            .call(move |db| op(db, write_time(db, &clock, &inner.skew)?))
     }
 
     /// `write` for an operation whose families still speak SQLite only (issue 30: until
@@ -313,13 +377,14 @@ impl Store {
         F: FnOnce(&db::Db<'_>, Millis) -> Result<T, StoreError> + Send + 'static,
         S: FnOnce(&db::Db<'_>, Millis) -> Result<(), StoreError> + Send + 'static,
     {
-        let (clock, sealed) = (self.inner.clock.clone(), self.inner.clock.clone());
+        let (clock, inner) = (self.inner.clock.clone(), self.inner.clone());
+        let (sealed, sealed_inner) = (clock.clone(), inner.clone());
         let group = writer::Group {
             id,
             weight,
-            seal: Box::new(move |db| seal(db, sealed.now())),
+            seal: Box::new(move |db| seal(db, write_time(db, &sealed, &sealed_inner.skew)?)),
         };
-        let op = move |db: &db::Db<'_>| op(db, clock.now());
+        let op = move |db: &db::Db<'_>| op(db, write_time(db, &clock, &inner.skew)?);
         self.inner.writer.call_grouped(group, op)
     }
 
@@ -354,8 +419,16 @@ impl Store {
         &self,
         op: impl FnOnce(&db::Db<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let conn = self.inner.reads.get()?;
-        op(&db::Db::sqlite(&conn))
+        match &self.inner.reads {
+            Reads::Sqlite(pool) => op(&db::Db::sqlite(&*pool.get()?)),
+            Reads::Postgres(pool) => {
+                let mut conn = pool.get()?;
+                let db = conn.db()?;
+                let out = op(&db)?;
+                db.commit()?;
+                Ok(out)
+            }
+        }
     }
 
     /// `read` for an operation whose families still speak SQLite only.
@@ -373,7 +446,11 @@ impl Store {
         &self,
         op: impl FnOnce(&db::Db<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let conn = self.inner.reads.get()?;
+        let Reads::Sqlite(pool) = &self.inner.reads else {
+            // A PostgreSQL read is one transaction already.
+            return self.read(op);
+        };
+        let conn = pool.get()?;
         let tx = conn.unchecked_transaction()?;
         let out = op(&db::Db::sqlite(&tx))?;
         tx.finish()?;
@@ -475,6 +552,10 @@ impl Store {
     /// empties the log file. Runs on its own connection, outside any transaction (a
     /// checkpoint cannot run inside one, and it changes no rows).
     pub fn checkpoint(&self, mode: CheckpointMode) -> Result<CheckpointReport, StoreError> {
+        if self.is_shared() {
+            // The server keeps its own log; there is no file of ours to copy it into.
+            return Ok(CheckpointReport::default());
+        }
         let conn = rusqlite::Connection::open(&self.inner.path)?;
         conn.busy_timeout(Duration::from_secs(10))?;
         let sql = match mode {
@@ -493,6 +574,10 @@ impl Store {
     /// `PRAGMA integrity_check` on a connection of the read pool: the problems SQLite
     /// finds, none when the file is sound.
     pub fn integrity_check(&self) -> Result<Vec<String>, StoreError> {
+        if self.is_shared() {
+            // A server checks its own pages (its checksums, `amcheck`): not a client's job.
+            return Ok(Vec::new());
+        }
         self.read_lite(|conn| {
             let found: Vec<String> = conn
                 .prepare("PRAGMA integrity_check")?
@@ -505,8 +590,29 @@ impl Store {
     /// Lets SQLite refresh the statistics its planner uses where they went stale. Through
     /// the writer: it may write the statistics tables.
     pub fn optimize(&self) -> Result<(), StoreError> {
-        self.write_lite(|conn, _| Ok(conn.execute_batch("PRAGMA optimize")?))
+        const OPTIMIZE: db::Pair = db::Pair {
+            sqlite: "PRAGMA optimize",
+            postgres: "ANALYZE",
+        };
+        self.write(|db, _| db.execute(db.pick(&OPTIMIZE), args!()).map(|_| ()))
     }
+}
+
+/// The `now` a write compares leases against: the clock's, read inside the transaction;
+/// on PostgreSQL with a clock that tells the time of day, the server's (kept as `skew`
+/// for `Store::now`), so that hosts whose clocks differ agree on every lease.
+fn write_time(
+    db: &db::Db<'_>,
+    clock: &SharedClock,
+    skew: &std::sync::atomic::AtomicI64,
+) -> Result<Millis, StoreError> {
+    let local = clock.now();
+    if !(db.is_postgres() && clock.tells_the_time_of_day()) {
+        return Ok(local);
+    }
+    let server = db.one(pg::SERVER_NOW, args!(), |r| r.get::<i64>(0))?;
+    skew.store(server - local, std::sync::atomic::Ordering::Relaxed);
+    Ok(server)
 }
 
 /// How hard a checkpoint tries.
@@ -517,7 +623,7 @@ pub enum CheckpointMode {
 }
 
 /// What a checkpoint did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CheckpointReport {
     /// It could not finish because a reader or writer was busy.
     pub busy: bool,

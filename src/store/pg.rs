@@ -11,9 +11,6 @@
 //! (`StoreError::Contended`, transient: the work runs again).
 //!
 //! Must not import: http, scan, walks, queue, ops, axum
-
-// Store::open's PostgreSQL path, its user, lands in the next step.
-#![allow(dead_code)]
 use super::db::{Db, POSTGRES_BASELINE, POSTGRES_BASELINE_VERSION, Statements};
 use super::{StoreError, StoreOptions};
 use crate::model::Millis;
@@ -114,6 +111,22 @@ impl Server {
             statements: Statements::default(),
         })
     }
+}
+
+/// The server's time of day in milliseconds: lease times on a shared database.
+pub(super) const SERVER_NOW: &str =
+    "SELECT CAST(floor(extract(epoch FROM clock_timestamp()) * 1000) AS BIGINT)";
+
+/// The `now` the open's migration guard compares leases against: the server's, unless a
+/// test steps the clock.
+pub(super) fn server_now(
+    conn: &mut PgConn,
+    clock: &crate::clock::SharedClock,
+) -> Result<Millis, StoreError> {
+    if !clock.tells_the_time_of_day() {
+        return Ok(clock.now());
+    }
+    Ok(conn.client.query_one(SERVER_NOW, &[])?.get(0))
 }
 
 /// The read pool's connections.

@@ -11,9 +11,6 @@
 //! connects again. Nothing is answered before its commit, so nothing is lost.
 //!
 //! Must not import: http, scan, walks, queue, ops, axum
-
-// Store::open's PostgreSQL path, its user, lands in the next step.
-#![allow(dead_code)]
 use super::StoreError;
 use super::counters;
 use super::db::Db;

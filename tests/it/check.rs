@@ -232,7 +232,12 @@ fn tree(root: &Path) -> BTreeMap<PathBuf, support::Digest> {
 /// and starts a fresh index on the same path, with the library added again and not yet
 /// scanned (a completed full scan adopts the trash folder too: `heal::`).
 fn fresh_index(env: Env, name: &str, root: &Path) -> (Env, i64) {
-    let Env { dir, clock, store } = env;
+    let Env {
+        dir,
+        clock,
+        store,
+        pg,
+    } = env;
     drop(store);
     let db = dir.path().join("mediadex.db");
     for suffix in ["", "-wal", "-shm"] {
@@ -243,7 +248,12 @@ fn fresh_index(env: Env, name: &str, root: &Path) -> (Env, i64) {
         }
     }
     let store = Store::open(&db, clock.clone(), support::options()).expect("fresh index");
-    let env = Env { dir, clock, store };
+    let env = Env {
+        dir,
+        clock,
+        store,
+        pg,
+    };
     let id = mediadex::app::add_library(&env.store, name, &root.to_string_lossy())
         .expect("add again")
         .id;

@@ -14,6 +14,7 @@ fn host(env: &Env, id: &str) -> Env {
     let options = StoreOptions {
         host: Some(id.to_string()),
         owner: format!("{id}:1:boot"),
+        database: env.pg.as_ref().map(|pg| pg.url.clone()),
         ..support::options()
     };
     let store = Store::open(
@@ -26,6 +27,7 @@ fn host(env: &Env, id: &str) -> Env {
         dir: tempfile::tempdir().expect("tempdir"),
         clock: env.clock.clone(),
         store,
+        pg: None,
     }
 }
 

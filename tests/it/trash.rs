@@ -694,6 +694,7 @@ fn an_old_journal_upgrades_its_pending_moves_to_leased_work_and_keeps_its_last_t
         dir: tmp,
         clock,
         store,
+        ..
     } = env;
     drop(store);
     let dir = tmp.path();
@@ -1374,7 +1375,9 @@ fn the_upgrade_to_autoincrement_keeps_every_row_index_trigger_and_key_and_skips_
             .expect("kinds")
     };
     let live_kinds = kinds(&raw);
-    let Env { dir, clock, store } = env;
+    let Env {
+        dir, clock, store, ..
+    } = env;
     drop(store);
     drop(raw);
 

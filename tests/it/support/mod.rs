@@ -14,6 +14,44 @@ pub struct Env {
     pub dir: tempfile::TempDir,
     pub clock: Arc<FakeClock>,
     pub store: Store,
+    /// The scratch schema the store lives in when the suite runs on PostgreSQL.
+    pub pg: Option<PgSchema>,
+}
+
+/// The engine the contract suite runs on: SQLite (the default, `cargo test`), or with
+/// `MEDIADEX_TEST_ENGINE=postgres` the server `MEDIADEX_TEST_PG_URL` names (the pg tier,
+/// `scripts/pg-tier.sh`), each `Env` in a schema of its own.
+pub fn on_postgres() -> bool {
+    std::env::var("MEDIADEX_TEST_ENGINE").is_ok_and(|e| e == "postgres")
+}
+
+/// A schema of its own on the test server, dropped with it; `url` reaches into it.
+pub struct PgSchema {
+    pub url: String,
+    base: String,
+    name: String,
+}
+
+impl PgSchema {
+    pub fn new() -> PgSchema {
+        let base = std::env::var("MEDIADEX_TEST_PG_URL")
+            .expect("MEDIADEX_TEST_PG_URL must name a PostgreSQL database (scripts/pg-tier.sh)");
+        let name = format!("t_{}", uuid::Uuid::new_v4().simple());
+        let mut client = postgres::Client::connect(&base, postgres::NoTls).expect("connect");
+        client
+            .batch_execute(&format!("CREATE SCHEMA {name}"))
+            .expect("create schema");
+        let url = format!("{base} options='-c search_path={name}'");
+        PgSchema { url, base, name }
+    }
+}
+
+impl Drop for PgSchema {
+    fn drop(&mut self) {
+        if let Ok(mut client) = postgres::Client::connect(&self.base, postgres::NoTls) {
+            let _ = client.batch_execute(&format!("DROP SCHEMA {} CASCADE", self.name));
+        }
+    }
 }
 
 pub fn options() -> StoreOptions {
@@ -31,12 +69,21 @@ pub fn env() -> Env {
     env_with(options())
 }
 
-pub fn env_with(options: StoreOptions) -> Env {
+pub fn env_with(mut options: StoreOptions) -> Env {
     let dir = tempfile::tempdir().expect("tempdir");
     let clock = FakeClock::new(T0);
+    let pg = (on_postgres() && options.database.is_none()).then(PgSchema::new);
+    if let Some(pg) = &pg {
+        options.database = Some(pg.url.clone());
+    }
     let store =
         Store::open(&dir.path().join("mediadex.db"), clock.clone(), options).expect("open store");
-    Env { dir, clock, store }
+    Env {
+        dir,
+        clock,
+        store,
+        pg,
+    }
 }
 
 impl Env {
@@ -45,6 +92,7 @@ impl Env {
     pub fn other_process(&self, owner: &str) -> Store {
         let options = StoreOptions {
             owner: owner.to_string(),
+            database: self.pg.as_ref().map(|pg| pg.url.clone()),
             ..options()
         };
         Store::open(
