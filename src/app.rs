@@ -59,6 +59,7 @@ pub fn long_version() -> String {
 pub fn open_store(config: &Config, check: StartCheck) -> Result<Store, OpenError> {
     let mut options = StoreOptions {
         check,
+        database: config.database.clone(),
         ..StoreOptions::default()
     };
     if let Some(files) = config.write_group_files {

@@ -35,6 +35,12 @@ pub struct Args {
     #[arg(long = "data", value_name = "DIR", global = true)]
     pub data: Option<PathBuf>,
 
+    /// The index on a PostgreSQL server instead of the SQLite file in the data dir, shared
+    /// by every machine that names it (postgres://user@host/database; see
+    /// docs/multi-machine.md)
+    #[arg(long = "database", value_name = "URL", global = true)]
+    pub database: Option<String>,
+
     /// The settings file instead of the default one (see docs/configuration.md)
     #[arg(long = "config", value_name = "FILE", global = true)]
     pub config: Option<PathBuf>,
@@ -423,6 +429,7 @@ fn replaced_line(r: &mediadex::app::IndexReplaced) -> String {
 pub fn settings(args: &Args) -> Result<Settings, ConfigError> {
     let mut flags = Settings {
         data_dir: args.data.clone(),
+        database: args.database.clone(),
         ..Settings::default()
     };
     let default_file = match &args.command {

@@ -59,6 +59,8 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// `<data_dir>/mediadex.db`.
     pub db_path: PathBuf,
+    /// The PostgreSQL server holding the index instead of `db_path` (`database`).
+    pub database: Option<String>,
     /// How long a claimed lease lives without a heartbeat.
     pub lease_ttl: Duration,
     /// How many workers claim jobs and scan runs.
@@ -195,6 +197,7 @@ impl Config {
             .unwrap_or(DEFAULT_TRASH_RETENTION_DAYS);
         let mut config = Config {
             db_path: data_dir.join(DB_FILE),
+            database: settings.database.clone(),
             data_dir,
             lease_ttl: DEFAULT_LEASE_TTL,
             workers: DEFAULT_WORKERS,

@@ -31,6 +31,7 @@ const fn setting(key: &'static str, env: &'static str, flag: Option<&'static str
 /// and the commands run on its data dir all read them.
 pub const SETTINGS: &[Setting] = &[
     setting("data_dir", "MEDIADEX_DATA", Some("--data")),
+    setting("database", "MEDIADEX_DATABASE_URL", Some("--database")),
     setting("bind", "MEDIADEX_BIND", Some("serve --bind")),
     setting("libraries", "MEDIADEX_LIBRARIES", Some("serve --library")),
     setting("watch", super::WATCH_ENV, None),
@@ -65,6 +66,8 @@ pub enum WatchMode {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Settings {
     pub data_dir: Option<PathBuf>,
+    /// A PostgreSQL server's URL: the index shared by several hosts (issue 30).
+    pub database: Option<String>,
     pub bind: Option<SocketAddr>,
     pub libraries: Option<Vec<PathBuf>>,
     pub watch: Option<WatchMode>,
@@ -90,6 +93,7 @@ impl Settings {
     pub fn over(self, beneath: Settings) -> Settings {
         Settings {
             data_dir: self.data_dir.or(beneath.data_dir),
+            database: self.database.or(beneath.database),
             bind: self.bind.or(beneath.bind),
             libraries: self.libraries.or(beneath.libraries),
             watch: self.watch.or(beneath.watch),
@@ -181,6 +185,7 @@ impl Settings {
     fn set(&mut self, key: &str, value: Given<'_>) -> Result<(), String> {
         match key {
             "data_dir" => self.data_dir = Some(text(&value)?.into()),
+            "database" => self.database = Some(database(&value)?),
             "bind" => self.bind = Some(address(&value)?),
             "libraries" => self.libraries = Some(paths(&value)?),
             "watch" => self.watch = Some(watch_mode(&value)?),
@@ -229,6 +234,22 @@ fn line_col(text: &str, at: usize) -> (usize, usize) {
     let line = before.matches('\n').count() + 1;
     let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     (line, column)
+}
+
+/// A PostgreSQL URL (`postgres://` or `postgresql://`) or connection string (`host=...
+/// dbname=...`); the store reads it whole when it connects.
+fn database(value: &Given<'_>) -> Result<String, String> {
+    let url = text(value)?;
+    let url_form = url.starts_with("postgres://") || url.starts_with("postgresql://");
+    if url_form || url.contains('=') {
+        Ok(url)
+    } else {
+        Err(format!(
+            "{} is not a PostgreSQL URL (postgres://user@host/database) or connection \
+             string (host=... dbname=...)",
+            shown(value)
+        ))
+    }
 }
 
 fn shown(value: &Given<'_>) -> String {
@@ -416,6 +437,26 @@ mod tests {
     }
 
     #[test]
+    fn the_database_is_the_flag_over_the_variable_over_the_file_and_must_be_postgres() {
+        let in_file = file("database = \"postgres://nas/mediadex\"\n").expect("valid");
+        assert_eq!(in_file.database.as_deref(), Some("postgres://nas/mediadex"));
+        let env = env_of(&[("MEDIADEX_DATABASE_URL", "host=/run/pg dbname=m")]);
+        let from_env = Settings::from_env(&env).expect("valid");
+        let flags = Settings {
+            database: Some("postgresql://desk/m".into()),
+            ..Settings::default()
+        };
+        let all = flags.clone().over(from_env.clone()).over(in_file.clone());
+        assert_eq!(all.database.as_deref(), Some("postgresql://desk/m"));
+        let no_flag = from_env.over(in_file);
+        assert_eq!(no_flag.database.as_deref(), Some("host=/run/pg dbname=m"));
+        let err = file("database = \"/var/lib/mediadex/index.db\"\n")
+            .expect_err("a path is not a server")
+            .to_string();
+        assert!(err.contains("not a PostgreSQL URL"), "{err}");
+    }
+
+    #[test]
     fn the_config_file_comes_from_the_flag_else_the_variable_else_the_default_place() {
         let dir = tempfile::tempdir().expect("tempdir");
         let write = |name: &str, size: u32| {
@@ -468,7 +509,7 @@ mod tests {
         let err = err.to_string();
         assert!(
             err.starts_with(
-                "/etc/mediadex/mediadex.toml:3:3: unknown key \"wach\"; known keys: data_dir, bind,"
+                "/etc/mediadex/mediadex.toml:3:3: unknown key \"wach\"; known keys: data_dir, database, bind,"
             ),
             "{err}"
         );

@@ -45,7 +45,7 @@ pub fn status(
         version: env!("CARGO_PKG_VERSION"),
         data_dir: config.data_dir.display().to_string(),
         host: s.store.host().to_string(),
-        db_path: config.db_path.display().to_string(),
+        db_path: s.store.database().to_string(),
         libraries: s.store.libraries()?.len(),
         runs: s.store.scan_run_counts()?,
         jobs: s.store.job_counts()?,

@@ -220,6 +220,7 @@ struct Inner {
     host: String,
     policy: LeasePolicy,
     path: PathBuf,
+    database: String,
 }
 
 impl Store {
@@ -246,7 +247,15 @@ impl Store {
         libraries::take_unhosted(&conn, &host)?;
         let reads = Reads::Sqlite(conn::read_pool(path, &options)?);
         let writer = Writer::start(conn, options.max_batch, options.group_limits)?;
-        Ok(Store::with(writer, reads, clock, options, host, path))
+        let name = path.display().to_string();
+        Ok(Store::with(
+            writer,
+            reads,
+            clock,
+            options,
+            host,
+            (path, name),
+        ))
     }
 
     /// `open` on a PostgreSQL server: the schema brought to this binary's under the
@@ -269,8 +278,16 @@ impl Store {
             db.commit()?;
         }
         let reads = Reads::Postgres(pg::read_pool(&server)?);
+        let name = server.name();
         let writer = pg_writer::start(pg_writer::Link::new(server, conn), options.max_batch)?;
-        Ok(Store::with(writer, reads, clock, options, host, path))
+        Ok(Store::with(
+            writer,
+            reads,
+            clock,
+            options,
+            host,
+            (path, name),
+        ))
     }
 
     fn with(
@@ -279,7 +296,7 @@ impl Store {
         clock: SharedClock,
         options: StoreOptions,
         host: String,
-        path: &Path,
+        (path, database): (&Path, String),
     ) -> Store {
         Store {
             inner: Arc::new(Inner {
@@ -291,8 +308,15 @@ impl Store {
                 host,
                 policy: options.policy,
                 path: path.to_path_buf(),
+                database,
             }),
         }
+    }
+
+    /// Where the index is, in words for `status`: the SQLite file's path, or the
+    /// PostgreSQL server and database (never its password).
+    pub fn database(&self) -> &str {
+        &self.inner.database
     }
 
     /// Whether the index is on a PostgreSQL server (for `status` and the page).

@@ -175,10 +175,11 @@ fn cli_drift(known: &Commands, lines: &[String]) -> Vec<String> {
             drift.push(format!("`{name}` is not in docs/cli.md"));
             continue;
         };
-        // `--data` and `--config` are global: documented once, on the top line.
+        // `--data`, `--database` and `--config` are global: documented once, on the top line.
         let mut wanted = flags.clone();
         if !path.is_empty() {
             wanted.remove("--data");
+            wanted.remove("--database");
             wanted.remove("--config");
         }
         for missing in wanted.difference(doc) {

@@ -87,6 +87,31 @@ fn data_dir_of(out: &Output) -> PathBuf {
     PathBuf::from(v["data_dir"].as_str().expect("data_dir"))
 }
 
+/// A database that is not a PostgreSQL server, or one that does not answer, stops a
+/// command with words that say which, and leaves no SQLite index behind in the data dir.
+#[test]
+fn a_database_that_is_no_server_or_does_not_answer_stops_a_command_clearly() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("data");
+    let data_arg = data.to_string_lossy().into_owned();
+    let cases = [
+        ("not a url", "not a PostgreSQL URL"),
+        (
+            "postgres://mediadex@127.0.0.1:1/none",
+            "the database server is away",
+        ),
+    ];
+    for (url, words) in cases {
+        let out = mediadex(&["--data", &data_arg, "--database", url, "status"], &[]);
+        assert!(!out.status.success(), "{url}: status succeeded");
+        assert!(stderr(&out).contains(words), "{url}: {}", stderr(&out));
+        assert!(
+            !data.join("mediadex.db").exists(),
+            "{url}: a SQLite index was made"
+        );
+    }
+}
+
 #[test]
 fn the_binary_takes_the_flag_over_the_variable_over_the_file() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -169,7 +194,7 @@ fn refused(text: &str) -> (String, PathBuf) {
 fn an_unknown_key_stops_the_binary_with_the_file_line_and_key() {
     let (err, config) = refused("bind = \"127.0.0.1:7468\"\nwach = \"poll\"\n");
     let wanted = format!(
-        "mediadex: error: {}:2:1: unknown key \"wach\"; known keys: data_dir, bind, libraries,",
+        "mediadex: error: {}:2:1: unknown key \"wach\"; known keys: data_dir, database, bind, libraries,",
         config.display()
     );
     assert!(err.starts_with(&wanted), "{err}");
