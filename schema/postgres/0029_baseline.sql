@@ -21,7 +21,8 @@
 -- - `index_identity.nonce`: SQLite also stamps it into the file header (store::vet); a
 --   server database has no file to stamp.
 --
--- Triggers: all eleven of SQLite's, in PL/pgSQL, each to the same effect. Those that
+-- Triggers: all eleven of SQLite's, in PL/pgSQL, each to the same effect, and the work
+-- notice (at the end), which only a shared database needs. Those that
 -- rewrite the row being updated (files_revived, files_back, faces_restamped) are BEFORE
 -- triggers that set NEW, so they do not update the row again; the others are AFTER
 -- triggers. PostgreSQL runs a statement's row-level AFTER triggers when the statement ends,
@@ -475,3 +476,18 @@ CREATE TRIGGER face_people_uncounted AFTER DELETE ON face_people
 CREATE TRIGGER face_people_recounted AFTER UPDATE OF person_id ON face_people
     FOR EACH ROW WHEN (OLD.person_id <> NEW.person_id)
     EXECUTE FUNCTION face_people_counted();
+
+-- Work for any host: a statement that adds or hands back a job or a scan run tells every
+-- listening host at its commit (`store::pg::Listener`: LISTEN mediadex_work), so their idle
+-- workers claim at once instead of at their next poll. PostgreSQL delivers one notice per
+-- transaction and channel however many statements sent it. No SQLite counterpart: one
+-- process's workers are woken in memory.
+CREATE FUNCTION work_notice() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('mediadex_work', '');
+    RETURN NULL;
+END $$;
+CREATE TRIGGER jobs_work_notice AFTER INSERT OR UPDATE OF state, run_at ON jobs
+    FOR EACH STATEMENT EXECUTE FUNCTION work_notice();
+CREATE TRIGGER scan_runs_work_notice AFTER INSERT OR UPDATE OF state, run_at ON scan_runs
+    FOR EACH STATEMENT EXECUTE FUNCTION work_notice();

@@ -67,6 +67,12 @@ pub fn serve(config: Config, mut options: ServeOptions) -> anyhow::Result<()> {
     )
     .context("starting the maintenance loop")?;
     let wake = weak_waker(&pool);
+    // Another host's new work wakes this one's workers (a shared database); without it
+    // they find it at their next poll.
+    let notices = wake.clone();
+    let listener = store
+        .on_new_work(move || notices())
+        .context("listening for other hosts' work")?;
     let watcher = start_watcher(&store, &config, wake.clone())?;
     let http = crate::http::HttpConfig {
         security,
@@ -85,6 +91,7 @@ pub fn serve(config: Config, mut options: ServeOptions) -> anyhow::Result<()> {
         watcher.shutdown();
     }
     maintenance.shutdown();
+    drop(listener);
     match Arc::try_unwrap(pool) {
         Ok(pool) => pool.shutdown(),
         Err(_) => tracing::warn!("the worker pool is still shared; it stops when dropped"),

@@ -129,7 +129,8 @@ type ReadPool = r2d2::Pool<r2d2_sqlite::SqliteConnectionManager>;
 /// The read pool of either engine.
 enum Reads {
     Sqlite(ReadPool),
-    Postgres(pg::PgPool),
+    /// The pool, and the server for the work notices' listener.
+    Postgres(pg::PgPool, Box<pg::Server>),
 }
 
 /// The rules the store applies on behalf of the lease protocol.
@@ -277,7 +278,7 @@ impl Store {
             libraries::take_unhosted(db.lite()?, &host)?;
             db.commit()?;
         }
-        let reads = Reads::Postgres(pg::read_pool(&server)?);
+        let reads = Reads::Postgres(pg::read_pool(&server)?, Box::new(server.clone()));
         let name = server.name();
         let writer = pg_writer::start(pg_writer::Link::new(server, conn), options.max_batch)?;
         Ok(Store::with(
@@ -321,7 +322,23 @@ impl Store {
 
     /// Whether the index is on a PostgreSQL server (for `status` and the page).
     pub fn is_shared(&self) -> bool {
-        matches!(self.inner.reads, Reads::Postgres(_))
+        matches!(self.inner.reads, Reads::Postgres(..))
+    }
+
+    /// Calls `wake` whenever any host adds or hands back work (a job or a scan run), for
+    /// as long as the answer is kept: on PostgreSQL a listener of the schema's work notice;
+    /// `None` on SQLite, where only this process writes and wakes its workers itself.
+    pub fn on_new_work(
+        &self,
+        wake: impl Fn() + Send + 'static,
+    ) -> Result<Option<WorkListener>, StoreError> {
+        match &self.inner.reads {
+            Reads::Sqlite(_) => Ok(None),
+            Reads::Postgres(_, server) => Ok(Some(WorkListener(pg::Listener::start(
+                (**server).clone(),
+                Box::new(wake),
+            )?))),
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -445,7 +462,7 @@ impl Store {
     ) -> Result<T, StoreError> {
         match &self.inner.reads {
             Reads::Sqlite(pool) => op(&db::Db::sqlite(&*pool.get()?)),
-            Reads::Postgres(pool) => {
+            Reads::Postgres(pool, _) => {
                 let mut conn = pool.get()?;
                 let db = conn.db()?;
                 let out = op(&db)?;
@@ -638,6 +655,9 @@ fn write_time(
     skew.store(server - local, std::sync::atomic::Ordering::Relaxed);
     Ok(server)
 }
+
+/// Listens for other hosts' new work until dropped (`Store::on_new_work`).
+pub struct WorkListener(#[allow(dead_code)] pg::Listener);
 
 /// How hard a checkpoint tries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -225,3 +225,114 @@ fn schema_version(tx: &mut postgres::Transaction<'_>) -> Result<i64, StoreError>
     let row = tx.query_opt("SELECT version FROM schema_version", &[])?;
     Ok(row.map_or(0, |r| r.get(0)))
 }
+
+/// The channel the schema's work notice (`work_notice()`) is sent on.
+const WORK_CHANNEL: &str = "mediadex_work";
+
+/// How long the listener waits for a notice before it looks whether it should stop.
+const LISTEN_TICK: Duration = Duration::from_millis(500);
+
+/// A thread that listens for the work notice and calls `wake` for each; it connects again
+/// after a lost connection (the workers' poll covers the gap). Stops when dropped.
+pub(super) struct Listener {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Listener {
+    pub(super) fn start(
+        server: Server,
+        wake: Box<dyn Fn() + Send>,
+    ) -> Result<Listener, StoreError> {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("mediadex-listen".into())
+            .spawn(move || listen(&server, &*wake, &stopped))
+            .map_err(|_| StoreError::WriterGone)?;
+        Ok(Listener {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn listen(server: &Server, wake: &dyn Fn(), stop: &std::sync::atomic::AtomicBool) {
+    let stopping = || stop.load(std::sync::atomic::Ordering::SeqCst);
+    while !stopping() {
+        let mut conn = match server.connect(false) {
+            Ok(conn) => conn,
+            Err(e) => {
+                tracing::debug!(error = %e, "cannot listen for work yet; the workers poll");
+                std::thread::sleep(LISTEN_TICK * 4);
+                continue;
+            }
+        };
+        if let Err(e) = conn.client.batch_execute(&format!("LISTEN {WORK_CHANNEL}")) {
+            tracing::debug!(error = %e, "cannot listen for work; the workers poll");
+            continue;
+        }
+        // Work may have come while nobody listened.
+        wake();
+        while !stopping() && !conn.client.is_closed() {
+            let mut notices = conn.client.notifications();
+            let mut heard = notices.timeout_iter(LISTEN_TICK);
+            match postgres::fallible_iterator::FallibleIterator::next(&mut heard) {
+                Ok(Some(_)) => wake(),
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::debug!(error = %e, "lost the work notices; listening again");
+                    break;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::db::tests::PgScratch;
+    use super::*;
+
+    /// A statement that adds a job wakes a listening host once its transaction commits,
+    /// and not before.
+    #[test]
+    #[ignore = "needs PostgreSQL: MEDIADEX_TEST_PG_URL (.ci/run starts one)"]
+    fn on_postgres_a_new_job_wakes_a_listening_host_at_its_commit() {
+        let mut pg = PgScratch::new();
+        pg.client.batch_execute(POSTGRES_BASELINE).unwrap();
+        let url = format!("{} options='-c search_path={}'", pg.url, pg.schema);
+        let server = Server::parse(&url, &StoreOptions::default()).unwrap();
+        let (woke, heard) = crossbeam_channel::unbounded();
+        let _listener = Listener::start(
+            server,
+            Box::new(move || {
+                let _ = woke.send(());
+            }),
+        )
+        .unwrap();
+        // The first wake is the listener's own, once it listens.
+        heard.recv_timeout(Duration::from_secs(20)).unwrap();
+        let mut tx = pg.client.transaction().unwrap();
+        tx.batch_execute(
+            "INSERT INTO jobs (kind, payload, state, run_at, created_at, updated_at) \
+             VALUES ('thumbnail', '{}', 'queued', 0, 0, 0)",
+        )
+        .unwrap();
+        assert!(
+            heard.recv_timeout(LISTEN_TICK * 3).is_err(),
+            "woken before the commit"
+        );
+        tx.commit().unwrap();
+        heard.recv_timeout(Duration::from_secs(20)).unwrap();
+    }
+}
