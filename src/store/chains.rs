@@ -11,6 +11,7 @@
 //! (`replace_faces`), and a replacement asks the embedding chain for the new faces'
 //! descriptors (`faces_replaced`). No SQL of its own.
 
+use super::db::Db;
 use super::jobs::{self, Enqueued};
 use super::{Store, StoreError, decode_timeouts, faces, people, pixels, similar, walks};
 use crate::model::{
@@ -125,10 +126,10 @@ pub(super) fn replace_faces(
     if !faces::stamp(conn, asset_id, version, over_newer)? {
         return Ok(false);
     }
-    let said = people::word_on(conn, asset_id)?;
+    let said = people::word_on(&Db::sqlite(conn), asset_id)?;
     let found = faces::put(conn, asset_id, version, found)?;
-    people::forget_old_faces(conn, asset_id, version)?;
-    people::carry_word(conn, asset_id, &said, &found)?;
+    people::forget_old_faces(&Db::sqlite(conn), asset_id, version)?;
+    people::carry_word(&Db::sqlite(conn), asset_id, &said, &found)?;
     faces_replaced(conn, asset_id, now)?;
     Ok(true)
 }
@@ -168,8 +169,8 @@ fn write_results(
             assigned,
             timed_out,
         } => {
-            people::store_vectors(conn, *version, found, rollback)?;
-            people::join_people(conn, assigned)?;
+            people::store_vectors(&Db::sqlite(conn), *version, found, rollback)?;
+            people::join_people(&Db::sqlite(conn), assigned)?;
             decode_timeouts::record(conn, timed_out, now)?;
         }
     }

@@ -4,6 +4,7 @@
 //! people's regrouping, or a new recluster job when the user said something since:
 //! `people`). Each in the one transaction of its fence. No SQL of its own.
 
+use super::db::Db;
 use super::{Store, StoreError, counters, jobs, people};
 use crate::model::{Counter, JobState, Lease, Reclustered, Regrouping};
 
@@ -47,11 +48,11 @@ impl Store {
         let lease = lease.clone();
         self.write_lite(move |conn, now| {
             jobs::complete(conn, &lease, now)?;
-            if people::said_at(conn)? != r.said_at {
+            if people::said_at(&Db::sqlite(conn))? != r.said_at {
                 jobs::insert(conn, &people::recluster_job(), now)?;
                 return Ok(Reclustered::Again);
             }
-            people::regroup(conn, &r, now)
+            people::regroup(&Db::sqlite(conn), &r, now)
         })
     }
 }

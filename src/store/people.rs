@@ -8,14 +8,13 @@
 //! face count is kept by migration 0028's triggers, not counted here). The grouping rule is
 //! `people::cluster`'s: this file only stores what it is handed.
 
-use super::db::on_lite;
+use super::db::{Db, Pair, Row};
 use super::rows::checksum_col;
 use super::{Store, StoreError};
 use crate::model::{
     DetectedFace, EmbeddedAsset, FaceVector, FacesToEmbed, Millis, NewJob, PeopleState, Person,
     PhotoFace, RECLUSTER_JOB_KIND, Reclustered, Regrouping, SAME_FACE, face_key, overlap,
 };
-use rusqlite::{Connection, OptionalExtension, Row, params};
 
 const PERSON_FACES: &str = "SELECT faces FROM people WHERE id = ?1";
 /// A face's vector, unless the face was deleted meanwhile (re-detected, swept).
@@ -77,7 +76,7 @@ const PEOPLE_IDS: &str = "SELECT id FROM people ORDER BY id";
 const SAID: &str = "SELECT coalesce((SELECT value FROM counters WHERE name = 'people_said'), 0)";
 const SAY: &str = "
     INSERT INTO counters (name, value) VALUES ('people_said', 1)
-    ON CONFLICT (name) DO UPDATE SET value = value + 1";
+    ON CONFLICT (name) DO UPDATE SET value = counters.value + 1";
 const UNPLACE: &str = "DELETE FROM face_people WHERE face_id = ?1 AND confirmed = 0";
 const NEW_PERSON: &str = "INSERT INTO people (created_at, updated_at) VALUES (?1, ?1) RETURNING id";
 /// People nobody named or hid who have no face left: a clustering's group that is gone.
@@ -88,7 +87,10 @@ const DROP_EMPTY: &str = "
 /// photos, which the trash's index finds; two faces of one photo are never one person (the
 /// rule, `place`, `merge`), so it is their photo count too. The cover: one range of
 /// `face_people_cover`, the user's newest face, else the newest.
-const LIST: &str = "
+const LIST: Pair = Pair {
+    // SQLite is told the plan (`INDEXED BY`, `CROSS JOIN` fixing the join order), which
+    // PostgreSQL's grammar has no words for; its own planner finds the trash's index.
+    sqlite: "
     WITH gone AS (
         SELECT fp.person_id, count(*) AS n FROM assets a INDEXED BY assets_trashed
           CROSS JOIN face_people fp ON fp.asset_id = a.id
@@ -98,7 +100,19 @@ const LIST: &str = "
              ORDER BY fp.confirmed DESC, fp.asset_id DESC LIMIT 1)
       FROM people p LEFT JOIN gone g ON g.person_id = p.id
      WHERE (?1 OR p.hidden = 0) AND (?2 IS NULL OR p.id = ?2)
-     ORDER BY p.name IS NULL, p.name, p.id";
+     ORDER BY p.name IS NULL, p.name, p.id",
+    postgres: "
+    WITH gone AS (
+        SELECT fp.person_id, count(*) AS n FROM assets a
+          JOIN face_people fp ON fp.asset_id = a.id
+         WHERE a.trashed_at IS NOT NULL GROUP BY fp.person_id)
+    SELECT p.id, p.name, p.hidden, p.faces - coalesce(g.n, 0), p.faces - coalesce(g.n, 0),
+           (SELECT fp.face_id FROM face_people fp WHERE fp.person_id = p.id
+             ORDER BY fp.confirmed DESC, fp.asset_id DESC LIMIT 1)
+      FROM people p LEFT JOIN gone g ON g.person_id = p.id
+     WHERE (?1 OR p.hidden = 0) AND (CAST(?2 AS BIGINT) IS NULL OR p.id = ?2)
+     ORDER BY p.name IS NULL, p.name, p.id",
+};
 /// "All photos of X": one range of `face_people_person`, live pictures only, by id.
 const PHOTOS_OF: &str = "
     SELECT DISTINCT fp.asset_id FROM face_people fp JOIN assets a ON a.id = fp.asset_id
@@ -185,58 +199,48 @@ fn vector_of(bytes: &[u8]) -> Vec<f32> {
 
 /// How many faces person `id` has (migration 0028's count, trashed photos included);
 /// `None` for no such person.
-pub(super) fn face_count(conn: &Connection, id: i64) -> Result<Option<i64>, StoreError> {
-    Ok(conn
-        .prepare_cached(PERSON_FACES)?
-        .query_row([id], |r| r.get(0))
-        .optional()?)
+pub(super) fn face_count(db: &Db<'_>, id: i64) -> Result<Option<i64>, StoreError> {
+    db.optional(PERSON_FACES, args!(id), |r| r.get(0))
 }
 
-pub(super) fn said_at(conn: &Connection) -> Result<i64, StoreError> {
-    Ok(conn.prepare_cached(SAID)?.query_row([], |r| r.get(0))?)
+pub(super) fn said_at(db: &Db<'_>) -> Result<i64, StoreError> {
+    db.one(SAID, args!(), |r| r.get(0))
 }
 
-fn say(conn: &Connection) -> Result<(), StoreError> {
-    conn.prepare_cached(SAY)?.execute([])?;
+fn say(db: &Db<'_>) -> Result<(), StoreError> {
+    db.execute(SAY, args!())?;
     Ok(())
 }
 
 /// Stores a batch's vectors and stamps each asset whose faces all have one now.
 pub(super) fn store_vectors(
-    conn: &Connection,
+    db: &Db<'_>,
     version: i64,
     found: &[EmbeddedAsset],
     rollback: bool,
 ) -> Result<(), StoreError> {
-    let mut put = conn.prepare_cached(PUT_VECTOR)?;
-    let mut stamp = conn.prepare_cached(STAMP)?;
     for asset in found {
         for (face, vector) in &asset.vectors {
-            put.execute(params![face, version, vector.as_deref().map(vector_bytes)])?;
+            let bytes = vector.as_deref().map(vector_bytes);
+            db.execute(PUT_VECTOR, args!(*face, version, bytes))?;
         }
-        stamp.execute(params![asset.asset_id, version, rollback])?;
+        db.execute(STAMP, args!(asset.asset_id, version, rollback))?;
     }
     Ok(())
 }
 
 /// The faces the walk assigned at once (each joins unless something changed meanwhile).
-pub(super) fn join_people(conn: &Connection, assigned: &[(i64, i64)]) -> Result<(), StoreError> {
-    let mut join = conn.prepare_cached(JOIN)?;
-    for (face, person) in assigned {
-        join.execute(params![face, person])?;
+pub(super) fn join_people(db: &Db<'_>, assigned: &[(i64, i64)]) -> Result<(), StoreError> {
+    for &(face, person) in assigned {
+        db.execute(JOIN, args!(face, person))?;
     }
     Ok(())
 }
 
 /// An asset's faces were detected anew under `version`: those of other versions leave their
 /// people (the user's word on them goes with them: they are not what the photo shows now).
-pub(super) fn forget_old_faces(
-    conn: &Connection,
-    asset_id: i64,
-    version: i64,
-) -> Result<(), StoreError> {
-    conn.prepare_cached(FORGET_OLD)?
-        .execute(params![asset_id, version])?;
+pub(super) fn forget_old_faces(db: &Db<'_>, asset_id: i64, version: i64) -> Result<(), StoreError> {
+    db.execute(FORGET_OLD, args!(asset_id, version))?;
     Ok(())
 }
 
@@ -249,17 +253,15 @@ pub(super) struct Said {
 }
 
 /// Who `asset_id`'s faces are, read before a re-detection replaces them.
-pub(super) fn word_on(conn: &Connection, asset_id: i64) -> Result<Vec<Said>, StoreError> {
-    let mut stmt = conn.prepare_cached(WORD)?;
-    let rows = stmt.query_map([asset_id], |r| {
-        let side = |i| r.get::<_, f64>(i).map(|v| v as f32);
+pub(super) fn word_on(db: &Db<'_>, asset_id: i64) -> Result<Vec<Said>, StoreError> {
+    db.all(WORD, args!(asset_id), |r| {
+        let side = |i| r.get::<f64>(i).map(|v| v as f32);
         Ok(Said {
             area: [side(0)?, side(1)?, side(2)?, side(3)?],
             person: r.get(4)?,
             word: r.get(5)?,
         })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    })
 }
 
 /// A re-detection keeps who each face is: a face found again (its new box overlaps the old
@@ -268,7 +270,7 @@ pub(super) fn word_on(conn: &Connection, asset_id: i64) -> Result<Vec<Said>, Sto
 /// splits and moves, and the clustering's people would lose every face at once. A placement
 /// goes to its best match only, and one person to one face of the photo.
 pub(super) fn carry_word(
-    conn: &Connection,
+    db: &Db<'_>,
     asset_id: i64,
     said: &[Said],
     found: &[(i64, [f32; 4])],
@@ -286,19 +288,16 @@ pub(super) fn carry_word(
     for s in said {
         if s.word == 2 {
             if let Some(face) = best(s, &|_| true) {
-                conn.prepare_cached(REJECT)?
-                    .execute(params![face, s.person])?;
+                db.execute(REJECT, args!(face, s.person))?;
             }
             continue;
         }
         let free = |id: i64| placed.iter().all(|&(f, p)| f != id && p != s.person);
         if let Some(face) = best(s, &free) {
             if s.word == 1 {
-                conn.prepare_cached(PLACE)?
-                    .execute(params![face, s.person, asset_id])?;
+                db.execute(PLACE, args!(face, s.person, asset_id))?;
             } else {
-                conn.prepare_cached(JOIN)?
-                    .execute(params![face, s.person])?;
+                db.execute(JOIN, args!(face, s.person))?;
             }
             placed.push((face, s.person));
         }
@@ -306,8 +305,8 @@ pub(super) fn carry_word(
     Ok(())
 }
 
-fn face_vector(r: &Row<'_>) -> rusqlite::Result<FaceVector> {
-    let checksum = on_lite(r, |r| checksum_col(r, 2))?;
+fn face_vector(r: &Row<'_>) -> Result<FaceVector, StoreError> {
+    let checksum = checksum_col(r, 2)?;
     let (x, y): (f64, f64) = (r.get(3)?, r.get(4)?);
     let bytes: Vec<u8> = r.get(7)?;
     Ok(FaceVector {
@@ -318,7 +317,7 @@ fn face_vector(r: &Row<'_>) -> rusqlite::Result<FaceVector> {
     })
 }
 
-fn detected(r: &Row<'_>) -> rusqlite::Result<(i64, DetectedFace, bool)> {
+fn detected(r: &Row<'_>) -> Result<(i64, DetectedFace, bool), StoreError> {
     let text: String = r.get(6)?;
     // A row this binary did not write may hold fewer points: missing ones stay 0.
     let points: Vec<[f32; 2]> = serde_json::from_str(&text).unwrap_or_default();
@@ -326,74 +325,66 @@ fn detected(r: &Row<'_>) -> rusqlite::Result<(i64, DetectedFace, bool)> {
     for (slot, p) in landmarks.iter_mut().zip(points) {
         *slot = (p[0], p[1]);
     }
+    let side = |i| r.get::<f64>(i).map(|v| v as f32);
     let face = DetectedFace {
-        x: r.get::<_, f64>(1)? as f32,
-        y: r.get::<_, f64>(2)? as f32,
-        w: r.get::<_, f64>(3)? as f32,
-        h: r.get::<_, f64>(4)? as f32,
-        score: r.get::<_, f64>(5)? as f32,
+        x: side(1)?,
+        y: side(2)?,
+        w: side(3)?,
+        h: side(4)?,
+        score: side(5)?,
         landmarks,
     };
     Ok((r.get(0)?, face, r.get(7)?))
 }
 
-fn people_state(conn: &Connection) -> Result<PeopleState, StoreError> {
+fn people_state(db: &Db<'_>) -> Result<PeopleState, StoreError> {
     let mut state = PeopleState {
-        said_at: said_at(conn)?,
+        said_at: said_at(db)?,
         ..PeopleState::default()
     };
-    let mut stmt = conn.prepare_cached(ASSIGNED)?;
-    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, bool>(2)?)))?;
-    for row in rows {
-        let (face, person, confirmed) = row?;
+    db.each(ASSIGNED, args!(), |r| {
+        let (face, person, confirmed): (i64, i64, bool) = (r.get(0)?, r.get(1)?, r.get(2)?);
         state.assigned.push((face, person));
         if confirmed {
             state.confirmed.push((face, person));
         }
-    }
-    let mut stmt = conn.prepare_cached(REJECTED)?;
-    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    state.rejected = rows.collect::<Result<_, _>>()?;
-    let mut stmt = conn.prepare_cached(PEOPLE_IDS)?;
-    let rows = stmt.query_map([], |r| r.get(0))?;
-    state.people = rows.collect::<Result<_, _>>()?;
+        Ok(())
+    })?;
+    state.rejected = db.all(REJECTED, args!(), |r| Ok((r.get(0)?, r.get(1)?)))?;
+    state.people = db.all(PEOPLE_IDS, args!(), |r| r.get(0))?;
     Ok(state)
 }
 
 /// A recluster's rows: the faces it looked at lose their clustering's person; each group
 /// goes to its person (a new one for a new group); people left with nothing are dropped.
-pub(super) fn regroup(
-    conn: &Connection,
-    r: &Regrouping,
-    now: Millis,
-) -> Result<Reclustered, StoreError> {
-    let mut unplace = conn.prepare_cached(UNPLACE)?;
-    for face in &r.considered {
-        unplace.execute([face])?;
+pub(super) fn regroup(db: &Db<'_>, r: &Regrouping, now: Millis) -> Result<Reclustered, StoreError> {
+    for &face in &r.considered {
+        db.execute(UNPLACE, args!(face))?;
     }
-    let mut join = conn.prepare_cached(JOIN)?;
     let mut placed = 0;
     for (person, faces) in &r.known {
-        for face in faces {
-            placed += join.execute(params![face, person])?;
+        for &face in faces {
+            placed += db.execute(JOIN, args!(face, *person))?;
         }
     }
     for faces in &r.new {
-        let person: i64 = conn
-            .prepare_cached(NEW_PERSON)?
-            .query_row([now], |row| row.get(0))?;
-        for face in faces {
-            placed += join.execute(params![face, person])?;
+        let person = new_person(db, now)?;
+        for &face in faces {
+            placed += db.execute(JOIN, args!(face, person))?;
         }
     }
-    conn.prepare_cached(DROP_EMPTY)?.execute([])?;
+    db.execute(DROP_EMPTY, args!())?;
     Ok(Reclustered::Done {
         placed,
         created: r.new.len(),
     })
 }
 
-fn person_row(r: &Row<'_>) -> rusqlite::Result<Person> {
+fn new_person(db: &Db<'_>, now: Millis) -> Result<i64, StoreError> {
+    db.one(NEW_PERSON, args!(now), |r| r.get(0))
+}
+
+fn person_row(r: &Row<'_>) -> Result<Person, StoreError> {
     Ok(Person {
         id: r.get(0)?,
         name: r.get(1)?,
@@ -404,59 +395,47 @@ fn person_row(r: &Row<'_>) -> rusqlite::Result<Person> {
     })
 }
 
-fn exists(conn: &Connection, id: i64) -> Result<bool, StoreError> {
-    Ok(conn
-        .prepare_cached(EXISTS)?
-        .query_row([id], |_| Ok(()))
-        .optional()?
-        .is_some())
+fn exists(db: &Db<'_>, id: i64) -> Result<bool, StoreError> {
+    Ok(db.optional(EXISTS, args!(id), |_| Ok(()))?.is_some())
 }
 
 /// The face's photo, or why not.
-fn photo_of(conn: &Connection, face: i64) -> Result<Result<i64, PeopleRefusal>, StoreError> {
-    Ok(conn
-        .prepare_cached(FACE_ASSET)?
-        .query_row([face], |r| r.get(0))
-        .optional()?
+fn photo_of(db: &Db<'_>, face: i64) -> Result<Result<i64, PeopleRefusal>, StoreError> {
+    Ok(db
+        .optional(FACE_ASSET, args!(face), |r| r.get(0))?
         .ok_or(PeopleRefusal::NoFace(face)))
 }
 
 /// `merge`'s writes, once both people are known to exist and share no photo.
-fn merge_rows(conn: &Connection, into: i64, from: i64, now: Millis) -> Result<(), StoreError> {
-    conn.prepare_cached(MERGE_FACES)?
-        .execute(params![into, from])?;
-    conn.prepare_cached(MERGE_REJECTIONS)?
-        .execute(params![into, from])?;
-    conn.prepare_cached(MERGE_NAME)?
-        .execute(params![into, from, now])?;
-    conn.prepare_cached(DELETE_PERSON)?.execute([from])?;
-    say(conn)
+fn merge_rows(db: &Db<'_>, into: i64, from: i64, now: Millis) -> Result<(), StoreError> {
+    db.execute(MERGE_FACES, args!(into, from))?;
+    db.execute(MERGE_REJECTIONS, args!(into, from))?;
+    db.execute(MERGE_NAME, args!(into, from, now))?;
+    db.execute(DELETE_PERSON, args!(from))?;
+    say(db)
 }
 
 /// `move_face`'s writes: the face into `person` (a new one for `None`), confirmed. Another
 /// face of its photo that the clustering put there waits instead; one the user put there
 /// refuses the move.
 fn place(
-    conn: &Connection,
+    db: &Db<'_>,
     face: i64,
     person: Option<i64>,
     now: Millis,
 ) -> Result<Result<i64, PeopleRefusal>, StoreError> {
-    let photo = match photo_of(conn, face)? {
+    let photo = match photo_of(db, face)? {
         Ok(photo) => photo,
         Err(no) => return Ok(Err(no)),
     };
     let person = match person {
-        Some(p) if !exists(conn, p)? => return Ok(Err(PeopleRefusal::NoPerson(p))),
+        Some(p) if !exists(db, p)? => return Ok(Err(PeopleRefusal::NoPerson(p))),
         Some(p) => p,
-        None => conn
-            .prepare_cached(NEW_PERSON)?
-            .query_row([now], |r| r.get(0))?,
+        None => new_person(db, now)?,
     };
-    let others: Vec<(i64, bool)> = conn
-        .prepare_cached(OTHER_IN_PHOTO)?
-        .query_map(params![person, photo, face], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<Result<_, _>>()?;
+    let others: Vec<(i64, bool)> = db.all(OTHER_IN_PHOTO, args!(person, photo, face), |r| {
+        Ok((r.get(0)?, r.get(1)?))
+    })?;
     if let Some(&(other, _)) = others.iter().find(|(_, confirmed)| *confirmed) {
         return Ok(Err(PeopleRefusal::PhotoTaken {
             other,
@@ -465,15 +444,115 @@ fn place(
         }));
     }
     for (other, _) in others {
-        conn.prepare_cached(UNPLACE)?.execute([other])?;
+        db.execute(UNPLACE, args!(other))?;
     }
-    conn.prepare_cached(PLACE)?
-        .execute(params![face, person, photo])?;
-    conn.prepare_cached(UNREJECT)?
-        .execute(params![face, person])?;
-    conn.prepare_cached(DROP_EMPTY)?.execute([])?;
-    say(conn)?;
+    db.execute(PLACE, args!(face, person, photo))?;
+    db.execute(UNREJECT, args!(face, person))?;
+    db.execute(DROP_EMPTY, args!())?;
+    say(db)?;
     Ok(Ok(person))
+}
+
+/// `reject_face`'s writes: the face leaves `person` and no recluster puts it back.
+fn reject(db: &Db<'_>, face: i64, person: i64) -> Result<Result<(), PeopleRefusal>, StoreError> {
+    if let Err(no) = photo_of(db, face)? {
+        return Ok(Err(no));
+    }
+    if !exists(db, person)? {
+        return Ok(Err(PeopleRefusal::NoPerson(person)));
+    }
+    db.execute(REJECT, args!(face, person))?;
+    db.execute(LEAVE, args!(face, person))?;
+    db.execute(DROP_EMPTY, args!())?;
+    say(db)?;
+    Ok(Ok(()))
+}
+
+/// `merge_people`'s checks and writes.
+fn merge(
+    db: &Db<'_>,
+    into: i64,
+    from: i64,
+    now: Millis,
+) -> Result<Result<(), PeopleRefusal>, StoreError> {
+    if into == from {
+        return Ok(Err(PeopleRefusal::SamePerson));
+    }
+    for id in [into, from] {
+        if !exists(db, id)? {
+            return Ok(Err(PeopleRefusal::NoPerson(id)));
+        }
+    }
+    let shared: Option<i64> = db.optional(SHARED_PHOTO, args!(into, from), |r| r.get(0))?;
+    if let Some(photo) = shared {
+        return Ok(Err(PeopleRefusal::SharedPhoto(into, from, photo)));
+    }
+    merge_rows(db, into, from, now)?;
+    Ok(Ok(()))
+}
+
+/// The faces of an asset's current detection, each with whether it has a vector of
+/// `version`; `None` while the asset has no detection.
+fn faces_to_embed(
+    db: &Db<'_>,
+    asset_id: i64,
+    version: i64,
+) -> Result<Option<FacesToEmbed>, StoreError> {
+    let scheme: Option<Option<i64>> = db.optional(FACES_SCHEME, args!(asset_id), |r| r.get(0))?;
+    let Some(faces_scheme) = scheme.flatten() else {
+        return Ok(None);
+    };
+    let faces = db.all(TO_EMBED, args!(asset_id, faces_scheme, version), detected)?;
+    Ok(Some(FacesToEmbed {
+        faces_scheme,
+        faces,
+    }))
+}
+
+fn face_vectors(db: &Db<'_>, version: i64) -> Result<Vec<FaceVector>, StoreError> {
+    db.all(VECTORS, args!(version), face_vector)
+}
+
+/// The people (`hidden` ones too when asked), or the one person `id` names.
+fn list(db: &Db<'_>, hidden: bool, id: Option<i64>) -> Result<Vec<Person>, StoreError> {
+    db.all(db.pick(&LIST), args!(hidden, id), person_row)
+}
+
+fn photos_of(db: &Db<'_>, person: i64, after: i64, limit: i64) -> Result<Vec<i64>, StoreError> {
+    db.all(PHOTOS_OF, args!(person, after, limit), |r| r.get(0))
+}
+
+fn faces_of_person(db: &Db<'_>, person: i64) -> Result<Vec<(i64, i64)>, StoreError> {
+    db.all(FACES_OF, args!(person), |r| Ok((r.get(0)?, r.get(1)?)))
+}
+
+fn photo_people(db: &Db<'_>, asset_id: i64) -> Result<Vec<PhotoFace>, StoreError> {
+    db.all(IN_PHOTO, args!(asset_id), |r| {
+        let side = |i| r.get::<f64>(i).map(|v| v as f32);
+        Ok(PhotoFace {
+            face_id: r.get(0)?,
+            person_id: r.get(1)?,
+            name: r.get(2)?,
+            confirmed: r.get(3)?,
+            x: side(4)?,
+            y: side(5)?,
+            w: side(6)?,
+            h: side(7)?,
+        })
+    })
+}
+
+/// Names (or, with `None`, unnames) person `id`; `hidden` the same. False: no such person.
+fn rename(db: &Db<'_>, id: i64, name: Option<&str>, now: Millis) -> Result<bool, StoreError> {
+    let n = db.execute(RENAME, args!(id, name, now))?;
+    say(db)?;
+    Ok(n == 1)
+}
+
+fn hide(db: &Db<'_>, id: i64, hidden: bool, now: Millis) -> Result<bool, StoreError> {
+    let n = db.execute(HIDE, args!(id, hidden, now))?;
+    say(db)?;
+    Ok(n == 1)
 }
 
 impl Store {
@@ -484,99 +563,51 @@ impl Store {
         asset_id: i64,
         version: i64,
     ) -> Result<Option<FacesToEmbed>, StoreError> {
-        self.read_lite(|conn| {
-            let scheme: Option<Option<i64>> = conn
-                .prepare_cached(FACES_SCHEME)?
-                .query_row([asset_id], |r| r.get(0))
-                .optional()?;
-            let Some(faces_scheme) = scheme.flatten() else {
-                return Ok(None);
-            };
-            let mut stmt = conn.prepare_cached(TO_EMBED)?;
-            let rows = stmt.query_map(params![asset_id, faces_scheme, version], detected)?;
-            Ok(Some(FacesToEmbed {
-                faces_scheme,
-                faces: rows.collect::<Result<_, _>>()?,
-            }))
-        })
+        self.read(|db| faces_to_embed(db, asset_id, version))
     }
 
     /// Every face of a live picture's current detection with a vector of `version`.
     pub fn face_vectors(&self, version: i64) -> Result<Vec<FaceVector>, StoreError> {
-        self.read_lite(|conn| {
-            let mut stmt = conn.prepare_cached(VECTORS)?;
-            let rows = stmt.query_map([version], face_vector)?;
-            Ok(rows.collect::<Result<_, _>>()?)
-        })
+        self.read(|db| face_vectors(db, version))
     }
 
     /// Who each face is, what the user said, and the count of the user's changes, read
     /// together.
     pub fn people_state(&self) -> Result<PeopleState, StoreError> {
-        self.read_lite(people_state)
+        self.read(people_state)
     }
 
     /// The people, named first (by name), then by id; hidden ones only with `hidden`.
     pub fn people(&self, hidden: bool) -> Result<Vec<Person>, StoreError> {
-        self.read_lite(|conn| {
-            let mut stmt = conn.prepare_cached(LIST)?;
-            let rows = stmt.query_map(params![hidden, None::<i64>], person_row)?;
-            Ok(rows.collect::<Result<_, _>>()?)
-        })
+        self.read(|db| list(db, hidden, None))
     }
 
     /// One person (hidden or not).
     pub fn person(&self, id: i64) -> Result<Option<Person>, StoreError> {
-        self.read_lite(|conn| {
-            Ok(conn
-                .prepare_cached(LIST)?
-                .query_row(params![true, id], person_row)
-                .optional()?)
-        })
+        self.read(|db| Ok(list(db, true, Some(id))?.into_iter().next()))
     }
 
     /// Up to `limit` live photos of a person after asset `after`, by id.
     pub fn photos_of(&self, person: i64, after: i64, limit: i64) -> Result<Vec<i64>, StoreError> {
-        self.read_lite(|conn| {
-            let mut stmt = conn.prepare_cached(PHOTOS_OF)?;
-            let rows = stmt.query_map(params![person, after, limit], |r| r.get(0))?;
-            Ok(rows.collect::<Result<_, _>>()?)
-        })
+        self.read(|db| photos_of(db, person, after, limit))
     }
 
     /// A person's faces in live photos: (photo, face), by photo.
     pub fn faces_of_person(&self, person: i64) -> Result<Vec<(i64, i64)>, StoreError> {
-        self.read_lite(|conn| {
-            let mut stmt = conn.prepare_cached(FACES_OF)?;
-            let rows = stmt.query_map([person], |r| Ok((r.get(0)?, r.get(1)?)))?;
-            Ok(rows.collect::<Result<_, _>>()?)
-        })
+        self.read(|db| faces_of_person(db, person))
     }
 
     /// The faces of a photo's current detection, each with who it is.
     pub fn photo_people(&self, asset_id: i64) -> Result<Vec<PhotoFace>, StoreError> {
-        self.read_lite(|conn| {
-            let mut stmt = conn.prepare_cached(IN_PHOTO)?;
-            let rows = stmt.query_map([asset_id], |r| {
-                Ok(PhotoFace {
-                    face_id: r.get(0)?,
-                    person_id: r.get(1)?,
-                    name: r.get(2)?,
-                    confirmed: r.get(3)?,
-                    x: r.get::<_, f64>(4)? as f32,
-                    y: r.get::<_, f64>(5)? as f32,
-                    w: r.get::<_, f64>(6)? as f32,
-                    h: r.get::<_, f64>(7)? as f32,
-                })
-            })?;
-            Ok(rows.collect::<Result<_, _>>()?)
-        })
+        self.read(|db| photo_people(db, asset_id))
     }
 
-    /// The plans SQLite picks for "all photos of X" and "who is in this photo".
+    /// The plans SQLite picks for "all photos of X" and "who is in this photo" (SQLite's
+    /// `EXPLAIN QUERY PLAN`: on PostgreSQL this is an error).
     pub fn people_plans(&self) -> Result<Vec<Vec<String>>, StoreError> {
-        self.read_lite(|conn| {
-            [PHOTOS_OF, IN_PHOTO, LIST]
+        self.read(|db| {
+            let conn = db.lite()?;
+            [PHOTOS_OF, IN_PHOTO, LIST.sqlite]
                 .iter()
                 .map(|sql| super::plan(conn, sql))
                 .collect()
@@ -585,24 +616,12 @@ impl Store {
 
     /// Names (or, with `None`, unnames) a person. False: no such person.
     pub fn name_person(&self, id: i64, name: Option<String>) -> Result<bool, StoreError> {
-        self.write_lite(move |conn, now| {
-            let n = conn
-                .prepare_cached(RENAME)?
-                .execute(params![id, name, now])?;
-            say(conn)?;
-            Ok(n == 1)
-        })
+        self.write(move |db, now| rename(db, id, name.as_deref(), now))
     }
 
     /// Hides (or shows again) a person. False: no such person.
     pub fn hide_person(&self, id: i64, hidden: bool) -> Result<bool, StoreError> {
-        self.write_lite(move |conn, now| {
-            let n = conn
-                .prepare_cached(HIDE)?
-                .execute(params![id, hidden, now])?;
-            say(conn)?;
-            Ok(n == 1)
-        })
+        self.write(move |db, now| hide(db, id, hidden, now))
     }
 
     /// Merges person `from` into `into`: each face of either is put in `into` by the user's
@@ -612,25 +631,7 @@ impl Store {
         into: i64,
         from: i64,
     ) -> Result<Result<(), PeopleRefusal>, StoreError> {
-        self.write_lite(move |conn, now| {
-            if into == from {
-                return Ok(Err(PeopleRefusal::SamePerson));
-            }
-            for id in [into, from] {
-                if !exists(conn, id)? {
-                    return Ok(Err(PeopleRefusal::NoPerson(id)));
-                }
-            }
-            let shared: Option<i64> = conn
-                .prepare_cached(SHARED_PHOTO)?
-                .query_row(params![into, from], |r| r.get(0))
-                .optional()?;
-            if let Some(photo) = shared {
-                return Ok(Err(PeopleRefusal::SharedPhoto(into, from, photo)));
-            }
-            merge_rows(conn, into, from, now)?;
-            Ok(Ok(()))
-        })
+        self.write(move |db, now| merge(db, into, from, now))
     }
 
     /// Puts a face in a person by the user's word (`None`: a new person, a split); answers
@@ -640,7 +641,7 @@ impl Store {
         face: i64,
         person: Option<i64>,
     ) -> Result<Result<i64, PeopleRefusal>, StoreError> {
-        self.write_lite(move |conn, now| place(conn, face, person, now))
+        self.write(move |db, now| place(db, face, person, now))
     }
 
     /// The user says `face` is not `person`: it leaves them and no recluster puts it back.
@@ -649,20 +650,7 @@ impl Store {
         face: i64,
         person: i64,
     ) -> Result<Result<(), PeopleRefusal>, StoreError> {
-        self.write_lite(move |conn, _| {
-            if let Err(no) = photo_of(conn, face)? {
-                return Ok(Err(no));
-            }
-            if !exists(conn, person)? {
-                return Ok(Err(PeopleRefusal::NoPerson(person)));
-            }
-            conn.prepare_cached(REJECT)?
-                .execute(params![face, person])?;
-            conn.prepare_cached(LEAVE)?.execute(params![face, person])?;
-            conn.prepare_cached(DROP_EMPTY)?.execute([])?;
-            say(conn)?;
-            Ok(Ok(()))
-        })
+        self.write(move |db, _| reject(db, face, person))
     }
 }
 
@@ -670,6 +658,9 @@ impl Store {
 pub fn recluster_job() -> NewJob {
     NewJob::new(RECLUSTER_JOB_KIND, "{}").unique(RECLUSTER_JOB_KIND)
 }
+
+#[cfg(test)]
+mod checks;
 
 #[cfg(test)]
 mod tests {

@@ -10,7 +10,7 @@
 //! must not write.
 
 use super::assets::NOT_A_SHOWN_CLIP;
-use super::db::on_lite;
+use super::db::{Db, on_lite};
 use super::rows::{ASSET_COLS, asset_from_row, checksum_col, path_from_row};
 use super::{
     Store, StoreError, assets, counters, faces, files, motion, people, plan, sidecars, stacks,
@@ -58,7 +58,7 @@ fn crowd(conn: &Connection, filter: &AssetFilter) -> Result<bool, StoreError> {
     let Some(person) = filter.person else {
         return Ok(false);
     };
-    Ok(people::face_count(conn, person)?.unwrap_or(0) > CROWD)
+    Ok(people::face_count(&Db::sqlite(conn), person)?.unwrap_or(0) > CROWD)
 }
 
 /// The list's SQL for this filter: fixed fragments only, every value bound as a parameter.
