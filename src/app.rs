@@ -173,6 +173,45 @@ fn handlers(store: &Store, config: &Config) -> Handlers {
 
 /// The embedding scheme this process stamps: the embedder's version unless overridden;
 /// known without loading the model, as `faces_scheme` is.
+/// Copies the index `store` holds into `to`: a PostgreSQL URL (an empty database), or
+/// the path of a SQLite file that does not exist yet. Answers the check of both sides.
+pub fn copy_index(
+    config: &Config,
+    store: Store,
+    to: &str,
+) -> anyhow::Result<crate::store::CopyCheck> {
+    use anyhow::Context;
+    let server =
+        to.starts_with("postgres://") || to.starts_with("postgresql://") || to.contains('=');
+    let (path, database) = if server {
+        (config.db_path.clone(), Some(to.to_string()))
+    } else {
+        let path = std::path::PathBuf::from(to);
+        anyhow::ensure!(
+            !path.exists(),
+            "{} exists already: the copy goes into a new file",
+            path.display()
+        );
+        (path, None)
+    };
+    let options = StoreOptions {
+        database,
+        ..StoreOptions::default()
+    };
+    let copy = Store::open(&path, Arc::new(SystemClock), options)
+        .with_context(|| format!("opening the destination {}", describe_target(to, server)))?;
+    Ok(store.copy_into(&copy)?)
+}
+
+/// A destination in words, without a password a URL may carry.
+fn describe_target(to: &str, server: bool) -> String {
+    if server {
+        "database".to_string()
+    } else {
+        to.to_string()
+    }
+}
+
 pub fn embed_scheme(config: &Config) -> i64 {
     config.embed_scheme.unwrap_or(crate::faces::EMBED_SCHEME)
 }

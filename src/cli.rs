@@ -201,6 +201,17 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Copy the index into an empty PostgreSQL database (--to postgres://...) or back into
+    /// a new SQLite file (--to PATH), then check the copy table by table (rows and a
+    /// digest of every row); the index itself is only read
+    Migrate {
+        /// Where the copy goes: a PostgreSQL URL, or the path of a SQLite file to make
+        #[arg(long, value_name = "URL|PATH")]
+        to: String,
+        /// Print one JSON object on stdout
+        #[arg(long)]
+        json: bool,
+    },
     /// Write the man pages (mediadex.1 and one per subcommand) into DIR, for packagers
     #[command(hide = true)]
     Manpage {
@@ -507,6 +518,7 @@ pub fn run(args: Args, settings: &Settings) -> anyhow::Result<()> {
         Command::Similar { distance: _, json } => similar(data, json),
         Command::People(what) => people(data, what),
         Command::Check { repair, json } => check_index(data, repair, json),
+        Command::Migrate { to, json } => migrate(data, &to, json),
         Command::Manpage { dir } => manpage::write(<Args as clap::CommandFactory>::command(), &dir),
     }
 }
@@ -749,6 +761,22 @@ fn check_index(data: &Settings, repair: bool, json: bool) -> anyhow::Result<()> 
         emit(&check::repaired(&ops::check::repair(&s)?, json)?)
     } else {
         emit(&check::check(&ops::check::check(&s)?, json)?)
+    }
+}
+
+/// `migrate --to`: the copy, its check table by table, and an error when any differs.
+fn migrate(data: &Settings, to: &str, json: bool) -> anyhow::Result<()> {
+    let (config, store) = open(data)?;
+    let check = mediadex::app::copy_index(&config, store, to)?;
+    emit(&render::copied(&check, json)?)?;
+    let differing = check.differing();
+    if differing.is_empty() {
+        Ok(())
+    } else {
+        anyhow::bail!(
+            "the copy differs from the index in {}: do not switch to it",
+            differing.join(", ")
+        )
     }
 }
 

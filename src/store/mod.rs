@@ -24,7 +24,7 @@
 //! motion, move_jobs, pending, people, problems, scan_runs, sidecars, similar, stacks, walks.
 //! Compositions: chains, check, ingest, job_ends, pixels, queries, removal, revive, run_end,
 //! thumbs, trash.
-//! Helpers: conn, db, error, lease, migrate, pg, pg_writer, rows, stems, vet, writer.
+//! Helpers: conn, copy, db, error, lease, migrate, pg, pg_writer, rows, stems, vet, writer.
 //!
 //! A family's statement may read another table in a join or a guard (a Live Photo's
 //! namesakes join `files` to `assets`; a sweep checks `trash_intents`): it is one statement,
@@ -63,6 +63,7 @@ mod assets;
 mod chains;
 mod check;
 mod conn;
+mod copy;
 mod counters;
 mod decode_timeouts;
 mod error;
@@ -98,6 +99,7 @@ mod walks;
 mod writer;
 
 pub use assets::Swept;
+pub use copy::{CopyCheck, TableDigest};
 pub use error::{Damage, StoreError};
 pub use jobs::Enqueued;
 pub use migrate::{MIGRATIONS, Migration};

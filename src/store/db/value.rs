@@ -350,3 +350,37 @@ impl<'r> postgres::types::FromSql<'r> for Numeric {
         *ty == Type::NUMERIC
     }
 }
+
+/// Any value as it is stored, for code that moves rows whatever their columns (the copy of
+/// a whole index, `store::copy`): SQLite's storage class, or PostgreSQL's column type
+/// sorted into the same five.
+impl Column for Value<'static> {
+    fn lite(row: &rusqlite::Row<'_>, idx: usize) -> Result<Self, StoreError> {
+        Ok(match row.get_ref(idx)? {
+            ValueRef::Null => Value::Null,
+            ValueRef::Integer(i) => Value::Int(i),
+            ValueRef::Real(r) => Value::Real(r),
+            ValueRef::Text(t) => Value::Text(Cow::Owned(String::from_utf8_lossy(t).into_owned())),
+            ValueRef::Blob(b) => Value::Blob(Cow::Owned(b.to_vec())),
+        })
+    }
+
+    fn pg(row: &postgres::Row, idx: usize) -> Result<Self, StoreError> {
+        let ty = row
+            .columns()
+            .get(idx)
+            .map(|c| c.type_().clone())
+            .ok_or_else(|| column_error(row, idx, "is past the last column".into()))?;
+        let value = match ty {
+            Type::INT8 | Type::INT4 | Type::INT2 | Type::BOOL => {
+                Option::<i64>::pg(row, idx)?.map(Value::Int)
+            }
+            Type::FLOAT8 | Type::FLOAT4 | Type::NUMERIC => {
+                Option::<f64>::pg(row, idx)?.map(Value::Real)
+            }
+            Type::BYTEA => Option::<Vec<u8>>::pg(row, idx)?.map(|b| Value::Blob(Cow::Owned(b))),
+            _ => Option::<String>::pg(row, idx)?.map(|t| Value::Text(Cow::Owned(t))),
+        };
+        Ok(value.unwrap_or(Value::Null))
+    }
+}
