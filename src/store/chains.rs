@@ -11,6 +11,7 @@
 //! (`replace_faces`), and a replacement asks the embedding chain for the new faces'
 //! descriptors (`faces_replaced`). No SQL of its own.
 
+use super::db::Db;
 use super::jobs::{self, Enqueued};
 use super::{Store, StoreError, decode_timeouts, faces, people, pixels, similar, walks};
 use crate::model::{
@@ -49,7 +50,7 @@ impl Parts {
         }
         Ok(Parts::Ranged {
             files: walks::files_in(conn, host, first - 1, last)?,
-            timed_out: decode_timeouts::timed_out_in(conn, first - 1, last)?,
+            timed_out: decode_timeouts::timed_out_in(&Db::sqlite(conn), first - 1, last)?,
         })
     }
 
@@ -66,7 +67,7 @@ impl Parts {
             }
             Parts::Each => (
                 walks::files_of(conn, host, id)?,
-                decode_timeouts::timed_out(conn, id)?,
+                decode_timeouts::timed_out(&Db::sqlite(conn), id)?,
             ),
         })
     }
@@ -152,7 +153,7 @@ fn write_results(
             for (id, list) in found {
                 replace_faces(conn, *id, (*version, rollback), list, now)?;
             }
-            decode_timeouts::record(conn, timed_out, now)?;
+            decode_timeouts::record(&Db::sqlite(conn), timed_out, now)?;
         }
         WalkResults::Similar {
             scheme,
@@ -160,7 +161,7 @@ fn write_results(
             timed_out,
         } => {
             similar::stamp(conn, *scheme, hashes, rollback)?;
-            decode_timeouts::record(conn, timed_out, now)?;
+            decode_timeouts::record(&Db::sqlite(conn), timed_out, now)?;
         }
         WalkResults::Embeddings {
             version,
@@ -170,7 +171,7 @@ fn write_results(
         } => {
             people::store_vectors(conn, *version, found, rollback)?;
             people::join_people(conn, assigned)?;
-            decode_timeouts::record(conn, timed_out, now)?;
+            decode_timeouts::record(&Db::sqlite(conn), timed_out, now)?;
         }
     }
     Ok(())

@@ -19,6 +19,7 @@
 //! trash intents, jobs) and the forgetting of `unshown_assets` entries a file row names
 //! again (`DROP_SHOWN`).
 
+use super::db::Db;
 use super::lease::expect_one;
 use super::{
     Committed, Store, StoreError, assets, check, counters, decode_timeouts, files, motion,
@@ -238,7 +239,7 @@ pub(super) fn ingest_one(
     let claimed_id = claimed.map(|(id, _)| id);
     // `scan --force` is the user's "try everything again": a decode that timed out too.
     if let (FileReason::Forced, Some(id)) = (item.reason, claimed_id) {
-        decode_timeouts::forget(conn, id)?;
+        decode_timeouts::forget(&Db::sqlite(conn), id)?;
     }
     let asset_id = if not_media(item) {
         None

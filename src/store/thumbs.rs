@@ -6,6 +6,7 @@
 //! A composition of `assets` (the selection), `walks` (an asset's files; a batch's through
 //! `chains::Parts`), `decode_timeouts` and `jobs`; no SQL of its own.
 
+use super::db::Db;
 use super::chains::Parts;
 use super::{Store, StoreError, assets, decode_timeouts, jobs, walks};
 use crate::model::{DecodeTimeout, Lease, NewJob, ThumbAsset, WalkAsset, WalkFile};
@@ -29,7 +30,7 @@ impl Store {
         let lease = lease.clone();
         self.write_lite(move |conn, now| {
             jobs::complete(conn, &lease, now)?;
-            decode_timeouts::record(conn, &timed_out, now)?;
+            decode_timeouts::record(&Db::sqlite(conn), &timed_out, now)?;
             if let Some(next) = &next {
                 jobs::insert(conn, next, now)?;
             }
