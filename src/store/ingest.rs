@@ -111,7 +111,7 @@ pub(super) fn claim(
             // ended heals what it left (`reclaim`).
             Some((id, true)) if assets::in_flight(conn, id)? => return Ok((id, Claim::Held)),
             Some((id, true)) => {
-                if revive::revive(conn, id)? {
+                if revive::revive(&Db::sqlite(conn), id)? {
                     return Ok((id, Claim::Restored));
                 }
                 // Restored or swept by someone else meanwhile: read again.
@@ -178,7 +178,7 @@ fn ingest(
     }
     scan_runs::count_reasons(conn, lease.id, &counts)?;
     count_hashed(conn, &batch.items)?;
-    problems::record(conn, lease.id, &batch.problems)?;
+    problems::record(&Db::sqlite(conn), lease.id, &batch.problems)?;
     Ok(report)
 }
 
@@ -319,7 +319,7 @@ fn reclaim(
     let Some(id) = asset.flatten() else {
         return Ok(None);
     };
-    if assets::in_flight(conn, id)? || !revive::revive(conn, id)? {
+    if assets::in_flight(conn, id)? || !revive::revive(&Db::sqlite(conn), id)? {
         return Ok(None);
     }
     sidecars::follow_first(conn, id)?;
@@ -578,7 +578,7 @@ impl Store {
             }
             scan_runs::count_reasons(conn, lease.id, &counts)?;
             let end_as = (report.state, report.reason.clone());
-            let n = run_end::finish(conn, &lease, end_as, end.follow_up.as_ref(), now)?;
+            let n = run_end::finish(&Db::sqlite(conn), &lease, end_as, end.follow_up.as_ref(), now)?;
             expect_one(&lease, n)?;
             Ok(report)
         })

@@ -8,18 +8,19 @@
 use super::lease::expect_one;
 use super::{Store, StoreError, assets, chains, jobs, pending, scan_runs};
 use crate::model::{Lease, Millis, RunOutcome, RunState, ThumbsPayload, WalkRequest};
-use rusqlite::Connection;
+use super::db::Db;
 
 /// The fenced end of a run: how many rows matched (0 = the lease is stale). A completion
 /// that matched also publishes what the library's runs left pending, queues the thumbnails
 /// of it and writes `follow_up` (a walk request).
 pub(super) fn finish(
-    conn: &Connection,
+    db: &Db<'_>,
     lease: &Lease,
     (state, reason): (RunState, Option<String>),
     follow_up: Option<&WalkRequest>,
     now: Millis,
 ) -> Result<usize, StoreError> {
+    let conn = db.lite()?;
     let n = scan_runs::end(conn, lease, (state, reason), now)?;
     // Side effects of a completion follow only a fenced completion that matched. The
     // thumbnails of what it publishes and its walk request are queued in the same
@@ -27,7 +28,7 @@ pub(super) fn finish(
     // loses none of them.
     if n == 1 && matches!(state, RunState::Completed | RunState::Suspect) {
         let own = assets::publish(conn, lease.id)?;
-        let shown = pending::publish_shown(conn, lease.id)?;
+        let shown = pending::publish_shown(db, lease.id)?;
         if let Some((first, last)) = span(own, shown) {
             let job = ThumbsPayload::published(lease.id, first, last).job();
             jobs::insert(conn, &job, now)?;
@@ -60,8 +61,8 @@ impl Store {
             RunOutcome::Suspect => RunState::Suspect,
         };
         let (lease, reason) = (lease.clone(), reason.map(str::to_string));
-        self.write_lite(move |conn, now| {
-            let n = finish(conn, &lease, (state, reason), None, now)?;
+        self.write(move |db, now| {
+            let n = finish(db, &lease, (state, reason), None, now)?;
             expect_one(&lease, n)
         })
     }
