@@ -82,7 +82,7 @@ pub(super) fn request_in(
     now: Millis,
 ) -> Result<Enqueued, StoreError> {
     walks::raise_seen(conn, req.kind, req.scheme, now)?;
-    let enqueued = jobs::insert(conn, &req.job, now)?;
+    let enqueued = jobs::insert(&Db::sqlite(conn), &req.job, now)?;
     for also in &req.with {
         request_in(conn, also, now)?;
     }
@@ -106,7 +106,7 @@ pub(super) fn faces_replaced(conn: &Connection, id: i64, now: Millis) -> Result<
     let chain = crate::model::NewJob::new(kind, payload)
         .unique(kind)
         .max_attempts(10);
-    jobs::insert(conn, &chain, now)?;
+    jobs::insert(&Db::sqlite(conn), &chain, now)?;
     Ok(())
 }
 
@@ -193,18 +193,18 @@ fn advance(
         (None, Some(scheme)) => {
             walks::raise_record(conn, commit.kind, scheme, now)?;
             if let Some(then) = &commit.then {
-                jobs::insert(conn, then, now)?;
+                jobs::insert(&Db::sqlite(conn), then, now)?;
             }
             Ok(None)
         }
-        (None, None) => Ok(Some(jobs::insert(conn, &commit.next, now)?)),
+        (None, None) => Ok(Some(jobs::insert(&Db::sqlite(conn), &commit.next, now)?)),
         (Some(asset), _) => {
             let payload = walks::back_to(conn, &commit.next.payload, asset)?;
             let next = crate::model::NewJob {
                 payload,
                 ..commit.next.clone()
             };
-            Ok(Some(jobs::insert(conn, &next, now)?))
+            Ok(Some(jobs::insert(&Db::sqlite(conn), &next, now)?))
         }
     }
 }
@@ -269,8 +269,7 @@ impl Store {
     ) -> Result<Option<(i64, String)>, StoreError> {
         let now = self.now();
         self.read_lite(|conn| {
-            jobs::walk_peer(
-                conn,
+            jobs::walk_peer(&Db::sqlite(conn),
                 kind.job_kind(),
                 scheme,
                 higher_only,
@@ -292,7 +291,7 @@ impl Store {
     ) -> Result<Option<Enqueued>, StoreError> {
         let lease = lease.clone();
         self.write_lite(move |conn, now| {
-            jobs::complete(conn, &lease, now)?;
+            jobs::complete(&Db::sqlite(conn), &lease, now)?;
             write_results(conn, &commit.results, (commit.rollback, now))?;
             advance(conn, lease.id, &commit, now)
         })

@@ -145,7 +145,7 @@ fn ingest(
     progress: &str,
     now: Millis,
 ) -> Result<BatchReport, StoreError> {
-    scan_runs::fence_data(conn, lease, library_id, Some(progress), now)?;
+    scan_runs::fence_data(&Db::sqlite(conn), lease, library_id, Some(progress), now)?;
     // Before the items: a photo this batch reads itself is read with the sidecar's
     // bytes, and its write clears the mark.
     files::mark_read_again(conn, library_id, &batch.read_again)?;
@@ -176,7 +176,7 @@ fn ingest(
     for file_id in batch.reclaim {
         report.items.extend(reclaim(conn, library_id, file_id)?);
     }
-    scan_runs::count_reasons(conn, lease.id, &counts)?;
+    scan_runs::count_reasons(&Db::sqlite(conn), lease.id, &counts)?;
     count_hashed(conn, &batch.items)?;
     problems::record(&Db::sqlite(conn), lease.id, &batch.problems)?;
     Ok(report)
@@ -506,7 +506,7 @@ impl Store {
             lease.id,
             weight,
             move |conn, now| {
-                scan_runs::fence_data(conn, &sealed, library_id, None, now).map(|_| ())
+                scan_runs::fence_data(&Db::sqlite(conn), &sealed, library_id, None, now).map(|_| ())
             },
             move |conn, now| ingest(conn, &lease, library_id, batch, &progress, now),
         )
@@ -524,9 +524,9 @@ impl Store {
     ) -> Result<(), StoreError> {
         let (lease, progress) = (lease.clone(), progress.to_string());
         self.write_lite(move |conn, now| {
-            scan_runs::fence_data(conn, &lease, library_id, Some(&progress), now)?;
+            scan_runs::fence_data(&Db::sqlite(conn), &lease, library_id, Some(&progress), now)?;
             let counts = BTreeMap::from([(Provenance::Unchanged.as_str(), unchanged as i64)]);
-            scan_runs::count_reasons(conn, lease.id, &counts)
+            scan_runs::count_reasons(&Db::sqlite(conn), lease.id, &counts)
         })
     }
 
@@ -550,7 +550,7 @@ impl Store {
         let lease = lease.clone();
         self.write_lite(move |conn, now| {
             let scope =
-                scan_runs::fence_data(conn, &lease, library_id, end.progress.as_deref(), now)?;
+                scan_runs::fence_data(&Db::sqlite(conn), &lease, library_id, end.progress.as_deref(), now)?;
             let mut counts =
                 BTreeMap::from([(Provenance::Unchanged.as_str(), end.unchanged as i64)]);
             let mut report = FinishReport {
@@ -576,7 +576,7 @@ impl Store {
                     report.adopted = check::adopt_all(conn, &end.adoptions, now)?;
                 }
             }
-            scan_runs::count_reasons(conn, lease.id, &counts)?;
+            scan_runs::count_reasons(&Db::sqlite(conn), lease.id, &counts)?;
             let end_as = (report.state, report.reason.clone());
             let n = run_end::finish(&Db::sqlite(conn), &lease, end_as, end.follow_up.as_ref(), now)?;
             expect_one(&lease, n)?;

@@ -13,10 +13,10 @@ impl Store {
     pub fn fail_job(&self, lease: &Lease, error: &str) -> Result<JobState, StoreError> {
         let (lease, error) = (lease.clone(), error.to_string());
         let policy = self.inner.policy.clone();
-        self.write_lite(move |conn, now| {
-            let state = jobs::fail(conn, &lease, &error, &policy, now)?;
+        self.write(move |db, now| {
+            let state = jobs::fail(db, &lease, &error, &policy, now)?;
             if state == JobState::Queued {
-                counters::bump(&super::db::Db::sqlite(conn), Counter::JobRetries, 1)?;
+                counters::bump(db, Counter::JobRetries, 1)?;
             }
             Ok(state)
         })
@@ -30,9 +30,9 @@ impl Store {
     pub fn retry_job(&self, lease: &Lease, error: &str) -> Result<(), StoreError> {
         let (lease, error) = (lease.clone(), error.to_string());
         let policy = self.inner.policy.clone();
-        self.write_lite(move |conn, now| {
-            jobs::retry(conn, &lease, &error, &policy, now)?;
-            counters::bump(&super::db::Db::sqlite(conn), Counter::JobRetries, 1)
+        self.write(move |db, now| {
+            jobs::retry(db, &lease, &error, &policy, now)?;
+            counters::bump(db, Counter::JobRetries, 1)
         })
     }
 
@@ -45,10 +45,11 @@ impl Store {
         r: Regrouping,
     ) -> Result<Reclustered, StoreError> {
         let lease = lease.clone();
-        self.write_lite(move |conn, now| {
-            jobs::complete(conn, &lease, now)?;
+        self.write(move |db, now| {
+            jobs::complete(db, &lease, now)?;
+            let conn = db.lite()?;
             if people::said_at(conn)? != r.said_at {
-                jobs::insert(conn, &people::recluster_job(), now)?;
+                jobs::insert(db, &people::recluster_job(), now)?;
                 return Ok(Reclustered::Again);
             }
             people::regroup(conn, &r, now)

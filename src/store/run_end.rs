@@ -20,21 +20,20 @@ pub(super) fn finish(
     follow_up: Option<&WalkRequest>,
     now: Millis,
 ) -> Result<usize, StoreError> {
-    let conn = db.lite()?;
-    let n = scan_runs::end(conn, lease, (state, reason), now)?;
+    let n = scan_runs::end(db, lease, (state, reason), now)?;
     // Side effects of a completion follow only a fenced completion that matched. The
     // thumbnails of what it publishes and its walk request are queued in the same
     // transaction: they exist only if the completion committed, and a crash right after it
     // loses none of them.
     if n == 1 && matches!(state, RunState::Completed | RunState::Suspect) {
-        let own = assets::publish(conn, lease.id)?;
+        let own = assets::publish(db.lite()?, lease.id)?;
         let shown = pending::publish_shown(db, lease.id)?;
         if let Some((first, last)) = span(own, shown) {
             let job = ThumbsPayload::published(lease.id, first, last).job();
-            jobs::insert(conn, &job, now)?;
+            jobs::insert(db, &job, now)?;
         }
         if let Some(req) = follow_up {
-            chains::request_in(conn, req, now)?;
+            chains::request_in(db.lite()?, req, now)?;
         }
     }
     Ok(n)

@@ -29,10 +29,10 @@ impl Store {
     ) -> Result<(), StoreError> {
         let lease = lease.clone();
         self.write_lite(move |conn, now| {
-            jobs::complete(conn, &lease, now)?;
+            jobs::complete(&Db::sqlite(conn), &lease, now)?;
             decode_timeouts::record(&Db::sqlite(conn), &timed_out, now)?;
             if let Some(next) = &next {
-                jobs::insert(conn, next, now)?;
+                jobs::insert(&Db::sqlite(conn), next, now)?;
             }
             Ok(())
         })

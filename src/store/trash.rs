@@ -286,7 +286,7 @@ fn finish(
             }
         }
     };
-    complete(conn, lease, now)?;
+    complete(&Db::sqlite(conn), lease, now)?;
     Ok(Finish::Flipped(outcome))
 }
 
