@@ -269,7 +269,8 @@ impl Store {
     ) -> Result<Option<(i64, String)>, StoreError> {
         let now = self.now();
         self.read_lite(|conn| {
-            jobs::walk_peer(&Db::sqlite(conn),
+            jobs::walk_peer(
+                &Db::sqlite(conn),
                 kind.job_kind(),
                 scheme,
                 higher_only,

@@ -6,9 +6,9 @@
 //! commits of the walks and the thumbnail job (`record`), or on its own for a request
 //! (`Store::remember_decode_timeout`). Must not decide what is a timeout: the decoders say.
 
+use super::db::Db;
 use super::{Store, StoreError};
 use crate::model::DecodeTimeout;
-use super::db::Db;
 use std::collections::HashMap;
 
 /// Kept only while the asset still exists (an asset swept meanwhile inserts nothing) and
@@ -128,7 +128,10 @@ mod tests {
         assert_eq!(timed_out(db, 2)?, None);
         record(db, &[timeout(1, 10, 100, 45)], 8)?;
         assert_eq!(timed_out(db, 1)?, Some(45));
-        db.execute("UPDATE files SET mtime_ns = 101 WHERE asset_id = 1", args!())?;
+        db.execute(
+            "UPDATE files SET mtime_ns = 101 WHERE asset_id = 1",
+            args!(),
+        )?;
         assert_eq!(timed_out(db, 1)?, None);
         Ok(())
     }

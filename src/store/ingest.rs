@@ -549,8 +549,13 @@ impl Store {
     ) -> Result<FinishReport, StoreError> {
         let lease = lease.clone();
         self.write_lite(move |conn, now| {
-            let scope =
-                scan_runs::fence_data(&Db::sqlite(conn), &lease, library_id, end.progress.as_deref(), now)?;
+            let scope = scan_runs::fence_data(
+                &Db::sqlite(conn),
+                &lease,
+                library_id,
+                end.progress.as_deref(),
+                now,
+            )?;
             let mut counts =
                 BTreeMap::from([(Provenance::Unchanged.as_str(), end.unchanged as i64)]);
             let mut report = FinishReport {
@@ -578,7 +583,13 @@ impl Store {
             }
             scan_runs::count_reasons(&Db::sqlite(conn), lease.id, &counts)?;
             let end_as = (report.state, report.reason.clone());
-            let n = run_end::finish(&Db::sqlite(conn), &lease, end_as, end.follow_up.as_ref(), now)?;
+            let n = run_end::finish(
+                &Db::sqlite(conn),
+                &lease,
+                end_as,
+                end.follow_up.as_ref(),
+                now,
+            )?;
             expect_one(&lease, n)?;
             Ok(report)
         })

@@ -5,8 +5,8 @@
 //! leaves a walk chain of a higher scheme to the newer binary walking it while that binary
 //! holds a lease (DESIGN.md section 7, mixed versions).
 
-use super::lease::{expect_one, lost};
 use super::db::{self, Db, Pair};
+use super::lease::{expect_one, lost};
 use super::{LeasePolicy, Store, StoreError, backoff, parse_at};
 use crate::model::{Job, JobFilter, JobState, Lease, Millis, NewJob, ReclaimReport, Target};
 
@@ -478,13 +478,7 @@ fn checkpoint(db: &Db<'_>, lease: &Lease, checkpoint: &str, now: Millis) -> Resu
 
 /// Puts the job back to wait `PAUSED_RETRY`, its error kept (fenced).
 fn defer(db: &Db<'_>, lease: &Lease, error: &str, now: Millis) -> Result<(), StoreError> {
-    let params = args!(
-        lease.id,
-        lease.generation,
-        now,
-        error,
-        super::PAUSED_RETRY
-    );
+    let params = args!(lease.id, lease.generation, now, error, super::PAUSED_RETRY);
     let n = db.execute(DEFER, params)?;
     expect_one(lease, n)
 }
@@ -674,7 +668,13 @@ mod tests {
         let job = NewJob::new("k", "{}").unique("key");
         let first = insert(db, &job, 1_000)?;
         assert!(first.created);
-        assert_eq!(insert(db, &job, 1_001)?, Enqueued { id: first.id, created: false });
+        assert_eq!(
+            insert(db, &job, 1_001)?,
+            Enqueued {
+                id: first.id,
+                created: false
+            }
+        );
         assert_eq!(live_row(db, "key")?.map(|j| j.id), Some(first.id));
         let again = replace_unique(db, &job, 1_002)?;
         assert!(again.created && again.id != first.id);
@@ -686,7 +686,10 @@ mod tests {
         let newest: Vec<i64> = list(db, 2)?.iter().map(|j| j.id).collect();
         assert_eq!(newest.len(), 2);
         assert!(newest[0] > newest[1]);
-        db.execute("UPDATE jobs SET run_at = 5000 WHERE id = ?1", args!(again.id))?;
+        db.execute(
+            "UPDATE jobs SET run_at = 5000 WHERE id = ?1",
+            args!(again.id),
+        )?;
         db.execute(DUE_NOW, args!(again.id, 2_000))?;
         assert_eq!(get(db, again.id)?.map(|j| j.run_at), Some(2_000));
         Ok(())
@@ -697,7 +700,10 @@ mod tests {
         let early = insert(db, &NewJob::new("a", "{}"), 900)?;
         insert(db, &NewJob::new("b", "{}"), 800)?;
         let job = claim(db, ME, &filters("a", None), (1_000, 100))?.expect("a due job");
-        assert_eq!((job.id, job.generation, job.state), (early.id, 1, JobState::Running));
+        assert_eq!(
+            (job.id, job.generation, job.state),
+            (early.id, 1, JobState::Running)
+        );
         assert_eq!(job.lease_expires_at, Some(1_100));
         let next = claim(db, ME, &filters("a", None), (1_000, 100))?.map(|j| j.id);
         assert_eq!(next, Some(late.id));
@@ -738,13 +744,19 @@ mod tests {
         assert!(lost(retry(db, &stale, "e", &policy, 1_010)));
         assert!(lost(defer(db, &stale, "e", 1_010)));
         assert!(lost(release(db, &stale, 1_010)));
-        assert!(lost(checkpoint(db, &good, "x", 1_100)), "an expired lease is stale");
+        assert!(
+            lost(checkpoint(db, &good, "x", 1_100)),
+            "an expired lease is stale"
+        );
         assert_eq!(state_of(db, job.id)?, ("running".into(), 1));
         checkpoint(db, &good, "half", 1_010)?;
         assert_eq!(renew(db, &good, 1_050, 100)?, 1_150);
         assert_eq!(fail(db, &good, "boom", &policy, 1_060)?, JobState::Queued);
         let job = get(db, job.id)?.expect("the job");
-        assert_eq!((job.attempts, job.generation, job.run_at), (1, 2, 1_060 + 2_000));
+        assert_eq!(
+            (job.attempts, job.generation, job.run_at),
+            (1, 2, 1_060 + 2_000)
+        );
         assert_eq!(job.checkpoint.as_deref(), Some("half"));
         db.execute("UPDATE jobs SET run_at = 0 WHERE id = ?1", args!(job.id))?;
         let job = claim(db, ME, &filters("a", None), (2_000, 100))?.expect("again");
@@ -771,7 +783,10 @@ mod tests {
             max_attempts: 1,
             ..NewJob::new("a", "{}")
         };
-        let (a, b) = (insert(db, &once, 0)?, insert(db, &NewJob::new("a", "{}"), 1)?);
+        let (a, b) = (
+            insert(db, &once, 0)?,
+            insert(db, &NewJob::new("a", "{}"), 1)?,
+        );
         let c = insert(db, &NewJob::new("c", "{}"), 2)?;
         claim(db, ME, &filters("a", None), (10, 100))?;
         claim(db, ME, &filters("a", None), (10, 100))?;
@@ -785,7 +800,10 @@ mod tests {
         assert!(release_unowned(db, b.id, 120)?);
         assert_eq!(state_of(db, b.id)?, ("queued".into(), 3));
         assert!(cancel(db, c.id, 130)?);
-        assert!(!cancel(db, c.id, 131)?, "a finished job is not cancelled again");
+        assert!(
+            !cancel(db, c.id, 131)?,
+            "a finished job is not cancelled again"
+        );
         assert!(!release_unowned(db, c.id, 132)?);
         assert_eq!(prune(db, 131)?, 2, "the failed and the cancelled job");
         assert!(get(db, b.id)?.is_some());
@@ -793,14 +811,55 @@ mod tests {
     }
 
     fn a_walk_peer_is_a_live_walker_of_another_scheme(db: &Db<'_>) -> Result<(), StoreError> {
-        insert(db, &NewJob::new("w", r#"{"scheme": 2, "by": "peer"}"#), 1_000)?;
+        insert(
+            db,
+            &NewJob::new("w", r#"{"scheme": 2, "by": "peer"}"#),
+            1_000,
+        )?;
         let peer = walk_peer(db, "w", 1, false, (1_000, 100), "me")?;
         assert_eq!(peer, Some((2, "peer".to_string())));
         assert_eq!(walk_peer(db, "w", 1, false, (1_000, 100), "peer")?, None);
         assert_eq!(walk_peer(db, "w", 3, true, (1_000, 100), "me")?, None);
         assert_eq!(walk_peer(db, "w", 2, false, (1_000, 100), "me")?, None);
-        assert_eq!(walk_peer(db, "w", 1, true, (1_100, 100), "me")?, None, "handed off long ago");
+        assert_eq!(
+            walk_peer(db, "w", 1, true, (1_100, 100), "me")?,
+            None,
+            "handed off long ago"
+        );
         Ok(())
+    }
+
+    /// Two hosts claiming at once on PostgreSQL: the second claim, while the first holds
+    /// its row uncommitted, takes the other due job at once (no wait: the lock timeout
+    /// would fail it), and the two never share a row.
+    mod postgres_only {
+        use super::*;
+        use crate::store::db::tests::PgScratch;
+        use crate::store::db::{POSTGRES_BASELINE, Statements};
+
+        #[test]
+        #[ignore = "needs PostgreSQL: MEDIADEX_TEST_PG_URL (.ci/run starts one)"]
+        fn on_postgres_two_claims_at_once_take_two_jobs() {
+            let mut pg = PgScratch::new();
+            pg.client.batch_execute(POSTGRES_BASELINE).unwrap();
+            let mut other = pg.another();
+            let (mut mine, mut theirs) = (Statements::default(), Statements::default());
+            let setup = Db::postgres(pg.client.transaction().unwrap(), &mut mine);
+            insert(&setup, &NewJob::new("a", "{}"), 1).unwrap();
+            insert(&setup, &NewJob::new("a", "{}"), 2).unwrap();
+            setup.commit().unwrap();
+            let first = Db::postgres(pg.client.transaction().unwrap(), &mut mine);
+            let one = claim(&first, ME, &filters("a", None), (10, 100)).unwrap();
+            let mut tx = other.transaction().unwrap();
+            tx.batch_execute("SET LOCAL lock_timeout = '200ms'")
+                .unwrap();
+            let second = Db::postgres(tx, &mut theirs);
+            let two = claim(&second, ("them", "host"), &filters("a", None), (10, 100)).unwrap();
+            let (one, two) = (one.expect("a job"), two.expect("the other job"));
+            assert_ne!(one.id, two.id);
+            second.commit().unwrap();
+            first.commit().unwrap();
+        }
     }
 
     on_both_schemas!(

@@ -5,8 +5,8 @@
 //! reclaimed job holds. What a move does with them is `trash`'s; the queue's own statements
 //! on every job (claim, complete, reclaim) are `jobs`'.
 
-use super::lease::{expect_one, lost};
 use super::db::{Db, Pair};
+use super::lease::{expect_one, lost};
 use super::{StoreError, parse_at};
 use crate::model::{Lease, MOVE_JOB_KIND, Millis, Target, TrashAction};
 
@@ -171,7 +171,10 @@ mod tests {
         assert_eq!(live(db, 4)?, job.0);
         assert!(matches!(live(db, 5), Err(StoreError::NotFound(_))));
         let (move_id, asset, action, reason) = holds(db, job.0)?.expect("its move");
-        assert_eq!((move_id, asset, action, reason), (7, 4, TrashAction::Trash, None));
+        assert_eq!(
+            (move_id, asset, action, reason),
+            (7, 4, TrashAction::Trash, None)
+        );
         assert_eq!(holds(db, job.0 + 1)?, None);
         Ok(())
     }
@@ -182,8 +185,14 @@ mod tests {
         assert_eq!((held.move_id, held.asset_id), (7, 4));
         assert_eq!((held.action, held.copies), (TrashAction::Trash, true));
         let stale = lease_of((job.0, job.1 + 1));
-        assert!(matches!(fence(db, &stale, 1_050), Err(StoreError::LeaseLost { .. })));
-        assert!(matches!(fence(db, &lease_of(job), 1_100), Err(StoreError::LeaseLost { .. })));
+        assert!(matches!(
+            fence(db, &stale, 1_050),
+            Err(StoreError::LeaseLost { .. })
+        ));
+        assert!(matches!(
+            fence(db, &lease_of(job), 1_100),
+            Err(StoreError::LeaseLost { .. })
+        ));
         assert!(matches!(
             start_rollback(db, &stale, "why", 1_050),
             Err(StoreError::LeaseLost { .. })
@@ -197,7 +206,10 @@ mod tests {
             r.get(0)
         })?;
         assert_eq!(state, "failed");
-        assert!(fence(db, &lease_of(job), 1_070).is_err(), "a failed job holds no lease");
+        assert!(
+            fence(db, &lease_of(job), 1_070).is_err(),
+            "a failed job holds no lease"
+        );
         Ok(())
     }
 

@@ -9,8 +9,8 @@
 //! from the `assets_pending` partial index (the others read one asset by id), so its cost is
 //! the pending rows, never the whole table.
 
-use super::{Store, StoreError};
 use super::db::{Db, Pair};
+use super::{Store, StoreError};
 
 /// `INDEXED BY` is SQLite's alone: each statement that names the partial index is a `Pair`
 /// whose PostgreSQL half leaves the choice to its planner (which has statistics).
@@ -79,10 +79,7 @@ const PUBLISH_STRANDED: Pair = Pair {
 /// byte-identical copy linked to them). Returns the lowest and highest id of the pictures and
 /// videos among them. Costs the pending rows left, which after the first publication are
 /// only other libraries' (none, most of the time).
-pub(super) fn publish_shown(
-    db: &Db<'_>,
-    run_id: i64,
-) -> Result<Option<(i64, i64)>, StoreError> {
+pub(super) fn publish_shown(db: &Db<'_>, run_id: i64) -> Result<Option<(i64, i64)>, StoreError> {
     let shown: Vec<(i64, bool)> = db.all(db.pick(&SHOWN_PENDING), args!(run_id), |r| {
         Ok((r.get(0)?, r.get(1)?))
     })?;
@@ -157,7 +154,10 @@ mod tests {
     use crate::store::lease::fixtures;
 
     fn pending_on(db: &Db<'_>, asset: i64, run: i64) -> Result<(), StoreError> {
-        db.execute("UPDATE assets SET pending_run = ?2 WHERE id = ?1", args!(asset, run))?;
+        db.execute(
+            "UPDATE assets SET pending_run = ?2 WHERE id = ?1",
+            args!(asset, run),
+        )?;
         Ok(())
     }
 
@@ -197,7 +197,11 @@ mod tests {
         assert_eq!(publish_shown(db, 1)?, Some((1, 1)));
         assert_eq!(is_pending(db, 1)?, Some(false));
         assert_eq!(is_pending(db, 2)?, Some(false));
-        assert_eq!(is_pending(db, 3)?, Some(true), "a missing file shows nothing");
+        assert_eq!(
+            is_pending(db, 3)?,
+            Some(true),
+            "a missing file shows nothing"
+        );
         assert_eq!(publish_shown(db, 2)?, None);
         Ok(())
     }

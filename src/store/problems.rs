@@ -11,9 +11,9 @@
 //! while the library's latest completed full run, or a run after it, met it (every walk
 //! meets it again).
 
+use super::db::{self, Db, Pair};
 use super::{Store, StoreError};
 use crate::model::{NOT_MEDIA, OpenProblem, RunProblem};
-use super::db::{self, Db, Pair};
 
 /// The most problems a run keeps: a library of a million broken files must not double the
 /// index. The run's progress still counts every problem it met.
@@ -38,7 +38,7 @@ const COUNT: &str = "SELECT count(*) FROM scan_run_problems WHERE run_id = ?1";
 macro_rules! open_problems {
     ($latest:expr) => {
         concat!(
-        "WITH open AS (
+            "WITH open AS (
              SELECT r.library_id, p.run_id, p.rel_path, p.rel_path_text, p.error
                FROM scan_run_problems p JOIN scan_runs r ON r.id = p.run_id
                JOIN files f ON f.library_id = r.library_id AND f.rel_path = p.rel_path
@@ -102,11 +102,7 @@ const OPEN_COUNT: Pair = Pair {
 
 /// Appends `problems` to run `run_id`'s list, up to `PER_RUN`. Runs inside the caller's
 /// fenced transaction: the caller has checked the lease.
-pub(super) fn record(
-    db: &Db<'_>,
-    run_id: i64,
-    problems: &[RunProblem],
-) -> Result<(), StoreError> {
+pub(super) fn record(db: &Db<'_>, run_id: i64, problems: &[RunProblem]) -> Result<(), StoreError> {
     if problems.is_empty() {
         return Ok(());
     }
@@ -115,7 +111,13 @@ pub(super) fn record(
         let path: &[u8] = &p.rel_path;
         db.execute(
             INSERT,
-            args!(run_id, seq, path, p.rel_path_text.as_str(), p.error.as_str()),
+            args!(
+                run_id,
+                seq,
+                path,
+                p.rel_path_text.as_str(),
+                p.error.as_str()
+            ),
         )?;
     }
     Ok(())
@@ -154,7 +156,9 @@ pub(super) fn open(
             problem: problem_at(r, 2)?,
         })
     })?;
-    let total = db.one(db.pick(&OPEN_COUNT), args!(library, NOT_MEDIA), |r| r.get(0))?;
+    let total = db.one(db.pick(&OPEN_COUNT), args!(library, NOT_MEDIA), |r| {
+        r.get(0)
+    })?;
     Ok((items, total))
 }
 
@@ -212,7 +216,10 @@ mod tests {
         record(db, 1, &[problem("c", "e3")])?;
         assert_eq!(count(db, 1)?, 3);
         let after_one = page(db, 1, 1, 10)?;
-        assert_eq!(after_one, vec![(2, problem("b", "e2")), (3, problem("c", "e3"))]);
+        assert_eq!(
+            after_one,
+            vec![(2, problem("b", "e2")), (3, problem("c", "e3"))]
+        );
         assert_eq!(page(db, 1, 0, 1)?, vec![(1, problem("a", "e1"))]);
         db.execute(
             "UPDATE scan_run_problems SET seq = ?1 WHERE run_id = 1 AND seq = 3",
@@ -238,13 +245,23 @@ mod tests {
         fixtures::library(db, 2)?;
         fixtures::run(db, 1, 1, "completed")?;
         fixtures::run(db, 2, 1, "running")?;
-        record(db, 1, &[problem("a.jpg", "truncated"), problem("gone/", "e1")])?;
+        record(
+            db,
+            1,
+            &[problem("a.jpg", "truncated"), problem("gone/", "e1")],
+        )?;
         record(db, 2, &[problem("gone/", "e2")])?;
         fixtures::file(db, (1, None, "a.jpg"), (1, 1, 1))?;
         fixtures::file(db, (1, None, "b.jpg"), (1, 1, 2))?;
         fixtures::file(db, (1, None, "c.jpg"), (1, 1, 2))?;
-        db.execute("UPDATE files SET error = 'bad read' WHERE rel_path_text = 'b.jpg'", args!())?;
-        db.execute("UPDATE files SET error = ?1 WHERE rel_path_text = 'c.jpg'", args!(NOT_MEDIA))?;
+        db.execute(
+            "UPDATE files SET error = 'bad read' WHERE rel_path_text = 'b.jpg'",
+            args!(),
+        )?;
+        db.execute(
+            "UPDATE files SET error = ?1 WHERE rel_path_text = 'c.jpg'",
+            args!(NOT_MEDIA),
+        )?;
         Ok(())
     }
 

@@ -3,8 +3,8 @@
 //! (`assets::restore`), then the live chain of each walk whose cursor may be past it goes
 //! back for it (`walks::made_live`), in the caller's transaction. No SQL of its own.
 
-use super::{StoreError, assets, walks};
 use super::db::Db;
+use super::{StoreError, assets, walks};
 
 /// Restores a trashed asset by id alone (`assets::restore`); a walk chain that skipped it
 /// while it was trashed goes back for it (`walks::made_live`). `false`: the row is no

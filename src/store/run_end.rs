@@ -5,10 +5,10 @@
 //! all in the end's transaction: they exist only if the completion committed, and a crash
 //! right after it loses none of them. No SQL of its own.
 
+use super::db::Db;
 use super::lease::expect_one;
 use super::{Store, StoreError, assets, chains, jobs, pending, scan_runs};
 use crate::model::{Lease, Millis, RunOutcome, RunState, ThumbsPayload, WalkRequest};
-use super::db::Db;
 
 /// The fenced end of a run: how many rows matched (0 = the lease is stale). A completion
 /// that matched also publishes what the library's runs left pending, queues the thumbnails

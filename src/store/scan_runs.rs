@@ -10,8 +10,8 @@
 //! the data writes do is `ingest`'s. A run's provenance counts (`scan_run_reasons`) are
 //! kept here too.
 
-use super::lease::{expect_one, lost};
 use super::db::{self, Db, Pair};
+use super::lease::{expect_one, lost};
 use super::{LeasePolicy, Store, StoreError, backoff, parse_at};
 use crate::model::{
     Lease, Millis, Provenance, ReclaimReport, RunState, ScanRequest, ScanRun, Target, Trigger,
@@ -309,7 +309,10 @@ fn put_back(db: &Db<'_>, run: &ScanRun, reason: &str, now: Millis) -> Result<(),
 
 pub(super) fn release(db: &Db<'_>, lease: &Lease, now: Millis) -> Result<(), StoreError> {
     // The fence first: a stale holder must not hand back somebody else's run.
-    let n = db.execute(CHECKPOINT_FENCE_ONLY, args!(lease.id, lease.generation, now))?;
+    let n = db.execute(
+        CHECKPOINT_FENCE_ONLY,
+        args!(lease.id, lease.generation, now),
+    )?;
     expect_one(lease, n)?;
     let run = get(db, lease.id)?.ok_or_else(|| lost(lease))?;
     put_back(db, &run, "released", now)
@@ -576,19 +579,12 @@ fn claim(
     (owner, host): (&str, &str),
     (now, ttl): (Millis, Millis),
 ) -> Result<Option<ScanRun>, StoreError> {
-    db.optional(
-        db.pick(&CLAIM),
-        args!(owner, now, ttl, host),
-        run_from_row,
-    )
+    db.optional(db.pick(&CLAIM), args!(owner, now, ttl, host), run_from_row)
 }
 
 /// Records the run's progress (fenced).
 fn checkpoint(db: &Db<'_>, lease: &Lease, progress: &str, now: Millis) -> Result<(), StoreError> {
-    let n = db.execute(
-        CHECKPOINT,
-        args!(lease.id, lease.generation, now, progress),
-    )?;
+    let n = db.execute(CHECKPOINT, args!(lease.id, lease.generation, now, progress))?;
     expect_one(lease, n)
 }
 
@@ -783,14 +779,20 @@ mod tests {
         ));
         seen_library(db)?;
         let (first, how) = request(db, &scan("a/b"), &keyed("k"), 10)?;
-        assert_eq!((how, first.state, first.forced), (Admission::Accepted, RunState::Accepted, false));
+        assert_eq!(
+            (how, first.state, first.forced),
+            (Admission::Accepted, RunState::Accepted, false)
+        );
         let forced = AdmissionOptions {
             forced: true,
             ..AdmissionOptions::default()
         };
         let (widened, how) = request(db, &scan("a/c"), &forced, 20)?;
         assert_eq!((how, widened.id), (Admission::Coalesced, first.id));
-        assert_eq!((widened.scope.as_str(), widened.forced, widened.requested_at), ("a", true, 10));
+        assert_eq!(
+            (widened.scope.as_str(), widened.forced, widened.requested_at),
+            ("a", true, 10)
+        );
         let (replayed, how) = request(db, &scan("a/b"), &keyed("k"), 30)?;
         assert_eq!((how, replayed.id), (Admission::Replayed, first.id));
         assert!(matches!(
@@ -822,11 +824,20 @@ mod tests {
         seen_library(db)?;
         fixtures::library(db, 2)?;
         request(db, &scan(""), &AdmissionOptions::default(), 10)?;
-        assert!(claim(db, ("other", "elsewhere"), (10, 100))?.is_none(), "not its library");
+        assert!(
+            claim(db, ("other", "elsewhere"), (10, 100))?.is_none(),
+            "not its library"
+        );
         let (run, lease) = claimed(db, 10)?;
-        assert_eq!((run.state, run.generation, run.lease_expires_at), (RunState::Running, 1, Some(110)));
+        assert_eq!(
+            (run.state, run.generation, run.lease_expires_at),
+            (RunState::Running, 1, Some(110))
+        );
         request(db, &scan(""), &AdmissionOptions::default(), 11)?;
-        assert!(claim(db, ME, (11, 100))?.is_none(), "one running run per library");
+        assert!(
+            claim(db, ME, (11, 100))?.is_none(),
+            "one running run per library"
+        );
         let stale = Lease {
             generation: 0,
             ..lease.clone()
@@ -835,13 +846,19 @@ mod tests {
         assert!(renew(db, &stale, 20, 100).is_err_and(|e| lost(&e)));
         assert!(checkpoint(db, &stale, "p", 20).is_err_and(|e| lost(&e)));
         assert!(fence_data(db, &stale, 1, None, 20).is_err_and(|e| lost(&e)));
-        assert!(fence_data(db, &lease, 1, None, 110).is_err_and(|e| lost(&e)), "expired");
+        assert!(
+            fence_data(db, &lease, 1, None, 110).is_err_and(|e| lost(&e)),
+            "expired"
+        );
         assert!(release(db, &stale, 20).is_err_and(|e| lost(&e)));
         assert_eq!(end(db, &stale, (RunState::Completed, None), 20)?, 0);
         assert_eq!(renew(db, &lease, 20, 100)?, 120);
         checkpoint(db, &lease, "half", 21)?;
         assert_eq!(fence_data(db, &lease, 1, None, 22)?, "");
-        assert!(matches!(fence_data(db, &lease, 2, Some("p"), 22), Err(StoreError::Conflict(_))));
+        assert!(matches!(
+            fence_data(db, &lease, 2, Some("p"), 22),
+            Err(StoreError::Conflict(_))
+        ));
         let counts = BTreeMap::from([("new", 2), ("size", 0)]);
         count_reasons(db, run.id, &counts)?;
         count_reasons(db, run.id, &counts)?;
@@ -867,9 +884,15 @@ mod tests {
         reclaim(db, 130, &policy, &mut report)?;
         assert_eq!((report.runs_retired, report.run_successors), (1, 1));
         let retired = get(db, run.id)?.expect("the run");
-        assert_eq!((retired.state, retired.reason.as_deref()), (RunState::Failed, Some("lease_expired")));
+        assert_eq!(
+            (retired.state, retired.reason.as_deref()),
+            (RunState::Failed, Some("lease_expired"))
+        );
         let next = waiting(db, 1)?.expect("its successor");
-        assert_eq!((next.predecessor_id, next.attempt, next.scope.as_str()), (Some(run.id), 2, "a"));
+        assert_eq!(
+            (next.predecessor_id, next.attempt, next.scope.as_str()),
+            (Some(run.id), 2, "a")
+        );
         assert_eq!(next.run_at, 130 + 2_000);
         // The retired run's work is its successor's: cancelling the retired run cancels it.
         let cancelled: Vec<i64> = cancel_run(db, run.id, 140)?.iter().map(|r| r.id).collect();

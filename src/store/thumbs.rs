@@ -6,8 +6,8 @@
 //! A composition of `assets` (the selection), `walks` (an asset's files; a batch's through
 //! `chains::Parts`), `decode_timeouts` and `jobs`; no SQL of its own.
 
-use super::db::Db;
 use super::chains::Parts;
+use super::db::Db;
 use super::{Store, StoreError, assets, decode_timeouts, jobs, walks};
 use crate::model::{DecodeTimeout, Lease, NewJob, ThumbAsset, WalkAsset, WalkFile};
 

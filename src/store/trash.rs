@@ -489,8 +489,9 @@ impl Store {
     /// claimed job: the reclaimer of a move whose first holder died).
     pub fn held_move(&self, job_id: i64) -> Result<Move, StoreError> {
         self.read_lite(|conn| {
-            let (move_id, asset_id, action, rollback) = move_jobs::holds(&Db::sqlite(conn), job_id)?
-                .ok_or_else(|| StoreError::NotFound(format!("no move job {job_id}")))?;
+            let (move_id, asset_id, action, rollback) =
+                move_jobs::holds(&Db::sqlite(conn), job_id)?
+                    .ok_or_else(|| StoreError::NotFound(format!("no move job {job_id}")))?;
             let intents = intents::of_move(conn, move_id)?;
             Ok(Move {
                 job_id,
