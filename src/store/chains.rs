@@ -50,7 +50,7 @@ impl Parts {
         }
         Ok(Parts::Ranged {
             files: walks::files_in(conn, host, first - 1, last)?,
-            timed_out: decode_timeouts::timed_out_in(conn, first - 1, last)?,
+            timed_out: decode_timeouts::timed_out_in(&Db::sqlite(conn), first - 1, last)?,
         })
     }
 
@@ -67,7 +67,7 @@ impl Parts {
             }
             Parts::Each => (
                 walks::files_of(conn, host, id)?,
-                decode_timeouts::timed_out(conn, id)?,
+                decode_timeouts::timed_out(&Db::sqlite(conn), id)?,
             ),
         })
     }
@@ -82,7 +82,7 @@ pub(super) fn request_in(
     now: Millis,
 ) -> Result<Enqueued, StoreError> {
     walks::raise_seen(conn, req.kind, req.scheme, now)?;
-    let enqueued = jobs::insert(conn, &req.job, now)?;
+    let enqueued = jobs::insert(&Db::sqlite(conn), &req.job, now)?;
     for also in &req.with {
         request_in(conn, also, now)?;
     }
@@ -106,7 +106,7 @@ pub(super) fn faces_replaced(conn: &Connection, id: i64, now: Millis) -> Result<
     let chain = crate::model::NewJob::new(kind, payload)
         .unique(kind)
         .max_attempts(10);
-    jobs::insert(conn, &chain, now)?;
+    jobs::insert(&Db::sqlite(conn), &chain, now)?;
     Ok(())
 }
 
@@ -153,7 +153,7 @@ fn write_results(
             for (id, list) in found {
                 replace_faces(conn, *id, (*version, rollback), list, now)?;
             }
-            decode_timeouts::record(conn, timed_out, now)?;
+            decode_timeouts::record(&Db::sqlite(conn), timed_out, now)?;
         }
         WalkResults::Similar {
             scheme,
@@ -161,7 +161,7 @@ fn write_results(
             timed_out,
         } => {
             similar::stamp(conn, *scheme, hashes, rollback)?;
-            decode_timeouts::record(conn, timed_out, now)?;
+            decode_timeouts::record(&Db::sqlite(conn), timed_out, now)?;
         }
         WalkResults::Embeddings {
             version,
@@ -171,7 +171,7 @@ fn write_results(
         } => {
             people::store_vectors(&Db::sqlite(conn), *version, found, rollback)?;
             people::join_people(&Db::sqlite(conn), assigned)?;
-            decode_timeouts::record(conn, timed_out, now)?;
+            decode_timeouts::record(&Db::sqlite(conn), timed_out, now)?;
         }
     }
     Ok(())
@@ -193,18 +193,18 @@ fn advance(
         (None, Some(scheme)) => {
             walks::raise_record(conn, commit.kind, scheme, now)?;
             if let Some(then) = &commit.then {
-                jobs::insert(conn, then, now)?;
+                jobs::insert(&Db::sqlite(conn), then, now)?;
             }
             Ok(None)
         }
-        (None, None) => Ok(Some(jobs::insert(conn, &commit.next, now)?)),
+        (None, None) => Ok(Some(jobs::insert(&Db::sqlite(conn), &commit.next, now)?)),
         (Some(asset), _) => {
             let payload = walks::back_to(conn, &commit.next.payload, asset)?;
             let next = crate::model::NewJob {
                 payload,
                 ..commit.next.clone()
             };
-            Ok(Some(jobs::insert(conn, &next, now)?))
+            Ok(Some(jobs::insert(&Db::sqlite(conn), &next, now)?))
         }
     }
 }
@@ -270,7 +270,7 @@ impl Store {
         let now = self.now();
         self.read_lite(|conn| {
             jobs::walk_peer(
-                conn,
+                &Db::sqlite(conn),
                 kind.job_kind(),
                 scheme,
                 higher_only,
@@ -292,7 +292,7 @@ impl Store {
     ) -> Result<Option<Enqueued>, StoreError> {
         let lease = lease.clone();
         self.write_lite(move |conn, now| {
-            jobs::complete(conn, &lease, now)?;
+            jobs::complete(&Db::sqlite(conn), &lease, now)?;
             write_results(conn, &commit.results, (commit.rollback, now))?;
             advance(conn, lease.id, &commit, now)
         })

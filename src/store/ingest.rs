@@ -19,6 +19,7 @@
 //! trash intents, jobs) and the forgetting of `unshown_assets` entries a file row names
 //! again (`DROP_SHOWN`).
 
+use super::db::Db;
 use super::lease::expect_one;
 use super::{
     Committed, Store, StoreError, assets, check, counters, decode_timeouts, files, motion,
@@ -110,7 +111,7 @@ pub(super) fn claim(
             // ended heals what it left (`reclaim`).
             Some((id, true)) if assets::in_flight(conn, id)? => return Ok((id, Claim::Held)),
             Some((id, true)) => {
-                if revive::revive(conn, id)? {
+                if revive::revive(&Db::sqlite(conn), id)? {
                     return Ok((id, Claim::Restored));
                 }
                 // Restored or swept by someone else meanwhile: read again.
@@ -144,7 +145,7 @@ fn ingest(
     progress: &str,
     now: Millis,
 ) -> Result<BatchReport, StoreError> {
-    scan_runs::fence_data(conn, lease, library_id, Some(progress), now)?;
+    scan_runs::fence_data(&Db::sqlite(conn), lease, library_id, Some(progress), now)?;
     // Before the items: a photo this batch reads itself is read with the sidecar's
     // bytes, and its write clears the mark.
     files::mark_read_again(conn, library_id, &batch.read_again)?;
@@ -175,9 +176,9 @@ fn ingest(
     for file_id in batch.reclaim {
         report.items.extend(reclaim(conn, library_id, file_id)?);
     }
-    scan_runs::count_reasons(conn, lease.id, &counts)?;
+    scan_runs::count_reasons(&Db::sqlite(conn), lease.id, &counts)?;
     count_hashed(conn, &batch.items)?;
-    problems::record(conn, lease.id, &batch.problems)?;
+    problems::record(&Db::sqlite(conn), lease.id, &batch.problems)?;
     Ok(report)
 }
 
@@ -238,7 +239,7 @@ pub(super) fn ingest_one(
     let claimed_id = claimed.map(|(id, _)| id);
     // `scan --force` is the user's "try everything again": a decode that timed out too.
     if let (FileReason::Forced, Some(id)) = (item.reason, claimed_id) {
-        decode_timeouts::forget(conn, id)?;
+        decode_timeouts::forget(&Db::sqlite(conn), id)?;
     }
     let asset_id = if not_media(item) {
         None
@@ -318,7 +319,7 @@ fn reclaim(
     let Some(id) = asset.flatten() else {
         return Ok(None);
     };
-    if assets::in_flight(conn, id)? || !revive::revive(conn, id)? {
+    if assets::in_flight(conn, id)? || !revive::revive(&Db::sqlite(conn), id)? {
         return Ok(None);
     }
     sidecars::follow_first(conn, id)?;
@@ -505,7 +506,7 @@ impl Store {
             lease.id,
             weight,
             move |conn, now| {
-                scan_runs::fence_data(conn, &sealed, library_id, None, now).map(|_| ())
+                scan_runs::fence_data(&Db::sqlite(conn), &sealed, library_id, None, now).map(|_| ())
             },
             move |conn, now| ingest(conn, &lease, library_id, batch, &progress, now),
         )
@@ -523,9 +524,9 @@ impl Store {
     ) -> Result<(), StoreError> {
         let (lease, progress) = (lease.clone(), progress.to_string());
         self.write_lite(move |conn, now| {
-            scan_runs::fence_data(conn, &lease, library_id, Some(&progress), now)?;
+            scan_runs::fence_data(&Db::sqlite(conn), &lease, library_id, Some(&progress), now)?;
             let counts = BTreeMap::from([(Provenance::Unchanged.as_str(), unchanged as i64)]);
-            scan_runs::count_reasons(conn, lease.id, &counts)
+            scan_runs::count_reasons(&Db::sqlite(conn), lease.id, &counts)
         })
     }
 
@@ -548,8 +549,13 @@ impl Store {
     ) -> Result<FinishReport, StoreError> {
         let lease = lease.clone();
         self.write_lite(move |conn, now| {
-            let scope =
-                scan_runs::fence_data(conn, &lease, library_id, end.progress.as_deref(), now)?;
+            let scope = scan_runs::fence_data(
+                &Db::sqlite(conn),
+                &lease,
+                library_id,
+                end.progress.as_deref(),
+                now,
+            )?;
             let mut counts =
                 BTreeMap::from([(Provenance::Unchanged.as_str(), end.unchanged as i64)]);
             let mut report = FinishReport {
@@ -575,9 +581,15 @@ impl Store {
                     report.adopted = check::adopt_all(conn, &end.adoptions, now)?;
                 }
             }
-            scan_runs::count_reasons(conn, lease.id, &counts)?;
+            scan_runs::count_reasons(&Db::sqlite(conn), lease.id, &counts)?;
             let end_as = (report.state, report.reason.clone());
-            let n = run_end::finish(conn, &lease, end_as, end.follow_up.as_ref(), now)?;
+            let n = run_end::finish(
+                &Db::sqlite(conn),
+                &lease,
+                end_as,
+                end.follow_up.as_ref(),
+                now,
+            )?;
             expect_one(&lease, n)?;
             Ok(report)
         })

@@ -4,7 +4,6 @@
 //! people's regrouping, or a new recluster job when the user said something since:
 //! `people`). Each in the one transaction of its fence. No SQL of its own.
 
-use super::db::Db;
 use super::{Store, StoreError, counters, jobs, people};
 use crate::model::{Counter, JobState, Lease, Reclustered, Regrouping};
 
@@ -14,10 +13,10 @@ impl Store {
     pub fn fail_job(&self, lease: &Lease, error: &str) -> Result<JobState, StoreError> {
         let (lease, error) = (lease.clone(), error.to_string());
         let policy = self.inner.policy.clone();
-        self.write_lite(move |conn, now| {
-            let state = jobs::fail(conn, &lease, &error, &policy, now)?;
+        self.write(move |db, now| {
+            let state = jobs::fail(db, &lease, &error, &policy, now)?;
             if state == JobState::Queued {
-                counters::bump(&super::db::Db::sqlite(conn), Counter::JobRetries, 1)?;
+                counters::bump(db, Counter::JobRetries, 1)?;
             }
             Ok(state)
         })
@@ -31,9 +30,9 @@ impl Store {
     pub fn retry_job(&self, lease: &Lease, error: &str) -> Result<(), StoreError> {
         let (lease, error) = (lease.clone(), error.to_string());
         let policy = self.inner.policy.clone();
-        self.write_lite(move |conn, now| {
-            jobs::retry(conn, &lease, &error, &policy, now)?;
-            counters::bump(&super::db::Db::sqlite(conn), Counter::JobRetries, 1)
+        self.write(move |db, now| {
+            jobs::retry(db, &lease, &error, &policy, now)?;
+            counters::bump(db, Counter::JobRetries, 1)
         })
     }
 
@@ -46,13 +45,13 @@ impl Store {
         r: Regrouping,
     ) -> Result<Reclustered, StoreError> {
         let lease = lease.clone();
-        self.write_lite(move |conn, now| {
-            jobs::complete(conn, &lease, now)?;
-            if people::said_at(&Db::sqlite(conn))? != r.said_at {
-                jobs::insert(conn, &people::recluster_job(), now)?;
+        self.write(move |db, now| {
+            jobs::complete(db, &lease, now)?;
+            if people::said_at(db)? != r.said_at {
+                jobs::insert(db, &people::recluster_job(), now)?;
                 return Ok(Reclustered::Again);
             }
-            people::regroup(&Db::sqlite(conn), &r, now)
+            people::regroup(db, &r, now)
         })
     }
 }

@@ -511,10 +511,10 @@ impl Store {
     /// Extends a lease by `ttl` from now. The heartbeat: fenced like every other worker write.
     pub fn renew(&self, lease: &Lease, ttl: Millis) -> Result<Lease, StoreError> {
         let lease = lease.clone();
-        self.write_lite(move |conn, now| {
+        self.write(move |db, now| {
             let expires_at = match lease.target {
-                Target::Job => jobs::renew(conn, &lease, now, ttl)?,
-                Target::ScanRun => scan_runs::renew(conn, &lease, now, ttl)?,
+                Target::Job => jobs::renew(db, &lease, now, ttl)?,
+                Target::ScanRun => scan_runs::renew(db, &lease, now, ttl)?,
             };
             Ok(Lease {
                 expires_at,
@@ -527,18 +527,18 @@ impl Store {
     /// generation moves on, so anything still in flight under the old lease is a no-op.
     pub fn release(&self, lease: &Lease) -> Result<(), StoreError> {
         let lease = lease.clone();
-        self.write_lite(move |conn, now| match lease.target {
-            Target::Job => jobs::release(conn, &lease, now),
-            Target::ScanRun => scan_runs::release(conn, &lease, now),
+        self.write(move |db, now| match lease.target {
+            Target::Job => jobs::release(db, &lease, now),
+            Target::ScanRun => scan_runs::release(db, &lease, now),
         })
     }
 
     /// Operator force: puts a running row back without holding its lease. Bumps the
     /// generation whatever the row's holder is doing. Returns false if the row was finished.
     pub fn release_unowned(&self, target: Target, id: i64) -> Result<bool, StoreError> {
-        self.write_lite(move |conn, now| match target {
-            Target::Job => jobs::release_unowned(conn, id, now),
-            Target::ScanRun => scan_runs::release_unowned(conn, id, now),
+        self.write(move |db, now| match target {
+            Target::Job => jobs::release_unowned(db, id, now),
+            Target::ScanRun => scan_runs::release_unowned(db, id, now),
         })
     }
 
@@ -546,9 +546,9 @@ impl Store {
     /// A scan run is cancelled as `cancel_scan_run` does: with its library's other waiting
     /// and running runs, and through the successor reclaim made of it.
     pub fn cancel(&self, target: Target, id: i64) -> Result<bool, StoreError> {
-        self.write_lite(move |conn, now| match target {
-            Target::Job => jobs::cancel(conn, id, now),
-            Target::ScanRun => scan_runs::cancel(conn, id, now),
+        self.write(move |db, now| match target {
+            Target::Job => jobs::cancel(db, id, now),
+            Target::ScanRun => scan_runs::cancel(db, id, now),
         })
     }
 
@@ -557,9 +557,8 @@ impl Store {
     pub fn reclaim_stale(&self) -> Result<crate::model::ReclaimReport, StoreError> {
         let policy = self.inner.policy.clone();
         self.write(move |db, now| {
-            let conn = db.lite()?;
-            let mut report = jobs::reclaim(conn, now, &policy)?;
-            scan_runs::reclaim(conn, now, &policy, &mut report)?;
+            let mut report = jobs::reclaim(db, now, &policy)?;
+            scan_runs::reclaim(db, now, &policy, &mut report)?;
             counters::record_reclaim(db, &report)?;
             Ok(report)
         })
@@ -568,9 +567,9 @@ impl Store {
     /// Deletes finished jobs and runs older than the retentions. The newest finished run of
     /// each library is always kept (it answers "when did this library last scan?").
     pub fn prune(&self, job_retention: Millis, run_retention: Millis) -> Result<u64, StoreError> {
-        self.write_lite(move |conn, now| {
-            let jobs = jobs::prune(conn, now - job_retention)?;
-            let runs = scan_runs::prune(conn, now - run_retention)?;
+        self.write(move |db, now| {
+            let jobs = jobs::prune(db, now - job_retention)?;
+            let runs = scan_runs::prune(db, now - run_retention)?;
             Ok(jobs + runs)
         })
     }

@@ -9,23 +9,45 @@
 //! from the `assets_pending` partial index (the others read one asset by id), so its cost is
 //! the pending rows, never the whole table.
 
+use super::db::{Db, Pair};
 use super::{Store, StoreError};
-use rusqlite::{Connection, OptionalExtension, params};
 
+/// `INDEXED BY` is SQLite's alone: each statement that names the partial index is a `Pair`
+/// whose PostgreSQL half leaves the choice to its planner (which has statistics).
 /// The pending assets a present file of run ?1's library shows, with whether each is a
 /// picture or a video (what the thumbnail job visits). The partial index is named: without
 /// statistics the planner would rather scan the whole table for `IS NOT NULL`.
-const SHOWN_PENDING: &str = "
-    SELECT a.id, a.kind IN ('image', 'video') FROM assets a INDEXED BY assets_pending
-     WHERE a.pending_run IS NOT NULL
-       AND EXISTS (SELECT 1 FROM files f
-                    WHERE f.asset_id = a.id AND f.state = 'present'
-                      AND f.library_id = (SELECT library_id FROM scan_runs WHERE id = ?1))";
+macro_rules! shown_pending {
+    ($indexed:literal) => {
+        concat!(
+            "SELECT a.id, a.kind IN ('image', 'video') FROM assets a ",
+            $indexed,
+            " WHERE a.pending_run IS NOT NULL
+                AND EXISTS (SELECT 1 FROM files f
+                             WHERE f.asset_id = a.id AND f.state = 'present'
+                               AND f.library_id = (SELECT library_id FROM scan_runs WHERE id = ?1))"
+        )
+    };
+}
+const SHOWN_PENDING: Pair = Pair {
+    sqlite: shown_pending!("INDEXED BY assets_pending"),
+    postgres: shown_pending!(""),
+};
 const PUBLISH_ONE: &str = "UPDATE assets SET pending_run = NULL WHERE id = ?1";
 /// The assets held pending by the runs of library ?1.
-const HELD_BY_LIBRARY: &str = "
-    SELECT id FROM assets INDEXED BY assets_pending
-     WHERE pending_run IN (SELECT id FROM scan_runs WHERE library_id = ?1)";
+macro_rules! held_by_library {
+    ($indexed:literal) => {
+        concat!(
+            "SELECT id FROM assets ",
+            $indexed,
+            " WHERE pending_run IN (SELECT id FROM scan_runs WHERE library_id = ?1)"
+        )
+    };
+}
+const HELD_BY_LIBRARY: Pair = Pair {
+    sqlite: held_by_library!("INDEXED BY assets_pending"),
+    postgres: held_by_library!(""),
+};
 const SHOWN_BY_ANY_FILE: &str = "SELECT EXISTS (SELECT 1 FROM files WHERE asset_id = ?1)";
 const PENDING_ONE: &str = "SELECT pending_run IS NOT NULL FROM assets WHERE id = ?1";
 /// An asset no file of any library shows any more.
@@ -33,29 +55,37 @@ const DELETE_IF_UNSHOWN: &str = "
     DELETE FROM assets WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM files WHERE asset_id = ?1)";
 /// Pending on a run that no longer exists or no longer runs nor waits, and shown by a
 /// present file: nothing is bound to publish it.
-const PUBLISH_STRANDED: &str = "
-    UPDATE assets INDEXED BY assets_pending SET pending_run = NULL
-     WHERE pending_run IS NOT NULL
-       AND pending_run NOT IN (SELECT id FROM scan_runs WHERE state IN ('accepted', 'running'))
-       AND EXISTS (SELECT 1 FROM files f WHERE f.asset_id = assets.id AND f.state = 'present')";
+macro_rules! publish_stranded {
+    ($indexed:literal) => {
+        concat!(
+            "UPDATE assets ",
+            $indexed,
+            " SET pending_run = NULL
+               WHERE pending_run IS NOT NULL
+                 AND pending_run NOT IN (SELECT id FROM scan_runs
+                                          WHERE state IN ('accepted', 'running'))
+                 AND EXISTS (SELECT 1 FROM files f
+                              WHERE f.asset_id = assets.id AND f.state = 'present')"
+        )
+    };
+}
+const PUBLISH_STRANDED: Pair = Pair {
+    sqlite: publish_stranded!("INDEXED BY assets_pending"),
+    postgres: publish_stranded!(""),
+};
 
 /// A completion's second publication, after its own library's runs' assets: the pending
 /// assets another library's run made that a present file of this library shows (a
 /// byte-identical copy linked to them). Returns the lowest and highest id of the pictures and
 /// videos among them. Costs the pending rows left, which after the first publication are
 /// only other libraries' (none, most of the time).
-pub(super) fn publish_shown(
-    conn: &Connection,
-    run_id: i64,
-) -> Result<Option<(i64, i64)>, StoreError> {
-    let shown: Vec<(i64, bool)> = conn
-        .prepare_cached(SHOWN_PENDING)?
-        .query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<Result<_, _>>()?;
-    let mut publish = conn.prepare_cached(PUBLISH_ONE)?;
+pub(super) fn publish_shown(db: &Db<'_>, run_id: i64) -> Result<Option<(i64, i64)>, StoreError> {
+    let shown: Vec<(i64, bool)> = db.all(db.pick(&SHOWN_PENDING), args!(run_id), |r| {
+        Ok((r.get(0)?, r.get(1)?))
+    })?;
     let mut media: Option<(i64, i64)> = None;
     for (id, is_media) in shown {
-        publish.execute([id])?;
+        db.execute(PUBLISH_ONE, args!(id))?;
         if is_media {
             media = Some(media.map_or((id, id), |(lo, hi)| (lo.min(id), hi.max(id))));
         }
@@ -65,11 +95,8 @@ pub(super) fn publish_shown(
 
 /// The assets library `library_id`'s runs hold pending: read before the library (and its
 /// runs, by cascade) goes, so that `settle` can give each an owner.
-pub(super) fn held_by_library(conn: &Connection, library_id: i64) -> Result<Vec<i64>, StoreError> {
-    Ok(conn
-        .prepare_cached(HELD_BY_LIBRARY)?
-        .query_map([library_id], |r| r.get(0))?
-        .collect::<Result<_, _>>()?)
+pub(super) fn held_by_library(db: &Db<'_>, library_id: i64) -> Result<Vec<i64>, StoreError> {
+    db.all(db.pick(&HELD_BY_LIBRARY), args!(library_id), |r| r.get(0))
 }
 
 /// What `settle` did with an asset.
@@ -89,27 +116,26 @@ pub(super) enum Settled {
 /// missing (`removal`): a file that comes back restores it by id, and the sweep deletes it
 /// after the retention. Nothing here can lose a photo: a present file that shows the asset
 /// makes it live, and no file on disk is touched.
-pub(super) fn settle(conn: &Connection, id: i64) -> Result<Settled, StoreError> {
-    if !conn
-        .prepare_cached(SHOWN_BY_ANY_FILE)?
-        .query_row([id], |r| r.get::<_, bool>(0))?
-    {
-        let deleted = conn.prepare_cached(DELETE_IF_UNSHOWN)?.execute([id])? == 1;
+pub(super) fn settle(db: &Db<'_>, id: i64) -> Result<Settled, StoreError> {
+    if !db.one(SHOWN_BY_ANY_FILE, args!(id), |r| r.get::<bool>(0))? {
+        let deleted = db.execute(DELETE_IF_UNSHOWN, args!(id))? == 1;
         return Ok(if deleted {
             Settled::Deleted
         } else {
             Settled::Kept
         });
     }
-    let pending: Option<bool> = conn
-        .prepare_cached(PENDING_ONE)?
-        .query_row([id], |r| r.get(0))
-        .optional()?;
+    let pending: Option<bool> = db.optional(PENDING_ONE, args!(id), |r| r.get(0))?;
     if pending == Some(true) {
-        conn.prepare_cached(PUBLISH_ONE)?.execute(params![id])?;
+        db.execute(PUBLISH_ONE, args!(id))?;
         return Ok(Settled::Published);
     }
     Ok(Settled::Kept)
+}
+
+/// Publishes the stranded pending assets; answers how many.
+pub(super) fn publish_stranded(db: &Db<'_>) -> Result<usize, StoreError> {
+    db.execute(db.pick(&PUBLISH_STRANDED), args!())
 }
 
 impl Store {
@@ -117,6 +143,99 @@ impl Store {
     /// neither runs nor waits (an older binary removed its library or pruned it), that a
     /// present file shows. For `mediadex check --repair`. Returns how many it published.
     pub fn publish_stranded(&self) -> Result<usize, StoreError> {
-        self.write_lite(|conn, _| Ok(conn.prepare_cached(PUBLISH_STRANDED)?.execute([])?))
+        self.write(|db, _| publish_stranded(db))
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::db::tests::on_both_schemas;
+    use crate::store::lease::fixtures;
+
+    fn pending_on(db: &Db<'_>, asset: i64, run: i64) -> Result<(), StoreError> {
+        db.execute(
+            "UPDATE assets SET pending_run = ?2 WHERE id = ?1",
+            args!(asset, run),
+        )?;
+        Ok(())
+    }
+
+    fn is_pending(db: &Db<'_>, asset: i64) -> Result<Option<bool>, StoreError> {
+        db.optional(PENDING_ONE, args!(asset), |r| r.get(0))
+    }
+
+    /// Library 1 (run 1, running) and library 2 (run 2, running); assets 1..=4 pending:
+    /// 1 (an image) and 2 (other) shown in library 1, 3 held by run 2 and shown in library
+    /// 1 only by a missing file, 4 held by run 2 and shown by no file.
+    fn two_libraries(db: &Db<'_>) -> Result<(), StoreError> {
+        for id in [1, 2] {
+            fixtures::library(db, id)?;
+            fixtures::run(db, id, id, "running")?;
+        }
+        for id in 1..=4 {
+            fixtures::asset(db, id)?;
+        }
+        db.execute("UPDATE assets SET kind = 'image' WHERE id = 1", args!())?;
+        db.execute("UPDATE assets SET kind = 'other' WHERE id = 2", args!())?;
+        fixtures::file(db, (1, Some(1), "1.jpg"), (1, 1, 1))?;
+        fixtures::file(db, (1, Some(2), "2.txt"), (1, 1, 1))?;
+        fixtures::file(db, (1, Some(3), "3.jpg"), (1, 1, 1))?;
+        db.execute(
+            "UPDATE files SET state = 'missing', missing_since = 5 WHERE asset_id = 3",
+            args!(),
+        )?;
+        for (asset, run) in [(1, 2), (2, 1), (3, 2), (4, 2)] {
+            pending_on(db, asset, run)?;
+        }
+        Ok(())
+    }
+
+    fn a_completion_publishes_what_its_library_shows(db: &Db<'_>) -> Result<(), StoreError> {
+        two_libraries(db)?;
+        // Only pictures and videos count for the range; asset 2 is published all the same.
+        assert_eq!(publish_shown(db, 1)?, Some((1, 1)));
+        assert_eq!(is_pending(db, 1)?, Some(false));
+        assert_eq!(is_pending(db, 2)?, Some(false));
+        assert_eq!(
+            is_pending(db, 3)?,
+            Some(true),
+            "a missing file shows nothing"
+        );
+        assert_eq!(publish_shown(db, 2)?, None);
+        Ok(())
+    }
+
+    fn a_removed_librarys_assets_are_settled(db: &Db<'_>) -> Result<(), StoreError> {
+        two_libraries(db)?;
+        let mut held = held_by_library(db, 2)?;
+        held.sort();
+        assert_eq!(held, vec![1, 3, 4]);
+        assert_eq!(settle(db, 4)?, Settled::Deleted);
+        assert_eq!(is_pending(db, 4)?, None);
+        assert_eq!(settle(db, 3)?, Settled::Published);
+        assert_eq!(settle(db, 3)?, Settled::Kept);
+        Ok(())
+    }
+
+    fn stranded_assets_are_published(db: &Db<'_>) -> Result<(), StoreError> {
+        two_libraries(db)?;
+        assert_eq!(publish_stranded(db)?, 0, "every holder still runs");
+        db.execute(
+            "UPDATE scan_runs SET state = 'failed', lease_owner = NULL, lease_expires_at = NULL
+              WHERE id = 2",
+            args!(),
+        )?;
+        // Asset 1 is shown by a present file; 3 only by a missing one, 4 by none.
+        assert_eq!(publish_stranded(db)?, 1);
+        assert_eq!(is_pending(db, 1)?, Some(false));
+        assert_eq!(is_pending(db, 4)?, Some(true));
+        Ok(())
+    }
+
+    on_both_schemas!(
+        a_completion_publishes_what_its_library_shows,
+        a_removed_librarys_assets_are_settled,
+        stranded_assets_are_published,
+    );
 }

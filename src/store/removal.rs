@@ -16,11 +16,12 @@ impl Store {
     /// is left to; one still shown takes the sidecar facts of its first copy left. A worker still scanning it finds its lease gone at its next fenced write
     /// and stops. Files on disk are untouched. Returns how many assets were forgotten.
     pub fn remove_library(&self, id: i64) -> Result<u64, StoreError> {
-        self.write_lite(move |conn, now| {
+        self.write(move |db, now| {
+            let conn = db.lite()?;
             let mut assets = libraries::shown_assets(conn, id)?;
             // A pending asset its runs made may no longer be shown by its files (the file
             // changed since): it is read now, while the runs still name the library.
-            assets.extend(pending::held_by_library(conn, id)?);
+            assets.extend(pending::held_by_library(db, id)?);
             assets.sort_unstable();
             assets.dedup();
             if !libraries::delete(conn, id)? {
@@ -28,7 +29,7 @@ impl Store {
             }
             let mut gone = 0;
             for asset in assets {
-                let settled = pending::settle(conn, asset)?;
+                let settled = pending::settle(db, asset)?;
                 if settled == Settled::Published {
                     assets::trash_if_orphan(conn, asset, TrashReason::Missing, now)?;
                 }

@@ -3,13 +3,14 @@
 //! (`assets::restore`), then the live chain of each walk whose cursor may be past it goes
 //! back for it (`walks::made_live`), in the caller's transaction. No SQL of its own.
 
+use super::db::Db;
 use super::{StoreError, assets, walks};
-use rusqlite::Connection;
 
 /// Restores a trashed asset by id alone (`assets::restore`); a walk chain that skipped it
 /// while it was trashed goes back for it (`walks::made_live`). `false`: the row is no
 /// longer trashed (or gone).
-pub(super) fn revive(conn: &Connection, id: i64) -> Result<bool, StoreError> {
+pub(super) fn revive(db: &Db<'_>, id: i64) -> Result<bool, StoreError> {
+    let conn = db.lite()?;
     let restored = assets::restore(conn, id)?;
     if restored {
         walks::made_live(conn, id)?;

@@ -5,35 +5,35 @@
 //! all in the end's transaction: they exist only if the completion committed, and a crash
 //! right after it loses none of them. No SQL of its own.
 
+use super::db::Db;
 use super::lease::expect_one;
 use super::{Store, StoreError, assets, chains, jobs, pending, scan_runs};
 use crate::model::{Lease, Millis, RunOutcome, RunState, ThumbsPayload, WalkRequest};
-use rusqlite::Connection;
 
 /// The fenced end of a run: how many rows matched (0 = the lease is stale). A completion
 /// that matched also publishes what the library's runs left pending, queues the thumbnails
 /// of it and writes `follow_up` (a walk request).
 pub(super) fn finish(
-    conn: &Connection,
+    db: &Db<'_>,
     lease: &Lease,
     (state, reason): (RunState, Option<String>),
     follow_up: Option<&WalkRequest>,
     now: Millis,
 ) -> Result<usize, StoreError> {
-    let n = scan_runs::end(conn, lease, (state, reason), now)?;
+    let n = scan_runs::end(db, lease, (state, reason), now)?;
     // Side effects of a completion follow only a fenced completion that matched. The
     // thumbnails of what it publishes and its walk request are queued in the same
     // transaction: they exist only if the completion committed, and a crash right after it
     // loses none of them.
     if n == 1 && matches!(state, RunState::Completed | RunState::Suspect) {
-        let own = assets::publish(conn, lease.id)?;
-        let shown = pending::publish_shown(conn, lease.id)?;
+        let own = assets::publish(db.lite()?, lease.id)?;
+        let shown = pending::publish_shown(db, lease.id)?;
         if let Some((first, last)) = span(own, shown) {
             let job = ThumbsPayload::published(lease.id, first, last).job();
-            jobs::insert(conn, &job, now)?;
+            jobs::insert(db, &job, now)?;
         }
         if let Some(req) = follow_up {
-            chains::request_in(conn, req, now)?;
+            chains::request_in(db.lite()?, req, now)?;
         }
     }
     Ok(n)
@@ -60,8 +60,8 @@ impl Store {
             RunOutcome::Suspect => RunState::Suspect,
         };
         let (lease, reason) = (lease.clone(), reason.map(str::to_string));
-        self.write_lite(move |conn, now| {
-            let n = finish(conn, &lease, (state, reason), None, now)?;
+        self.write(move |db, now| {
+            let n = finish(db, &lease, (state, reason), None, now)?;
             expect_one(&lease, n)
         })
     }

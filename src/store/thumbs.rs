@@ -7,6 +7,7 @@
 //! `chains::Parts`), `decode_timeouts` and `jobs`; no SQL of its own.
 
 use super::chains::Parts;
+use super::db::Db;
 use super::{Store, StoreError, assets, decode_timeouts, jobs, walks};
 use crate::model::{DecodeTimeout, Lease, NewJob, ThumbAsset, WalkAsset, WalkFile};
 
@@ -28,10 +29,10 @@ impl Store {
     ) -> Result<(), StoreError> {
         let lease = lease.clone();
         self.write_lite(move |conn, now| {
-            jobs::complete(conn, &lease, now)?;
-            decode_timeouts::record(conn, &timed_out, now)?;
+            jobs::complete(&Db::sqlite(conn), &lease, now)?;
+            decode_timeouts::record(&Db::sqlite(conn), &timed_out, now)?;
             if let Some(next) = &next {
-                jobs::insert(conn, next, now)?;
+                jobs::insert(&Db::sqlite(conn), next, now)?;
             }
             Ok(())
         })

@@ -17,7 +17,7 @@
 
 use super::assets::{state, trash};
 use super::chains::request_in;
-use super::db::on_lite;
+use super::db::{Db, on_lite};
 use super::intents::{self, Planned};
 use super::jobs::complete;
 use super::move_jobs::{self, Held};
@@ -112,9 +112,9 @@ fn hold(
         payload["copies"] = serde_json::Value::from(1);
     }
     let payload = payload.to_string();
-    let job = move_jobs::insert(conn, (asset_id, &payload), (owner, ttl, now))?;
+    let job = move_jobs::insert(&Db::sqlite(conn), (asset_id, &payload), (owner, ttl, now))?;
     let Some((job_id, generation)) = job else {
-        let live = move_jobs::live(conn, asset_id)?;
+        let live = move_jobs::live(&Db::sqlite(conn), asset_id)?;
         return Err(StoreError::Conflict(format!(
             "asset {asset_id} is being moved already (move job {live}); try again when it ends"
         )));
@@ -242,7 +242,7 @@ fn finish(
     follow_up: Option<&WalkRequest>,
     now: Millis,
 ) -> Result<Finish, StoreError> {
-    let held = move_jobs::fence(conn, lease, now)?;
+    let held = move_jobs::fence(&Db::sqlite(conn), lease, now)?;
     if intents::pending_in(conn, held.move_id)? > 0 {
         return Err(StoreError::Conflict(format!(
             "move {} has unsettled intents",
@@ -275,7 +275,7 @@ fn finish(
         // By id alone, so a sweep that won the race makes this `Gone`, never an error.
         TrashAction::Restore => {
             for follower in moved_followers(conn, &held)? {
-                revive(conn, follower)?;
+                revive(&Db::sqlite(conn), follower)?;
             }
             if restore_then(conn, held.asset_id, follow_up, now)? {
                 MoveOutcome::Restored
@@ -286,7 +286,7 @@ fn finish(
             }
         }
     };
-    complete(conn, lease, now)?;
+    complete(&Db::sqlite(conn), lease, now)?;
     Ok(Finish::Flipped(outcome))
 }
 
@@ -366,7 +366,7 @@ fn restore_then(
     follow_up: Option<&WalkRequest>,
     now: Millis,
 ) -> Result<bool, StoreError> {
-    let restored = revive(conn, asset_id)?;
+    let restored = revive(&Db::sqlite(conn), asset_id)?;
     if let Some(req) = follow_up.filter(|_| restored) {
         request_in(conn, req, now)?;
     }
@@ -489,8 +489,9 @@ impl Store {
     /// claimed job: the reclaimer of a move whose first holder died).
     pub fn held_move(&self, job_id: i64) -> Result<Move, StoreError> {
         self.read_lite(|conn| {
-            let (move_id, asset_id, action, rollback) = move_jobs::holds(conn, job_id)?
-                .ok_or_else(|| StoreError::NotFound(format!("no move job {job_id}")))?;
+            let (move_id, asset_id, action, rollback) =
+                move_jobs::holds(&Db::sqlite(conn), job_id)?
+                    .ok_or_else(|| StoreError::NotFound(format!("no move job {job_id}")))?;
             let intents = intents::of_move(conn, move_id)?;
             Ok(Move {
                 job_id,
@@ -512,7 +513,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let lease = lease.clone();
         self.write_lite(move |conn, now| {
-            let held = move_jobs::fence(conn, &lease, now)?;
+            let held = move_jobs::fence(&Db::sqlite(conn), &lease, now)?;
             settle(conn, &held, intent_id, how, now)
         })
     }
@@ -533,8 +534,8 @@ impl Store {
     pub fn start_rollback(&self, lease: &Lease, reason: &str) -> Result<(), StoreError> {
         let (lease, reason) = (lease.clone(), reason.to_string());
         self.write_lite(move |conn, now| {
-            move_jobs::fence(conn, &lease, now)?;
-            move_jobs::start_rollback(conn, &lease, &reason, now)
+            move_jobs::fence(&Db::sqlite(conn), &lease, now)?;
+            move_jobs::start_rollback(&Db::sqlite(conn), &lease, &reason, now)
         })
     }
 
@@ -543,14 +544,14 @@ impl Store {
     pub fn end_rolled_back(&self, lease: &Lease) -> Result<(), StoreError> {
         let lease = lease.clone();
         self.write_lite(move |conn, now| {
-            let held = move_jobs::fence(conn, &lease, now)?;
+            let held = move_jobs::fence(&Db::sqlite(conn), &lease, now)?;
             if intents::unsettled(conn, held.move_id)? > 0 {
                 return Err(StoreError::Conflict(format!(
                     "move {} still has files to put back",
                     held.move_id
                 )));
             }
-            move_jobs::end_rolled_back(conn, &lease, now)
+            move_jobs::end_rolled_back(&Db::sqlite(conn), &lease, now)
         })
     }
 
