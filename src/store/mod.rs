@@ -225,7 +225,7 @@ impl Store {
         vet::vet(path, latest, options.check)?;
         let mut conn = conn::open_writer(path, &options)?;
         migrate::migrate(&mut conn, options.migrations, clock.now(), &options.owner)?;
-        libraries::take_unhosted(&conn, &host)?;
+        libraries::take_unhosted(&db::Db::sqlite(&conn), &host)?;
         let reads = conn::read_pool(path, &options)?;
         let writer = Writer::start(conn, options.max_batch, options.group_limits)?;
         Ok(Store {

@@ -5,6 +5,7 @@
 //! files show goes to the trash (`assets`), and one still shown takes the sidecar facts of
 //! its first copy left (`sidecars`). One transaction. No SQL of its own.
 
+use super::db::Db;
 use super::pending::Settled;
 use super::{Store, StoreError, assets, libraries, pending, sidecars};
 use crate::model::TrashReason;
@@ -17,13 +18,13 @@ impl Store {
     /// and stops. Files on disk are untouched. Returns how many assets were forgotten.
     pub fn remove_library(&self, id: i64) -> Result<u64, StoreError> {
         self.write_lite(move |conn, now| {
-            let mut assets = libraries::shown_assets(conn, id)?;
+            let mut assets = libraries::shown_assets(&Db::sqlite(conn), id)?;
             // A pending asset its runs made may no longer be shown by its files (the file
             // changed since): it is read now, while the runs still name the library.
             assets.extend(pending::held_by_library(conn, id)?);
             assets.sort_unstable();
             assets.dedup();
-            if !libraries::delete(conn, id)? {
+            if !libraries::delete(&Db::sqlite(conn), id)? {
                 return Err(StoreError::NotFound(format!("no library with id {id}")));
             }
             let mut gone = 0;
