@@ -37,7 +37,7 @@ impl Store {
                     gone += 1;
                 } else {
                     // A copy in another library is left: its sidecar's facts (finding 13).
-                    sidecars::follow_first(conn, asset)?;
+                    sidecars::follow_first(&Db::sqlite(conn), asset)?;
                 }
             }
             Ok(gone)
