@@ -12,6 +12,7 @@
 //! tables.
 
 use super::assets::{LOCAL_OWNER, insert, trash_adopted};
+use super::db::Db;
 use super::db::on_lite;
 use super::move_jobs::MOVE_ATTEMPTS;
 use super::rows::file_stamp;
@@ -106,7 +107,7 @@ const FIND: &str = "
                                 WHERE t.asset_id = assets.id AND t.state = 'pending')
       FROM assets WHERE substr(checksum, 1, 8) = substr(?2, 1, 8) AND checksum = ?2
                     AND owner = ?1";
-fn trashed_file(r: &rusqlite::Row<'_>) -> rusqlite::Result<TrashedFile> {
+fn trashed_file(r: &super::db::Row<'_>) -> Result<TrashedFile, StoreError> {
     Ok(TrashedFile {
         asset_id: r.get(0)?,
         library_id: r.get(1)?,
@@ -117,7 +118,7 @@ fn trashed_file(r: &rusqlite::Row<'_>) -> rusqlite::Result<TrashedFile> {
 
 /// The adoption's writes, once nothing else explains the file.
 fn adopt(conn: &Connection, a: &Adoption, now: i64) -> Result<Adopted, StoreError> {
-    if intents::journal_knows(conn, a.library_id, &a.trash_path)? {
+    if intents::journal_knows(&Db::sqlite(conn), a.library_id, &a.trash_path)? {
         return Ok(Adopted::Known);
     }
     let find = || -> Result<Option<(i64, bool)>, StoreError> {
@@ -139,7 +140,7 @@ fn adopt(conn: &Connection, a: &Adoption, now: i64) -> Result<Adopted, StoreErro
         (None, _) => {}
     }
     if let Some((id, true)) = found {
-        let latest = intents::latest_trash(conn, id)?;
+        let latest = intents::latest_trash(&Db::sqlite(conn), id)?;
         record_trashed(conn, id, a, latest, now)?;
         return Ok(Adopted::Joined(id));
     }
@@ -169,10 +170,10 @@ pub(super) fn adopt_all(conn: &Connection, all: &[Adoption], now: i64) -> Result
 /// then passes, so that no later move of this index is given a folder name the set-aside
 /// index already used.
 fn adopted_move(conn: &Connection, a: &Adoption) -> Result<i64, StoreError> {
-    let next = intents::next_move(conn)?;
+    let next = intents::next_move(&Db::sqlite(conn))?;
     let named = trash_place(&a.trash_path).and_then(|p| p.move_id);
     let id = named.map_or(next, |m| m.max(next));
-    intents::saw_move(conn, id)?;
+    intents::saw_move(&Db::sqlite(conn), id)?;
     Ok(id)
 }
 
@@ -191,7 +192,7 @@ fn record_trashed(
         None => adopted_move(conn, a)?,
     };
     intents::adopt(
-        conn,
+        &Db::sqlite(conn),
         (id, a.library_id, &a.from_path, &a.trash_path),
         move_id,
         now,
@@ -230,20 +231,20 @@ impl Store {
         self.read_lite(|conn| {
             Ok(conn
                 .prepare(TRASHED_FILES)?
-                .query_map([], trashed_file)?
+                .query_map([], |r| super::db::on_lite(r, trashed_file))?
                 .collect::<Result<_, _>>()?)
         })
     }
 
     /// The files the latest trash of `asset_id` put in its trash folder.
     pub fn check_trashed_files_of(&self, asset_id: i64) -> Result<Vec<TrashedFile>, StoreError> {
-        self.read_lite(|conn| intents::trashed_files_of(conn, asset_id, trashed_file))
+        self.read_lite(|conn| intents::trashed_files_of(&Db::sqlite(conn), asset_id, trashed_file))
     }
 
     /// The paths in a library's trash folder that the trash journal names.
     pub fn check_journal_paths(&self, library_id: i64) -> Result<HashSet<Vec<u8>>, StoreError> {
         self.read_lite(|conn| {
-            Ok(intents::journal_paths(conn, library_id)?
+            Ok(intents::journal_paths(&Db::sqlite(conn), library_id)?
                 .into_iter()
                 .collect())
         })

@@ -119,7 +119,7 @@ pub(super) fn claim(
             }
             None => {
                 let id = assets::insert(conn, checksum, size, facts, content, run_id, now)?;
-                sidecars::note_new(conn, id, &facts.notes)?;
+                sidecars::note_new(&Db::sqlite(conn), id, &facts.notes)?;
                 let claim = if saw_trashed {
                     Claim::Recreated
                 } else {
@@ -264,7 +264,7 @@ pub(super) fn ingest_one(
     if let Some(old) = previous.filter(|old| Some(*old) != asset_id)
         && !assets::trash_if_orphan(conn, old, TrashReason::Replaced, now)?
     {
-        sidecars::follow_first(conn, old)?;
+        sidecars::follow_first(&Db::sqlite(conn), old)?;
     }
     if let (Some(claimed), Some(facts)) = (claimed, &item.facts) {
         lend_facts(conn, (library_id, file_id), namesakes, claimed, facts)?;
@@ -292,7 +292,7 @@ fn lend_facts(
         Claim::Kept | Claim::Restored | Claim::Held | Claim::Duplicate
     ) {
         let joined = claim == Claim::Duplicate;
-        sidecars::read_copy(conn, id, file_id, facts, joined)?;
+        sidecars::read_copy(&Db::sqlite(conn), id, file_id, facts, joined)?;
     }
     // A created asset was inserted with these facts already.
     if !matches!(claim, Claim::Created | Claim::Recreated) {
@@ -322,7 +322,7 @@ fn reclaim(
     if assets::in_flight(conn, id)? || !revive::revive(&Db::sqlite(conn), id)? {
         return Ok(None);
     }
-    sidecars::follow_first(conn, id)?;
+    sidecars::follow_first(&Db::sqlite(conn), id)?;
     Ok(Some(ItemOutcome {
         file_id,
         asset_id: Some(id),
@@ -351,7 +351,7 @@ fn mark_missing(
             trashed += 1;
         } else {
             // A copy went: the asset takes the sidecar facts of its first one left.
-            sidecars::follow_first(conn, id)?;
+            sidecars::follow_first(&Db::sqlite(conn), id)?;
         }
     }
     Ok((files, trashed))

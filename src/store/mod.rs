@@ -247,7 +247,7 @@ impl Store {
         vet::vet(path, latest, options.check)?;
         let mut conn = conn::open_writer(path, &options)?;
         migrate::migrate(&mut conn, options.migrations, clock.now(), &options.owner)?;
-        libraries::take_unhosted(&conn, &host)?;
+        libraries::take_unhosted(&db::Db::sqlite(&conn), &host)?;
         let reads = Reads::Sqlite(conn::read_pool(path, &options)?);
         let writer = Writer::start(conn, options.max_batch, options.group_limits)?;
         let name = path.display().to_string();
@@ -277,7 +277,7 @@ impl Store {
         pg::migrate(&mut conn, now, &options.owner)?;
         {
             let db = conn.db()?;
-            libraries::take_unhosted(db.lite()?, &host)?;
+            libraries::take_unhosted(&db, &host)?;
             db.commit()?;
         }
         let reads = Reads::Postgres(pg::read_pool(&server)?, Box::new(server.clone()));

@@ -256,7 +256,7 @@ fn snapshot(conn: &Connection, now: Millis) -> Result<MetricsSnapshot, StoreErro
 /// faces.
 fn fill(conn: &Connection, asset: &mut Asset) -> Result<(), StoreError> {
     files::load_paths(conn, asset)?;
-    sidecars::load_tags(conn, asset)?;
+    sidecars::load_tags(&super::db::Db::sqlite(conn), asset)?;
     motion::load_clip(conn, asset)?;
     asset.stack = stacks::of_asset(conn, asset.id)?;
     if let Some(version) = asset.faces_scheme {

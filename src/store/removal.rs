@@ -5,6 +5,7 @@
 //! files show goes to the trash (`assets`), and one still shown takes the sidecar facts of
 //! its first copy left (`sidecars`). One transaction. No SQL of its own.
 
+use super::db::Db;
 use super::pending::Settled;
 use super::{Store, StoreError, assets, libraries, pending, sidecars};
 use crate::model::TrashReason;
@@ -18,13 +19,13 @@ impl Store {
     pub fn remove_library(&self, id: i64) -> Result<u64, StoreError> {
         self.write(move |db, now| {
             let conn = db.lite()?;
-            let mut assets = libraries::shown_assets(conn, id)?;
+            let mut assets = libraries::shown_assets(db, id)?;
             // A pending asset its runs made may no longer be shown by its files (the file
             // changed since): it is read now, while the runs still name the library.
             assets.extend(pending::held_by_library(db, id)?);
             assets.sort_unstable();
             assets.dedup();
-            if !libraries::delete(conn, id)? {
+            if !libraries::delete(db, id)? {
                 return Err(StoreError::NotFound(format!("no library with id {id}")));
             }
             let mut gone = 0;
@@ -37,7 +38,7 @@ impl Store {
                     gone += 1;
                 } else {
                     // A copy in another library is left: its sidecar's facts (finding 13).
-                    sidecars::follow_first(conn, asset)?;
+                    sidecars::follow_first(&Db::sqlite(conn), asset)?;
                 }
             }
             Ok(gone)

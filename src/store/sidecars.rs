@@ -12,8 +12,8 @@
 //! (`media::beside` does) or touch files.
 
 use super::StoreError;
+use super::db::{Db, Pair};
 use crate::model::{Asset, MediaFacts, Notes, TakenAtSource};
-use rusqlite::{Connection, OptionalExtension, params};
 
 const SET_NOTES: &str = "UPDATE assets SET rating = ?2, title = ?3, description = ?4 WHERE id = ?1";
 /// Everything of a kept asset that lies beside its file or depends on what does: a date and
@@ -31,14 +31,29 @@ const TAGS: &str = "SELECT tag FROM asset_tags WHERE asset_id = ?1 ORDER BY rowi
 const OTHER_COPY: &str = "
     SELECT EXISTS (SELECT 1 FROM files WHERE asset_id = ?1 AND state = 'present' AND id <> ?2)";
 /// What file ?1 lends its asset, from its read (?10: the tags as a JSON array).
-const LEND: &str = "
+/// JSON is built by each engine's own functions (SQLite's `json_object`, PostgreSQL's
+/// `json_build_object`); each reads back only what it wrote. PostgreSQL is told each
+/// parameter's type, which nothing around it says.
+const LEND: Pair = Pair {
+    sqlite: "
     UPDATE files SET beside = json_object('taken_local', ?2, 'offset', ?3, 'source', ?4,
                                           'lat', ?5, 'lon', ?6, 'rating', ?7, 'title', ?8,
                                           'description', ?9, 'tags', json(?10))
-     WHERE id = ?1";
+     WHERE id = ?1",
+    postgres: "
+    UPDATE files SET beside = json_build_object(
+            'taken_local', CAST(?2 AS TEXT), 'offset', CAST(?3 AS BIGINT),
+            'source', CAST(?4 AS TEXT), 'lat', CAST(?5 AS DOUBLE PRECISION),
+            'lon', CAST(?6 AS DOUBLE PRECISION), 'rating', CAST(?7 AS BIGINT),
+            'title', CAST(?8 AS TEXT), 'description', CAST(?9 AS TEXT),
+            'tags', CAST(CAST(?10 AS TEXT) AS JSON))::TEXT
+     WHERE id = ?1",
+};
 /// The other present copies of asset ?1 that lend nothing yet: the one file that showed it
 /// alone until now, whose facts the asset carries.
-const LEND_ASSETS: &str = "
+/// A Pair for the JSON functions (`json_agg` of no row is NULL, hence the coalesce).
+const LEND_ASSETS: Pair = Pair {
+    sqlite: "
     UPDATE files SET beside =
         (SELECT json_object('taken_local', a.taken_local, 'offset', a.taken_offset_minutes,
                             'source', a.taken_at_source, 'lat', a.lat, 'lon', a.lon,
@@ -46,65 +61,96 @@ const LEND_ASSETS: &str = "
                             'tags', (SELECT json_group_array(t.tag ORDER BY t.rowid)
                                        FROM asset_tags t WHERE t.asset_id = a.id))
            FROM assets a WHERE a.id = files.asset_id)
-     WHERE asset_id = ?1 AND state = 'present' AND id <> ?2 AND beside IS NULL";
+     WHERE asset_id = ?1 AND state = 'present' AND id <> ?2 AND beside IS NULL",
+    postgres: "
+    UPDATE files SET beside =
+        (SELECT json_build_object(
+                    'taken_local', a.taken_local, 'offset', a.taken_offset_minutes,
+                    'source', a.taken_at_source, 'lat', a.lat, 'lon', a.lon,
+                    'rating', a.rating, 'title', a.title, 'description', a.description,
+                    'tags', (SELECT coalesce(json_agg(t.tag ORDER BY t.rowid), '[]'::json)
+                               FROM asset_tags t WHERE t.asset_id = a.id))::TEXT
+           FROM assets a WHERE a.id = files.asset_id)
+     WHERE asset_id = ?1 AND state = 'present' AND id <> ?2 AND beside IS NULL",
+};
 /// What the present file of asset ?1 of the lowest library and path lends it.
 const FIRST_LENT: &str = "
     SELECT beside FROM files WHERE asset_id = ?1 AND state = 'present'
      ORDER BY library_id, rel_path LIMIT 1";
-const APPLY: &str = "
+/// `->>` answers text on PostgreSQL, cast to each column's type there.
+const APPLY: Pair = Pair {
+    sqlite: "
     UPDATE assets SET taken_local = ?2 ->> 'taken_local',
                       taken_offset_minutes = ?2 ->> 'offset', taken_at_source = ?2 ->> 'source',
                       lat = ?2 ->> 'lat', lon = ?2 ->> 'lon', rating = ?2 ->> 'rating',
                       title = ?2 ->> 'title', description = ?2 ->> 'description'
-     WHERE id = ?1";
-const APPLY_TAGS: &str = "
+     WHERE id = ?1",
+    postgres: "
+    UPDATE assets SET taken_local = j.v ->> 'taken_local',
+                      taken_offset_minutes = CAST(j.v ->> 'offset' AS BIGINT),
+                      taken_at_source = j.v ->> 'source',
+                      lat = CAST(j.v ->> 'lat' AS DOUBLE PRECISION),
+                      lon = CAST(j.v ->> 'lon' AS DOUBLE PRECISION),
+                      rating = CAST(j.v ->> 'rating' AS BIGINT),
+                      title = j.v ->> 'title', description = j.v ->> 'description'
+      FROM (SELECT CAST(CAST(?2 AS TEXT) AS JSONB) AS v) j
+     WHERE id = ?1",
+};
+/// `json_each` is SQLite's; PostgreSQL walks the array with its ordinality.
+const APPLY_TAGS: Pair = Pair {
+    sqlite: "
     INSERT INTO asset_tags (asset_id, tag)
-    SELECT ?1, value FROM json_each(?2, '$.tags') ORDER BY key ON CONFLICT DO NOTHING";
+    SELECT ?1, value FROM json_each(?2, '$.tags') ORDER BY key ON CONFLICT DO NOTHING",
+    postgres: "
+    INSERT INTO asset_tags (asset_id, tag)
+    SELECT CAST(?1 AS BIGINT), t.tag
+      FROM jsonb_array_elements_text(CAST(CAST(?2 AS TEXT) AS JSONB) -> 'tags')
+           WITH ORDINALITY AS t(tag, n)
+     ORDER BY t.n ON CONFLICT DO NOTHING",
+};
 
 fn is_empty(notes: &Notes) -> bool {
     notes == &Notes::default()
 }
 
-fn add_tags(conn: &Connection, id: i64, tags: &[String]) -> Result<(), StoreError> {
-    let mut stmt = conn.prepare_cached(ADD_TAG)?;
+fn add_tags(db: &Db<'_>, id: i64, tags: &[String]) -> Result<(), StoreError> {
     for tag in tags {
-        stmt.execute(params![id, tag])?;
+        db.execute(ADD_TAG, args!(id, tag.as_str()))?;
     }
     Ok(())
 }
 
 /// The notes of a new asset. A photo with nothing beside it (most of a first index) costs
 /// no statement.
-pub(super) fn note_new(conn: &Connection, id: i64, notes: &Notes) -> Result<(), StoreError> {
+pub(super) fn note_new(db: &Db<'_>, id: i64, notes: &Notes) -> Result<(), StoreError> {
     if is_empty(notes) {
         return Ok(());
     }
-    conn.prepare_cached(SET_NOTES)?.execute(params![
-        id,
-        notes.rating,
-        notes.title,
-        notes.description
-    ])?;
-    add_tags(conn, id, &notes.tags)
+    let (title, description) = (notes.title.as_deref(), notes.description.as_deref());
+    db.execute(SET_NOTES, args!(id, notes.rating, title, description))?;
+    add_tags(db, id, &notes.tags)
 }
 
 /// Rewrites what the read `facts` of the asset's own file say beside its bytes: the date
 /// with its source, the place, and the notes with the tags.
-fn refresh(conn: &Connection, id: i64, facts: &MediaFacts) -> Result<(), StoreError> {
+fn refresh(db: &Db<'_>, id: i64, facts: &MediaFacts) -> Result<(), StoreError> {
     let n = &facts.notes;
-    conn.prepare_cached(REFRESH)?.execute(params![
-        id,
-        facts.taken_local,
-        facts.taken_offset_minutes,
-        facts.taken_at_source.map(TakenAtSource::as_str),
-        facts.lat,
-        facts.lon,
-        n.rating,
-        n.title,
-        n.description
-    ])?;
-    conn.prepare_cached(DROP_TAGS)?.execute([id])?;
-    add_tags(conn, id, &n.tags)
+    db.execute(
+        REFRESH,
+        args!(
+            id,
+            facts.taken_local.as_deref(),
+            facts.taken_offset_minutes,
+            facts.taken_at_source.map(TakenAtSource::as_str),
+            facts.lat,
+            facts.lon,
+            n.rating,
+            n.title.as_deref(),
+            n.description.as_deref()
+        ),
+    )?;
+    db.execute(DROP_TAGS, args!(id))?;
+    add_tags(db, id, &n.tags)
 }
 
 /// The asset `id` of file `file_id`, read with `facts` and kept, joined (`joined`: a
@@ -112,69 +158,67 @@ fn refresh(conn: &Connection, id: i64, facts: &MediaFacts) -> Result<(), StoreEr
 /// several copies, it lends them (`files.beside`), the copy that lent nothing yet lends
 /// what the asset carries (its facts), and the asset takes the first copy's.
 pub(super) fn read_copy(
-    conn: &Connection,
+    db: &Db<'_>,
     id: i64,
     file_id: i64,
     facts: &MediaFacts,
     joined: bool,
 ) -> Result<(), StoreError> {
-    let others = joined
-        || conn
-            .prepare_cached(OTHER_COPY)?
-            .query_row(params![id, file_id], |r| r.get::<_, bool>(0))?;
+    let others = joined || db.one(OTHER_COPY, args!(id, file_id), |r| r.get::<bool>(0))?;
     if !others {
-        return refresh(conn, id, facts);
+        return refresh(db, id, facts);
     }
-    conn.prepare_cached(LEND_ASSETS)?
-        .execute(params![id, file_id])?;
+    db.execute(db.pick(&LEND_ASSETS), args!(id, file_id))?;
+    lend(db, file_id, facts)?;
+    follow_first(db, id)
+}
+
+/// What file `file_id` lends its asset from its read `facts`.
+fn lend(db: &Db<'_>, file_id: i64, facts: &MediaFacts) -> Result<(), StoreError> {
     let n = &facts.notes;
-    let tags = serde_json::to_string(&n.tags)
-        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
-    conn.prepare_cached(LEND)?.execute(params![
-        file_id,
-        facts.taken_local,
-        facts.taken_offset_minutes,
-        facts.taken_at_source.map(TakenAtSource::as_str),
-        facts.lat,
-        facts.lon,
-        n.rating,
-        n.title,
-        n.description,
-        tags
-    ])?;
-    follow_first(conn, id)
+    let tags = serde_json::json!(n.tags).to_string();
+    db.execute(
+        db.pick(&LEND),
+        args!(
+            file_id,
+            facts.taken_local.as_deref(),
+            facts.taken_offset_minutes,
+            facts.taken_at_source.map(TakenAtSource::as_str),
+            facts.lat,
+            facts.lon,
+            n.rating,
+            n.title.as_deref(),
+            n.description.as_deref(),
+            tags
+        ),
+    )?;
+    Ok(())
 }
 
 /// Asset `id` takes what its present file of the lowest library and path lends, when that
 /// file lends anything: after a copy went missing, showed another asset, went with its
 /// library or brought the asset back. An asset shown by one file that lends nothing keeps
 /// what it has (it carries that file's facts).
-pub(super) fn follow_first(conn: &Connection, id: i64) -> Result<(), StoreError> {
-    let lent: Option<Option<String>> = conn
-        .prepare_cached(FIRST_LENT)?
-        .query_row([id], |r| r.get(0))
-        .optional()?;
+pub(super) fn follow_first(db: &Db<'_>, id: i64) -> Result<(), StoreError> {
+    let lent: Option<Option<String>> = db.optional(FIRST_LENT, args!(id), |r| r.get(0))?;
     let Some(Some(lent)) = lent else {
         return Ok(());
     };
-    conn.prepare_cached(APPLY)?.execute(params![id, lent])?;
-    conn.prepare_cached(DROP_TAGS)?.execute([id])?;
-    conn.prepare_cached(APPLY_TAGS)?
-        .execute(params![id, lent])?;
+    db.execute(db.pick(&APPLY), args!(id, lent.as_str()))?;
+    db.execute(DROP_TAGS, args!(id))?;
+    db.execute(db.pick(&APPLY_TAGS), args!(id, lent.as_str()))?;
     Ok(())
 }
 
 /// The asset's tags, in the order they were written.
-pub(super) fn load_tags(conn: &Connection, asset: &mut Asset) -> Result<(), StoreError> {
-    asset.facts.notes.tags = conn
-        .prepare_cached(TAGS)?
-        .query_map([asset.id], |r| r.get(0))?
-        .collect::<Result<_, _>>()?;
+pub(super) fn load_tags(db: &Db<'_>, asset: &mut Asset) -> Result<(), StoreError> {
+    asset.facts.notes.tags = db.all(TAGS, args!(asset.id), |r| r.get(0))?;
     Ok(())
 }
 
 #[cfg(test)]
 mod plan_tests {
+    // SQLite's own query plan (EXPLAIN QUERY PLAN): kept on rusqlite.
     use crate::clock::FakeClock;
     use crate::store::{Store, StoreOptions};
 
@@ -186,7 +230,11 @@ mod plan_tests {
         let clock = FakeClock::new(1_800_000_000_000);
         let store =
             Store::open(&dir.path().join("m.db"), clock, StoreOptions::default()).expect("open");
-        for sql in [super::OTHER_COPY, super::FIRST_LENT, super::LEND_ASSETS] {
+        for sql in [
+            super::OTHER_COPY,
+            super::FIRST_LENT,
+            super::LEND_ASSETS.sqlite,
+        ] {
             let plan = store
                 .write_lite(move |conn, _| {
                     let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
@@ -205,4 +253,130 @@ mod plan_tests {
             );
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::db::tests::on_both_schemas;
+    use crate::store::rows::{ASSET_COLS, asset_from_row};
+
+    fn an_asset(db: &Db<'_>) -> Result<i64, StoreError> {
+        db.one(
+            "INSERT INTO assets (checksum, size, created_at) VALUES (?1, 1, 1) RETURNING id",
+            args!([1u8; 32]),
+            |r| r.get(0),
+        )
+    }
+
+    /// A present file of library `lib` at `path` showing `asset`.
+    fn a_file(db: &Db<'_>, lib: i64, path: &str, asset: i64) -> Result<i64, StoreError> {
+        db.one(
+            "INSERT INTO files (library_id, rel_path, rel_path_text, size, mtime_ns, dev, inode,
+                                asset_id, last_reason, first_seen_run, last_seen_run)
+             VALUES (?1, ?2, ?3, 1, 1, 1, 1, ?4, 'new', 1, 1) RETURNING id",
+            args!(lib, path.as_bytes(), path, asset),
+            |r| r.get(0),
+        )
+    }
+
+    fn the_asset(db: &Db<'_>, id: i64) -> Result<Asset, StoreError> {
+        let sql = format!("SELECT {ASSET_COLS} FROM assets WHERE id = ?1");
+        let mut asset = db.one(&sql, args!(id), asset_from_row)?;
+        load_tags(db, &mut asset)?;
+        Ok(asset)
+    }
+
+    fn facts(title: &str, tags: &[&str], offset: Option<i32>) -> MediaFacts {
+        MediaFacts {
+            taken_local: Some("2020-01-02T03:04:05".into()),
+            taken_offset_minutes: offset,
+            taken_at_source: Some(TakenAtSource::Xmp),
+            lat: Some(1.5),
+            lon: Some(-2.25),
+            notes: Notes {
+                rating: Some(-1),
+                tags: tags.iter().map(|t| t.to_string()).collect(),
+                title: Some(title.into()),
+                description: None,
+            },
+            ..MediaFacts::default()
+        }
+    }
+
+    fn a_file_alone_gives_its_asset_its_notes(db: &Db<'_>) -> Result<(), StoreError> {
+        let lib = db.one(
+            "INSERT INTO libraries (name, root, created_at) VALUES ('l', '/l', 1) RETURNING id",
+            args!(),
+            |r| r.get(0),
+        )?;
+        let id = an_asset(db)?;
+        note_new(db, id, &Notes::default())?;
+        assert_eq!(the_asset(db, id)?.facts.notes, Notes::default());
+        let new = facts("t", &["b", "a", "B"], None).notes;
+        note_new(db, id, &new)?;
+        let notes = the_asset(db, id)?.facts.notes;
+        assert_eq!(
+            (notes.title.as_deref(), notes.rating),
+            (Some("t"), Some(-1))
+        );
+        assert_eq!(notes.tags, vec!["b", "a"]);
+        let file = a_file(db, lib, "x.jpg", id)?;
+        read_copy(db, id, file, &facts("u", &["c"], Some(60)), false)?;
+        let asset = the_asset(db, id)?;
+        assert_eq!(asset.facts.notes.tags, vec!["c"]);
+        assert_eq!(asset.facts.taken_offset_minutes, Some(60));
+        assert_eq!(asset.facts.taken_at_source, Some(TakenAtSource::Xmp));
+        let lent: Option<String> =
+            db.one("SELECT beside FROM files WHERE id = ?1", args!(file), |r| {
+                r.get(0)
+            })?;
+        assert_eq!(lent, None, "a file alone lends nothing");
+        Ok(())
+    }
+
+    /// Two copies: each lends what it read, and the asset takes the first copy's (the
+    /// lowest library and path), even when the other was read last.
+    fn an_asset_of_several_copies_takes_the_first_copys_facts(
+        db: &Db<'_>,
+    ) -> Result<(), StoreError> {
+        let lib = db.one(
+            "INSERT INTO libraries (name, root, created_at) VALUES ('l', '/l', 1) RETURNING id",
+            args!(),
+            |r| r.get(0),
+        )?;
+        let id = an_asset(db)?;
+        let first = a_file(db, lib, "a.jpg", id)?;
+        read_copy(
+            db,
+            id,
+            first,
+            &facts("first", &["y", "x"], Some(-90)),
+            false,
+        )?;
+        let second = a_file(db, lib, "b.jpg", id)?;
+        read_copy(db, id, second, &facts("second", &["z"], None), true)?;
+        let asset = the_asset(db, id)?;
+        assert_eq!(asset.facts.notes.title.as_deref(), Some("first"));
+        assert_eq!(asset.facts.notes.tags, vec!["y", "x"]);
+        assert_eq!(asset.facts.taken_offset_minutes, Some(-90));
+        assert_eq!((asset.facts.lat, asset.facts.lon), (Some(1.5), Some(-2.25)));
+        assert_eq!(asset.facts.notes.rating, Some(-1));
+        // The first copy goes missing: the asset follows the second.
+        db.execute(
+            "UPDATE files SET state = 'missing', missing_since = 5 WHERE id = ?1",
+            args!(first),
+        )?;
+        follow_first(db, id)?;
+        let asset = the_asset(db, id)?;
+        assert_eq!(asset.facts.notes.title.as_deref(), Some("second"));
+        assert_eq!(asset.facts.notes.tags, vec!["z"]);
+        assert_eq!(asset.facts.taken_offset_minutes, None);
+        Ok(())
+    }
+
+    on_both_schemas!(
+        a_file_alone_gives_its_asset_its_notes,
+        an_asset_of_several_copies_takes_the_first_copys_facts,
+    );
 }

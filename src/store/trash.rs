@@ -88,7 +88,7 @@ const TRASHED_COPIES: &str = "
                           AND r.move_id > t.move_id)
      ORDER BY t.id";
 fn refuse_if_pending(conn: &Connection, asset_id: i64) -> Result<(), StoreError> {
-    match intents::has_pending(conn, asset_id)? {
+    match intents::has_pending(&Db::sqlite(conn), asset_id)? {
         true => Err(StoreError::Conflict(format!(
             "asset {asset_id} has an unfinished move in the trash journal"
         ))),
@@ -122,7 +122,7 @@ fn hold(
     refuse_if_pending(conn, asset_id)?;
     let intents = moves
         .into_iter()
-        .map(|p| intents::insert(conn, (action, move_id), p, now))
+        .map(|p| intents::insert(&Db::sqlite(conn), (action, move_id), p, now))
         .collect::<Result<Vec<_>, _>>()?;
     let lease = Lease {
         target: Target::Job,
@@ -205,7 +205,7 @@ fn settle(
     how: Settle,
     now: Millis,
 ) -> Result<(), StoreError> {
-    let intent = intents::get(conn, intent_id, held.move_id)?
+    let intent = intents::get(&Db::sqlite(conn), intent_id, held.move_id)?
         .ok_or_else(|| StoreError::NotFound(format!("no trash intent {intent_id} in this move")))?;
     let (to, row) = match (how, intent.state) {
         (_, IntentState::Aborted) | (Settle::Done, IntentState::Done) => {
@@ -225,7 +225,7 @@ fn settle(
         ),
         (Settle::Vanished, _) => (IntentState::Aborted, Some(false)),
     };
-    intents::settle(conn, (intent_id, held.move_id), to, now)?;
+    intents::settle(&Db::sqlite(conn), (intent_id, held.move_id), to, now)?;
     match row {
         Some(present) => set_row(conn, &intent, present, now),
         None => Ok(()),
@@ -243,7 +243,7 @@ fn finish(
     now: Millis,
 ) -> Result<Finish, StoreError> {
     let held = move_jobs::fence(&Db::sqlite(conn), lease, now)?;
-    if intents::pending_in(conn, held.move_id)? > 0 {
+    if intents::pending_in(&Db::sqlite(conn), held.move_id)? > 0 {
         return Err(StoreError::Conflict(format!(
             "move {} has unsettled intents",
             held.move_id
@@ -292,12 +292,12 @@ fn finish(
 
 /// How many files of its own asset the held move put where they go.
 fn own_done(conn: &Connection, held: &Held) -> Result<i64, StoreError> {
-    intents::own_done(conn, held.move_id, held.asset_id)
+    intents::own_done(&Db::sqlite(conn), held.move_id, held.asset_id)
 }
 
 /// The assets whose files the held move moved besides its own.
 fn moved_followers(conn: &Connection, held: &Held) -> Result<Vec<i64>, StoreError> {
-    intents::moved_followers(conn, held.move_id, held.asset_id)
+    intents::moved_followers(&Db::sqlite(conn), held.move_id, held.asset_id)
 }
 
 /// Trashes each follower of the held trash that shows no present file any more (one with
@@ -384,7 +384,7 @@ impl Store {
         let owner = self.owner().to_string();
         self.write_lite(move |conn, now| {
             expect_state(conn, asset_id, false)?;
-            let move_id = intents::next_move(conn)?;
+            let move_id = intents::next_move(&Db::sqlite(conn))?;
             let mut moves = planned_trash(conn, asset_id, move_id)?;
             if moves.is_empty() {
                 trash(conn, asset_id, TrashReason::User, now)?;
@@ -419,7 +419,7 @@ impl Store {
         let owner = self.owner().to_string();
         self.write_lite(move |conn, now| {
             expect_state(conn, asset_id, false)?;
-            let move_id = intents::next_move(conn)?;
+            let move_id = intents::next_move(&Db::sqlite(conn))?;
             let all = planned_trash(conn, asset_id, move_id)?;
             let is_kept = |p: &Planned| p.library_id == keep.0 && p.from == keep.1;
             if !all.iter().any(is_kept) {
@@ -477,7 +477,7 @@ impl Store {
             }
             hold(
                 conn,
-                (asset_id, intents::next_move(conn)?),
+                (asset_id, intents::next_move(&Db::sqlite(conn))?),
                 (TrashAction::Restore, copies),
                 moves,
                 (&owner, ttl, now),
@@ -492,7 +492,7 @@ impl Store {
             let (move_id, asset_id, action, rollback) =
                 move_jobs::holds(&Db::sqlite(conn), job_id)?
                     .ok_or_else(|| StoreError::NotFound(format!("no move job {job_id}")))?;
-            let intents = intents::of_move(conn, move_id)?;
+            let intents = intents::of_move(&Db::sqlite(conn), move_id)?;
             Ok(Move {
                 job_id,
                 asset_id,
@@ -545,7 +545,7 @@ impl Store {
         let lease = lease.clone();
         self.write_lite(move |conn, now| {
             let held = move_jobs::fence(&Db::sqlite(conn), &lease, now)?;
-            if intents::unsettled(conn, held.move_id)? > 0 {
+            if intents::unsettled(&Db::sqlite(conn), held.move_id)? > 0 {
                 return Err(StoreError::Conflict(format!(
                     "move {} still has files to put back",
                     held.move_id
