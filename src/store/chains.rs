@@ -11,6 +11,7 @@
 //! (`replace_faces`), and a replacement asks the embedding chain for the new faces'
 //! descriptors (`faces_replaced`). No SQL of its own.
 
+use super::db::Db;
 use super::jobs::{self, Enqueued};
 use super::{Store, StoreError, decode_timeouts, faces, people, pixels, similar, walks};
 use crate::model::{
@@ -122,11 +123,11 @@ pub(super) fn replace_faces(
     found: &[DetectedFace],
     now: Millis,
 ) -> Result<bool, StoreError> {
-    if !faces::stamp(conn, asset_id, version, over_newer)? {
+    if !faces::stamp(&Db::sqlite(conn), asset_id, version, over_newer)? {
         return Ok(false);
     }
     let said = people::word_on(conn, asset_id)?;
-    let found = faces::put(conn, asset_id, version, found)?;
+    let found = faces::put(&Db::sqlite(conn), asset_id, version, found)?;
     people::forget_old_faces(conn, asset_id, version)?;
     people::carry_word(conn, asset_id, &said, &found)?;
     faces_replaced(conn, asset_id, now)?;
@@ -159,7 +160,7 @@ fn write_results(
             hashes,
             timed_out,
         } => {
-            similar::stamp(conn, *scheme, hashes, rollback)?;
+            similar::stamp(&Db::sqlite(conn), *scheme, hashes, rollback)?;
             decode_timeouts::record(conn, timed_out, now)?;
         }
         WalkResults::Embeddings {

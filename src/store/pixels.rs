@@ -7,6 +7,7 @@
 //! faces from `faces`). Reads only and holds no SQL; must not write, and must not decide
 //! what a walk does with it (that is `walks`').
 
+use super::db::Db;
 use super::rows::{Look, Pixels};
 use super::{StoreError, assets, faces};
 use crate::model::{Known, WalkKindId, WalkVisit};
@@ -60,7 +61,7 @@ fn known(
         return Ok(None);
     };
     Ok(match (kind, twin) {
-        (WalkKindId::Faces, Some(twin)) => Some(Known::Faces(faces::of_asset(conn, twin, scheme)?)),
+        (WalkKindId::Faces, Some(twin)) => Some(Known::Faces(faces::of_asset(&Db::sqlite(conn), twin, scheme)?)),
         (WalkKindId::Similar, phash) => Some(Known::Phash(phash.map(|p| p as u64))),
         _ => None,
     })

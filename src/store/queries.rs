@@ -10,7 +10,7 @@
 //! must not write.
 
 use super::assets::NOT_A_SHOWN_CLIP;
-use super::db::on_lite;
+use super::db::{Db, on_lite};
 use super::rows::{ASSET_COLS, asset_from_row, checksum_col, path_from_row};
 use super::{
     Store, StoreError, assets, counters, faces, files, motion, people, plan, sidecars, stacks,
@@ -260,7 +260,7 @@ fn fill(conn: &Connection, asset: &mut Asset) -> Result<(), StoreError> {
     motion::load_clip(conn, asset)?;
     asset.stack = stacks::of_asset(conn, asset.id)?;
     if let Some(version) = asset.faces_scheme {
-        asset.faces = faces::of_asset(conn, asset.id, version)?;
+        asset.faces = faces::of_asset(&Db::sqlite(conn), asset.id, version)?;
     }
     Ok(())
 }
@@ -307,7 +307,7 @@ impl Store {
             for asset in &mut page.items {
                 motion::load_clip(conn, asset)?;
                 if let Some(version) = asset.faces_scheme {
-                    asset.faces = faces::of_asset(conn, asset.id, version)?;
+                    asset.faces = faces::of_asset(&Db::sqlite(conn), asset.id, version)?;
                 }
             }
             Ok(page)
