@@ -19,6 +19,7 @@
 //! trash intents, jobs) and the forgetting of `unshown_assets` entries a file row names
 //! again (`DROP_SHOWN`).
 
+use super::db::Db;
 use super::lease::expect_one;
 use super::{
     Committed, Store, StoreError, assets, check, counters, decode_timeouts, files, motion,
@@ -258,7 +259,7 @@ pub(super) fn ingest_one(
     let namesakes = item.namesake.then_some(&item.rel_path[..]);
     if item.checksum.is_some() {
         let facts = item.facts.as_ref();
-        stacks::pair(conn, library_id, file_id, namesakes, facts, row.is_some())?;
+        stacks::pair(&Db::sqlite(conn), library_id, file_id, namesakes, facts, row.is_some())?;
     }
     if let Some(old) = previous.filter(|old| Some(*old) != asset_id)
         && !assets::trash_if_orphan(conn, old, TrashReason::Replaced, now)?

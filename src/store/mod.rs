@@ -60,6 +60,8 @@ mod rows;
 mod stacks;
 #[macro_use]
 mod assets;
+#[cfg(test)]
+mod asset_fixtures;
 mod chains;
 mod check;
 mod conn;

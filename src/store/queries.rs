@@ -258,7 +258,7 @@ fn fill(conn: &Connection, asset: &mut Asset) -> Result<(), StoreError> {
     files::load_paths(conn, asset)?;
     sidecars::load_tags(conn, asset)?;
     motion::load_clip(conn, asset)?;
-    asset.stack = stacks::of_asset(conn, asset.id)?;
+    asset.stack = stacks::of_asset(&Db::sqlite(conn), asset.id)?;
     if let Some(version) = asset.faces_scheme {
         asset.faces = faces::of_asset(&Db::sqlite(conn), asset.id, version)?;
     }
@@ -325,7 +325,7 @@ impl Store {
 
     /// The plan SQLite picks for the stack of one asset, which every listed asset reads.
     pub fn asset_stack_plan(&self) -> Result<Vec<String>, StoreError> {
-        self.read_lite(|conn| plan(conn, stacks::OF_ASSET))
+        self.read_lite(|conn| plan(conn, stacks::OF_ASSET.sqlite))
     }
 
     /// Live assets (`trashed = false`) or the trash (`true`), by id, each with its paths and
