@@ -46,3 +46,23 @@ pub(super) fn file(
     )?;
     Ok(())
 }
+
+/// The model of asset `id` with nothing loaded, for the functions that complete one.
+pub(super) fn model(id: i64) -> crate::model::Asset {
+    crate::model::Asset {
+        id,
+        owner: "local".into(),
+        checksum: [id as u8; 32],
+        size: 1,
+        facts: crate::model::MediaFacts::default(),
+        created_at: 0,
+        trashed_at: None,
+        trash_reason: None,
+        paths: vec![],
+        content_hash: None,
+        faces_scheme: None,
+        faces: vec![],
+        live_clip: None,
+        stack: vec![],
+    }
+}

@@ -296,9 +296,9 @@ fn lend_facts(
     }
     // A created asset was inserted with these facts already.
     if !matches!(claim, Claim::Created | Claim::Recreated) {
-        motion::stamp(conn, id, facts)?;
+        motion::stamp(&Db::sqlite(conn), id, facts)?;
     }
-    motion::pair(conn, library_id, namesakes, id, facts)
+    motion::pair(&Db::sqlite(conn), library_id, namesakes, id, facts)
 }
 
 /// Restores the trashed asset of file `file_id`, seen present and unchanged by the scan

@@ -257,7 +257,7 @@ fn snapshot(conn: &Connection, now: Millis) -> Result<MetricsSnapshot, StoreErro
 fn fill(conn: &Connection, asset: &mut Asset) -> Result<(), StoreError> {
     files::load_paths(conn, asset)?;
     sidecars::load_tags(conn, asset)?;
-    motion::load_clip(conn, asset)?;
+    motion::load_clip(&Db::sqlite(conn), asset)?;
     asset.stack = stacks::of_asset(&Db::sqlite(conn), asset.id)?;
     if let Some(version) = asset.faces_scheme {
         asset.faces = faces::of_asset(&Db::sqlite(conn), asset.id, version)?;
@@ -305,7 +305,7 @@ impl Store {
         self.read_lite(|conn| {
             let mut page = page(conn, &filter, after, limit.max(1))?;
             for asset in &mut page.items {
-                motion::load_clip(conn, asset)?;
+                motion::load_clip(&Db::sqlite(conn), asset)?;
                 if let Some(version) = asset.faces_scheme {
                     asset.faces = faces::of_asset(&Db::sqlite(conn), asset.id, version)?;
                 }
