@@ -102,14 +102,14 @@ pub(super) fn claim(
     } = *want;
     let mut saw_trashed = false;
     for _ in 0..CLAIM_PASSES {
-        match assets::find(conn, checksum)? {
+        match assets::find(&Db::sqlite(conn), checksum)? {
             Some((id, false)) if previous == Some(id) => return Ok((id, Claim::Kept)),
             Some((id, false)) => return Ok((id, Claim::Duplicate)),
             // A restore between its renames may yet roll back and move this very file into
             // the trash again (finding 20): the file is linked, and the asset left to the
             // move's holder or whoever carries it on; the next full scan after the move
             // ended heals what it left (`reclaim`).
-            Some((id, true)) if assets::in_flight(conn, id)? => return Ok((id, Claim::Held)),
+            Some((id, true)) if assets::in_flight(&Db::sqlite(conn), id)? => return Ok((id, Claim::Held)),
             Some((id, true)) => {
                 if revive::revive(conn, id)? {
                     return Ok((id, Claim::Restored));
@@ -118,7 +118,7 @@ pub(super) fn claim(
                 saw_trashed = true;
             }
             None => {
-                let id = assets::insert(conn, checksum, size, facts, content, run_id, now)?;
+                let id = assets::insert(&Db::sqlite(conn), checksum, size, facts, content, run_id, now)?;
                 sidecars::note_new(conn, id, &facts.notes)?;
                 let claim = if saw_trashed {
                     Claim::Recreated
@@ -217,7 +217,7 @@ fn claim_read(
     if let (Some(content), Claim::Kept | Claim::Duplicate | Claim::Restored | Claim::Held) =
         (content, claimed.1)
     {
-        assets::stamp_content(conn, claimed.0, content)?;
+        assets::stamp_content(&Db::sqlite(conn), claimed.0, content)?;
     }
     Ok(Some(claimed))
 }
@@ -262,7 +262,7 @@ pub(super) fn ingest_one(
         stacks::pair(&Db::sqlite(conn), library_id, file_id, namesakes, facts, row.is_some())?;
     }
     if let Some(old) = previous.filter(|old| Some(*old) != asset_id)
-        && !assets::trash_if_orphan(conn, old, TrashReason::Replaced, now)?
+        && !assets::trash_if_orphan(&Db::sqlite(conn), old, TrashReason::Replaced, now)?
     {
         sidecars::follow_first(conn, old)?;
     }
@@ -319,7 +319,7 @@ fn reclaim(
     let Some(id) = asset.flatten() else {
         return Ok(None);
     };
-    if assets::in_flight(conn, id)? || !revive::revive(conn, id)? {
+    if assets::in_flight(&Db::sqlite(conn), id)? || !revive::revive(conn, id)? {
         return Ok(None);
     }
     sidecars::follow_first(conn, id)?;
@@ -347,7 +347,7 @@ fn mark_missing(
     candidates.dedup();
     let mut trashed = 0;
     for id in candidates {
-        if assets::trash_if_orphan(conn, id, TrashReason::Missing, now)? {
+        if assets::trash_if_orphan(&Db::sqlite(conn), id, TrashReason::Missing, now)? {
             trashed += 1;
         } else {
             // A copy went: the asset takes the sidecar facts of its first one left.
@@ -375,7 +375,7 @@ fn trash_live_without_file(
     let mut trashed = 0;
     for id in ids {
         trashed += u64::from(assets::trash_if_orphan(
-            conn,
+            &Db::sqlite(conn),
             id,
             TrashReason::Missing,
             now,
@@ -395,7 +395,7 @@ fn trash_live_unshown(conn: &Connection, now: Millis) -> Result<u64, StoreError>
     let mut trashed = 0;
     for id in ids {
         trashed += u64::from(assets::trash_if_orphan(
-            conn,
+            &Db::sqlite(conn),
             id,
             TrashReason::Missing,
             now,

@@ -57,7 +57,7 @@ fn known(
     id: i64,
     look: &Pixels,
 ) -> Result<Option<Known>, StoreError> {
-    let Some(twin) = assets::pixel_twin(conn, kind, scheme, id, look)? else {
+    let Some(twin) = assets::pixel_twin(&Db::sqlite(conn), kind, scheme, id, look)? else {
         return Ok(None);
     };
     Ok(match (kind, twin) {

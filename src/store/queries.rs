@@ -243,7 +243,7 @@ fn snapshot(conn: &Connection, now: Millis) -> Result<MetricsSnapshot, StoreErro
         .prepare_cached(LAST_SCAN)?
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
         .collect::<Result<_, _>>()?;
-    let assets_by_kind = assets::live_by_kind(conn)?;
+    let assets_by_kind = assets::live_by_kind(&Db::sqlite(conn))?;
     Ok(MetricsSnapshot {
         queues: queues(conn, now)?,
         counters,
@@ -343,7 +343,7 @@ impl Store {
     /// One asset with its paths, live or trashed.
     pub fn asset(&self, id: i64) -> Result<Option<Asset>, StoreError> {
         self.read_lite(|conn| {
-            let asset = assets::get(conn, id)?;
+            let asset = assets::get(&Db::sqlite(conn), id)?;
             asset.map(|a| with_paths(conn, a)).transpose()
         })
     }
@@ -375,11 +375,11 @@ impl Store {
     /// content hash, each asset with its paths.
     pub fn content_twins(&self) -> Result<Vec<ContentTwins>, StoreError> {
         self.read_lite(|conn| {
-            let rows = assets::content_twin_ids(conn)?;
+            let rows = assets::content_twin_ids(&Db::sqlite(conn))?;
             let mut groups: Vec<ContentTwins> = Vec::new();
             for (id, hash) in rows {
                 let Some(hash) = hash else { continue };
-                let Some(asset) = assets::get(conn, id)? else {
+                let Some(asset) = assets::get(&Db::sqlite(conn), id)? else {
                     continue;
                 };
                 let asset = with_paths(conn, asset)?;

@@ -6,6 +6,7 @@
 //! its first copy left (`sidecars`). One transaction. No SQL of its own.
 
 use super::pending::Settled;
+use super::db::Db;
 use super::{Store, StoreError, assets, libraries, pending, sidecars};
 use crate::model::TrashReason;
 
@@ -30,7 +31,7 @@ impl Store {
             for asset in assets {
                 let settled = pending::settle(conn, asset)?;
                 if settled == Settled::Published {
-                    assets::trash_if_orphan(conn, asset, TrashReason::Missing, now)?;
+                    assets::trash_if_orphan(&Db::sqlite(conn), asset, TrashReason::Missing, now)?;
                 }
                 if settled == Settled::Deleted {
                     gone += 1;

@@ -3,6 +3,7 @@
 //! (`assets::restore`), then the live chain of each walk whose cursor may be past it goes
 //! back for it (`walks::made_live`), in the caller's transaction. No SQL of its own.
 
+use super::db::Db;
 use super::{StoreError, assets, walks};
 use rusqlite::Connection;
 
@@ -10,7 +11,7 @@ use rusqlite::Connection;
 /// while it was trashed goes back for it (`walks::made_live`). `false`: the row is no
 /// longer trashed (or gone).
 pub(super) fn revive(conn: &Connection, id: i64) -> Result<bool, StoreError> {
-    let restored = assets::restore(conn, id)?;
+    let restored = assets::restore(&Db::sqlite(conn), id)?;
     if restored {
         walks::made_live(conn, id)?;
     }

@@ -6,6 +6,7 @@
 //! right after it loses none of them. No SQL of its own.
 
 use super::lease::expect_one;
+use super::db::Db;
 use super::{Store, StoreError, assets, chains, jobs, pending, scan_runs};
 use crate::model::{Lease, Millis, RunOutcome, RunState, ThumbsPayload, WalkRequest};
 use rusqlite::Connection;
@@ -26,7 +27,7 @@ pub(super) fn finish(
     // transaction: they exist only if the completion committed, and a crash right after it
     // loses none of them.
     if n == 1 && matches!(state, RunState::Completed | RunState::Suspect) {
-        let own = assets::publish(conn, lease.id)?;
+        let own = assets::publish(&Db::sqlite(conn), lease.id)?;
         let shown = pending::publish_shown(conn, lease.id)?;
         if let Some((first, last)) = span(own, shown) {
             let job = ThumbsPayload::published(lease.id, first, last).job();

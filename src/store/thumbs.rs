@@ -7,6 +7,7 @@
 //! `chains::Parts`), `decode_timeouts` and `jobs`; no SQL of its own.
 
 use super::chains::Parts;
+use super::db::Db;
 use super::{Store, StoreError, assets, decode_timeouts, jobs, walks};
 use crate::model::{DecodeTimeout, Lease, NewJob, ThumbAsset, WalkAsset, WalkFile};
 
@@ -46,7 +47,7 @@ impl Store {
     ) -> Result<Vec<ThumbAsset>, StoreError> {
         let host = self.host();
         self.read_snapshot_lite(|conn| {
-            let heads = assets::thumb_heads(conn, after, last, limit)?;
+            let heads = assets::thumb_heads(&Db::sqlite(conn), after, last, limit)?;
             let mut parts = Parts::of(conn, host, heads.iter().map(|h| h.0))?;
             heads
                 .into_iter()
