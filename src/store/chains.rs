@@ -49,7 +49,7 @@ impl Parts {
             return Ok(Parts::Each);
         }
         Ok(Parts::Ranged {
-            files: walks::files_in(conn, host, first - 1, last)?,
+            files: walks::files_in(&Db::sqlite(conn), host, first - 1, last)?,
             timed_out: decode_timeouts::timed_out_in(conn, first - 1, last)?,
         })
     }
@@ -66,7 +66,7 @@ impl Parts {
                 (files.remove(&id).unwrap_or_default(), timed_out.remove(&id))
             }
             Parts::Each => (
-                walks::files_of(conn, host, id)?,
+                walks::files_of(&Db::sqlite(conn), host, id)?,
                 decode_timeouts::timed_out(conn, id)?,
             ),
         })
@@ -81,7 +81,7 @@ pub(super) fn request_in(
     req: &WalkRequest,
     now: Millis,
 ) -> Result<Enqueued, StoreError> {
-    walks::raise_seen(conn, req.kind, req.scheme, now)?;
+    walks::raise_seen(&Db::sqlite(conn), req.kind, req.scheme, now)?;
     let enqueued = jobs::insert(conn, &req.job, now)?;
     for also in &req.with {
         request_in(conn, also, now)?;
@@ -100,8 +100,8 @@ pub(super) fn request_in(
 /// library.
 pub(super) fn faces_replaced(conn: &Connection, id: i64, now: Millis) -> Result<(), StoreError> {
     let kind = WalkKindId::Embeddings.job_kind();
-    walks::revisit(conn, kind, id)?;
-    let since = walks::walked_scheme(conn, WalkKindId::Embeddings)?;
+    walks::revisit(&Db::sqlite(conn), kind, id)?;
+    let since = walks::walked_scheme(&Db::sqlite(conn), WalkKindId::Embeddings)?;
     let payload = serde_json::json!({ "after": id - 1, "since": since }).to_string();
     let chain = crate::model::NewJob::new(kind, payload)
         .unique(kind)
@@ -143,7 +143,7 @@ fn write_results(
 ) -> Result<(), StoreError> {
     match results {
         WalkResults::ContentHashes(hashes) => {
-            walks::stamp_content_hashes(conn, hashes, rollback)?;
+            walks::stamp_content_hashes(&Db::sqlite(conn), hashes, rollback)?;
         }
         WalkResults::Faces {
             version,
@@ -188,10 +188,10 @@ fn advance(
     commit: &WalkCommit,
     now: Millis,
 ) -> Result<Option<Enqueued>, StoreError> {
-    let revisit = walks::revisit_of(conn, row_id)?;
+    let revisit = walks::revisit_of(&Db::sqlite(conn), row_id)?;
     match (revisit, commit.complete_scheme) {
         (None, Some(scheme)) => {
-            walks::raise_record(conn, commit.kind, scheme, now)?;
+            walks::raise_record(&Db::sqlite(conn), commit.kind, scheme, now)?;
             if let Some(then) = &commit.then {
                 jobs::insert(conn, then, now)?;
             }
@@ -199,7 +199,7 @@ fn advance(
         }
         (None, None) => Ok(Some(jobs::insert(conn, &commit.next, now)?)),
         (Some(asset), _) => {
-            let payload = walks::back_to(conn, &commit.next.payload, asset)?;
+            let payload = walks::back_to(&Db::sqlite(conn), &commit.next.payload, asset)?;
             let next = crate::model::NewJob {
                 payload,
                 ..commit.next.clone()
@@ -234,7 +234,7 @@ impl Store {
     ) -> Result<Vec<WalkAsset>, StoreError> {
         let host = self.host();
         self.read_snapshot_lite(|conn| {
-            let heads = walks::batch_heads(conn, kind, visit, after, limit)?;
+            let heads = walks::batch_heads(&Db::sqlite(conn), kind, visit, after, limit)?;
             let mut parts = Parts::of(conn, host, heads.iter().map(|((id, ..), _)| *id))?;
             let mut seen = pixels::Seen::default();
             heads

@@ -13,7 +13,7 @@ use rusqlite::Connection;
 pub(super) fn revive(conn: &Connection, id: i64) -> Result<bool, StoreError> {
     let restored = assets::restore(&Db::sqlite(conn), id)?;
     if restored {
-        walks::made_live(conn, id)?;
+        walks::made_live(&Db::sqlite(conn), id)?;
     }
     Ok(restored)
 }

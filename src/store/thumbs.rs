@@ -16,7 +16,7 @@ impl Store {
     /// its scan recorded: what `locate` needs to find the one to read for a request.
     pub fn asset_files(&self, id: i64) -> Result<Vec<WalkFile>, StoreError> {
         let host = self.host();
-        self.read_lite(|conn| walks::files_of(conn, host, id))
+        self.read_lite(|conn| walks::files_of(&Db::sqlite(conn), host, id))
     }
 
     /// Completes a thumbnail batch's row in one fenced transaction: the decodes of the batch
