@@ -383,6 +383,8 @@ impl Store {
     }
 
     /// `read_snapshot` for an operation whose families still speak SQLite only.
+    // The bridge (issue 30 item 2): unused once the snapshot reads are ported.
+    #[allow(dead_code)]
     fn read_snapshot_lite<T>(
         &self,
         op: impl FnOnce(&rusqlite::Connection) -> Result<T, StoreError>,

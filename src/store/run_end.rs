@@ -34,7 +34,7 @@ pub(super) fn finish(
             jobs::insert(conn, &job, now)?;
         }
         if let Some(req) = follow_up {
-            chains::request_in(conn, req, now)?;
+            chains::request_in(&Db::sqlite(conn), req, now)?;
         }
     }
     Ok(n)

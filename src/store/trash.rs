@@ -369,7 +369,7 @@ fn restore_then(
 ) -> Result<bool, StoreError> {
     let restored = revive(conn, asset_id)?;
     if let Some(req) = follow_up.filter(|_| restored) {
-        request_in(conn, req, now)?;
+        request_in(&Db::sqlite(conn), req, now)?;
     }
     Ok(restored)
 }
