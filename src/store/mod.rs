@@ -24,7 +24,9 @@
 //! motion, move_jobs, pending, people, problems, scan_runs, sidecars, similar, stacks, walks.
 //! Compositions: chains, check, ingest, job_ends, pixels, queries, removal, revive, run_end,
 //! thumbs, trash.
-//! Helpers: conn, db, error, lease, migrate, pg, pg_writer, rows, stems, vet, writer.
+//! Helpers: asset_fixtures, conn, db, error, lease, migrate, pg, pg_writer, rows, stems, vet,
+//! writer.
+//! (`asset_fixtures` is test-only: the rows the asset families' checks insert.)
 //!
 //! A family's statement may read another table in a join or a guard (a Live Photo's
 //! namesakes join `files` to `assets`; a sweep checks `trash_intents`): it is one statement,
