@@ -317,11 +317,7 @@ pub(super) fn insert(
 
 /// Stamps the content hash a scan computed on an asset claimed for it, unless the asset has
 /// this scheme's already.
-pub(super) fn stamp_content(
-    db: &Db<'_>,
-    id: i64,
-    content: &ContentHash,
-) -> Result<(), StoreError> {
+pub(super) fn stamp_content(db: &Db<'_>, id: i64, content: &ContentHash) -> Result<(), StoreError> {
     db.execute(STAMP_CONTENT, args!(id, &content.hash, content.scheme))?;
     Ok(())
 }
@@ -335,7 +331,9 @@ pub(super) fn in_flight(db: &Db<'_>, id: i64) -> Result<bool, StoreError> {
 /// Restores a trashed asset by id alone. `false`: the row is no longer trashed (or gone).
 /// What else a restore brings is the composition's (`revive`).
 pub(super) fn restore(db: &Db<'_>, id: i64) -> Result<bool, StoreError> {
-    Ok(db.optional(RESTORE, args!(id), |r| r.get::<i64>(0))?.is_some())
+    Ok(db
+        .optional(RESTORE, args!(id), |r| r.get::<i64>(0))?
+        .is_some())
 }
 
 /// Whether the asset exists, and if so whether it is trashed.
@@ -444,9 +442,7 @@ pub(super) fn pixel_twin(
 }
 
 /// The assets of `CONTENT_TWINS`, each with its content hash, grouped by hash.
-pub(super) fn content_twin_ids(
-    db: &Db<'_>,
-) -> Result<Vec<(i64, Option<ContentHash>)>, StoreError> {
+pub(super) fn content_twin_ids(db: &Db<'_>) -> Result<Vec<(i64, Option<ContentHash>)>, StoreError> {
     db.all(CONTENT_TWINS, args!(), |r| {
         Ok((r.get(0)?, content_hash_cols(r, 1)?))
     })
@@ -558,8 +554,8 @@ impl Store {
 mod race_tests {
     use super::sweep_one;
     use crate::clock::FakeClock;
-    use crate::store::db::Db;
     use crate::model::{Claim, FileReason, FileStamp, IngestItem, Lease, MediaFacts};
+    use crate::store::db::Db;
     use crate::store::ingest::ingest_one;
     use crate::store::{Store, StoreOptions};
     use rusqlite::Connection;
@@ -714,7 +710,13 @@ mod race_tests {
         let (lib, run, id) = (s.lib, s.lease.id, s.trashed);
         let out = race::<1, _>(
             &s.store,
-            |c| assert!(sweep_one(&Db::sqlite(c), id, T0 + 10).expect("sweep").is_some()),
+            |c| {
+                assert!(
+                    sweep_one(&Db::sqlite(c), id, T0 + 10)
+                        .expect("sweep")
+                        .is_some()
+                )
+            },
             move |c| ingest_one(c, run, lib, &item("a.jpg", 1), T0 + 1),
         )
         .expect("the claim never errors");
@@ -782,9 +784,9 @@ mod race_tests {
 #[cfg(test)]
 mod publish_tests {
     use super::publish_in_chunks;
-    use crate::store::db::Db;
     use crate::clock::FakeClock;
     use crate::model::{FileReason, FileStamp, IngestItem, MediaFacts, MediaKind, ScanRequest};
+    use crate::store::db::Db;
     use crate::store::{Store, StoreOptions};
 
     fn item(n: u8) -> IngestItem {
@@ -893,11 +895,18 @@ mod both {
         assert_eq!(find(db, &[1; 32])?, Some((id, false)));
         assert_eq!(find(db, &[2; 32])?, None);
         let got = get(db, id)?.expect("the row");
-        assert_eq!((got.size, got.created_at, got.facts.lat), (10, 5, Some(1.5)));
+        assert_eq!(
+            (got.size, got.created_at, got.facts.lat),
+            (10, 5, Some(1.5))
+        );
         assert_eq!(got.content_hash, Some(content(9, 1)));
         assert_eq!(get(db, id + 100)?, None);
         stamp_content(db, id, &content(7, 1))?;
-        assert_eq!(get(db, id)?.expect("row").content_hash, Some(content(9, 1)), "same scheme");
+        assert_eq!(
+            get(db, id)?.expect("row").content_hash,
+            Some(content(9, 1)),
+            "same scheme"
+        );
         stamp_content(db, id, &content(7, 2))?;
         assert_eq!(get(db, id)?.expect("row").content_hash, Some(content(7, 2)));
         let twin = insert(db, &[2; 32], 11, &f, Some(&content(7, 2)), 0, 5)?;
@@ -916,10 +925,19 @@ mod both {
         let orphan = insert(db, &[2; 32], 1, &f, None, 0, 0)?;
         let copy = insert(db, &[2; 32], 1, &f, None, 0, 0)?;
         file(db, 1, 1, "a.jpg", shown)?;
-        assert!(!trash_if_orphan(db, shown, TrashReason::Missing, 10)?, "a file shows it");
+        assert!(
+            !trash_if_orphan(db, shown, TrashReason::Missing, 10)?,
+            "a file shows it"
+        );
         assert!(trash_if_orphan(db, orphan, TrashReason::Missing, 10)?);
-        assert!(!trash(db, orphan, TrashReason::User, 11)?, "trashed already");
-        assert_eq!((state(db, orphan)?, state(db, shown)?), (Some(true), Some(false)));
+        assert!(
+            !trash(db, orphan, TrashReason::User, 11)?,
+            "trashed already"
+        );
+        assert_eq!(
+            (state(db, orphan)?, state(db, shown)?),
+            (Some(true), Some(false))
+        );
         assert!(restore(db, orphan)?);
         assert!(!restore(db, orphan)?, "restored already");
         assert!(trash(db, orphan, TrashReason::User, 20)?);
@@ -927,7 +945,11 @@ mod both {
         assert_eq!(sweep_one(db, orphan, 19)?, None, "not trashed long enough");
         let (seen, swept) = sweep_batch(db, 25, 10)?;
         assert_eq!((seen, swept.assets), (1, 1));
-        assert_eq!(swept.thumbnails, Vec::<[u8; 32]>::new(), "the copy keeps it");
+        assert_eq!(
+            swept.thumbnails,
+            Vec::<[u8; 32]>::new(),
+            "the copy keeps it"
+        );
         assert_eq!(state(db, orphan)?, None);
         let (_, swept) = sweep_batch(db, 30, 10)?;
         assert_eq!(swept.thumbnails, vec![[2; 32]]);
@@ -937,19 +959,29 @@ mod both {
         Ok(())
     }
 
-    fn a_completion_publishes_its_librarys_pending_assets(
-        db: &Db<'_>,
-    ) -> Result<(), StoreError> {
+    fn a_completion_publishes_its_librarys_pending_assets(db: &Db<'_>) -> Result<(), StoreError> {
         library(db, 1)?;
         library(db, 2)?;
         a_run(db, 1, 1)?;
         a_run(db, 2, 1)?;
         a_run(db, 3, 2)?;
         let other = facts(MediaKind::Other, Some("Nikon"));
-        let a = insert(db, &[1; 32], 1, &facts(MediaKind::Image, Some("Canon")), None, 1, 0)?;
+        let a = insert(
+            db,
+            &[1; 32],
+            1,
+            &facts(MediaKind::Image, Some("Canon")),
+            None,
+            1,
+            0,
+        )?;
         let b = insert(db, &[2; 32], 1, &other, None, 2, 0)?;
         let c = insert(db, &[3; 32], 1, &facts(MediaKind::Image, None), None, 3, 0)?;
-        assert_eq!(thumb_heads(db, 0, i64::MAX, 10)?.len(), 0, "nothing published");
+        assert_eq!(
+            thumb_heads(db, 0, i64::MAX, 10)?.len(),
+            0,
+            "nothing published"
+        );
         assert_eq!(publish_in_chunks(db, 2, 1)?, Some((a, a)));
         let heads = thumb_heads(db, 0, i64::MAX, 10)?;
         let got: Vec<(i64, bool, MediaKind, Option<u16>)> =
@@ -957,10 +989,18 @@ mod both {
         assert_eq!(got, vec![(a, false, MediaKind::Image, Some(6))]);
         assert_eq!(heads[0].1, [1; 32]);
         assert_eq!(state(db, c)?, Some(false));
-        let cams: Vec<(Option<String>, u64)> =
-            cameras(db)?.into_iter().map(|c| (c.make, c.count)).collect();
-        assert_eq!(cams, vec![(Some("Canon".into()), 1), (Some("Nikon".into()), 1)]);
-        assert_eq!(live_by_kind(db)?, vec![("image".into(), 1), ("other".into(), 1)]);
+        let cams: Vec<(Option<String>, u64)> = cameras(db)?
+            .into_iter()
+            .map(|c| (c.make, c.count))
+            .collect();
+        assert_eq!(
+            cams,
+            vec![(Some("Canon".into()), 1), (Some("Nikon".into()), 1)]
+        );
+        assert_eq!(
+            live_by_kind(db)?,
+            vec![("image".into(), 1), ("other".into(), 1)]
+        );
         assert_eq!(publish(db, 3)?, Some((c, c)));
         assert_eq!(publish(db, 3)?, None, "nothing left");
         assert_ne!(b, c);
@@ -999,14 +1039,28 @@ mod both {
         let me = insert(db, &[1; 32], 1, &f, Some(&hash), 0, 0)?;
         let twin = insert(db, &[2; 32], 1, &f, Some(&hash), 0, 0)?;
         let look: Pixels = (hash.hash.to_vec(), 1, None);
-        assert_eq!(pixel_twin(db, WalkKindId::Faces, 3, me, &look)?, None, "unstamped");
+        assert_eq!(
+            pixel_twin(db, WalkKindId::Faces, 3, me, &look)?,
+            None,
+            "unstamped"
+        );
         db.execute(
             "UPDATE assets SET faces_scheme = 3, phash_scheme = 2, phash = 77 WHERE id = ?1",
             args!(twin),
         )?;
-        assert_eq!(pixel_twin(db, WalkKindId::Faces, 3, me, &look)?, Some(Some(twin)));
-        assert_eq!(pixel_twin(db, WalkKindId::Similar, 2, me, &look)?, Some(Some(77)));
-        assert_eq!(pixel_twin(db, WalkKindId::Faces, 3, twin, &look)?, None, "not itself");
+        assert_eq!(
+            pixel_twin(db, WalkKindId::Faces, 3, me, &look)?,
+            Some(Some(twin))
+        );
+        assert_eq!(
+            pixel_twin(db, WalkKindId::Similar, 2, me, &look)?,
+            Some(Some(77))
+        );
+        assert_eq!(
+            pixel_twin(db, WalkKindId::Faces, 3, twin, &look)?,
+            None,
+            "not itself"
+        );
         let turned: Pixels = (hash.hash.to_vec(), 1, Some(6));
         assert_eq!(pixel_twin(db, WalkKindId::Faces, 3, me, &turned)?, None);
         assert_eq!(pixel_twin(db, WalkKindId::ContentHash, 3, me, &look)?, None);

@@ -11,8 +11,8 @@
 //! families' (`intents`, `files`, `assets`, `move_jobs`); it holds the statements that span
 //! tables.
 
-use super::db::Db;
 use super::assets::{LOCAL_OWNER, insert, trash_adopted};
+use super::db::Db;
 use super::db::on_lite;
 use super::move_jobs::MOVE_ATTEMPTS;
 use super::rows::file_stamp;

@@ -3,9 +3,9 @@
 //! else a replacement brings (people, the embedding walk) is `chains::replace_faces`'s.
 //! Rows go with their asset (ON DELETE CASCADE: the trash sweep).
 
+use super::db::Db;
 use super::{Store, StoreError};
 use crate::model::{DetectedFace, FaceBox};
-use super::db::Db;
 
 /// A walk of an older detector (`?3` false) keeps what a newer one stamped. New faces have
 /// no descriptors yet: the embedding stamp goes.
@@ -153,7 +153,10 @@ mod tests {
         db.execute("UPDATE assets SET embed_scheme = 9 WHERE id = 1", args!())?;
         assert!(stamp(db, 1, 3, false)?);
         assert_eq!(schemes(db, 1)?, (Some(3), None));
-        assert!(!stamp(db, 1, 2, false)?, "an older detector keeps the newer stamp");
+        assert!(
+            !stamp(db, 1, 2, false)?,
+            "an older detector keeps the newer stamp"
+        );
         assert_eq!(schemes(db, 1)?, (Some(3), None));
         assert!(stamp(db, 1, 3, false)?, "the same detector stamps again");
         assert!(stamp(db, 1, 2, true)?, "a rollback stamps over a newer one");
@@ -170,7 +173,11 @@ mod tests {
         assert_eq!(first[1].1, [0.125, 0.25, 0.5, 0.125]);
         let again = put(db, 1, 2, &[face(0.375)])?;
         assert_eq!(of_asset(db, 1, 2)?, vec![face(0.375)]);
-        assert_eq!(of_asset(db, 1, 1)?, vec![face(0.5)], "another version's rows stay");
+        assert_eq!(
+            of_asset(db, 1, 1)?,
+            vec![face(0.5)],
+            "another version's rows stay"
+        );
         assert_eq!(face_box(db, first[1].0)?, None, "a replaced face is gone");
         let found = face_box(db, again[0].0)?.expect("the new face");
         assert_eq!((found.asset_id, found.x, found.h), (1, 0.375, 0.125));

@@ -109,7 +109,9 @@ pub(super) fn claim(
             // the trash again (finding 20): the file is linked, and the asset left to the
             // move's holder or whoever carries it on; the next full scan after the move
             // ended heals what it left (`reclaim`).
-            Some((id, true)) if assets::in_flight(&Db::sqlite(conn), id)? => return Ok((id, Claim::Held)),
+            Some((id, true)) if assets::in_flight(&Db::sqlite(conn), id)? => {
+                return Ok((id, Claim::Held));
+            }
             Some((id, true)) => {
                 if revive::revive(conn, id)? {
                     return Ok((id, Claim::Restored));
@@ -118,7 +120,15 @@ pub(super) fn claim(
                 saw_trashed = true;
             }
             None => {
-                let id = assets::insert(&Db::sqlite(conn), checksum, size, facts, content, run_id, now)?;
+                let id = assets::insert(
+                    &Db::sqlite(conn),
+                    checksum,
+                    size,
+                    facts,
+                    content,
+                    run_id,
+                    now,
+                )?;
                 sidecars::note_new(conn, id, &facts.notes)?;
                 let claim = if saw_trashed {
                     Claim::Recreated
@@ -259,7 +269,14 @@ pub(super) fn ingest_one(
     let namesakes = item.namesake.then_some(&item.rel_path[..]);
     if item.checksum.is_some() {
         let facts = item.facts.as_ref();
-        stacks::pair(&Db::sqlite(conn), library_id, file_id, namesakes, facts, row.is_some())?;
+        stacks::pair(
+            &Db::sqlite(conn),
+            library_id,
+            file_id,
+            namesakes,
+            facts,
+            row.is_some(),
+        )?;
     }
     if let Some(old) = previous.filter(|old| Some(*old) != asset_id)
         && !assets::trash_if_orphan(&Db::sqlite(conn), old, TrashReason::Replaced, now)?

@@ -11,9 +11,9 @@
 //! The clip stays an asset of its own; `queries::LIST` leaves out a clip a live still names.
 
 use super::StoreError;
+use super::db::Db;
 use crate::model::{Asset, LiveClip, MediaFacts, MediaKind};
 use chrono::NaiveDateTime;
-use super::db::Db;
 
 /// The live MOV that carries identifier ?1, the oldest first.
 const CLIP_BY_IDENTIFIER: &str = "
@@ -138,7 +138,10 @@ fn namesakes(db: &Db<'_>, library_id: i64, rel_path: &[u8]) -> Result<Vec<Side>,
             return Ok(());
         }
         let f = MediaFacts {
-            kind: r.get::<Option<String>>(2)?.as_deref().and_then(MediaKind::parse),
+            kind: r
+                .get::<Option<String>>(2)?
+                .as_deref()
+                .and_then(MediaKind::parse),
             mime: r.get(3)?,
             make: r.get(4)?,
             content_identifier: r.get(5)?,
@@ -213,11 +216,7 @@ pub(super) fn pair(
 
 /// Brings a read file's identifier and embedded video to the asset it joined, when the
 /// asset lacks them (indexed before migration 14). Nothing for a file that has neither.
-pub(super) fn stamp(
-    db: &Db<'_>,
-    asset_id: i64,
-    facts: &MediaFacts,
-) -> Result<(), StoreError> {
+pub(super) fn stamp(db: &Db<'_>, asset_id: i64, facts: &MediaFacts) -> Result<(), StoreError> {
     if facts.content_identifier.is_none() && facts.embedded_video.is_none() {
         return Ok(());
     }
@@ -303,7 +302,13 @@ mod both {
 
     /// Asset `id` as the ingest would store `f`.
     fn stored(db: &Db<'_>, id: i64, f: &MediaFacts) -> Result<(), StoreError> {
-        let kind = f.kind.map(|k| if k == MediaKind::Video { "video" } else { "image" });
+        let kind = f.kind.map(|k| {
+            if k == MediaKind::Video {
+                "video"
+            } else {
+                "image"
+            }
+        });
         db.execute(
             "INSERT INTO assets (id, checksum, size, created_at, kind, mime, make,
                                  content_identifier, taken_local, duration_ms)
@@ -341,15 +346,16 @@ mod both {
         stored(db, 4, &clip)?;
         pair(db, 1, None, 4, &clip)?;
         assert_eq!(shows(db, 1)?, Some(2), "a still keeps its live clip");
-        db.execute("UPDATE assets SET trashed_at = 1, trash_reason = 'user' WHERE id = 2", args!())?;
+        db.execute(
+            "UPDATE assets SET trashed_at = 1, trash_reason = 'user' WHERE id = 2",
+            args!(),
+        )?;
         pair(db, 1, None, 4, &clip)?;
         assert_eq!(shows(db, 1)?, Some(4), "a trashed clip is replaced");
         Ok(())
     }
 
-    fn an_apple_still_pairs_by_name_with_a_mov_of_its_stem(
-        db: &Db<'_>,
-    ) -> Result<(), StoreError> {
+    fn an_apple_still_pairs_by_name_with_a_mov_of_its_stem(db: &Db<'_>) -> Result<(), StoreError> {
         library(db, 1)?;
         let still = facts(MediaKind::Image, "image/heic", None);
         let clip = facts(MediaKind::Video, "video/quicktime", Some("ID-2"));
@@ -382,9 +388,16 @@ mod both {
         let sql = "SELECT content_identifier, motion_offset, motion_length FROM assets
                     WHERE id = ?1";
         let read = |r: &crate::store::db::Row<'_>| {
-            Ok((r.get::<Option<String>>(0)?, r.get::<Option<i64>>(1)?, r.get::<Option<i64>>(2)?))
+            Ok((
+                r.get::<Option<String>>(0)?,
+                r.get::<Option<i64>>(1)?,
+                r.get::<Option<i64>>(2)?,
+            ))
         };
-        assert_eq!(db.one(sql, args!(1), read)?, (Some("ID-3".into()), Some(10), Some(20)));
+        assert_eq!(
+            db.one(sql, args!(1), read)?,
+            (Some("ID-3".into()), Some(10), Some(20))
+        );
         let mut asset = crate::store::asset_fixtures::model(1);
         asset.live_clip = Some(LiveClip {
             asset_id: 2,
@@ -393,8 +406,14 @@ mod both {
         });
         load_clip(db, &mut asset)?;
         let clip = asset.live_clip.clone().expect("a clip");
-        assert_eq!((clip.mime.as_deref(), clip.duration_ms), (Some("video/quicktime"), Some(1500)));
-        db.execute("UPDATE assets SET trashed_at = 1, trash_reason = 'user' WHERE id = 2", args!())?;
+        assert_eq!(
+            (clip.mime.as_deref(), clip.duration_ms),
+            (Some("video/quicktime"), Some(1500))
+        );
+        db.execute(
+            "UPDATE assets SET trashed_at = 1, trash_reason = 'user' WHERE id = 2",
+            args!(),
+        )?;
         load_clip(db, &mut asset)?;
         assert_eq!(asset.live_clip, None, "a trashed clip is none");
         Ok(())

@@ -95,16 +95,33 @@ mod both {
         };
         let mut seen = Seen::default();
         let (same, known) = seen.of(db, WalkKindId::Faces, visit(false), 2, look.clone())?;
-        assert_eq!((same, known), (None, Some(Known::Faces(vec![]))), "the twin's faces");
+        assert_eq!(
+            (same, known),
+            (None, Some(Known::Faces(vec![]))),
+            "the twin's faces"
+        );
         let (same, known) = seen.of(db, WalkKindId::Faces, visit(false), 3, look.clone())?;
-        assert_eq!((same, known), (Some(2), None), "the batch's first of this look");
+        assert_eq!(
+            (same, known),
+            (Some(2), None),
+            "the batch's first of this look"
+        );
         let mut seen = Seen::default();
-        let similar = WalkVisit { scheme: 3, ..visit(false) };
+        let similar = WalkVisit {
+            scheme: 3,
+            ..visit(false)
+        };
         let found = seen.of(db, WalkKindId::Similar, similar, 2, look.clone())?;
         assert_eq!(found, (None, Some(Known::Phash(Some(9)))));
         let mut seen = Seen::default();
-        assert_eq!(seen.of(db, WalkKindId::Faces, visit(true), 2, look.clone())?, (None, None));
-        assert_eq!(seen.of(db, WalkKindId::ContentHash, visit(false), 2, look)?, (None, None));
+        assert_eq!(
+            seen.of(db, WalkKindId::Faces, visit(true), 2, look.clone())?,
+            (None, None)
+        );
+        assert_eq!(
+            seen.of(db, WalkKindId::ContentHash, visit(false), 2, look)?,
+            (None, None)
+        );
         Ok(())
     }
 

@@ -185,7 +185,12 @@ fn page(
     after: Option<&AssetCursor>,
     limit: i64,
 ) -> Result<AssetPage, StoreError> {
-    let sql = page_sql(filter, after.is_some(), crowd(db, filter)?, db.pick(&CAMERA));
+    let sql = page_sql(
+        filter,
+        after.is_some(),
+        crowd(db, filter)?,
+        db.pick(&CAMERA),
+    );
     // One more than asked tells whether a next page exists.
     let named: Vec<(&str, Value<'_>)> = vec![
         ("limit", Value::from(limit + 1)),
@@ -256,12 +261,7 @@ fn queues(db: &Db<'_>, now: Millis) -> Result<Vec<QueueStats>, StoreError> {
 fn snapshot(db: &Db<'_>, now: Millis) -> Result<MetricsSnapshot, StoreError> {
     let mut counters = Counter::ALL
         .iter()
-        .map(|c| {
-            Ok((
-                c.name().to_string(),
-                counters::value(db, c.name())?,
-            ))
-        })
+        .map(|c| Ok((c.name().to_string(), counters::value(db, c.name())?)))
         .collect::<Result<Vec<_>, StoreError>>()?;
     counters.push((
         SCHEME_RESTARTS.to_string(),
@@ -442,9 +442,16 @@ mod both {
     fn a_page_holds_the_filters_assets_newest_first_and_goes_on(
         db: &Db<'_>,
     ) -> Result<(), StoreError> {
-        for (id, taken, make) in [(1, "2024-01-01", "Canon"), (2, "2024-02-01", "Nikon"), (3, "2024-03-01", "Canon")] {
+        for (id, taken, make) in [
+            (1, "2024-01-01", "Canon"),
+            (2, "2024-02-01", "Nikon"),
+            (3, "2024-03-01", "Canon"),
+        ] {
             asset(db, id, "image/jpeg", Some(taken))?;
-            db.execute("UPDATE assets SET make = ?2, pending_run = NULL WHERE id = ?1", args!(id, make))?;
+            db.execute(
+                "UPDATE assets SET make = ?2, pending_run = NULL WHERE id = ?1",
+                args!(id, make),
+            )?;
         }
         asset(db, 4, "image/jpeg", None)?;
         db.execute("UPDATE assets SET kind = 'video' WHERE id = 4", args!())?;
@@ -472,9 +479,7 @@ mod both {
         Ok(())
     }
 
-    fn duplicates_and_the_snapshot_read_on_either_engine(
-        db: &Db<'_>,
-    ) -> Result<(), StoreError> {
+    fn duplicates_and_the_snapshot_read_on_either_engine(db: &Db<'_>) -> Result<(), StoreError> {
         library(db, 1)?;
         asset(db, 1, "image/jpeg", None)?;
         asset(db, 2, "image/jpeg", None)?;
@@ -483,8 +488,15 @@ mod both {
         file(db, 2, 1, "a.jpg", 1)?;
         file(db, 3, 1, "c.jpg", 2)?;
         let groups = duplicates(db)?;
-        let paths: Vec<&str> = groups[0].files.iter().map(|f| f.rel_path_text.as_str()).collect();
-        assert_eq!((groups.len(), groups[0].asset_id, paths), (1, 1, vec!["a.jpg", "b.jpg"]));
+        let paths: Vec<&str> = groups[0]
+            .files
+            .iter()
+            .map(|f| f.rel_path_text.as_str())
+            .collect();
+        assert_eq!(
+            (groups.len(), groups[0].asset_id, paths),
+            (1, 1, vec!["a.jpg", "b.jpg"])
+        );
         db.execute(
             "INSERT INTO jobs (kind, state, run_at, created_at, updated_at) VALUES ('thumbs', 'queued', 0, 40, 0)",
             args!(),

@@ -5,8 +5,8 @@
 //! files show goes to the trash (`assets`), and one still shown takes the sidecar facts of
 //! its first copy left (`sidecars`). One transaction. No SQL of its own.
 
-use super::pending::Settled;
 use super::db::Db;
+use super::pending::Settled;
 use super::{Store, StoreError, assets, libraries, pending, sidecars};
 use crate::model::TrashReason;
 

@@ -5,8 +5,8 @@
 //! all in the end's transaction: they exist only if the completion committed, and a crash
 //! right after it loses none of them. No SQL of its own.
 
-use super::lease::expect_one;
 use super::db::Db;
+use super::lease::expect_one;
 use super::{Store, StoreError, assets, chains, jobs, pending, scan_runs};
 use crate::model::{Lease, Millis, RunOutcome, RunState, ThumbsPayload, WalkRequest};
 use rusqlite::Connection;

@@ -4,9 +4,9 @@
 //! one, through the four band indexes. The grouping itself is `similar::index`'s: this file
 //! only reads the rows it is given the band values of.
 
+use super::db::{Db, Pair, Row};
 use super::{Store, StoreError};
 use crate::model::PictureHash;
-use super::db::{Db, Pair, Row};
 
 /// A walk of an older scheme (`?4` false) keeps what a newer one stamped.
 const STAMP: &str = "
@@ -137,7 +137,9 @@ impl Store {
     pub fn pictures_in_bands_plan(&self) -> Result<Vec<Vec<String>>, StoreError> {
         self.read(|db| {
             let conn = db.lite()?;
-            NEAR.iter().map(|pair| super::plan(conn, pair.sqlite)).collect()
+            NEAR.iter()
+                .map(|pair| super::plan(conn, pair.sqlite))
+                .collect()
         })
     }
 }
@@ -163,12 +165,21 @@ mod tests {
         an_asset(db, 1, 5)?;
         an_asset(db, 2, 6)?;
         assert_eq!(stamp_of(db, 1)?, None);
-        stamp(db, 2, &[(1, Some(u64::MAX)), (2, None), (99, Some(1))], false)?;
+        stamp(
+            db,
+            2,
+            &[(1, Some(u64::MAX)), (2, None), (99, Some(1))],
+            false,
+        )?;
         assert_eq!(stamp_of(db, 1)?, Some((Some(u64::MAX), 2)));
         assert_eq!(stamp_of(db, 2)?, Some((None, 2)), "a stamp without a hash");
         stamp(db, 1, &[(1, Some(7))], false)?;
         let kept = stamp_of(db, 1)?;
-        assert_eq!(kept, Some((Some(u64::MAX), 2)), "an older scheme writes nothing");
+        assert_eq!(
+            kept,
+            Some((Some(u64::MAX), 2)),
+            "an older scheme writes nothing"
+        );
         stamp(db, 1, &[(1, Some(7))], true)?;
         assert_eq!(stamp_of(db, 1)?, Some((Some(7), 1)), "a rollback does");
         let one = of_asset(db, 1)?.expect("a hash");

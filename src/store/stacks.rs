@@ -7,10 +7,10 @@
 //! stack names its members (`of_asset`). Owns no asset or file row.
 
 use super::StoreError;
+use super::db::{Db, Pair};
 use crate::media::HEIF_MIMES;
 use crate::media::raw::RAW_MIMES;
 use crate::model::{MediaFacts, StackMember, TakenAtSource};
-use super::db::{Db, Pair};
 
 /// The condition, on a row of `assets`, that it is the RAW behind a stack's shown primary:
 /// one of its present files is a stack's RAW whose primary file is present and shows a live,
@@ -242,9 +242,7 @@ mod both {
         db.all(sql, args!(), |r| Ok((r.get(0)?, r.get(1)?)))
     }
 
-    fn a_raw_and_a_jpeg_of_one_second_are_paired_and_listed(
-        db: &Db<'_>,
-    ) -> Result<(), StoreError> {
+    fn a_raw_and_a_jpeg_of_one_second_are_paired_and_listed(db: &Db<'_>) -> Result<(), StoreError> {
         library(db, 1)?;
         let when = "2021-09-18T19:02:33";
         asset(db, 1, "image/jpeg", Some(when))?;
@@ -258,13 +256,20 @@ mod both {
         assert_eq!(stacked(db)?, vec![(2, 1)]);
         let late = facts(RAW, "2021-09-18T19:02:34");
         pair(db, 1, 3, Some(b"d/IMG_1.raw.CR2"), Some(&late), false)?;
-        assert_eq!(stacked(db)?, vec![(2, 1)], "another stem and second: no pair");
+        assert_eq!(
+            stacked(db)?,
+            vec![(2, 1)],
+            "another stem and second: no pair"
+        );
         let members = of_asset(db, 2)?;
         let got: Vec<(i64, &str, bool)> = members
             .iter()
             .map(|m| (m.file_id, m.rel_path_text.as_str(), m.primary))
             .collect();
-        assert_eq!(got, vec![(1, "d/IMG_1.JPG", true), (2, "d/IMG_1.CR2", false)]);
+        assert_eq!(
+            got,
+            vec![(1, "d/IMG_1.JPG", true), (2, "d/IMG_1.CR2", false)]
+        );
         assert_eq!(of_asset(db, 1)?.len(), 2);
         assert_eq!(of_asset(db, 3)?, vec![]);
         Ok(())
@@ -281,14 +286,38 @@ mod both {
         file(db, 1, 1, "a.CR2", 1)?;
         file(db, 2, 1, "a.jpg", 2)?;
         file(db, 3, 1, "a.heic", 3)?;
-        pair(db, 1, 2, Some(b"a.jpg"), Some(&facts("image/jpeg", when)), false)?;
+        pair(
+            db,
+            1,
+            2,
+            Some(b"a.jpg"),
+            Some(&facts("image/jpeg", when)),
+            false,
+        )?;
         assert_eq!(stacked(db)?, vec![(1, 2)]);
-        pair(db, 1, 3, Some(b"a.heic"), Some(&facts("image/heic", when)), false)?;
+        pair(
+            db,
+            1,
+            3,
+            Some(b"a.heic"),
+            Some(&facts("image/heic", when)),
+            false,
+        )?;
         assert_eq!(stacked(db)?, vec![(1, 2)], "a RAW keeps the primary it has");
         pair(db, 1, 2, Some(b"a.jpg"), None, true)?;
         assert_eq!(stacked(db)?, vec![], "a re-read file's pairs go");
-        db.execute("UPDATE assets SET trashed_at = 1, trash_reason = 'user' WHERE id = 2", args!())?;
-        pair(db, 1, 3, Some(b"a.heic"), Some(&facts("image/heic", when)), true)?;
+        db.execute(
+            "UPDATE assets SET trashed_at = 1, trash_reason = 'user' WHERE id = 2",
+            args!(),
+        )?;
+        pair(
+            db,
+            1,
+            3,
+            Some(b"a.heic"),
+            Some(&facts("image/heic", when)),
+            true,
+        )?;
         assert_eq!(stacked(db)?, vec![(1, 3)]);
         assert_eq!(of_asset(db, 1)?.len(), 2);
         Ok(())

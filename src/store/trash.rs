@@ -15,9 +15,9 @@
 //! a counter that never goes back (migration 0023), not from the journal, whose rows a
 //! library's removal deletes.
 
-use super::db::Db;
 use super::assets::{state, trash};
 use super::chains::request_in;
+use super::db::Db;
 use super::db::on_lite;
 use super::intents::{self, Planned};
 use super::jobs::complete;

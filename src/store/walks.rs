@@ -327,9 +327,8 @@ fn start(
     now: Millis,
 ) -> Result<WalkRecord, StoreError> {
     db.execute(START, args!(kind.as_str(), current, now))?;
-    record(db, kind)?.ok_or_else(|| {
-        StoreError::NotFound(format!("walk record {kind} vanished while written"))
-    })
+    record(db, kind)?
+        .ok_or_else(|| StoreError::NotFound(format!("walk record {kind} vanished while written")))
 }
 
 /// How many assets a walk of `kind` still has to visit after `after`.
@@ -407,7 +406,11 @@ mod both {
         raise_record(db, k, 3, 20)?;
         raise_record(db, k, 2, 21)?;
         let r = record(db, k)?.expect("a record");
-        assert_eq!((r.scheme, r.seen, r.completed_at), (3, 3, Some(21)), "never lowered");
+        assert_eq!(
+            (r.scheme, r.seen, r.completed_at),
+            (3, 3, Some(21)),
+            "never lowered"
+        );
         raise_seen(db, k, 5, 30)?;
         raise_seen(db, k, 4, 31)?;
         let r = record(db, k)?.expect("a record");
@@ -426,38 +429,79 @@ mod both {
         for id in 1..=3 {
             asset(db, id, "image/jpeg", None)?;
         }
-        db.execute("UPDATE assets SET trashed_at = 1, trash_reason = 'user' WHERE id = 3", args!())?;
+        db.execute(
+            "UPDATE assets SET trashed_at = 1, trash_reason = 'user' WHERE id = 3",
+            args!(),
+        )?;
         let kind = WalkKindId::ContentHash;
         let ids = |v: WalkVisit, after: i64| -> Result<Vec<(i64, bool)>, StoreError> {
-            Ok(batch_heads(db, kind, v, after, 10)?.iter().map(|(h, _)| (h.0, h.2)).collect())
+            Ok(batch_heads(db, kind, v, after, 10)?
+                .iter()
+                .map(|(h, _)| (h.0, h.2))
+                .collect())
         };
-        assert_eq!(ids(visit(2, false, false), 0)?, vec![(1, false), (2, false), (3, true)]);
-        assert_eq!(batch_heads(db, kind, visit(2, false, false), 0, 1)?.len(), 1);
-        let hash = |b: u8, scheme: i64| ContentHash { hash: [b; 32], scheme };
+        assert_eq!(
+            ids(visit(2, false, false), 0)?,
+            vec![(1, false), (2, false), (3, true)]
+        );
+        assert_eq!(
+            batch_heads(db, kind, visit(2, false, false), 0, 1)?.len(),
+            1
+        );
+        let hash = |b: u8, scheme: i64| ContentHash {
+            hash: [b; 32],
+            scheme,
+        };
         stamp_content_hashes(db, &[(1, hash(1, 2)), (2, hash(2, 3))], false)?;
         assert_eq!(ids(visit(2, false, false), 0)?, vec![(3, true)]);
         assert_eq!(left(db, kind, visit(2, false, false), 0)?, 1);
-        assert_eq!(ids(visit(2, false, true), 1)?, vec![(2, false), (3, true)], "a rollback");
+        assert_eq!(
+            ids(visit(2, false, true), 1)?,
+            vec![(2, false), (3, true)],
+            "a rollback"
+        );
         assert_eq!(left(db, kind, visit(2, true, false), 1)?, 2, "forced");
         stamp_content_hashes(db, &[(2, hash(9, 2))], false)?;
-        let look = batch_heads(db, kind, visit(4, false, false), 1, 1)?[0].1.clone();
-        assert_eq!(look, Some(([2; 32].to_vec(), 3, None)), "the newer stamp stays");
+        let look = batch_heads(db, kind, visit(4, false, false), 1, 1)?[0]
+            .1
+            .clone();
+        assert_eq!(
+            look,
+            Some(([2; 32].to_vec(), 3, None)),
+            "the newer stamp stays"
+        );
         stamp_content_hashes(db, &[(2, hash(9, 2))], true)?;
-        let look = batch_heads(db, kind, visit(4, false, false), 1, 1)?[0].1.clone();
+        let look = batch_heads(db, kind, visit(4, false, false), 1, 1)?[0]
+            .1
+            .clone();
         assert_eq!(look.map(|l| l.1), Some(2), "a rollback stamps over it");
+        Ok(())
+    }
+
+    fn the_picture_walks_visit_live_images_and_embeddings_the_detected(
+        db: &Db<'_>,
+    ) -> Result<(), StoreError> {
+        for id in 1..=3 {
+            asset(db, id, "image/jpeg", None)?;
+        }
+        db.execute(
+            "UPDATE assets SET trashed_at = 1, trash_reason = 'user' WHERE id = 3",
+            args!(),
+        )?;
         for kind in [WalkKindId::Faces, WalkKindId::Similar] {
             assert_eq!(left(db, kind, visit(1, false, false), 0)?, 2, "live images");
         }
         db.execute("UPDATE assets SET faces_scheme = 1 WHERE id = 1", args!())?;
         let embed = WalkKindId::Embeddings;
         assert_eq!(left(db, embed, visit(1, false, false), 0)?, 1);
-        assert_eq!(batch_heads(db, embed, visit(1, false, false), 0, 5)?.len(), 1);
+        assert_eq!(
+            batch_heads(db, embed, visit(1, false, false), 0, 5)?.len(),
+            1
+        );
         Ok(())
     }
 
-    fn a_walks_files_are_the_hosts_with_their_trash_place(
-        db: &Db<'_>,
-    ) -> Result<(), StoreError> {
+    fn a_walks_files_are_the_hosts_with_their_trash_place(db: &Db<'_>) -> Result<(), StoreError> {
         library(db, 1)?;
         db.execute(
             "INSERT INTO library_roots (library_id, host, root) VALUES (1, 'h', '/r')",
@@ -475,15 +519,28 @@ mod both {
         let intent = "INSERT INTO trash_intents (asset_id, library_id, action, from_path,
                           to_path, state, created_at, move_id)
                       VALUES (1, 1, 'trash', ?1, ?2, 'done', 0, ?3)";
-        db.execute(intent, args!(b"b.jpg".as_slice(), b".trash/b1".as_slice(), 1))?;
-        db.execute(intent, args!(b"b.jpg".as_slice(), b".trash/b2".as_slice(), 2))?;
+        db.execute(
+            intent,
+            args!(b"b.jpg".as_slice(), b".trash/b1".as_slice(), 1),
+        )?;
+        db.execute(
+            intent,
+            args!(b"b.jpg".as_slice(), b".trash/b2".as_slice(), 2),
+        )?;
         let files = files_of(db, "h", 1)?;
-        let got: Vec<(&[u8], bool, Option<&[u8]>)> = files
+        type Seen<'a> = (&'a [u8], bool, Option<&'a [u8]>);
+        let got: Vec<Seen<'_>> = files
             .iter()
             .map(|f| (f.rel_path.as_slice(), f.present, f.trashed_to.as_deref()))
             .collect();
         let moved: &[u8] = b".trash/b2";
-        assert_eq!(got, vec![(&b"a.jpg"[..], true, None), (&b"b.jpg"[..], false, Some(moved))]);
+        assert_eq!(
+            got,
+            vec![
+                (&b"a.jpg"[..], true, None),
+                (&b"b.jpg"[..], false, Some(moved))
+            ]
+        );
         assert_eq!((files[0].root.as_str(), files[0].stamp.inode), ("/r", 2));
         assert_eq!(files_of(db, "other", 1)?, vec![]);
         let all = files_in(db, "h", 0, 2)?;
@@ -499,12 +556,18 @@ mod both {
                                      updated_at) VALUES (?1, ?2, ?2, ?3, ?4, 0, 0, 0)";
         let faces = WalkKindId::Faces.job_kind();
         db.execute(job, args!(1, faces, r#"{"after": 50}"#, "queued"))?;
-        db.execute(job, args!(2, WalkKindId::Similar.job_kind(), "not json", "queued"))?;
+        db.execute(
+            job,
+            args!(2, WalkKindId::Similar.job_kind(), "not json", "queued"),
+        )?;
         db.execute(job, args!(3, "walk:content-hash", "{}", "queued"))?;
         assert_eq!(revisit_of(db, 1)?, None);
         made_live(db, 9)?;
         made_live(db, 12)?;
-        assert_eq!((revisit_of(db, 1)?, revisit_of(db, 2)?, revisit_of(db, 3)?), (Some(9), None, None));
+        assert_eq!(
+            (revisit_of(db, 1)?, revisit_of(db, 2)?, revisit_of(db, 3)?),
+            (Some(9), None, None)
+        );
         revisit(db, faces, 4)?;
         assert_eq!(revisit_of(db, 1)?, Some(4), "the lowest is kept");
         let back = back_to(db, r#"{"after": 50, "left": 7, "revisit": 4, "x": 1}"#, 4)?;
@@ -512,13 +575,18 @@ mod both {
         assert_eq!(back, serde_json::json!({"after": 3, "x": 1}));
         let early: serde_json::Value =
             serde_json::from_str(&back_to(db, r#"{"after": 2}"#, 9)?).expect("json");
-        assert_eq!(early, serde_json::json!({"after": 2}), "a cursor before it stays");
+        assert_eq!(
+            early,
+            serde_json::json!({"after": 2}),
+            "a cursor before it stays"
+        );
         Ok(())
     }
 
     on_both_schemas!(
         the_record_is_clamped_at_start_and_raised_by_a_completion,
         a_batch_holds_what_lacks_the_stamp_and_a_stamp_keeps_a_newer_one,
+        the_picture_walks_visit_live_images_and_embeddings_the_detected,
         a_walks_files_are_the_hosts_with_their_trash_place,
         a_live_chain_is_marked_to_go_back_and_its_next_payload_goes_there,
     );
