@@ -18,7 +18,6 @@ use crate::model::{
     DetectedFace, Lease, Millis, WalkAsset, WalkCommit, WalkFile, WalkKindId, WalkRequest,
     WalkResults, WalkVisit,
 };
-use rusqlite::Connection;
 use std::collections::HashMap;
 
 /// The files and remembered timed-out decode of a batch's assets: one range of each table
@@ -36,7 +35,7 @@ pub(super) enum Parts {
 impl Parts {
     /// For the assets `ids`, in ascending order.
     pub(super) fn of(
-        conn: &Connection,
+        db: &Db<'_>,
         host: &str,
         ids: impl Iterator<Item = i64> + Clone,
     ) -> Result<Parts, StoreError> {
@@ -49,15 +48,15 @@ impl Parts {
             return Ok(Parts::Each);
         }
         Ok(Parts::Ranged {
-            files: walks::files_in(conn, host, first - 1, last)?,
-            timed_out: decode_timeouts::timed_out_in(&Db::sqlite(conn), first - 1, last)?,
+            files: walks::files_in(db, host, first - 1, last)?,
+            timed_out: decode_timeouts::timed_out_in(db, first - 1, last)?,
         })
     }
 
     /// Asset `id`'s files (present first) and timed-out decode.
     pub(super) fn take(
         &mut self,
-        conn: &Connection,
+        db: &Db<'_>,
         host: &str,
         id: i64,
     ) -> Result<(Vec<WalkFile>, Option<u64>), StoreError> {
@@ -66,8 +65,8 @@ impl Parts {
                 (files.remove(&id).unwrap_or_default(), timed_out.remove(&id))
             }
             Parts::Each => (
-                walks::files_of(conn, host, id)?,
-                decode_timeouts::timed_out(&Db::sqlite(conn), id)?,
+                walks::files_of(db, host, id)?,
+                decode_timeouts::timed_out(db, id)?,
             ),
         })
     }
@@ -77,14 +76,14 @@ impl Parts {
 /// record's `scheme`), the chain enqueued unless one is live (`Store::raise_walk_seen` and
 /// `Store::enqueue`, as `walks::request` makes them, in one write).
 pub(super) fn request_in(
-    conn: &Connection,
+    db: &Db<'_>,
     req: &WalkRequest,
     now: Millis,
 ) -> Result<Enqueued, StoreError> {
-    walks::raise_seen(conn, req.kind, req.scheme, now)?;
-    let enqueued = jobs::insert(&Db::sqlite(conn), &req.job, now)?;
+    walks::raise_seen(db, req.kind, req.scheme, now)?;
+    let enqueued = jobs::insert(db, &req.job, now)?;
     for also in &req.with {
-        request_in(conn, also, now)?;
+        request_in(db, also, now)?;
     }
     Ok(enqueued)
 }
@@ -98,15 +97,15 @@ pub(super) fn request_in(
 /// after that end; any other starts from the beginning. Without the cursor, each batch of a
 /// face walk restarted the embedding walk from the first asset, whose visit grew with the
 /// library.
-pub(super) fn faces_replaced(conn: &Connection, id: i64, now: Millis) -> Result<(), StoreError> {
+pub(super) fn faces_replaced(db: &Db<'_>, id: i64, now: Millis) -> Result<(), StoreError> {
     let kind = WalkKindId::Embeddings.job_kind();
-    walks::revisit(conn, kind, id)?;
-    let since = walks::walked_scheme(conn, WalkKindId::Embeddings)?;
+    walks::revisit(db, kind, id)?;
+    let since = walks::walked_scheme(db, WalkKindId::Embeddings)?;
     let payload = serde_json::json!({ "after": id - 1, "since": since }).to_string();
     let chain = crate::model::NewJob::new(kind, payload)
         .unique(kind)
         .max_attempts(10);
-    jobs::insert(&Db::sqlite(conn), &chain, now)?;
+    jobs::insert(db, &chain, now)?;
     Ok(())
 }
 
@@ -117,33 +116,33 @@ pub(super) fn faces_replaced(conn: &Connection, id: i64, now: Millis) -> Result<
 /// deleted it meanwhile) or, unless `over_newer`, stamped by a newer detector (a newer
 /// binary on the same database).
 pub(super) fn replace_faces(
-    conn: &Connection,
+    db: &Db<'_>,
     asset_id: i64,
     (version, over_newer): (i64, bool),
     found: &[DetectedFace],
     now: Millis,
 ) -> Result<bool, StoreError> {
-    if !faces::stamp(conn, asset_id, version, over_newer)? {
+    if !faces::stamp(db, asset_id, version, over_newer)? {
         return Ok(false);
     }
-    let said = people::word_on(&Db::sqlite(conn), asset_id)?;
-    let found = faces::put(conn, asset_id, version, found)?;
-    people::forget_old_faces(&Db::sqlite(conn), asset_id, version)?;
-    people::carry_word(&Db::sqlite(conn), asset_id, &said, &found)?;
-    faces_replaced(conn, asset_id, now)?;
+    let said = people::word_on(db, asset_id)?;
+    let found = faces::put(db, asset_id, version, found)?;
+    people::forget_old_faces(db, asset_id, version)?;
+    people::carry_word(db, asset_id, &said, &found)?;
+    faces_replaced(db, asset_id, now)?;
     Ok(true)
 }
 
 /// Writes a batch's results. An asset swept since it was selected is skipped, and so is one
 /// a newer scheme stamped meanwhile unless `rollback`.
 fn write_results(
-    conn: &Connection,
+    db: &Db<'_>,
     results: &WalkResults,
     (rollback, now): (bool, Millis),
 ) -> Result<(), StoreError> {
     match results {
         WalkResults::ContentHashes(hashes) => {
-            walks::stamp_content_hashes(conn, hashes, rollback)?;
+            walks::stamp_content_hashes(db, hashes, rollback)?;
         }
         WalkResults::Faces {
             version,
@@ -151,17 +150,17 @@ fn write_results(
             timed_out,
         } => {
             for (id, list) in found {
-                replace_faces(conn, *id, (*version, rollback), list, now)?;
+                replace_faces(db, *id, (*version, rollback), list, now)?;
             }
-            decode_timeouts::record(&Db::sqlite(conn), timed_out, now)?;
+            decode_timeouts::record(db, timed_out, now)?;
         }
         WalkResults::Similar {
             scheme,
             hashes,
             timed_out,
         } => {
-            similar::stamp(conn, *scheme, hashes, rollback)?;
-            decode_timeouts::record(&Db::sqlite(conn), timed_out, now)?;
+            similar::stamp(db, *scheme, hashes, rollback)?;
+            decode_timeouts::record(db, timed_out, now)?;
         }
         WalkResults::Embeddings {
             version,
@@ -169,9 +168,9 @@ fn write_results(
             assigned,
             timed_out,
         } => {
-            people::store_vectors(&Db::sqlite(conn), *version, found, rollback)?;
-            people::join_people(&Db::sqlite(conn), assigned)?;
-            decode_timeouts::record(&Db::sqlite(conn), timed_out, now)?;
+            people::store_vectors(db, *version, found, rollback)?;
+            people::join_people(db, assigned)?;
+            decode_timeouts::record(db, timed_out, now)?;
         }
     }
     Ok(())
@@ -183,28 +182,28 @@ fn write_results(
 /// from there and the record waits (it must never say "walked to the end" while a live
 /// asset lacks the stamp).
 fn advance(
-    conn: &Connection,
+    db: &Db<'_>,
     row_id: i64,
     commit: &WalkCommit,
     now: Millis,
 ) -> Result<Option<Enqueued>, StoreError> {
-    let revisit = walks::revisit_of(conn, row_id)?;
+    let revisit = walks::revisit_of(db, row_id)?;
     match (revisit, commit.complete_scheme) {
         (None, Some(scheme)) => {
-            walks::raise_record(conn, commit.kind, scheme, now)?;
+            walks::raise_record(db, commit.kind, scheme, now)?;
             if let Some(then) = &commit.then {
-                jobs::insert(&Db::sqlite(conn), then, now)?;
+                jobs::insert(db, then, now)?;
             }
             Ok(None)
         }
-        (None, None) => Ok(Some(jobs::insert(&Db::sqlite(conn), &commit.next, now)?)),
+        (None, None) => Ok(Some(jobs::insert(db, &commit.next, now)?)),
         (Some(asset), _) => {
-            let payload = walks::back_to(conn, &commit.next.payload, asset)?;
+            let payload = walks::back_to(db, &commit.next.payload, asset)?;
             let next = crate::model::NewJob {
                 payload,
                 ..commit.next.clone()
             };
-            Ok(Some(jobs::insert(&Db::sqlite(conn), &next, now)?))
+            Ok(Some(jobs::insert(db, &next, now)?))
         }
     }
 }
@@ -218,9 +217,7 @@ impl Store {
         version: i64,
         faces: Vec<DetectedFace>,
     ) -> Result<bool, StoreError> {
-        self.write_lite(move |conn, now| {
-            replace_faces(conn, asset_id, (version, true), &faces, now)
-        })
+        self.write(move |db, now| replace_faces(db, asset_id, (version, true), &faces, now))
     }
 
     /// Up to `limit` assets after `after` in id order that a walk of `kind` must visit, each
@@ -233,15 +230,15 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<WalkAsset>, StoreError> {
         let host = self.host();
-        self.read_snapshot_lite(|conn| {
-            let heads = walks::batch_heads(conn, kind, visit, after, limit)?;
-            let mut parts = Parts::of(conn, host, heads.iter().map(|((id, ..), _)| *id))?;
+        self.read_snapshot(|db| {
+            let heads = walks::batch_heads(db, kind, visit, after, limit)?;
+            let mut parts = Parts::of(db, host, heads.iter().map(|((id, ..), _)| *id))?;
             let mut seen = pixels::Seen::default();
             heads
                 .into_iter()
                 .map(|((id, checksum, trashed), look)| {
-                    let (same_pixels, known) = seen.of(conn, kind, visit, id, look)?;
-                    let (files, timed_out) = parts.take(conn, host, id)?;
+                    let (same_pixels, known) = seen.of(db, kind, visit, id, look)?;
+                    let (files, timed_out) = parts.take(db, host, id)?;
                     Ok(WalkAsset {
                         id,
                         checksum,
@@ -268,9 +265,9 @@ impl Store {
         grace: Millis,
     ) -> Result<Option<(i64, String)>, StoreError> {
         let now = self.now();
-        self.read_lite(|conn| {
+        self.read(|db| {
             jobs::walk_peer(
-                &Db::sqlite(conn),
+                db,
                 kind.job_kind(),
                 scheme,
                 higher_only,
@@ -291,10 +288,10 @@ impl Store {
         commit: WalkCommit,
     ) -> Result<Option<Enqueued>, StoreError> {
         let lease = lease.clone();
-        self.write_lite(move |conn, now| {
-            jobs::complete(&Db::sqlite(conn), &lease, now)?;
-            write_results(conn, &commit.results, (commit.rollback, now))?;
-            advance(conn, lease.id, &commit, now)
+        self.write(move |db, now| {
+            jobs::complete(db, &lease, now)?;
+            write_results(db, &commit.results, (commit.rollback, now))?;
+            advance(db, lease.id, &commit, now)
         })
     }
 }

@@ -146,8 +146,8 @@ fn adopt(conn: &Connection, a: &Adoption, now: i64) -> Result<Adopted, StoreErro
     }
     let size = a.stamp.size;
     // No asset has the checksum (`found` is None here), in this transaction.
-    let id = insert(conn, &a.checksum, size, &a.facts, None, 0, now)?;
-    trash_adopted(conn, id, now)?;
+    let id = insert(&Db::sqlite(conn), &a.checksum, size, &a.facts, None, 0, now)?;
+    trash_adopted(&Db::sqlite(conn), id, now)?;
     record_trashed(conn, id, a, None, now)?;
     Ok(Adopted::New(id))
 }

@@ -102,14 +102,16 @@ pub(super) fn claim(
     } = *want;
     let mut saw_trashed = false;
     for _ in 0..CLAIM_PASSES {
-        match assets::find(conn, checksum)? {
+        match assets::find(&Db::sqlite(conn), checksum)? {
             Some((id, false)) if previous == Some(id) => return Ok((id, Claim::Kept)),
             Some((id, false)) => return Ok((id, Claim::Duplicate)),
             // A restore between its renames may yet roll back and move this very file into
             // the trash again (finding 20): the file is linked, and the asset left to the
             // move's holder or whoever carries it on; the next full scan after the move
             // ended heals what it left (`reclaim`).
-            Some((id, true)) if assets::in_flight(conn, id)? => return Ok((id, Claim::Held)),
+            Some((id, true)) if assets::in_flight(&Db::sqlite(conn), id)? => {
+                return Ok((id, Claim::Held));
+            }
             Some((id, true)) => {
                 if revive::revive(&Db::sqlite(conn), id)? {
                     return Ok((id, Claim::Restored));
@@ -118,7 +120,15 @@ pub(super) fn claim(
                 saw_trashed = true;
             }
             None => {
-                let id = assets::insert(conn, checksum, size, facts, content, run_id, now)?;
+                let id = assets::insert(
+                    &Db::sqlite(conn),
+                    checksum,
+                    size,
+                    facts,
+                    content,
+                    run_id,
+                    now,
+                )?;
                 sidecars::note_new(&Db::sqlite(conn), id, &facts.notes)?;
                 let claim = if saw_trashed {
                     Claim::Recreated
@@ -217,7 +227,7 @@ fn claim_read(
     if let (Some(content), Claim::Kept | Claim::Duplicate | Claim::Restored | Claim::Held) =
         (content, claimed.1)
     {
-        assets::stamp_content(conn, claimed.0, content)?;
+        assets::stamp_content(&Db::sqlite(conn), claimed.0, content)?;
     }
     Ok(Some(claimed))
 }
@@ -259,10 +269,17 @@ pub(super) fn ingest_one(
     let namesakes = item.namesake.then_some(&item.rel_path[..]);
     if item.checksum.is_some() {
         let facts = item.facts.as_ref();
-        stacks::pair(conn, library_id, file_id, namesakes, facts, row.is_some())?;
+        stacks::pair(
+            &Db::sqlite(conn),
+            library_id,
+            file_id,
+            namesakes,
+            facts,
+            row.is_some(),
+        )?;
     }
     if let Some(old) = previous.filter(|old| Some(*old) != asset_id)
-        && !assets::trash_if_orphan(conn, old, TrashReason::Replaced, now)?
+        && !assets::trash_if_orphan(&Db::sqlite(conn), old, TrashReason::Replaced, now)?
     {
         sidecars::follow_first(&Db::sqlite(conn), old)?;
     }
@@ -296,9 +313,9 @@ fn lend_facts(
     }
     // A created asset was inserted with these facts already.
     if !matches!(claim, Claim::Created | Claim::Recreated) {
-        motion::stamp(conn, id, facts)?;
+        motion::stamp(&Db::sqlite(conn), id, facts)?;
     }
-    motion::pair(conn, library_id, namesakes, id, facts)
+    motion::pair(&Db::sqlite(conn), library_id, namesakes, id, facts)
 }
 
 /// Restores the trashed asset of file `file_id`, seen present and unchanged by the scan
@@ -319,7 +336,7 @@ fn reclaim(
     let Some(id) = asset.flatten() else {
         return Ok(None);
     };
-    if assets::in_flight(conn, id)? || !revive::revive(&Db::sqlite(conn), id)? {
+    if assets::in_flight(&Db::sqlite(conn), id)? || !revive::revive(&Db::sqlite(conn), id)? {
         return Ok(None);
     }
     sidecars::follow_first(&Db::sqlite(conn), id)?;
@@ -347,7 +364,7 @@ fn mark_missing(
     candidates.dedup();
     let mut trashed = 0;
     for id in candidates {
-        if assets::trash_if_orphan(conn, id, TrashReason::Missing, now)? {
+        if assets::trash_if_orphan(&Db::sqlite(conn), id, TrashReason::Missing, now)? {
             trashed += 1;
         } else {
             // A copy went: the asset takes the sidecar facts of its first one left.
@@ -375,7 +392,7 @@ fn trash_live_without_file(
     let mut trashed = 0;
     for id in ids {
         trashed += u64::from(assets::trash_if_orphan(
-            conn,
+            &Db::sqlite(conn),
             id,
             TrashReason::Missing,
             now,
@@ -395,7 +412,7 @@ fn trash_live_unshown(conn: &Connection, now: Millis) -> Result<u64, StoreError>
     let mut trashed = 0;
     for id in ids {
         trashed += u64::from(assets::trash_if_orphan(
-            conn,
+            &Db::sqlite(conn),
             id,
             TrashReason::Missing,
             now,

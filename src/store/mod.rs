@@ -24,7 +24,9 @@
 //! motion, move_jobs, pending, people, problems, scan_runs, sidecars, similar, stacks, walks.
 //! Compositions: chains, check, ingest, job_ends, pixels, queries, removal, revive, run_end,
 //! thumbs, trash.
-//! Helpers: conn, copy, db, error, lease, migrate, pg, pg_writer, rows, stems, vet, writer.
+//! Helpers: asset_fixtures, conn, db, error, lease, migrate, pg, pg_writer, rows, stems, vet,
+//! writer.
+//! (`asset_fixtures` is test-only: the rows the asset families' checks insert.)
 //!
 //! A family's statement may read another table in a join or a guard (a Live Photo's
 //! namesakes join `files` to `assets`; a sweep checks `trash_intents`): it is one statement,
@@ -60,6 +62,8 @@ mod rows;
 mod stacks;
 #[macro_use]
 mod assets;
+#[cfg(test)]
+mod asset_fixtures;
 mod chains;
 mod check;
 mod conn;
@@ -501,6 +505,8 @@ impl Store {
     }
 
     /// `read_snapshot` for an operation whose families still speak SQLite only.
+    // The bridge (issue 30 item 2): unused once the snapshot reads are ported.
+    #[allow(dead_code)]
     fn read_snapshot_lite<T>(
         &self,
         op: impl FnOnce(&rusqlite::Connection) -> Result<T, StoreError>,

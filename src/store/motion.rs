@@ -11,9 +11,9 @@
 //! The clip stays an asset of its own; `queries::LIST` leaves out a clip a live still names.
 
 use super::StoreError;
+use super::db::Db;
 use crate::model::{Asset, LiveClip, MediaFacts, MediaKind};
 use chrono::NaiveDateTime;
-use rusqlite::{Connection, OptionalExtension, params};
 
 /// The live MOV that carries identifier ?1, the oldest first.
 const CLIP_BY_IDENTIFIER: &str = "
@@ -24,7 +24,7 @@ const CLIP_BY_IDENTIFIER: &str = "
 /// Still ?1 shows clip ?2, unless it shows a live clip already.
 const LINK: &str = "
     UPDATE assets SET live_video_id = ?2
-     WHERE id = ?1 AND live_video_id IS NOT ?2
+     WHERE id = ?1 AND live_video_id IS DISTINCT FROM ?2
        AND (live_video_id IS NULL
             OR NOT EXISTS (SELECT 1 FROM assets v
                             WHERE v.id = assets.live_video_id AND v.trashed_at IS NULL))";
@@ -45,8 +45,9 @@ const NAMESAKES: &str = "
 /// migration 14): the same bytes, so the same facts.
 const STAMP: &str = "
     UPDATE assets SET content_identifier = ?2, motion_offset = ?3, motion_length = ?4
-     WHERE id = ?1 AND (content_identifier IS NOT ?2 OR motion_offset IS NOT ?3
-                        OR motion_length IS NOT ?4)";
+     WHERE id = ?1 AND (content_identifier IS DISTINCT FROM ?2
+                        OR motion_offset IS DISTINCT FROM ?3
+                        OR motion_length IS DISTINCT FROM ?4)";
 const CLIP: &str = "SELECT mime, duration_ms FROM assets WHERE id = ?1 AND trashed_at IS NULL";
 
 /// Capture times further apart than this are two captures.
@@ -123,16 +124,22 @@ fn pair_by_name(still: &Side, clip: &Side) -> bool {
 }
 
 /// The other files of `rel_path`'s folder and stem, each with its asset.
-fn namesakes(conn: &Connection, library_id: i64, rel_path: &[u8]) -> Result<Vec<Side>, StoreError> {
+fn namesakes(db: &Db<'_>, library_id: i64, rel_path: &[u8]) -> Result<Vec<Side>, StoreError> {
     let Some((lo, hi)) = super::stems::stem_range(rel_path) else {
         return Ok(Vec::new());
     };
-    let mut stmt = conn.prepare_cached(NAMESAKES)?;
-    let rows = stmt.query_map(params![library_id, lo, hi], |r| {
+    let mut out = Vec::new();
+    let range = args!(library_id, lo.as_slice(), hi.as_slice());
+    db.each(NAMESAKES, range, |r| {
         let path: Vec<u8> = r.get(0)?;
+        // `IMG_1.x.MOV` is in the range of `IMG_1.HEIC` but has another stem.
+        let ext = &path[lo.len()..];
+        if path == rel_path || ext.contains(&b'.') || ext.contains(&b'/') {
+            return Ok(());
+        }
         let f = MediaFacts {
             kind: r
-                .get::<_, Option<String>>(2)?
+                .get::<Option<String>>(2)?
                 .as_deref()
                 .and_then(MediaKind::parse),
             mime: r.get(3)?,
@@ -142,17 +149,9 @@ fn namesakes(conn: &Connection, library_id: i64, rel_path: &[u8]) -> Result<Vec<
             taken_offset_minutes: r.get(7)?,
             ..MediaFacts::default()
         };
-        Ok((path, Side::of(r.get(1)?, &f)))
+        out.push(Side::of(r.get(1)?, &f));
+        Ok(())
     })?;
-    let mut out = Vec::new();
-    for row in rows {
-        let (path, side) = row?;
-        // `IMG_1.x.MOV` is in the range of `IMG_1.HEIC` but has another stem.
-        let ext = &path[lo.len()..];
-        if path != rel_path && !ext.contains(&b'.') && !ext.contains(&b'/') {
-            out.push(side);
-        }
-    }
     Ok(out)
 }
 
@@ -164,8 +163,8 @@ fn may_pair(f: &MediaFacts, namesake: bool) -> bool {
         || (namesake && apple(f.make.as_deref()) && f.taken_local.is_some())
 }
 
-fn link(conn: &Connection, still: i64, clip: i64) -> Result<(), StoreError> {
-    conn.prepare_cached(LINK)?.execute(params![still, clip])?;
+fn link(db: &Db<'_>, still: i64, clip: i64) -> Result<(), StoreError> {
+    db.execute(LINK, args!(still, clip))?;
     Ok(())
 }
 
@@ -175,7 +174,7 @@ fn link(conn: &Connection, still: i64, clip: i64) -> Result<(), StoreError> {
 /// one indexed lookup for one with an identifier, one folder-and-stem range otherwise.
 /// `rel_path` is `None` when the file's folder holds no other name of its stem.
 pub(super) fn pair(
-    conn: &Connection,
+    db: &Db<'_>,
     library_id: i64,
     rel_path: Option<&[u8]>,
     asset_id: i64,
@@ -187,35 +186,29 @@ pub(super) fn pair(
     let me = Side::of(asset_id, facts);
     if me.still() {
         if let Some(id) = &me.identifier {
-            let clip: Option<i64> = conn
-                .prepare_cached(CLIP_BY_IDENTIFIER)?
-                .query_row([id], |r| r.get(0))
-                .optional()?;
-            return clip.map_or(Ok(()), |clip| link(conn, asset_id, clip));
+            let clip: Option<i64> = db.optional(CLIP_BY_IDENTIFIER, args!(id), |r| r.get(0))?;
+            return clip.map_or(Ok(()), |clip| link(db, asset_id, clip));
         }
         let Some(rel_path) = rel_path.filter(|_| me.taken.is_some() && apple(me.make.as_deref()))
         else {
             return Ok(());
         };
-        let clip = namesakes(conn, library_id, rel_path)?
+        let clip = namesakes(db, library_id, rel_path)?
             .into_iter()
             .filter(|other| pair_by_name(&me, other))
             .min_by_key(|other| other.id);
-        return clip.map_or(Ok(()), |clip| link(conn, asset_id, clip.id));
+        return clip.map_or(Ok(()), |clip| link(db, asset_id, clip.id));
     }
     let Some(id) = me.identifier.as_ref().filter(|_| me.clip()) else {
         return Ok(());
     };
-    let stills: Vec<i64> = conn
-        .prepare_cached(STILLS_BY_IDENTIFIER)?
-        .query_map([id], |r| r.get(0))?
-        .collect::<Result<_, _>>()?;
+    let stills: Vec<i64> = db.all(STILLS_BY_IDENTIFIER, args!(id), |r| r.get(0))?;
     for still in stills {
-        link(conn, still, asset_id)?;
+        link(db, still, asset_id)?;
     }
-    for still in rel_path.map_or(Ok(Vec::new()), |p| namesakes(conn, library_id, p))? {
+    for still in rel_path.map_or(Ok(Vec::new()), |p| namesakes(db, library_id, p))? {
         if pair_by_name(&still, &me) {
-            link(conn, still.id, asset_id)?;
+            link(db, still.id, asset_id)?;
         }
     }
     Ok(())
@@ -223,40 +216,36 @@ pub(super) fn pair(
 
 /// Brings a read file's identifier and embedded video to the asset it joined, when the
 /// asset lacks them (indexed before migration 14). Nothing for a file that has neither.
-pub(super) fn stamp(
-    conn: &Connection,
-    asset_id: i64,
-    facts: &MediaFacts,
-) -> Result<(), StoreError> {
+pub(super) fn stamp(db: &Db<'_>, asset_id: i64, facts: &MediaFacts) -> Result<(), StoreError> {
     if facts.content_identifier.is_none() && facts.embedded_video.is_none() {
         return Ok(());
     }
     let video = facts.embedded_video;
-    conn.prepare_cached(STAMP)?.execute(params![
-        asset_id,
-        facts.content_identifier,
-        video.map(|v| v.offset as i64),
-        video.map(|v| v.length as i64)
-    ])?;
+    db.execute(
+        STAMP,
+        args!(
+            asset_id,
+            facts.content_identifier.as_deref(),
+            video.map(|v| v.offset as i64),
+            video.map(|v| v.length as i64)
+        ),
+    )?;
     Ok(())
 }
 
 /// The still's clip with its type and duration; none while the clip is in the trash (the
 /// clip is then listed as an asset of its own).
-pub(super) fn load_clip(conn: &Connection, asset: &mut Asset) -> Result<(), StoreError> {
+pub(super) fn load_clip(db: &Db<'_>, asset: &mut Asset) -> Result<(), StoreError> {
     let Some(id) = asset.live_clip.as_ref().map(|c| c.asset_id) else {
         return Ok(());
     };
-    asset.live_clip = conn
-        .prepare_cached(CLIP)?
-        .query_row([id], |r| {
-            Ok(LiveClip {
-                asset_id: id,
-                mime: r.get(0)?,
-                duration_ms: r.get(1)?,
-            })
+    asset.live_clip = db.optional(CLIP, args!(id), |r| {
+        Ok(LiveClip {
+            asset_id: id,
+            mime: r.get(0)?,
+            duration_ms: r.get(1)?,
         })
-        .optional()?;
+    })?;
     Ok(())
 }
 
@@ -289,4 +278,150 @@ mod tests {
         assert!(!same_capture(wall, clip), "wall times two hours apart");
         assert_eq!(instant(Some("garbage"), None), None);
     }
+}
+
+#[cfg(test)]
+mod both {
+    use super::*;
+    use crate::model::EmbeddedVideo;
+    use crate::store::asset_fixtures::{file, library};
+    use crate::store::db::tests::on_both_schemas;
+
+    const WHEN: &str = "2021-08-14T12:00:00";
+
+    fn facts(kind: MediaKind, mime: &str, identifier: Option<&str>) -> MediaFacts {
+        MediaFacts {
+            kind: Some(kind),
+            mime: Some(mime.into()),
+            make: Some("Apple".into()),
+            content_identifier: identifier.map(Into::into),
+            taken_local: Some(WHEN.into()),
+            ..MediaFacts::default()
+        }
+    }
+
+    /// Asset `id` as the ingest would store `f`.
+    fn stored(db: &Db<'_>, id: i64, f: &MediaFacts) -> Result<(), StoreError> {
+        let kind = f.kind.map(|k| {
+            if k == MediaKind::Video {
+                "video"
+            } else {
+                "image"
+            }
+        });
+        db.execute(
+            "INSERT INTO assets (id, checksum, size, created_at, kind, mime, make,
+                                 content_identifier, taken_local, duration_ms)
+             VALUES (?1, ?2, 1, 0, ?3, ?4, ?5, ?6, ?7, 1500)",
+            args!(
+                id,
+                [id as u8; 32],
+                kind,
+                f.mime.as_deref(),
+                f.make.as_deref(),
+                f.content_identifier.as_deref(),
+                f.taken_local.as_deref()
+            ),
+        )?;
+        Ok(())
+    }
+
+    fn shows(db: &Db<'_>, still: i64) -> Result<Option<i64>, StoreError> {
+        let sql = "SELECT live_video_id FROM assets WHERE id = ?1";
+        db.one(sql, args!(still), |r| r.get(0))
+    }
+
+    fn a_still_and_its_mov_pair_by_identifier_in_either_order(
+        db: &Db<'_>,
+    ) -> Result<(), StoreError> {
+        let still = facts(MediaKind::Image, "image/heic", Some("ID-1"));
+        let clip = facts(MediaKind::Video, "video/quicktime", Some("ID-1"));
+        stored(db, 1, &still)?;
+        stored(db, 2, &clip)?;
+        pair(db, 1, None, 2, &clip)?;
+        assert_eq!(shows(db, 1)?, Some(2), "the clip stored second pairs");
+        stored(db, 3, &still)?;
+        pair(db, 1, None, 3, &still)?;
+        assert_eq!(shows(db, 3)?, Some(2), "the still stored second pairs");
+        stored(db, 4, &clip)?;
+        pair(db, 1, None, 4, &clip)?;
+        assert_eq!(shows(db, 1)?, Some(2), "a still keeps its live clip");
+        db.execute(
+            "UPDATE assets SET trashed_at = 1, trash_reason = 'user' WHERE id = 2",
+            args!(),
+        )?;
+        pair(db, 1, None, 4, &clip)?;
+        assert_eq!(shows(db, 1)?, Some(4), "a trashed clip is replaced");
+        Ok(())
+    }
+
+    fn an_apple_still_pairs_by_name_with_a_mov_of_its_stem(db: &Db<'_>) -> Result<(), StoreError> {
+        library(db, 1)?;
+        let still = facts(MediaKind::Image, "image/heic", None);
+        let clip = facts(MediaKind::Video, "video/quicktime", Some("ID-2"));
+        stored(db, 1, &still)?;
+        stored(db, 2, &clip)?;
+        stored(db, 3, &clip)?;
+        file(db, 1, 1, "a/IMG_1.HEIC", 1)?;
+        file(db, 3, 1, "a/IMG_1.x.MOV", 3)?;
+        pair(db, 1, Some(b"a/IMG_1.x.MOV"), 3, &clip)?;
+        assert_eq!(shows(db, 1)?, None, "another stem");
+        file(db, 2, 1, "a/IMG_1.MOV", 2)?;
+        pair(db, 1, Some(b"a/IMG_1.MOV"), 2, &clip)?;
+        assert_eq!(shows(db, 1)?, Some(2));
+        db.execute("UPDATE assets SET live_video_id = NULL", args!())?;
+        pair(db, 1, Some(b"a/IMG_1.HEIC"), 1, &still)?;
+        assert_eq!(shows(db, 1)?, Some(2), "the still stored second pairs too");
+        Ok(())
+    }
+
+    fn a_stamp_brings_the_facts_and_a_clip_loads(db: &Db<'_>) -> Result<(), StoreError> {
+        let mut still = facts(MediaKind::Image, "image/jpeg", None);
+        stored(db, 1, &still)?;
+        stored(db, 2, &facts(MediaKind::Video, "video/quicktime", None))?;
+        still.content_identifier = Some("ID-3".into());
+        still.embedded_video = Some(EmbeddedVideo {
+            offset: 10,
+            length: 20,
+        });
+        stamp(db, 1, &still)?;
+        let sql = "SELECT content_identifier, motion_offset, motion_length FROM assets
+                    WHERE id = ?1";
+        let read = |r: &crate::store::db::Row<'_>| {
+            Ok((
+                r.get::<Option<String>>(0)?,
+                r.get::<Option<i64>>(1)?,
+                r.get::<Option<i64>>(2)?,
+            ))
+        };
+        assert_eq!(
+            db.one(sql, args!(1), read)?,
+            (Some("ID-3".into()), Some(10), Some(20))
+        );
+        let mut asset = crate::store::asset_fixtures::model(1);
+        asset.live_clip = Some(LiveClip {
+            asset_id: 2,
+            mime: None,
+            duration_ms: None,
+        });
+        load_clip(db, &mut asset)?;
+        let clip = asset.live_clip.clone().expect("a clip");
+        assert_eq!(
+            (clip.mime.as_deref(), clip.duration_ms),
+            (Some("video/quicktime"), Some(1500))
+        );
+        db.execute(
+            "UPDATE assets SET trashed_at = 1, trash_reason = 'user' WHERE id = 2",
+            args!(),
+        )?;
+        load_clip(db, &mut asset)?;
+        assert_eq!(asset.live_clip, None, "a trashed clip is none");
+        Ok(())
+    }
+
+    on_both_schemas!(
+        a_still_and_its_mov_pair_by_identifier_in_either_order,
+        an_apple_still_pairs_by_name_with_a_mov_of_its_stem,
+        a_stamp_brings_the_facts_and_a_clip_loads,
+    );
 }

@@ -5,7 +5,6 @@
 //! files show goes to the trash (`assets`), and one still shown takes the sidecar facts of
 //! its first copy left (`sidecars`). One transaction. No SQL of its own.
 
-use super::db::Db;
 use super::pending::Settled;
 use super::{Store, StoreError, assets, libraries, pending, sidecars};
 use crate::model::TrashReason;
@@ -18,7 +17,6 @@ impl Store {
     /// and stops. Files on disk are untouched. Returns how many assets were forgotten.
     pub fn remove_library(&self, id: i64) -> Result<u64, StoreError> {
         self.write(move |db, now| {
-            let conn = db.lite()?;
             let mut assets = libraries::shown_assets(db, id)?;
             // A pending asset its runs made may no longer be shown by its files (the file
             // changed since): it is read now, while the runs still name the library.
@@ -32,13 +30,13 @@ impl Store {
             for asset in assets {
                 let settled = pending::settle(db, asset)?;
                 if settled == Settled::Published {
-                    assets::trash_if_orphan(conn, asset, TrashReason::Missing, now)?;
+                    assets::trash_if_orphan(db, asset, TrashReason::Missing, now)?;
                 }
                 if settled == Settled::Deleted {
                     gone += 1;
                 } else {
                     // A copy in another library is left: its sidecar's facts (finding 13).
-                    sidecars::follow_first(&Db::sqlite(conn), asset)?;
+                    sidecars::follow_first(db, asset)?;
                 }
             }
             Ok(gone)

@@ -10,10 +10,9 @@ use super::{StoreError, assets, walks};
 /// while it was trashed goes back for it (`walks::made_live`). `false`: the row is no
 /// longer trashed (or gone).
 pub(super) fn revive(db: &Db<'_>, id: i64) -> Result<bool, StoreError> {
-    let conn = db.lite()?;
-    let restored = assets::restore(conn, id)?;
+    let restored = assets::restore(db, id)?;
     if restored {
-        walks::made_live(conn, id)?;
+        walks::made_live(db, id)?;
     }
     Ok(restored)
 }

@@ -26,14 +26,14 @@ pub(super) fn finish(
     // transaction: they exist only if the completion committed, and a crash right after it
     // loses none of them.
     if n == 1 && matches!(state, RunState::Completed | RunState::Suspect) {
-        let own = assets::publish(db.lite()?, lease.id)?;
+        let own = assets::publish(db, lease.id)?;
         let shown = pending::publish_shown(db, lease.id)?;
         if let Some((first, last)) = span(own, shown) {
             let job = ThumbsPayload::published(lease.id, first, last).job();
             jobs::insert(db, &job, now)?;
         }
         if let Some(req) = follow_up {
-            chains::request_in(db.lite()?, req, now)?;
+            chains::request_in(db, req, now)?;
         }
     }
     Ok(n)

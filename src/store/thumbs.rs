@@ -7,7 +7,6 @@
 //! `chains::Parts`), `decode_timeouts` and `jobs`; no SQL of its own.
 
 use super::chains::Parts;
-use super::db::Db;
 use super::{Store, StoreError, assets, decode_timeouts, jobs, walks};
 use crate::model::{DecodeTimeout, Lease, NewJob, ThumbAsset, WalkAsset, WalkFile};
 
@@ -16,7 +15,7 @@ impl Store {
     /// its scan recorded: what `locate` needs to find the one to read for a request.
     pub fn asset_files(&self, id: i64) -> Result<Vec<WalkFile>, StoreError> {
         let host = self.host();
-        self.read_lite(|conn| walks::files_of(conn, host, id))
+        self.read(|db| walks::files_of(db, host, id))
     }
 
     /// Completes a thumbnail batch's row in one fenced transaction: the decodes of the batch
@@ -28,11 +27,11 @@ impl Store {
         next: Option<NewJob>,
     ) -> Result<(), StoreError> {
         let lease = lease.clone();
-        self.write_lite(move |conn, now| {
-            jobs::complete(&Db::sqlite(conn), &lease, now)?;
-            decode_timeouts::record(&Db::sqlite(conn), &timed_out, now)?;
+        self.write(move |db, now| {
+            jobs::complete(db, &lease, now)?;
+            decode_timeouts::record(db, &timed_out, now)?;
             if let Some(next) = &next {
-                jobs::insert(&Db::sqlite(conn), next, now)?;
+                jobs::insert(db, next, now)?;
             }
             Ok(())
         })
@@ -46,14 +45,14 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<ThumbAsset>, StoreError> {
         let host = self.host();
-        self.read_snapshot_lite(|conn| {
-            let heads = assets::thumb_heads(conn, after, last, limit)?;
-            let mut parts = Parts::of(conn, host, heads.iter().map(|h| h.0))?;
+        self.read_snapshot(|db| {
+            let heads = assets::thumb_heads(db, after, last, limit)?;
+            let mut parts = Parts::of(db, host, heads.iter().map(|h| h.0))?;
             heads
                 .into_iter()
                 .map(
                     |(id, checksum, trashed, kind, mime, orientation, width, height)| {
-                        let (files, timed_out) = parts.take(conn, host, id)?;
+                        let (files, timed_out) = parts.take(db, host, id)?;
                         Ok(ThumbAsset {
                             asset: WalkAsset {
                                 id,

@@ -159,7 +159,7 @@ fn refuse_unshown(conn: &Connection, asset_id: i64) -> Result<(), StoreError> {
 
 /// The asset's state for a begin: `Err` unless it exists and is trashed as `trashed` says.
 fn expect_state(conn: &Connection, asset_id: i64, trashed: bool) -> Result<(), StoreError> {
-    match (state(conn, asset_id)?, trashed) {
+    match (state(&Db::sqlite(conn), asset_id)?, trashed) {
         (None, false) => Err(StoreError::NotFound(format!("no asset {asset_id}"))),
         (None, true) => Err(StoreError::NotFound(format!(
             "asset {asset_id} is gone (the trash was emptied)"
@@ -259,9 +259,9 @@ fn finish(
             if !linked.is_empty() {
                 return Ok(Finish::Linked(linked));
             }
-            let trashed = trash(conn, held.asset_id, TrashReason::User, now)?;
+            let trashed = trash(&Db::sqlite(conn), held.asset_id, TrashReason::User, now)?;
             trash_followers(conn, &held, now)?;
-            if trashed || state(conn, held.asset_id)?.is_some() {
+            if trashed || state(&Db::sqlite(conn), held.asset_id)?.is_some() {
                 MoveOutcome::Trashed
             } else {
                 MoveOutcome::Gone
@@ -279,7 +279,7 @@ fn finish(
             }
             if restore_then(conn, held.asset_id, follow_up, now)? {
                 MoveOutcome::Restored
-            } else if state(conn, held.asset_id)?.is_some() {
+            } else if state(&Db::sqlite(conn), held.asset_id)?.is_some() {
                 MoveOutcome::AlreadyLive
             } else {
                 MoveOutcome::Gone
@@ -305,7 +305,7 @@ fn moved_followers(conn: &Connection, held: &Held) -> Result<Vec<i64>, StoreErro
 fn trash_followers(conn: &Connection, held: &Held, now: Millis) -> Result<(), StoreError> {
     for follower in moved_followers(conn, held)? {
         if !files::has_present(conn, follower)? {
-            trash(conn, follower, TrashReason::User, now)?;
+            trash(&Db::sqlite(conn), follower, TrashReason::User, now)?;
         }
     }
     Ok(())
@@ -368,7 +368,7 @@ fn restore_then(
 ) -> Result<bool, StoreError> {
     let restored = revive(&Db::sqlite(conn), asset_id)?;
     if let Some(req) = follow_up.filter(|_| restored) {
-        request_in(conn, req, now)?;
+        request_in(&Db::sqlite(conn), req, now)?;
     }
     Ok(restored)
 }
@@ -387,7 +387,7 @@ impl Store {
             let move_id = intents::next_move(&Db::sqlite(conn))?;
             let mut moves = planned_trash(conn, asset_id, move_id)?;
             if moves.is_empty() {
-                trash(conn, asset_id, TrashReason::User, now)?;
+                trash(&Db::sqlite(conn), asset_id, TrashReason::User, now)?;
                 return Ok(Begun::Settled(MoveOutcome::Trashed));
             }
             for follower in followers(conn, asset_id)? {
@@ -459,7 +459,7 @@ impl Store {
         let owner = self.owner().to_string();
         self.write_lite(move |conn, now| {
             // A live asset's restore brings back the copies a trash of copies took.
-            let copies = state(conn, asset_id)? == Some(false);
+            let copies = state(&Db::sqlite(conn), asset_id)? == Some(false);
             let moves = match copies {
                 true => planned_restore(conn, TRASHED_COPIES, asset_id)?,
                 false => {
