@@ -480,11 +480,12 @@ CREATE TRIGGER face_people_recounted AFTER UPDATE OF person_id ON face_people
 -- Work for any host: a statement that adds or hands back a job or a scan run tells every
 -- listening host at its commit (`store::pg::Listener`: LISTEN mediadex_work), so their idle
 -- workers claim at once instead of at their next poll. PostgreSQL delivers one notice per
--- transaction and channel however many statements sent it. No SQLite counterpart: one
+-- transaction and channel however many statements sent it. The notice names the schema:
+-- indexes in other schemas of one database do not wake this one's. No SQLite counterpart: one
 -- process's workers are woken in memory.
 CREATE FUNCTION work_notice() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM pg_notify('mediadex_work', '');
+    PERFORM pg_notify('mediadex_work', current_schema());
     RETURN NULL;
 END $$;
 CREATE TRIGGER jobs_work_notice AFTER INSERT OR UPDATE OF state, run_at ON jobs

@@ -44,11 +44,12 @@ macro_rules! insert_asset {
             ?20, ?21, ?22, ?23, ?24, ?25, ?26)"
     };
 }
+#[cfg(test)]
 pub(super) const INSERT: &str = insert_asset!();
-/// SQLite reads the new id after its INSERT (no RETURNING: see `insert`); PostgreSQL has no
-/// `last_insert_rowid()` and answers it from the INSERT.
+/// The INSERT that answers the new id (`Db::insert_id`): SQLite's as it is, read by its
+/// connection's last rowid (see `insert`); PostgreSQL's with RETURNING.
 const INSERT_ID: Pair = Pair {
-    sqlite: "SELECT last_insert_rowid()",
+    sqlite: insert_asset!(),
     postgres: concat!(insert_asset!(), " RETURNING id"),
 };
 /// Restore by id alone: whatever happened to the row since it was read, this either brings
@@ -306,13 +307,9 @@ pub(super) fn insert(
         f.embedded_video.map(|v| v.offset as i64),
         f.embedded_video.map(|v| v.length as i64)
     );
-    if db.is_postgres() {
-        return db.one(db.pick(&INSERT_ID), row, |r| r.get(0));
-    }
-    // No RETURNING: SQLite buffers RETURNING rows in an ephemeral table opened and closed on
-    // every execution, which was a quarter of a first index's writer time.
-    db.execute(INSERT, row)?;
-    db.one(db.pick(&INSERT_ID), args!(), |r| r.get(0))
+    // No RETURNING on SQLite: it buffers RETURNING rows in an ephemeral table opened and
+    // closed on every execution, which was a quarter of a first index's writer time.
+    db.insert_id(&INSERT_ID, row)
 }
 
 /// Stamps the content hash a scan computed on an asset claimed for it, unless the asset has

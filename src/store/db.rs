@@ -189,6 +189,20 @@ impl<'a> Db<'a> {
         }
     }
 
+    /// Runs an INSERT and answers the id it gave its row: on SQLite the pair's INSERT as it
+    /// is, then the connection's last rowid (a RETURNING costs SQLite an ephemeral table on
+    /// every execution: issue 29's hot path); on PostgreSQL the pair's text, which ends in
+    /// `RETURNING id`.
+    pub(crate) fn insert_id(&self, pair: &Pair, params: Params<'_>) -> Result<i64, StoreError> {
+        match &self.engine {
+            Engine::Sqlite(conn) => {
+                self.execute(pair.sqlite, params)?;
+                Ok(conn.last_insert_rowid())
+            }
+            Engine::Postgres(_) => self.one(pair.postgres, params, |r| r.get(0)),
+        }
+    }
+
     /// The first row mapped by `f`; no row is `StoreError::NotFound`.
     pub(crate) fn one<T>(
         &self,

@@ -24,7 +24,7 @@
 //! motion, move_jobs, pending, people, problems, scan_runs, sidecars, similar, stacks, walks.
 //! Compositions: chains, check, ingest, job_ends, pixels, queries, removal, revive, run_end,
 //! thumbs, trash.
-//! Helpers: asset_fixtures, conn, db, error, lease, migrate, pg, pg_writer, rows, stems, vet,
+//! Helpers: asset_fixtures, conn, copy, db, error, lease, migrate, pg, pg_writer, rows, stems, vet,
 //! writer.
 //! (`asset_fixtures` is test-only: the rows the asset families' checks insert.)
 //!

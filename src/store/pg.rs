@@ -277,17 +277,22 @@ fn listen(server: &Server, wake: &dyn Fn(), stop: &std::sync::atomic::AtomicBool
                 continue;
             }
         };
-        if let Err(e) = conn.client.batch_execute(&format!("LISTEN {WORK_CHANNEL}")) {
-            tracing::debug!(error = %e, "cannot listen for work; the workers poll");
-            continue;
-        }
+        let schema = match listen_on(&mut conn) {
+            Ok(schema) => schema,
+            Err(e) => {
+                tracing::debug!(error = %e, "cannot listen for work; the workers poll");
+                std::thread::sleep(LISTEN_TICK * 4);
+                continue;
+            }
+        };
         // Work may have come while nobody listened.
         wake();
         while !stopping() && !conn.client.is_closed() {
             let mut notices = conn.client.notifications();
             let mut heard = notices.timeout_iter(LISTEN_TICK);
             match postgres::fallible_iterator::FallibleIterator::next(&mut heard) {
-                Ok(Some(_)) => wake(),
+                Ok(Some(notice)) if notice.payload() == schema => wake(),
+                Ok(Some(_)) => {}
                 Ok(None) => {}
                 Err(e) => {
                     tracing::debug!(error = %e, "lost the work notices; listening again");
@@ -296,6 +301,16 @@ fn listen(server: &Server, wake: &dyn Fn(), stop: &std::sync::atomic::AtomicBool
             }
         }
     }
+}
+
+/// Listens for the work notice; answers the schema whose notices are this index's.
+fn listen_on(conn: &mut PgConn) -> Result<String, StoreError> {
+    conn.client
+        .batch_execute(&format!("LISTEN {WORK_CHANNEL}"))?;
+    Ok(conn
+        .client
+        .query_one("SELECT current_schema()", &[])?
+        .get(0))
 }
 
 #[cfg(test)]

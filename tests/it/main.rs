@@ -20,6 +20,7 @@ mod corpus_walks;
 #[cfg(unix)]
 mod crash;
 mod docs;
+mod engines;
 mod faces;
 mod faces_cli;
 mod faces_embed;
