@@ -69,3 +69,55 @@ fn an_index_copied_to_postgres_and_back_keeps_every_row_and_opens_as_itself() {
         env.store.libraries().expect("libraries")
     );
 }
+
+/// Lease times are the server's (issue 30 item 3): a host whose clock runs ten minutes
+/// ahead neither takes another host's live lease for expired nor gives its own a lease
+/// ten minutes longer, and its `now` is the server's.
+#[test]
+#[ignore = "needs PostgreSQL: MEDIADEX_TEST_PG_URL (scripts/pg-tier.sh)"]
+fn a_host_whose_clock_is_minutes_off_agrees_with_the_others_on_every_lease() {
+    use mediadex::clock::{SharedClock, SkewedClock, SystemClock};
+    use mediadex::model::NewJob;
+    use std::sync::Arc;
+    const AHEAD: i64 = 10 * 60_000;
+    const TTL: i64 = 60_000;
+    let pg = PgSchema::new();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let open = |host: &str, clock: SharedClock| {
+        let options = StoreOptions {
+            database: Some(pg.url.clone()),
+            host: Some(host.to_string()),
+            owner: format!("{host}:1:boot"),
+            ..support::options()
+        };
+        Store::open(&dir.path().join(format!("{host}.db")), clock, options).expect("open")
+    };
+    let right = open("right", Arc::new(SystemClock));
+    let ahead = open("ahead", Arc::new(SkewedClock(AHEAD)));
+    right.enqueue(NewJob::new("noop", "{}")).expect("enqueue");
+    let (lease, _) = right
+        .claim_job(&["noop"], TTL)
+        .expect("claim")
+        .expect("a job");
+    let report = ahead.reclaim_stale().expect("reclaim");
+    assert_eq!(
+        (report.jobs_requeued, report.jobs_failed),
+        (0, 0),
+        "the host ahead took a live lease for expired"
+    );
+    ahead.enqueue(NewJob::new("noop", "{}")).expect("enqueue");
+    let (mine, _) = ahead
+        .claim_job(&["noop"], TTL)
+        .expect("claim")
+        .expect("a job");
+    assert!(
+        (mine.expires_at - lease.expires_at).abs() < AHEAD / 2,
+        "the host ahead leased until {} against {}",
+        mine.expires_at,
+        lease.expires_at
+    );
+    assert!((ahead.now() - right.now()).abs() < AHEAD / 2);
+    right
+        .renew(&lease, TTL)
+        .expect("the lease is still its holder's");
+}
