@@ -76,15 +76,17 @@ pub enum StoreError {
     Postgres(postgres::Error),
     /// PostgreSQL gave up this transaction for another that touched the same rows
     /// (a serialization failure or a deadlock); running it again succeeds.
+    /// Kept in words (the server's error is not `Clone`): a batch's rollback hands the same
+    /// answer to each of its operations, and it must still pass.
     #[error(
         "the database gave up this transaction for another that changed the same rows; \
-         try again ({})", pg_words(.0)
+         try again ({0})"
     )]
-    Contended(postgres::Error),
+    Contended(String),
     /// The connection to the PostgreSQL server is lost or the server is shutting down or
     /// starting: the work waits until it is back.
-    #[error("the database server is away ({}); the work waits until it is back", pg_words(.0))]
-    Away(postgres::Error),
+    #[error("the database server is away ({0}); the work waits until it is back")]
+    Away(String),
     /// A column read as a kind of value it does not hold (a family's bug, or a schema
     /// that is not this binary's).
     #[error("database column {index} ({name}) {problem}")]
@@ -239,8 +241,8 @@ impl From<postgres::Error> for StoreError {
         match pg_kind(e.code(), e.is_closed() || io) {
             PgKind::Locked => StoreError::Locked,
             PgKind::DiskFull => StoreError::DiskFull,
-            PgKind::Contended => StoreError::Contended(e),
-            PgKind::Away => StoreError::Away(e),
+            PgKind::Contended => StoreError::Contended(pg_words(&e)),
+            PgKind::Away => StoreError::Away(pg_words(&e)),
             PgKind::Other => StoreError::Postgres(e),
         }
     }

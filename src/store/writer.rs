@@ -138,6 +138,9 @@ pub(super) fn echo(e: &StoreError) -> StoreError {
         },
         StoreError::DiskFull => StoreError::DiskFull,
         StoreError::Locked => StoreError::Locked,
+        // A server away or a transaction given up passes for every operation it undid.
+        StoreError::Away(words) => StoreError::Away(words.clone()),
+        StoreError::Contended(words) => StoreError::Contended(words.clone()),
         e => StoreError::Conflict(format!("rolled back with its group: {e}")),
     }
 }

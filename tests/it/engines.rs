@@ -121,3 +121,49 @@ fn a_host_whose_clock_is_minutes_off_agrees_with_the_others_on_every_lease() {
         .renew(&lease, TTL)
         .expect("the lease is still its holder's");
 }
+
+/// Losing the database is transient (issue 30 item 3): when the server drops every
+/// connection of a host, the write in flight answers a passing error and lands nothing,
+/// and the next write and read connect again.
+#[test]
+#[ignore = "needs PostgreSQL: MEDIADEX_TEST_PG_URL (scripts/pg-tier.sh)"]
+fn a_dropped_connection_fails_one_write_as_passing_and_the_next_connects_again() {
+    use mediadex::model::NewJob;
+    let pg = PgSchema::new();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = StoreOptions {
+        database: Some(format!("{} application_name={}", pg.url, pg.name())),
+        ..support::options()
+    };
+    let clock = mediadex::clock::FakeClock::new(support::T0);
+    let store = Store::open(&dir.path().join("m.db"), clock, options).expect("open");
+    store.enqueue(NewJob::new("noop", "{}")).expect("enqueue");
+    assert_eq!(store.job_counts().expect("counts").len(), 1);
+    let dropped: i64 = pg
+        .client()
+        .query_one(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+             WHERE application_name = $1",
+            &[&pg.name()],
+        )
+        .expect("terminate")
+        .get(0);
+    assert!(
+        dropped >= 2,
+        "the writer and a reader were connected: {dropped}"
+    );
+    match store.enqueue(NewJob::new("noop", "{}")) {
+        Err(e) => assert!(e.is_transient(), "{e}"),
+        Ok(_) => panic!("a write on a dropped connection landed"),
+    }
+    store
+        .enqueue(NewJob::new("noop", "{}"))
+        .expect("the next write connects again");
+    let queued: i64 = store
+        .job_counts()
+        .expect("the next read connects again")
+        .iter()
+        .map(|(_, n)| *n)
+        .sum();
+    assert_eq!(queued, 2, "the failed write left nothing");
+}

@@ -44,6 +44,16 @@ impl PgSchema {
         let url = format!("{base} options='-c search_path={name}'");
         PgSchema { url, base, name }
     }
+
+    /// The schema's name (also usable as an application name, to find its connections).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// A connection of the test's own to the server.
+    pub fn client(&self) -> postgres::Client {
+        postgres::Client::connect(&self.base, postgres::NoTls).expect("connect")
+    }
 }
 
 impl Drop for PgSchema {
