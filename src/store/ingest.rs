@@ -158,13 +158,13 @@ fn ingest(
     scan_runs::fence_data(&Db::sqlite(conn), lease, library_id, Some(progress), now)?;
     // Before the items: a photo this batch reads itself is read with the sidecar's
     // bytes, and its write clears the mark.
-    files::mark_read_again(conn, library_id, &batch.read_again)?;
+    files::mark_read_again(&Db::sqlite(conn), library_id, &batch.read_again)?;
     let unchanged = batch.unchanged as i64;
     let mut counts = BTreeMap::from([(Provenance::Unchanged.as_str(), unchanged)]);
     let mut report = BatchReport::default();
     let known_present: HashSet<i64> = batch.known_present.iter().copied().collect();
     for item in &batch.items {
-        let moved = files::moved_since_read(conn, library_id, item, &known_present)?;
+        let moved = files::moved_since_read(&Db::sqlite(conn), library_id, item, &known_present)?;
         // A new asset is inserted held by this run (`pending_run`).
         let outcome = match moved {
             Some(file_id) => ItemOutcome {
@@ -182,7 +182,7 @@ fn ingest(
         }
         report.items.push(outcome);
     }
-    files::mark_read_with_unknown(conn, library_id, &batch.read_with)?;
+    files::mark_read_with_unknown(&Db::sqlite(conn), library_id, &batch.read_with)?;
     for file_id in batch.reclaim {
         report.items.extend(reclaim(conn, library_id, file_id)?);
     }
@@ -243,7 +243,7 @@ pub(super) fn ingest_one(
     item: &IngestItem,
     now: Millis,
 ) -> Result<ItemOutcome, StoreError> {
-    let row = files::previous(conn, library_id, &item.rel_path)?;
+    let row = files::previous(&Db::sqlite(conn), library_id, &item.rel_path)?;
     let previous = row.and_then(|(_, asset)| asset);
     let claimed = claim_read(conn, item, previous, run_id, now)?;
     let claimed_id = claimed.map(|(id, _)| id);
@@ -257,7 +257,7 @@ pub(super) fn ingest_one(
         claimed_id.or(previous)
     };
     let file_id = files::write_row(
-        conn,
+        &Db::sqlite(conn),
         row.map(|(id, _)| id),
         library_id,
         item,
@@ -332,7 +332,7 @@ fn reclaim(
     library_id: i64,
     file_id: i64,
 ) -> Result<Option<ItemOutcome>, StoreError> {
-    let asset = files::present_asset(conn, library_id, file_id)?;
+    let asset = files::present_asset(&Db::sqlite(conn), library_id, file_id)?;
     let Some(id) = asset.flatten() else {
         return Ok(None);
     };
@@ -357,7 +357,7 @@ fn mark_missing(
     unseen: &Unseen,
     now: Millis,
 ) -> Result<(u64, u64), StoreError> {
-    let asset_ids = files::mark_unseen(conn, library_id, run_id, unseen, now)?;
+    let asset_ids = files::mark_unseen(&Db::sqlite(conn), library_id, run_id, unseen, now)?;
     let files = asset_ids.len() as u64;
     let mut candidates: Vec<i64> = asset_ids.into_iter().flatten().collect();
     candidates.sort_unstable();
@@ -441,7 +441,7 @@ fn breaker(
     if unseen == 0 {
         return Ok(None);
     }
-    let present = files::present_count(conn, library_id)?;
+    let present = files::present_count(&Db::sqlite(conn), library_id)?;
     let share = unseen as f64 / present.max(1) as f64;
     if share > end.max_missing_share {
         return Ok(Some(format!(
@@ -583,7 +583,8 @@ impl Store {
                 adopted: 0,
             };
             if scope.is_empty() {
-                let unseen = files::count_unseen(conn, library_id, lease.id, &end.unseen)?;
+                let unseen =
+                    files::count_unseen(&Db::sqlite(conn), library_id, lease.id, &end.unseen)?;
                 report.reason = breaker(conn, library_id, &end, unseen)?;
                 if report.reason.is_some() {
                     report.state = RunState::Suspect;

@@ -711,21 +711,6 @@ fn host_name() -> String {
         .replace(':', "_")
 }
 
-/// Reads a TEXT column holding one of a `model` enum's names.
-/// Whether `sql` answers a row for `params`.
-fn answers(
-    conn: &rusqlite::Connection,
-    sql: &str,
-    params: impl rusqlite::Params,
-) -> Result<bool, StoreError> {
-    use rusqlite::OptionalExtension;
-    Ok(conn
-        .prepare_cached(sql)?
-        .query_row(params, |_| Ok(()))
-        .optional()?
-        .is_some())
-}
-
 /// Reads a TEXT column holding one of a `model` enum's names, on either engine.
 fn parse_at<T>(
     row: &db::Row<'_>,

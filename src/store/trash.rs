@@ -148,7 +148,7 @@ fn hold(
 /// as missing, its paths read since as other photos, nothing of it is in a library or a
 /// trash folder, and made live it would be a photo without a file that hides its Live clip.
 fn refuse_unshown(conn: &Connection, asset_id: i64) -> Result<(), StoreError> {
-    match files::has_row(conn, asset_id)? {
+    match files::has_row(&Db::sqlite(conn), asset_id)? {
         true => Ok(()),
         false => Err(StoreError::Conflict(format!(
             "asset {asset_id} has no file left to restore: none is in the trash folder, and \
@@ -191,8 +191,8 @@ fn set_row(
 ) -> Result<(), StoreError> {
     let row = (intent.library_id, row_path(intent), intent.asset_id);
     match present {
-        true => files::moved_back(conn, row),
-        false => files::moved_away(conn, row, intent.stamp, now),
+        true => files::moved_back(&Db::sqlite(conn), row),
+        false => files::moved_away(&Db::sqlite(conn), row, intent.stamp, now),
     }
 }
 
@@ -250,12 +250,14 @@ fn finish(
         )));
     }
     let outcome = match held.action {
-        TrashAction::Trash if held.copies => match files::has_present(conn, held.asset_id)? {
-            true => MoveOutcome::CopiesTrashed,
-            false => return Ok(Finish::KeptGone),
-        },
+        TrashAction::Trash if held.copies => {
+            match files::has_present(&Db::sqlite(conn), held.asset_id)? {
+                true => MoveOutcome::CopiesTrashed,
+                false => return Ok(Finish::KeptGone),
+            }
+        }
         TrashAction::Trash => {
-            let linked = files::present_paths(conn, held.asset_id)?;
+            let linked = files::present_paths(&Db::sqlite(conn), held.asset_id)?;
             if !linked.is_empty() {
                 return Ok(Finish::Linked(linked));
             }
@@ -304,7 +306,7 @@ fn moved_followers(conn: &Connection, held: &Held) -> Result<Vec<i64>, StoreErro
 /// a byte copy elsewhere stays live, shown by that copy).
 fn trash_followers(conn: &Connection, held: &Held, now: Millis) -> Result<(), StoreError> {
     for follower in moved_followers(conn, held)? {
-        if !files::has_present(conn, follower)? {
+        if !files::has_present(&Db::sqlite(conn), follower)? {
             trash(&Db::sqlite(conn), follower, TrashReason::User, now)?;
         }
     }
@@ -318,7 +320,7 @@ fn planned_trash(
     asset_id: i64,
     move_id: i64,
 ) -> Result<Vec<Planned>, StoreError> {
-    Ok(files::present_files(conn, asset_id)?
+    Ok(files::present_files(&Db::sqlite(conn), asset_id)?
         .into_iter()
         .map(|(library_id, from, stamp)| Planned {
             asset_id,
@@ -563,6 +565,6 @@ impl Store {
         intent: &TrashIntent,
     ) -> Result<Option<(Option<i64>, FileStamp)>, StoreError> {
         let (library, path) = (intent.library_id, row_path(intent).to_vec());
-        self.read_lite(move |conn| files::row_stamp(conn, library, &path))
+        self.read_lite(move |conn| files::row_stamp(&Db::sqlite(conn), library, &path))
     }
 }
