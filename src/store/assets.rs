@@ -694,7 +694,15 @@ mod race_tests {
         let out = race::<0, _>(
             &s.store,
             |c| assert!(super::restore(&Db::sqlite(c), id).expect("restore")),
-            move |c| ingest_one(c, run, lib, &item("copy/a.jpg", 1), T0 + 1),
+            move |c| {
+                ingest_one(
+                    &crate::store::db::Db::sqlite(c),
+                    run,
+                    lib,
+                    &item("copy/a.jpg", 1),
+                    T0 + 1,
+                )
+            },
         )
         .expect("the claim never errors");
         assert_eq!((out.claim, out.asset_id), (Claim::Duplicate, Some(id)));
@@ -714,7 +722,15 @@ mod race_tests {
                         .is_some()
                 )
             },
-            move |c| ingest_one(c, run, lib, &item("a.jpg", 1), T0 + 1),
+            move |c| {
+                ingest_one(
+                    &crate::store::db::Db::sqlite(c),
+                    run,
+                    lib,
+                    &item("a.jpg", 1),
+                    T0 + 1,
+                )
+            },
         )
         .expect("the claim never errors");
         assert_eq!(out.claim, Claim::Created);
@@ -736,7 +752,14 @@ mod race_tests {
         let swept = race::<2, _>(
             &s.store,
             |c| {
-                let out = ingest_one(c, run, lib, &item("a.jpg", 1), T0 + 1).expect("claim");
+                let out = ingest_one(
+                    &crate::store::db::Db::sqlite(c),
+                    run,
+                    lib,
+                    &item("a.jpg", 1),
+                    T0 + 1,
+                )
+                .expect("claim");
                 assert_eq!(out.claim, Claim::Restored);
             },
             move |c| sweep_one(&Db::sqlite(c), id, T0 + 10).expect("the sweep never errors"),

@@ -133,7 +133,8 @@ fn adopt(conn: &Connection, a: &Adoption, now: i64) -> Result<Adopted, StoreErro
     if let Some((id, false)) = found {
         return Ok(Adopted::Copy(id));
     }
-    let row = files::previous(conn, a.library_id, &a.from_path)?.map(|(_, asset)| asset);
+    let row =
+        files::previous(&Db::sqlite(conn), a.library_id, &a.from_path)?.map(|(_, asset)| asset);
     match (row, found) {
         (Some(Some(shown)), Some((id, _))) if shown == id => return Ok(Adopted::Copy(id)),
         (Some(_), _) => return Ok(Adopted::PlaceTaken),
@@ -186,7 +187,13 @@ fn record_trashed(
     move_id: Option<i64>,
     now: i64,
 ) -> Result<(), StoreError> {
-    files::insert_adopted(conn, (a.library_id, &a.from_path), &a.stamp, id, now)?;
+    files::insert_adopted(
+        &Db::sqlite(conn),
+        (a.library_id, &a.from_path),
+        &a.stamp,
+        id,
+        now,
+    )?;
     let move_id = match move_id {
         Some(m) => m,
         None => adopted_move(conn, a)?,

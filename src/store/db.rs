@@ -260,12 +260,25 @@ impl<'a> Db<'a> {
         params: Params<'_>,
         mut f: impl FnMut(&Row<'_>) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
+        self.each_while(sql, params, |row| f(row).map(|()| true))
+    }
+
+    /// Visits the rows in order, as `each`, until `f` answers false: the rows after it are
+    /// never read (a listing that jumps over a subtree must not read the subtree).
+    pub(crate) fn each_while(
+        &self,
+        sql: &str,
+        params: Params<'_>,
+        mut f: impl FnMut(&Row<'_>) -> Result<bool, StoreError>,
+    ) -> Result<(), StoreError> {
         match &self.engine {
             Engine::Sqlite(conn) => {
                 let mut statement = conn.prepare_cached(sql)?;
                 let mut rows = statement.query(rusqlite::params_from_iter(params))?;
                 while let Some(row) = rows.next()? {
-                    f(&Row::Sqlite(row))?;
+                    if !f(&Row::Sqlite(row))? {
+                        break;
+                    }
                 }
                 Ok(())
             }
@@ -278,7 +291,9 @@ impl<'a> Db<'a> {
                 loop {
                     let chunk = pg.borrow_mut().tx.query_portal(&portal, EACH_CHUNK)?;
                     for row in &chunk {
-                        f(&Row::Postgres(row))?;
+                        if !f(&Row::Postgres(row))? {
+                            return Ok(());
+                        }
                     }
                     if chunk.len() < EACH_CHUNK as usize {
                         return Ok(());

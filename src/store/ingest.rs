@@ -30,7 +30,6 @@ use crate::model::{
     ItemOutcome, Lease, MOVE_JOB_KIND, MediaFacts, Millis, Provenance, RunState, ScanEnd,
     TrashReason, Unseen,
 };
-use rusqlite::{Connection, params};
 use std::collections::{BTreeMap, HashSet};
 
 /// The live assets of the library's missing rows that no move is moving (no pending intent,
@@ -44,7 +43,7 @@ pub(super) const LIVE_OF_MISSING: &str = "
        AND NOT EXISTS (SELECT 1 FROM trash_intents t
                         WHERE t.asset_id = f.asset_id AND t.state = 'pending')
        AND NOT EXISTS (SELECT 1 FROM jobs j
-                        WHERE j.unique_key = ?2 || ':' || f.asset_id
+                        WHERE j.unique_key = CAST(?2 AS TEXT) || ':' || f.asset_id
                           AND j.state IN ('queued', 'running'))";
 /// The live, published assets that lost their last file row to a relink
 /// (`unshown_assets`, migration 0026) and still have none, that no move is moving: no
@@ -56,7 +55,7 @@ const LIVE_UNSHOWN: &str = "
        AND NOT EXISTS (SELECT 1 FROM trash_intents t
                         WHERE t.asset_id = u.asset_id AND t.state = 'pending')
        AND NOT EXISTS (SELECT 1 FROM jobs j
-                        WHERE j.unique_key = ?1 || ':' || u.asset_id
+                        WHERE j.unique_key = CAST(?1 AS TEXT) || ':' || u.asset_id
                           AND j.state IN ('queued', 'running'))";
 /// The entries of `unshown_assets` whose asset a file row names again, or that is gone.
 const DROP_SHOWN: &str = "
@@ -88,7 +87,7 @@ pub(super) struct ClaimFor<'a> {
 /// writer's IMMEDIATE transaction nothing else can insert the checksum in between, so the
 /// lookup is what keeps an asset unique per checksum (migration 0027).
 pub(super) fn claim(
-    conn: &Connection,
+    db: &Db<'_>,
     want: &ClaimFor<'_>,
     now: Millis,
 ) -> Result<(i64, Claim), StoreError> {
@@ -102,34 +101,26 @@ pub(super) fn claim(
     } = *want;
     let mut saw_trashed = false;
     for _ in 0..CLAIM_PASSES {
-        match assets::find(&Db::sqlite(conn), checksum)? {
+        match assets::find(db, checksum)? {
             Some((id, false)) if previous == Some(id) => return Ok((id, Claim::Kept)),
             Some((id, false)) => return Ok((id, Claim::Duplicate)),
             // A restore between its renames may yet roll back and move this very file into
             // the trash again (finding 20): the file is linked, and the asset left to the
             // move's holder or whoever carries it on; the next full scan after the move
             // ended heals what it left (`reclaim`).
-            Some((id, true)) if assets::in_flight(&Db::sqlite(conn), id)? => {
+            Some((id, true)) if assets::in_flight(db, id)? => {
                 return Ok((id, Claim::Held));
             }
             Some((id, true)) => {
-                if revive::revive(&Db::sqlite(conn), id)? {
+                if revive::revive(db, id)? {
                     return Ok((id, Claim::Restored));
                 }
                 // Restored or swept by someone else meanwhile: read again.
                 saw_trashed = true;
             }
             None => {
-                let id = assets::insert(
-                    &Db::sqlite(conn),
-                    checksum,
-                    size,
-                    facts,
-                    content,
-                    run_id,
-                    now,
-                )?;
-                sidecars::note_new(&Db::sqlite(conn), id, &facts.notes)?;
+                let id = assets::insert(db, checksum, size, facts, content, run_id, now)?;
+                sidecars::note_new(db, id, &facts.notes)?;
                 let claim = if saw_trashed {
                     Claim::Recreated
                 } else {
@@ -148,23 +139,23 @@ pub(super) fn claim(
 /// The body of an ingest batch (see `Store::ingest_batch_counting`), in the caller's
 /// transaction.
 fn ingest(
-    conn: &Connection,
+    db: &Db<'_>,
     lease: &Lease,
     library_id: i64,
     batch: IngestBatch,
     progress: &str,
     now: Millis,
 ) -> Result<BatchReport, StoreError> {
-    scan_runs::fence_data(&Db::sqlite(conn), lease, library_id, Some(progress), now)?;
+    scan_runs::fence_data(db, lease, library_id, Some(progress), now)?;
     // Before the items: a photo this batch reads itself is read with the sidecar's
     // bytes, and its write clears the mark.
-    files::mark_read_again(conn, library_id, &batch.read_again)?;
+    files::mark_read_again(db, library_id, &batch.read_again)?;
     let unchanged = batch.unchanged as i64;
     let mut counts = BTreeMap::from([(Provenance::Unchanged.as_str(), unchanged)]);
     let mut report = BatchReport::default();
     let known_present: HashSet<i64> = batch.known_present.iter().copied().collect();
     for item in &batch.items {
-        let moved = files::moved_since_read(conn, library_id, item, &known_present)?;
+        let moved = files::moved_since_read(db, library_id, item, &known_present)?;
         // A new asset is inserted held by this run (`pending_run`).
         let outcome = match moved {
             Some(file_id) => ItemOutcome {
@@ -172,7 +163,7 @@ fn ingest(
                 asset_id: None,
                 claim: Claim::Moved,
             },
-            None => ingest_one(conn, lease.id, library_id, item, now)?,
+            None => ingest_one(db, lease.id, library_id, item, now)?,
         };
         *counts
             .entry(Provenance::from(item.reason).as_str())
@@ -182,13 +173,13 @@ fn ingest(
         }
         report.items.push(outcome);
     }
-    files::mark_read_with_unknown(conn, library_id, &batch.read_with)?;
+    files::mark_read_with_unknown(db, library_id, &batch.read_with)?;
     for file_id in batch.reclaim {
-        report.items.extend(reclaim(conn, library_id, file_id)?);
+        report.items.extend(reclaim(db, library_id, file_id)?);
     }
-    scan_runs::count_reasons(&Db::sqlite(conn), lease.id, &counts)?;
-    count_hashed(conn, &batch.items)?;
-    problems::record(&Db::sqlite(conn), lease.id, &batch.problems)?;
+    scan_runs::count_reasons(db, lease.id, &counts)?;
+    count_hashed(db, &batch.items)?;
+    problems::record(db, lease.id, &batch.problems)?;
     Ok(report)
 }
 
@@ -201,7 +192,7 @@ fn not_media(item: &IngestItem) -> bool {
 /// The asset claim of a file that was read (DESIGN.md section 6), with the content hash
 /// stamped on an asset it joined; `None` for a file that could not be read.
 fn claim_read(
-    conn: &Connection,
+    db: &Db<'_>,
     item: &IngestItem,
     previous: Option<i64>,
     run_id: i64,
@@ -213,7 +204,7 @@ fn claim_read(
     let none = MediaFacts::default();
     let content = item.content_hash.as_ref();
     let claimed = claim(
-        conn,
+        db,
         &ClaimFor {
             checksum,
             size: item.stamp.size,
@@ -227,7 +218,7 @@ fn claim_read(
     if let (Some(content), Claim::Kept | Claim::Duplicate | Claim::Restored | Claim::Held) =
         (content, claimed.1)
     {
-        assets::stamp_content(&Db::sqlite(conn), claimed.0, content)?;
+        assets::stamp_content(db, claimed.0, content)?;
     }
     Ok(Some(claimed))
 }
@@ -237,19 +228,19 @@ fn claim_read(
 /// or it is no picture or video any more and shows no asset). An unreadable file keeps its
 /// link.
 pub(super) fn ingest_one(
-    conn: &Connection,
+    db: &Db<'_>,
     run_id: i64,
     library_id: i64,
     item: &IngestItem,
     now: Millis,
 ) -> Result<ItemOutcome, StoreError> {
-    let row = files::previous(conn, library_id, &item.rel_path)?;
+    let row = files::previous(db, library_id, &item.rel_path)?;
     let previous = row.and_then(|(_, asset)| asset);
-    let claimed = claim_read(conn, item, previous, run_id, now)?;
+    let claimed = claim_read(db, item, previous, run_id, now)?;
     let claimed_id = claimed.map(|(id, _)| id);
     // `scan --force` is the user's "try everything again": a decode that timed out too.
     if let (FileReason::Forced, Some(id)) = (item.reason, claimed_id) {
-        decode_timeouts::forget(&Db::sqlite(conn), id)?;
+        decode_timeouts::forget(db, id)?;
     }
     let asset_id = if not_media(item) {
         None
@@ -257,7 +248,7 @@ pub(super) fn ingest_one(
         claimed_id.or(previous)
     };
     let file_id = files::write_row(
-        conn,
+        db,
         row.map(|(id, _)| id),
         library_id,
         item,
@@ -269,22 +260,15 @@ pub(super) fn ingest_one(
     let namesakes = item.namesake.then_some(&item.rel_path[..]);
     if item.checksum.is_some() {
         let facts = item.facts.as_ref();
-        stacks::pair(
-            &Db::sqlite(conn),
-            library_id,
-            file_id,
-            namesakes,
-            facts,
-            row.is_some(),
-        )?;
+        stacks::pair(db, library_id, file_id, namesakes, facts, row.is_some())?;
     }
     if let Some(old) = previous.filter(|old| Some(*old) != asset_id)
-        && !assets::trash_if_orphan(&Db::sqlite(conn), old, TrashReason::Replaced, now)?
+        && !assets::trash_if_orphan(db, old, TrashReason::Replaced, now)?
     {
-        sidecars::follow_first(&Db::sqlite(conn), old)?;
+        sidecars::follow_first(db, old)?;
     }
     if let (Some(claimed), Some(facts)) = (claimed, &item.facts) {
-        lend_facts(conn, (library_id, file_id), namesakes, claimed, facts)?;
+        lend_facts(db, (library_id, file_id), namesakes, claimed, facts)?;
     }
     Ok(ItemOutcome {
         file_id,
@@ -298,7 +282,7 @@ pub(super) fn ingest_one(
 /// (finding 13), and its Live pairing. A file linked to an asset whose restore is in flight
 /// (`Held`) lends it its facts now: the restore that flips it reads nothing.
 fn lend_facts(
-    conn: &Connection,
+    db: &Db<'_>,
     (library_id, file_id): (i64, i64),
     namesakes: Option<&[u8]>,
     (id, claim): (i64, Claim),
@@ -309,13 +293,13 @@ fn lend_facts(
         Claim::Kept | Claim::Restored | Claim::Held | Claim::Duplicate
     ) {
         let joined = claim == Claim::Duplicate;
-        sidecars::read_copy(&Db::sqlite(conn), id, file_id, facts, joined)?;
+        sidecars::read_copy(db, id, file_id, facts, joined)?;
     }
     // A created asset was inserted with these facts already.
     if !matches!(claim, Claim::Created | Claim::Recreated) {
-        motion::stamp(&Db::sqlite(conn), id, facts)?;
+        motion::stamp(db, id, facts)?;
     }
-    motion::pair(&Db::sqlite(conn), library_id, namesakes, id, facts)
+    motion::pair(db, library_id, namesakes, id, facts)
 }
 
 /// Restores the trashed asset of file `file_id`, seen present and unchanged by the scan
@@ -327,19 +311,15 @@ fn lend_facts(
 /// this very file into the trash again, so its holder, or whoever carries it on, ends it,
 /// and the next full scan heals what it left, as the trashing direction does
 /// (`LIVE_OF_MISSING`).
-fn reclaim(
-    conn: &Connection,
-    library_id: i64,
-    file_id: i64,
-) -> Result<Option<ItemOutcome>, StoreError> {
-    let asset = files::present_asset(conn, library_id, file_id)?;
+fn reclaim(db: &Db<'_>, library_id: i64, file_id: i64) -> Result<Option<ItemOutcome>, StoreError> {
+    let asset = files::present_asset(db, library_id, file_id)?;
     let Some(id) = asset.flatten() else {
         return Ok(None);
     };
-    if assets::in_flight(&Db::sqlite(conn), id)? || !revive::revive(&Db::sqlite(conn), id)? {
+    if assets::in_flight(db, id)? || !revive::revive(db, id)? {
         return Ok(None);
     }
-    sidecars::follow_first(&Db::sqlite(conn), id)?;
+    sidecars::follow_first(db, id)?;
     Ok(Some(ItemOutcome {
         file_id,
         asset_id: Some(id),
@@ -351,24 +331,24 @@ fn reclaim(
 /// rows a restore brought back while run `run_id` ran), and trashes the assets they were
 /// the last present file of. Returns (files, assets).
 fn mark_missing(
-    conn: &Connection,
+    db: &Db<'_>,
     library_id: i64,
     run_id: i64,
     unseen: &Unseen,
     now: Millis,
 ) -> Result<(u64, u64), StoreError> {
-    let asset_ids = files::mark_unseen(conn, library_id, run_id, unseen, now)?;
+    let asset_ids = files::mark_unseen(db, library_id, run_id, unseen, now)?;
     let files = asset_ids.len() as u64;
     let mut candidates: Vec<i64> = asset_ids.into_iter().flatten().collect();
     candidates.sort_unstable();
     candidates.dedup();
     let mut trashed = 0;
     for id in candidates {
-        if assets::trash_if_orphan(&Db::sqlite(conn), id, TrashReason::Missing, now)? {
+        if assets::trash_if_orphan(db, id, TrashReason::Missing, now)? {
             trashed += 1;
         } else {
             // A copy went: the asset takes the sidecar facts of its first one left.
-            sidecars::follow_first(&Db::sqlite(conn), id)?;
+            sidecars::follow_first(db, id)?;
         }
     }
     Ok((files, trashed))
@@ -380,45 +360,27 @@ fn mark_missing(
 /// writer, left live without a file. One whose file is elsewhere in the library was linked
 /// to it by this run's claim, and is left alone. So are those with no file row at all
 /// (`trash_live_unshown`). Returns how many it trashed.
-fn trash_live_without_file(
-    conn: &Connection,
-    library_id: i64,
-    now: Millis,
-) -> Result<u64, StoreError> {
-    let ids: Vec<i64> = conn
-        .prepare_cached(LIVE_OF_MISSING)?
-        .query_map(params![library_id, MOVE_JOB_KIND], |r| r.get(0))?
-        .collect::<Result<_, _>>()?;
+fn trash_live_without_file(db: &Db<'_>, library_id: i64, now: Millis) -> Result<u64, StoreError> {
+    let ids: Vec<i64> = db.all(LIVE_OF_MISSING, args!(library_id, MOVE_JOB_KIND), |r| {
+        r.get(0)
+    })?;
     let mut trashed = 0;
     for id in ids {
-        trashed += u64::from(assets::trash_if_orphan(
-            &Db::sqlite(conn),
-            id,
-            TrashReason::Missing,
-            now,
-        )?);
+        trashed += u64::from(assets::trash_if_orphan(db, id, TrashReason::Missing, now)?);
     }
-    Ok(trashed + trash_live_unshown(conn, now)?)
+    Ok(trashed + trash_live_unshown(db, now)?)
 }
 
 /// Trashes (reason `missing`) the live assets that no file row names at all, in any
 /// library (`LIVE_UNSHOWN`), and forgets the entries that need no heal any more. Returns
 /// how many it trashed.
-fn trash_live_unshown(conn: &Connection, now: Millis) -> Result<u64, StoreError> {
-    let ids: Vec<i64> = conn
-        .prepare_cached(LIVE_UNSHOWN)?
-        .query_map([MOVE_JOB_KIND], |r| r.get(0))?
-        .collect::<Result<_, _>>()?;
+fn trash_live_unshown(db: &Db<'_>, now: Millis) -> Result<u64, StoreError> {
+    let ids: Vec<i64> = db.all(LIVE_UNSHOWN, args!(MOVE_JOB_KIND), |r| r.get(0))?;
     let mut trashed = 0;
     for id in ids {
-        trashed += u64::from(assets::trash_if_orphan(
-            &Db::sqlite(conn),
-            id,
-            TrashReason::Missing,
-            now,
-        )?);
+        trashed += u64::from(assets::trash_if_orphan(db, id, TrashReason::Missing, now)?);
     }
-    conn.prepare_cached(DROP_SHOWN)?.execute([])?;
+    db.execute(DROP_SHOWN, args!())?;
     Ok(trashed)
 }
 
@@ -426,7 +388,7 @@ fn trash_live_unshown(conn: &Connection, now: Millis) -> Result<u64, StoreError>
 /// The library's present files are counted only when something would go missing, so an
 /// unchanged rescan reads no table for it.
 fn breaker(
-    conn: &Connection,
+    db: &Db<'_>,
     library_id: i64,
     end: &ScanEnd,
     unseen: i64,
@@ -441,7 +403,7 @@ fn breaker(
     if unseen == 0 {
         return Ok(None);
     }
-    let present = files::present_count(conn, library_id)?;
+    let present = files::present_count(db, library_id)?;
     let share = unseen as f64 / present.max(1) as f64;
     if share > end.max_missing_share {
         return Ok(Some(format!(
@@ -456,7 +418,7 @@ fn breaker(
 
 /// Files and bytes read and hashed by a batch, counted in its own transaction (a rolled
 /// back batch counts nothing).
-fn count_hashed(conn: &Connection, batch: &[IngestItem]) -> Result<(), StoreError> {
+fn count_hashed(db: &Db<'_>, batch: &[IngestItem]) -> Result<(), StoreError> {
     let hashed = batch.iter().filter(|i| i.checksum.is_some());
     let (files, bytes) = hashed.fold((0i64, 0i64), |(f, b), i| {
         (
@@ -464,8 +426,8 @@ fn count_hashed(conn: &Connection, batch: &[IngestItem]) -> Result<(), StoreErro
             b.saturating_add(i64::try_from(i.stamp.size).unwrap_or(i64::MAX)),
         )
     });
-    counters::bump(&super::db::Db::sqlite(conn), Counter::FilesHashed, files)?;
-    counters::bump(&super::db::Db::sqlite(conn), Counter::BytesHashed, bytes)
+    counters::bump(db, Counter::FilesHashed, files)?;
+    counters::bump(db, Counter::BytesHashed, bytes)
 }
 
 impl Store {
@@ -501,7 +463,7 @@ impl Store {
         progress: &str,
     ) -> Result<BatchReport, StoreError> {
         let (lease, progress) = (lease.clone(), progress.to_string());
-        self.write_lite(move |conn, now| ingest(conn, &lease, library_id, batch, &progress, now))
+        self.write(move |db, now| ingest(db, &lease, library_id, batch, &progress, now))
     }
 
     /// `ingest_batch_counting` as one operation of the run's write group (`writer`): it
@@ -519,13 +481,11 @@ impl Store {
         let (lease, progress) = (lease.clone(), progress.to_string());
         let sealed = lease.clone();
         let weight = (batch.items.len() + batch.reclaim.len()) as u64;
-        self.write_grouped_lite(
+        self.write_grouped(
             lease.id,
             weight,
-            move |conn, now| {
-                scan_runs::fence_data(&Db::sqlite(conn), &sealed, library_id, None, now).map(|_| ())
-            },
-            move |conn, now| ingest(conn, &lease, library_id, batch, &progress, now),
+            move |db, now| scan_runs::fence_data(db, &sealed, library_id, None, now).map(|_| ()),
+            move |db, now| ingest(db, &lease, library_id, batch, &progress, now),
         )
     }
 
@@ -540,10 +500,10 @@ impl Store {
         unchanged: u64,
     ) -> Result<(), StoreError> {
         let (lease, progress) = (lease.clone(), progress.to_string());
-        self.write_lite(move |conn, now| {
-            scan_runs::fence_data(&Db::sqlite(conn), &lease, library_id, Some(&progress), now)?;
+        self.write(move |db, now| {
+            scan_runs::fence_data(db, &lease, library_id, Some(&progress), now)?;
             let counts = BTreeMap::from([(Provenance::Unchanged.as_str(), unchanged as i64)]);
-            scan_runs::count_reasons(&Db::sqlite(conn), lease.id, &counts)
+            scan_runs::count_reasons(db, lease.id, &counts)
         })
     }
 
@@ -565,14 +525,9 @@ impl Store {
         end: ScanEnd,
     ) -> Result<FinishReport, StoreError> {
         let lease = lease.clone();
-        self.write_lite(move |conn, now| {
-            let scope = scan_runs::fence_data(
-                &Db::sqlite(conn),
-                &lease,
-                library_id,
-                end.progress.as_deref(),
-                now,
-            )?;
+        self.write(move |db, now| {
+            let scope =
+                scan_runs::fence_data(db, &lease, library_id, end.progress.as_deref(), now)?;
             let mut counts =
                 BTreeMap::from([(Provenance::Unchanged.as_str(), end.unchanged as i64)]);
             let mut report = FinishReport {
@@ -583,30 +538,24 @@ impl Store {
                 adopted: 0,
             };
             if scope.is_empty() {
-                let unseen = files::count_unseen(conn, library_id, lease.id, &end.unseen)?;
-                report.reason = breaker(conn, library_id, &end, unseen)?;
+                let unseen = files::count_unseen(db, library_id, lease.id, &end.unseen)?;
+                report.reason = breaker(db, library_id, &end, unseen)?;
                 if report.reason.is_some() {
                     report.state = RunState::Suspect;
                 } else {
                     if unseen > 0 {
                         let (files, assets) =
-                            mark_missing(conn, library_id, lease.id, &end.unseen, now)?;
+                            mark_missing(db, library_id, lease.id, &end.unseen, now)?;
                         (report.missing_files, report.trashed_assets) = (files, assets);
                         counts.insert(Provenance::Missing.as_str(), files as i64);
                     }
-                    report.trashed_assets += trash_live_without_file(conn, library_id, now)?;
-                    report.adopted = check::adopt_all(conn, &end.adoptions, now)?;
+                    report.trashed_assets += trash_live_without_file(db, library_id, now)?;
+                    report.adopted = check::adopt_all(db.lite()?, &end.adoptions, now)?;
                 }
             }
-            scan_runs::count_reasons(&Db::sqlite(conn), lease.id, &counts)?;
+            scan_runs::count_reasons(db, lease.id, &counts)?;
             let end_as = (report.state, report.reason.clone());
-            let n = run_end::finish(
-                &Db::sqlite(conn),
-                &lease,
-                end_as,
-                end.follow_up.as_ref(),
-                now,
-            )?;
+            let n = run_end::finish(db, &lease, end_as, end.follow_up.as_ref(), now)?;
             expect_one(&lease, n)?;
             Ok(report)
         })

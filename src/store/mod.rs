@@ -435,27 +435,6 @@ impl Store {
         self.inner.writer.call_grouped(group, op)
     }
 
-    /// `write_grouped` for an operation whose families still speak SQLite only.
-    fn write_grouped_lite<T, F, S>(
-        &self,
-        id: i64,
-        weight: u64,
-        seal: S,
-        op: F,
-    ) -> Result<(T, Committed), StoreError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&rusqlite::Connection, Millis) -> Result<T, StoreError> + Send + 'static,
-        S: FnOnce(&rusqlite::Connection, Millis) -> Result<(), StoreError> + Send + 'static,
-    {
-        self.write_grouped(
-            id,
-            weight,
-            move |db, now| seal(db.lite()?, now),
-            move |db, now| op(db.lite()?, now),
-        )
-    }
-
     /// Waits until every write asked for before it has committed: a grouped operation's
     /// open transaction commits now.
     pub fn settle(&self) -> Result<(), StoreError> {
@@ -709,21 +688,6 @@ fn host_name() -> String {
         .or_else(|| std::env::var("HOSTNAME").ok())
         .unwrap_or_else(|| "localhost".to_string())
         .replace(':', "_")
-}
-
-/// Reads a TEXT column holding one of a `model` enum's names.
-/// Whether `sql` answers a row for `params`.
-fn answers(
-    conn: &rusqlite::Connection,
-    sql: &str,
-    params: impl rusqlite::Params,
-) -> Result<bool, StoreError> {
-    use rusqlite::OptionalExtension;
-    Ok(conn
-        .prepare_cached(sql)?
-        .query_row(params, |_| Ok(()))
-        .optional()?
-        .is_some())
 }
 
 /// Reads a TEXT column holding one of a `model` enum's names, on either engine.

@@ -282,7 +282,7 @@ fn snapshot(db: &Db<'_>, now: Millis) -> Result<MetricsSnapshot, StoreError> {
 /// An asset's parts, each from its family: its paths, tags, Live Photo clip, stack and
 /// faces.
 fn fill(db: &Db<'_>, asset: &mut Asset) -> Result<(), StoreError> {
-    files::load_paths(db.lite()?, asset)?;
+    files::load_paths(db, asset)?;
     sidecars::load_tags(db, asset)?;
     motion::load_clip(db, asset)?;
     asset.stack = stacks::of_asset(db, asset.id)?;

@@ -17,7 +17,7 @@
 
 use super::assets::{state, trash};
 use super::chains::request_in;
-use super::db::{Db, on_lite};
+use super::db::Db;
 use super::intents::{self, Planned};
 use super::jobs::complete;
 use super::move_jobs::{self, Held};
@@ -28,7 +28,6 @@ use crate::model::{
     Begun, FileStamp, Finish, IntentState, Lease, Millis, Move, MoveOutcome, Settle, Target,
     TrashAction, TrashIntent, TrashReason, WalkRequest, trash_path,
 };
-use rusqlite::Connection;
 
 /// The files the asset's last trash moved (the done intents of its latest move with any),
 /// to be undone by a restore, with the stamp that trash recorded (a rename keeps it); an
@@ -87,8 +86,8 @@ const TRASHED_COPIES: &str = "
                         WHERE r.asset_id = ?1 AND r.action = 'restore' AND r.state = 'done'
                           AND r.move_id > t.move_id)
      ORDER BY t.id";
-fn refuse_if_pending(conn: &Connection, asset_id: i64) -> Result<(), StoreError> {
-    match intents::has_pending(&Db::sqlite(conn), asset_id)? {
+fn refuse_if_pending(db: &Db<'_>, asset_id: i64) -> Result<(), StoreError> {
+    match intents::has_pending(db, asset_id)? {
         true => Err(StoreError::Conflict(format!(
             "asset {asset_id} has an unfinished move in the trash journal"
         ))),
@@ -100,7 +99,7 @@ fn refuse_if_pending(conn: &Connection, asset_id: i64) -> Result<(), StoreError>
 /// move takes some files of a live asset to the trash, or brings them back (the payload says
 /// so; the asset never flips).
 fn hold(
-    conn: &Connection,
+    db: &Db<'_>,
     (asset_id, move_id): (i64, i64),
     (action, copies): (TrashAction, bool),
     moves: Vec<Planned>,
@@ -112,17 +111,17 @@ fn hold(
         payload["copies"] = serde_json::Value::from(1);
     }
     let payload = payload.to_string();
-    let job = move_jobs::insert(&Db::sqlite(conn), (asset_id, &payload), (owner, ttl, now))?;
+    let job = move_jobs::insert(db, (asset_id, &payload), (owner, ttl, now))?;
     let Some((job_id, generation)) = job else {
-        let live = move_jobs::live(&Db::sqlite(conn), asset_id)?;
+        let live = move_jobs::live(db, asset_id)?;
         return Err(StoreError::Conflict(format!(
             "asset {asset_id} is being moved already (move job {live}); try again when it ends"
         )));
     };
-    refuse_if_pending(conn, asset_id)?;
+    refuse_if_pending(db, asset_id)?;
     let intents = moves
         .into_iter()
-        .map(|p| intents::insert(&Db::sqlite(conn), (action, move_id), p, now))
+        .map(|p| intents::insert(db, (action, move_id), p, now))
         .collect::<Result<Vec<_>, _>>()?;
     let lease = Lease {
         target: Target::Job,
@@ -147,8 +146,8 @@ fn hold(
 /// Refuses to restore without a move an asset that no file row names (finding 18): trashed
 /// as missing, its paths read since as other photos, nothing of it is in a library or a
 /// trash folder, and made live it would be a photo without a file that hides its Live clip.
-fn refuse_unshown(conn: &Connection, asset_id: i64) -> Result<(), StoreError> {
-    match files::has_row(conn, asset_id)? {
+fn refuse_unshown(db: &Db<'_>, asset_id: i64) -> Result<(), StoreError> {
+    match files::has_row(db, asset_id)? {
         true => Ok(()),
         false => Err(StoreError::Conflict(format!(
             "asset {asset_id} has no file left to restore: none is in the trash folder, and \
@@ -158,8 +157,8 @@ fn refuse_unshown(conn: &Connection, asset_id: i64) -> Result<(), StoreError> {
 }
 
 /// The asset's state for a begin: `Err` unless it exists and is trashed as `trashed` says.
-fn expect_state(conn: &Connection, asset_id: i64, trashed: bool) -> Result<(), StoreError> {
-    match (state(&Db::sqlite(conn), asset_id)?, trashed) {
+fn expect_state(db: &Db<'_>, asset_id: i64, trashed: bool) -> Result<(), StoreError> {
+    match (state(db, asset_id)?, trashed) {
         (None, false) => Err(StoreError::NotFound(format!("no asset {asset_id}"))),
         (None, true) => Err(StoreError::NotFound(format!(
             "asset {asset_id} is gone (the trash was emptied)"
@@ -184,28 +183,28 @@ fn row_path(intent: &TrashIntent) -> &[u8] {
 }
 
 fn set_row(
-    conn: &Connection,
+    db: &Db<'_>,
     intent: &TrashIntent,
     present: bool,
     now: Millis,
 ) -> Result<(), StoreError> {
     let row = (intent.library_id, row_path(intent), intent.asset_id);
     match present {
-        true => files::moved_back(conn, row),
-        false => files::moved_away(conn, row, intent.stamp, now),
+        true => files::moved_back(db, row),
+        false => files::moved_away(db, row, intent.stamp, now),
     }
 }
 
 /// Settles one intent of the held move and makes its file row follow: present where the
 /// file now is in the library, missing where it is not.
 fn settle(
-    conn: &Connection,
+    db: &Db<'_>,
     held: &Held,
     intent_id: i64,
     how: Settle,
     now: Millis,
 ) -> Result<(), StoreError> {
-    let intent = intents::get(&Db::sqlite(conn), intent_id, held.move_id)?
+    let intent = intents::get(db, intent_id, held.move_id)?
         .ok_or_else(|| StoreError::NotFound(format!("no trash intent {intent_id} in this move")))?;
     let (to, row) = match (how, intent.state) {
         (_, IntentState::Aborted) | (Settle::Done, IntentState::Done) => {
@@ -225,9 +224,9 @@ fn settle(
         ),
         (Settle::Vanished, _) => (IntentState::Aborted, Some(false)),
     };
-    intents::settle(&Db::sqlite(conn), (intent_id, held.move_id), to, now)?;
+    intents::settle(db, (intent_id, held.move_id), to, now)?;
     match row {
-        Some(present) => set_row(conn, &intent, present, now),
+        Some(present) => set_row(db, &intent, present, now),
         None => Ok(()),
     }
 }
@@ -237,31 +236,31 @@ fn settle(
 /// trash whose asset shows a present file it did not move (a copy linked meanwhile) flips
 /// nothing: `Linked`.
 fn finish(
-    conn: &Connection,
+    db: &Db<'_>,
     lease: &Lease,
     follow_up: Option<&WalkRequest>,
     now: Millis,
 ) -> Result<Finish, StoreError> {
-    let held = move_jobs::fence(&Db::sqlite(conn), lease, now)?;
-    if intents::pending_in(&Db::sqlite(conn), held.move_id)? > 0 {
+    let held = move_jobs::fence(db, lease, now)?;
+    if intents::pending_in(db, held.move_id)? > 0 {
         return Err(StoreError::Conflict(format!(
             "move {} has unsettled intents",
             held.move_id
         )));
     }
     let outcome = match held.action {
-        TrashAction::Trash if held.copies => match files::has_present(conn, held.asset_id)? {
+        TrashAction::Trash if held.copies => match files::has_present(db, held.asset_id)? {
             true => MoveOutcome::CopiesTrashed,
             false => return Ok(Finish::KeptGone),
         },
         TrashAction::Trash => {
-            let linked = files::present_paths(conn, held.asset_id)?;
+            let linked = files::present_paths(db, held.asset_id)?;
             if !linked.is_empty() {
                 return Ok(Finish::Linked(linked));
             }
-            let trashed = trash(&Db::sqlite(conn), held.asset_id, TrashReason::User, now)?;
-            trash_followers(conn, &held, now)?;
-            if trashed || state(&Db::sqlite(conn), held.asset_id)?.is_some() {
+            let trashed = trash(db, held.asset_id, TrashReason::User, now)?;
+            trash_followers(db, &held, now)?;
+            if trashed || state(db, held.asset_id)?.is_some() {
                 MoveOutcome::Trashed
             } else {
                 MoveOutcome::Gone
@@ -269,43 +268,43 @@ fn finish(
         }
         // A restore that put no file of its own back would show a live photo without a
         // file, whatever files of its followers it put back.
-        TrashAction::Restore if own_done(conn, &held)? == 0 => {
+        TrashAction::Restore if own_done(db, &held)? == 0 => {
             return Ok(Finish::NothingBack);
         }
         // By id alone, so a sweep that won the race makes this `Gone`, never an error.
         TrashAction::Restore => {
-            for follower in moved_followers(conn, &held)? {
-                revive(&Db::sqlite(conn), follower)?;
+            for follower in moved_followers(db, &held)? {
+                revive(db, follower)?;
             }
-            if restore_then(conn, held.asset_id, follow_up, now)? {
+            if restore_then(db, held.asset_id, follow_up, now)? {
                 MoveOutcome::Restored
-            } else if state(&Db::sqlite(conn), held.asset_id)?.is_some() {
+            } else if state(db, held.asset_id)?.is_some() {
                 MoveOutcome::AlreadyLive
             } else {
                 MoveOutcome::Gone
             }
         }
     };
-    complete(&Db::sqlite(conn), lease, now)?;
+    complete(db, lease, now)?;
     Ok(Finish::Flipped(outcome))
 }
 
 /// How many files of its own asset the held move put where they go.
-fn own_done(conn: &Connection, held: &Held) -> Result<i64, StoreError> {
-    intents::own_done(&Db::sqlite(conn), held.move_id, held.asset_id)
+fn own_done(db: &Db<'_>, held: &Held) -> Result<i64, StoreError> {
+    intents::own_done(db, held.move_id, held.asset_id)
 }
 
 /// The assets whose files the held move moved besides its own.
-fn moved_followers(conn: &Connection, held: &Held) -> Result<Vec<i64>, StoreError> {
-    intents::moved_followers(&Db::sqlite(conn), held.move_id, held.asset_id)
+fn moved_followers(db: &Db<'_>, held: &Held) -> Result<Vec<i64>, StoreError> {
+    intents::moved_followers(db, held.move_id, held.asset_id)
 }
 
 /// Trashes each follower of the held trash that shows no present file any more (one with
 /// a byte copy elsewhere stays live, shown by that copy).
-fn trash_followers(conn: &Connection, held: &Held, now: Millis) -> Result<(), StoreError> {
-    for follower in moved_followers(conn, held)? {
-        if !files::has_present(conn, follower)? {
-            trash(&Db::sqlite(conn), follower, TrashReason::User, now)?;
+fn trash_followers(db: &Db<'_>, held: &Held, now: Millis) -> Result<(), StoreError> {
+    for follower in moved_followers(db, held)? {
+        if !files::has_present(db, follower)? {
+            trash(db, follower, TrashReason::User, now)?;
         }
     }
     Ok(())
@@ -313,12 +312,8 @@ fn trash_followers(conn: &Connection, held: &Held, now: Millis) -> Result<(), St
 
 /// The files a trash of `asset_id` in move `move_id` moves: each present file, to the
 /// asset's trash folder of that move (`model::trash_path`).
-fn planned_trash(
-    conn: &Connection,
-    asset_id: i64,
-    move_id: i64,
-) -> Result<Vec<Planned>, StoreError> {
-    Ok(files::present_files(conn, asset_id)?
+fn planned_trash(db: &Db<'_>, asset_id: i64, move_id: i64) -> Result<Vec<Planned>, StoreError> {
+    Ok(files::present_files(db, asset_id)?
         .into_iter()
         .map(|(library_id, from, stamp)| Planned {
             asset_id,
@@ -332,43 +327,33 @@ fn planned_trash(
 
 /// The files a restore of `asset_id` moves back, as `sql` (`LAST_TRASHED`, `TRASHED_COPIES`)
 /// finds them: from the trash folder to where each came from.
-fn planned_restore(
-    conn: &Connection,
-    sql: &str,
-    asset_id: i64,
-) -> Result<Vec<Planned>, StoreError> {
-    Ok(conn
-        .prepare_cached(sql)?
-        .query_map([asset_id], |r| {
-            Ok(Planned {
-                asset_id: r.get(7)?,
-                library_id: r.get(0)?,
-                from: r.get(2)?,
-                to: r.get(1)?,
-                stamp: on_lite(r, |r| stamp_at(r, 3))?,
-            })
-        })?
-        .collect::<Result<_, _>>()?)
+fn planned_restore(db: &Db<'_>, sql: &str, asset_id: i64) -> Result<Vec<Planned>, StoreError> {
+    db.all(sql, args!(asset_id), |r| {
+        Ok(Planned {
+            asset_id: r.get(7)?,
+            library_id: r.get(0)?,
+            from: r.get(2)?,
+            to: r.get(1)?,
+            stamp: stamp_at(r, 3)?,
+        })
+    })
 }
 
-fn followers(conn: &Connection, asset_id: i64) -> Result<Vec<i64>, StoreError> {
-    Ok(conn
-        .prepare_cached(FOLLOWERS)?
-        .query_map([asset_id], |r| r.get(0))?
-        .collect::<Result<_, _>>()?)
+fn followers(db: &Db<'_>, asset_id: i64) -> Result<Vec<i64>, StoreError> {
+    db.all(FOLLOWERS, args!(asset_id), |r| r.get(0))
 }
 
 /// Restores the asset by id and, if it was restored, writes `follow_up` in the same
 /// transaction: the restored asset lacks the faces the walk skipped while it was trashed.
 fn restore_then(
-    conn: &Connection,
+    db: &Db<'_>,
     asset_id: i64,
     follow_up: Option<&WalkRequest>,
     now: Millis,
 ) -> Result<bool, StoreError> {
-    let restored = revive(&Db::sqlite(conn), asset_id)?;
+    let restored = revive(db, asset_id)?;
     if let Some(req) = follow_up.filter(|_| restored) {
-        request_in(&Db::sqlite(conn), req, now)?;
+        request_in(db, req, now)?;
     }
     Ok(restored)
 }
@@ -382,20 +367,20 @@ impl Store {
     /// folder of the move. An asset without present files is trashed at once (`Settled`).
     pub fn begin_trash(&self, asset_id: i64, ttl: Millis) -> Result<Begun, StoreError> {
         let owner = self.owner().to_string();
-        self.write_lite(move |conn, now| {
-            expect_state(conn, asset_id, false)?;
-            let move_id = intents::next_move(&Db::sqlite(conn))?;
-            let mut moves = planned_trash(conn, asset_id, move_id)?;
+        self.write(move |db, now| {
+            expect_state(db, asset_id, false)?;
+            let move_id = intents::next_move(db)?;
+            let mut moves = planned_trash(db, asset_id, move_id)?;
             if moves.is_empty() {
-                trash(&Db::sqlite(conn), asset_id, TrashReason::User, now)?;
+                trash(db, asset_id, TrashReason::User, now)?;
                 return Ok(Begun::Settled(MoveOutcome::Trashed));
             }
-            for follower in followers(conn, asset_id)? {
-                refuse_if_pending(conn, follower)?;
-                moves.extend(planned_trash(conn, follower, move_id)?);
+            for follower in followers(db, asset_id)? {
+                refuse_if_pending(db, follower)?;
+                moves.extend(planned_trash(db, follower, move_id)?);
             }
             hold(
-                conn,
+                db,
                 (asset_id, move_id),
                 (TrashAction::Trash, false),
                 moves,
@@ -417,10 +402,10 @@ impl Store {
         ttl: Millis,
     ) -> Result<Begun, StoreError> {
         let owner = self.owner().to_string();
-        self.write_lite(move |conn, now| {
-            expect_state(conn, asset_id, false)?;
-            let move_id = intents::next_move(&Db::sqlite(conn))?;
-            let all = planned_trash(conn, asset_id, move_id)?;
+        self.write(move |db, now| {
+            expect_state(db, asset_id, false)?;
+            let move_id = intents::next_move(db)?;
+            let all = planned_trash(db, asset_id, move_id)?;
             let is_kept = |p: &Planned| p.library_id == keep.0 && p.from == keep.1;
             if !all.iter().any(is_kept) {
                 return Err(StoreError::NotFound(format!(
@@ -436,7 +421,7 @@ impl Store {
                 )));
             }
             hold(
-                conn,
+                db,
                 (asset_id, move_id),
                 (TrashAction::Trash, true),
                 moves,
@@ -457,27 +442,27 @@ impl Store {
         follow_up: Option<WalkRequest>,
     ) -> Result<Begun, StoreError> {
         let owner = self.owner().to_string();
-        self.write_lite(move |conn, now| {
+        self.write(move |db, now| {
             // A live asset's restore brings back the copies a trash of copies took.
-            let copies = state(&Db::sqlite(conn), asset_id)? == Some(false);
+            let copies = state(db, asset_id)? == Some(false);
             let moves = match copies {
-                true => planned_restore(conn, TRASHED_COPIES, asset_id)?,
+                true => planned_restore(db, TRASHED_COPIES, asset_id)?,
                 false => {
-                    expect_state(conn, asset_id, true)?;
-                    planned_restore(conn, LAST_TRASHED, asset_id)?
+                    expect_state(db, asset_id, true)?;
+                    planned_restore(db, LAST_TRASHED, asset_id)?
                 }
             };
             if copies && moves.is_empty() {
-                expect_state(conn, asset_id, true)?;
+                expect_state(db, asset_id, true)?;
             }
             if moves.is_empty() {
-                refuse_unshown(conn, asset_id)?;
-                restore_then(conn, asset_id, follow_up.as_ref(), now)?;
+                refuse_unshown(db, asset_id)?;
+                restore_then(db, asset_id, follow_up.as_ref(), now)?;
                 return Ok(Begun::Settled(MoveOutcome::Restored));
             }
             hold(
-                conn,
-                (asset_id, intents::next_move(&Db::sqlite(conn))?),
+                db,
+                (asset_id, intents::next_move(db)?),
                 (TrashAction::Restore, copies),
                 moves,
                 (&owner, ttl, now),
@@ -488,11 +473,10 @@ impl Store {
     /// The move a `move` job holds, with its intents as they stand now (for the holder of a
     /// claimed job: the reclaimer of a move whose first holder died).
     pub fn held_move(&self, job_id: i64) -> Result<Move, StoreError> {
-        self.read_lite(|conn| {
-            let (move_id, asset_id, action, rollback) =
-                move_jobs::holds(&Db::sqlite(conn), job_id)?
-                    .ok_or_else(|| StoreError::NotFound(format!("no move job {job_id}")))?;
-            let intents = intents::of_move(&Db::sqlite(conn), move_id)?;
+        self.read(|db| {
+            let (move_id, asset_id, action, rollback) = move_jobs::holds(db, job_id)?
+                .ok_or_else(|| StoreError::NotFound(format!("no move job {job_id}")))?;
+            let intents = intents::of_move(db, move_id)?;
             Ok(Move {
                 job_id,
                 asset_id,
@@ -512,9 +496,9 @@ impl Store {
         how: Settle,
     ) -> Result<(), StoreError> {
         let lease = lease.clone();
-        self.write_lite(move |conn, now| {
-            let held = move_jobs::fence(&Db::sqlite(conn), &lease, now)?;
-            settle(conn, &held, intent_id, how, now)
+        self.write(move |db, now| {
+            let held = move_jobs::fence(db, &lease, now)?;
+            settle(db, &held, intent_id, how, now)
         })
     }
 
@@ -526,16 +510,16 @@ impl Store {
         follow_up: Option<WalkRequest>,
     ) -> Result<Finish, StoreError> {
         let lease = lease.clone();
-        self.write_lite(move |conn, now| finish(conn, &lease, follow_up.as_ref(), now))
+        self.write(move |db, now| finish(db, &lease, follow_up.as_ref(), now))
     }
 
     /// Records that the held move is being rolled back, and why (fenced): whoever holds it
     /// next rolls it back too, never forward again.
     pub fn start_rollback(&self, lease: &Lease, reason: &str) -> Result<(), StoreError> {
         let (lease, reason) = (lease.clone(), reason.to_string());
-        self.write_lite(move |conn, now| {
-            move_jobs::fence(&Db::sqlite(conn), &lease, now)?;
-            move_jobs::start_rollback(&Db::sqlite(conn), &lease, &reason, now)
+        self.write(move |db, now| {
+            move_jobs::fence(db, &lease, now)?;
+            move_jobs::start_rollback(db, &lease, &reason, now)
         })
     }
 
@@ -543,15 +527,15 @@ impl Store {
     /// and the job is `failed` with the rollback's reason.
     pub fn end_rolled_back(&self, lease: &Lease) -> Result<(), StoreError> {
         let lease = lease.clone();
-        self.write_lite(move |conn, now| {
-            let held = move_jobs::fence(&Db::sqlite(conn), &lease, now)?;
-            if intents::unsettled(&Db::sqlite(conn), held.move_id)? > 0 {
+        self.write(move |db, now| {
+            let held = move_jobs::fence(db, &lease, now)?;
+            if intents::unsettled(db, held.move_id)? > 0 {
                 return Err(StoreError::Conflict(format!(
                     "move {} still has files to put back",
                     held.move_id
                 )));
             }
-            move_jobs::end_rolled_back(&Db::sqlite(conn), &lease, now)
+            move_jobs::end_rolled_back(db, &lease, now)
         })
     }
 
@@ -563,6 +547,6 @@ impl Store {
         intent: &TrashIntent,
     ) -> Result<Option<(Option<i64>, FileStamp)>, StoreError> {
         let (library, path) = (intent.library_id, row_path(intent).to_vec());
-        self.read_lite(move |conn| files::row_stamp(conn, library, &path))
+        self.read(move |db| files::row_stamp(db, library, &path))
     }
 }
