@@ -93,6 +93,7 @@ macro_rules! insert_file {
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'present', ?9, ?10, ?11, ?11)"
     };
 }
+#[cfg(test)]
 const INSERT_FILE: &str = insert_file!();
 /// A processed file the library had a row for, with the link `ingest_one` decided. The
 /// read is the one `read_again` asked for. A file read lends its asset nothing until
@@ -224,11 +225,11 @@ fn stamp_params(s: &FileStamp) -> (i64, i64, i64, i64) {
     (s.size as i64, s.mtime_ns, s.dev as i64, s.inode as i64)
 }
 
-/// A new file row's id: SQLite keeps `INSERT_FILE` as it is (a `RETURNING` clause builds a
-/// temporary table per execution on the first index's hot path) and reads the rowid after
-/// it; PostgreSQL has no rowid and answers the id from the INSERT.
+/// A new file row, answering its id (`Db::insert_id`): SQLite keeps `INSERT_FILE` as it is
+/// (a `RETURNING` clause builds a temporary table per execution on the first index's hot
+/// path) and reads its connection's last rowid; PostgreSQL answers the id from the INSERT.
 const INSERTED_FILE: Pair = Pair {
-    sqlite: "SELECT last_insert_rowid()",
+    sqlite: insert_file!(),
     postgres: concat!(insert_file!(), " RETURNING id"),
 };
 
@@ -262,11 +263,7 @@ pub(super) fn write_row(
             error.as_deref(),
             run_id
         );
-        if db.is_postgres() {
-            return db.one(db.pick(&INSERTED_FILE), row, |r| r.get(0));
-        }
-        db.execute(INSERT_FILE, row)?;
-        return db.one(db.pick(&INSERTED_FILE), args!(), |r| r.get(0));
+        return db.insert_id(&INSERTED_FILE, row);
     };
     let read = item.checksum.is_some();
     let row = args!(
