@@ -76,9 +76,9 @@ echo "pg-tier: the PostgreSQL tests took $(( $(date +%s) - start )) s"
 
 # The contract suite: the integration tests of the modules whose every test runs on either
 # engine, each `Env` in a scratch schema of this server (tests/it/support:
-# MEDIADEX_TEST_ENGINE=postgres). A module joins the list once all of it passes there; the
-# store's files family and the scan's, trash's and check's compositions are not on
-# PostgreSQL yet, so the modules that scan wait for them. Only with the default filter.
+# MEDIADEX_TEST_ENGINE=postgres). A module joins the list once all of it passes there
+# (`check`'s composition is not on PostgreSQL yet, and some tests read the SQLite file
+# directly). Only with the default filter.
 CONTRACT_MODULES=(lease_protocol:: simulation::)
 if [ "$FILTER" = on_postgres ]; then
     cargo test "${PROFILE[@]}" --test it --no-run --quiet
