@@ -20,10 +20,6 @@
 //!
 //! Must not import: http, scan, walks, queue, ops, axum
 
-// Its users are the families as they are ported onto it (issue 30 item 2); until then only
-// its tests use it.
-#![cfg_attr(not(test), allow(dead_code, unused_imports, unused_macros))]
-
 mod placeholders;
 mod value;
 
@@ -89,7 +85,8 @@ impl Statements {
         Ok(statement)
     }
 
-    /// How many statements are prepared (for tests and figures).
+    /// How many statements are prepared (for tests).
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.by_sql.len()
     }

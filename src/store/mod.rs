@@ -1,5 +1,5 @@
-//! The store: the only module that imports rusqlite/r2d2 or holds SQL. It owns the database
-//! file, its pragmas, the migrations, the vetting of the file at every start (and moving a
+//! The store: the only module that imports rusqlite/postgres/r2d2 or holds SQL. It owns the
+//! database (the SQLite file, or a PostgreSQL server's schema: issue 30), its pragmas, the migrations, the vetting of the file at every start (and moving a
 //! damaged one aside), the one writer thread, the read pool, and one file of named
 //! statements per table family. It must not know about HTTP, the scanner or workers:
 //! callers hand it plain `model` types and get plain types back.

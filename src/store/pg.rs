@@ -235,7 +235,8 @@ const LISTEN_TICK: Duration = Duration::from_millis(500);
 /// A thread that listens for the work notice and calls `wake` for each; it connects again
 /// after a lost connection (the workers' poll covers the gap). Stops when dropped.
 pub(super) struct Listener {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Dropped to stop the thread: it waits on this, so a stop never waits out a pause.
+    stop: Option<crossbeam_channel::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -244,14 +245,13 @@ impl Listener {
         server: Server,
         wake: Box<dyn Fn() + Send>,
     ) -> Result<Listener, StoreError> {
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let stopped = stop.clone();
+        let (stop, stopped) = crossbeam_channel::bounded::<()>(0);
         let thread = std::thread::Builder::new()
             .name("mediadex-listen".into())
             .spawn(move || listen(&server, &*wake, &stopped))
             .map_err(|_| StoreError::WriterGone)?;
         Ok(Listener {
-            stop,
+            stop: Some(stop),
             thread: Some(thread),
         })
     }
@@ -259,29 +259,34 @@ impl Listener {
 
 impl Drop for Listener {
     fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        drop(self.stop.take());
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
     }
 }
 
-fn listen(server: &Server, wake: &dyn Fn(), stop: &std::sync::atomic::AtomicBool) {
-    let stopping = || stop.load(std::sync::atomic::Ordering::SeqCst);
+/// Whether the listener was told to stop, waiting up to `pause` for it: the pause before
+/// connecting again is not a race with anything (the workers poll meanwhile), and a stop
+/// ends it at once.
+fn stopped(stop: &crossbeam_channel::Receiver<()>, pause: Duration) -> bool {
+    stop.recv_timeout(pause).is_err_and(|e| e.is_disconnected())
+}
+
+fn listen(server: &Server, wake: &dyn Fn(), stop: &crossbeam_channel::Receiver<()>) {
+    let stopping = || stopped(stop, Duration::ZERO);
     while !stopping() {
-        let mut conn = match server.connect(false) {
-            Ok(conn) => conn,
+        let connected = server.connect(false).and_then(|mut conn| {
+            let schema = listen_on(&mut conn)?;
+            Ok((conn, schema))
+        });
+        let (mut conn, schema) = match connected {
+            Ok(listening) => listening,
             Err(e) => {
                 tracing::debug!(error = %e, "cannot listen for work yet; the workers poll");
-                std::thread::sleep(LISTEN_TICK * 4);
-                continue;
-            }
-        };
-        let schema = match listen_on(&mut conn) {
-            Ok(schema) => schema,
-            Err(e) => {
-                tracing::debug!(error = %e, "cannot listen for work; the workers poll");
-                std::thread::sleep(LISTEN_TICK * 4);
+                if stopped(stop, LISTEN_TICK * 4) {
+                    return;
+                }
                 continue;
             }
         };

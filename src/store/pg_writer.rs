@@ -15,7 +15,7 @@ use super::StoreError;
 use super::counters;
 use super::db::Db;
 use super::pg::{PgConn, Server};
-use super::writer::{Op, Reply, Stats, Status, Writer, echo};
+use super::writer::{Op, Reply, Stats, Status, Writer, batch_from, echo};
 use crate::model::Counter;
 use crossbeam_channel::Receiver;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -61,19 +61,13 @@ fn run(mut link: Link, receiver: Receiver<Op>, max_batch: usize, stats: &Stats) 
                 Err(_) => break,
             },
         };
-        let mut batch = vec![op];
-        if batch[0].group.is_none() {
-            while batch.len() < max_batch {
-                match receiver.try_recv() {
-                    Ok(op) if op.group.is_some() => {
-                        carried = Some(op);
-                        break;
-                    }
-                    Ok(op) => batch.push(op),
-                    Err(_) => break,
-                }
-            }
-        }
+        let batch = if op.group.is_some() {
+            vec![op]
+        } else {
+            let (batch, next) = batch_from(op, &receiver, max_batch);
+            carried = next;
+            batch
+        };
         run_batch(&mut link, batch, stats);
     }
 }

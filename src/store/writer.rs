@@ -1,5 +1,7 @@
-//! The one writer thread of a process. It owns a dedicated connection, takes operations over
-//! a crossbeam channel, and commits up to `max_batch` of them per `BEGIN IMMEDIATE`
+//! The one writer thread of a process: the channel every write goes through, its answers
+//! and counts, and the loop on SQLite (on PostgreSQL the thread runs `pg_writer`'s loop,
+//! started through `Writer::spawn`). On SQLite it owns a dedicated connection, takes
+//! operations over a crossbeam channel, and commits up to `max_batch` of them per `BEGIN IMMEDIATE`
 //! transaction with a savepoint per operation. An operation that fails (a stale lease
 //! included) is rolled back to its savepoint alone; replies go out only after the batch has
 //! committed, so a caller never acts on a write that is not on disk. An operation that is
@@ -336,20 +338,29 @@ fn run(
         }
         // Any other operation commits the open group first: it may act on what it reads.
         close(&conn, open.take(), stats);
-        let mut batch = vec![op];
-        while batch.len() < max_batch {
-            match receiver.try_recv() {
-                Ok(op) if op.group.is_some() => {
-                    carried = Some(op);
-                    break;
-                }
-                Ok(op) => batch.push(op),
-                Err(_) => break,
-            }
-        }
+        let (batch, next) = batch_from(op, &receiver, max_batch);
+        carried = next;
         run_batch(&conn, batch, stats);
     }
     close(&conn, open.take(), stats);
+}
+
+/// `first` and the ungrouped operations queued behind it, up to `max_batch`; a grouped one
+/// that comes next is carried to the next turn (a group runs in a transaction of its own).
+pub(super) fn batch_from(
+    first: Op,
+    receiver: &Receiver<Op>,
+    max_batch: usize,
+) -> (Vec<Op>, Option<Op>) {
+    let mut batch = vec![first];
+    while batch.len() < max_batch {
+        match receiver.try_recv() {
+            Ok(op) if op.group.is_some() => return (batch, Some(op)),
+            Ok(op) => batch.push(op),
+            Err(_) => break,
+        }
+    }
+    (batch, None)
 }
 
 /// The next operation; with a group open, waits no longer than the group may stay open.
