@@ -43,6 +43,15 @@ impl Link {
         }
         self.conn.as_mut().ok_or(StoreError::WriterGone)
     }
+
+    /// Forgets a connection whose batch failed because the server went away: the client
+    /// may not know yet that its socket is dead (a terminated backend answers one error,
+    /// the reset comes on the next round trip), and the next batch must not find out.
+    fn forget_if_away(&mut self, error: &StoreError) {
+        if matches!(error, StoreError::Away(_)) {
+            self.conn = None;
+        }
+    }
 }
 
 /// The writer thread of a PostgreSQL store. Rows changed are not counted there
@@ -117,6 +126,7 @@ fn run_batch(link: &mut Link, batch: Vec<Op>, stats: &Stats) {
             tracing::error!(error = %e, "write batch rolled back");
             replies.into_iter().for_each(|reply| reply(Some(echo(&e))));
             ops.for_each(|op| (op.abort)(echo(&e)));
+            link.forget_if_away(&e);
         }
     }
 }

@@ -142,7 +142,9 @@ fn a_dropped_connection_fails_one_write_as_passing_and_the_next_connects_again()
     let dropped: i64 = pg
         .client()
         .query_one(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+            // The timeout makes the call wait until each backend has exited, so every
+            // connection of the store is dead before its next write, whatever the timing.
+            "SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity \
              WHERE application_name = $1",
             &[&pg.name()],
         )
