@@ -157,12 +157,12 @@ impl<'a> Db<'a> {
         }
     }
 
-    /// The SQLite connection under an unported family's statements (issue 30: the bridge
-    /// while the families are ported one at a time; on PostgreSQL it is `Unported`).
+    /// The SQLite connection itself, for what only SQLite has: its query plans, its
+    /// pragmas, its test seams. On PostgreSQL it is `SqliteOnly`.
     pub(crate) fn lite(&self) -> Result<&'a rusqlite::Connection, StoreError> {
         match self.engine {
             Engine::Sqlite(conn) => Ok(conn),
-            Engine::Postgres(_) => Err(StoreError::Unported("a SQLite-only family")),
+            Engine::Postgres(_) => Err(StoreError::SqliteOnly("this diagnostic")),
         }
     }
 
@@ -315,15 +315,6 @@ impl<'a> Db<'a> {
         let portal = pg.tx.bind(&statement, &pg_params(params))?;
         Ok(pg.tx.query_portal(&portal, limit)?)
     }
-}
-
-/// Runs a ported row reader inside an unported family's rusqlite closure (issue 30: the
-/// bridge while the families are ported one at a time).
-pub(crate) fn on_lite<T>(
-    r: &rusqlite::Row<'_>,
-    f: impl FnOnce(&Row<'_>) -> Result<T, StoreError>,
-) -> rusqlite::Result<T> {
-    f(&Row::Sqlite(r)).map_err(rusqlite::Error::from)
 }
 
 fn pg_params<'p>(params: Params<'p>) -> Vec<&'p (dyn postgres::types::ToSql + Sync)> {

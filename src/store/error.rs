@@ -105,10 +105,10 @@ pub enum StoreError {
     /// The `database` setting does not name a PostgreSQL server this binary can read.
     #[error("the database setting is not a PostgreSQL URL mediadex can use: {reason}")]
     BadDatabase { reason: String },
-    /// An operation whose family still speaks SQLite only, asked of PostgreSQL (issue 30:
-    /// the families are ported one at a time; `Db::lite` is the bridge until then).
-    #[error("this operation does not run on PostgreSQL yet ({0})")]
-    Unported(&'static str),
+    /// What only SQLite has (its query plans, its pragmas), asked of an index on
+    /// PostgreSQL (`Db::lite`).
+    #[error("{0} is SQLite's own, and this index is on PostgreSQL")]
+    SqliteOnly(&'static str),
 }
 
 impl StoreError {
@@ -151,32 +151,10 @@ impl StoreError {
 
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
-        // A ported row reader's error carried through an unported rusqlite closure
-        // (`db::on_lite`) comes back as itself.
-        let e = match e {
-            rusqlite::Error::ToSqlConversionFailure(inner) => {
-                match inner.downcast::<StoreError>() {
-                    Ok(ours) => return *ours,
-                    Err(other) => rusqlite::Error::ToSqlConversionFailure(other),
-                }
-            }
-            e => e,
-        };
         match e.sqlite_error_code() {
             Some(ErrorCode::DatabaseBusy) | Some(ErrorCode::DatabaseLocked) => StoreError::Locked,
             Some(ErrorCode::DiskFull) => StoreError::DiskFull,
             _ => StoreError::Sqlite(e),
-        }
-    }
-}
-
-/// A store error inside a rusqlite closure (`db::on_lite`); `From<rusqlite::Error>` gives
-/// it back whole.
-impl From<StoreError> for rusqlite::Error {
-    fn from(e: StoreError) -> Self {
-        match e {
-            StoreError::Sqlite(e) => e,
-            e => rusqlite::Error::ToSqlConversionFailure(Box::new(e)),
         }
     }
 }

@@ -550,7 +550,7 @@ impl Store {
                         counts.insert(Provenance::Missing.as_str(), files as i64);
                     }
                     report.trashed_assets += trash_live_without_file(db, library_id, now)?;
-                    report.adopted = check::adopt_all(db.lite()?, &end.adoptions, now)?;
+                    report.adopted = check::adopt_all(db, &end.adoptions, now)?;
                 }
             }
             scan_runs::count_reasons(db, lease.id, &counts)?;

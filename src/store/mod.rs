@@ -399,8 +399,7 @@ impl Store {
             .call(move |db| op(db, write_time(db, &clock, &inner.skew)?))
     }
 
-    /// `write` for an operation whose families still speak SQLite only (issue 30: until
-    /// every family is ported).
+    /// `write` on the SQLite connection itself (its pragmas, its plans; `Db::lite`).
     fn write_lite<T, F>(&self, op: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
@@ -457,7 +456,7 @@ impl Store {
         }
     }
 
-    /// `read` for an operation whose families still speak SQLite only.
+    /// `read` on the SQLite connection itself (`Db::lite`).
     fn read_lite<T>(
         &self,
         op: impl FnOnce(&rusqlite::Connection) -> Result<T, StoreError>,
@@ -481,16 +480,6 @@ impl Store {
         let out = op(&db::Db::sqlite(&tx))?;
         tx.finish()?;
         Ok(out)
-    }
-
-    /// `read_snapshot` for an operation whose families still speak SQLite only.
-    // The bridge (issue 30 item 2): unused once the snapshot reads are ported.
-    #[allow(dead_code)]
-    fn read_snapshot_lite<T>(
-        &self,
-        op: impl FnOnce(&rusqlite::Connection) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        self.read_snapshot(|db| op(db.lite()?))
     }
 
     /// Extends a lease by `ttl` from now. The heartbeat: fenced like every other worker write.
@@ -701,21 +690,6 @@ fn parse_at<T>(
         index: idx,
         name: String::new(),
         problem: format!("holds the unknown value {text:?}"),
-    })
-}
-
-fn parse_col<T>(
-    row: &rusqlite::Row<'_>,
-    idx: usize,
-    parse: fn(&str) -> Option<T>,
-) -> rusqlite::Result<T> {
-    let text: String = row.get(idx)?;
-    parse(&text).ok_or_else(|| {
-        rusqlite::Error::FromSqlConversionFailure(
-            idx,
-            rusqlite::types::Type::Text,
-            format!("unknown value {text:?}").into(),
-        )
     })
 }
 

@@ -569,13 +569,9 @@ fn run_solo(conn: &Connection, op: Op, stats: &Stats) {
         Status::Ok => conn.execute_batch("COMMIT"),
         Status::Failed(_) => conn.execute_batch("ROLLBACK"),
         // Counted after the rollback, in a transaction of its own, so the count survives.
-        Status::LeaseLost(_) => conn.execute_batch("ROLLBACK").and_then(|()| {
-            Ok(counters::bump(
-                &Db::sqlite(conn),
-                Counter::FenceRejections,
-                1,
-            )?)
-        }),
+        Status::LeaseLost(_) => conn
+            .execute_batch("ROLLBACK")
+            .and_then(|()| count_rejection(conn)),
     };
     match outcome {
         Ok(()) => {
@@ -620,19 +616,27 @@ fn run_one(conn: &Connection, op: Op) -> Result<Option<Reply>, (Reply, rusqlite:
         Status::Failed(_) => conn.execute_batch("ROLLBACK TO op; RELEASE op"),
         Status::LeaseLost(_) => conn
             .execute_batch("ROLLBACK TO op; RELEASE op")
-            .and_then(|()| {
-                Ok(counters::bump(
-                    &Db::sqlite(conn),
-                    Counter::FenceRejections,
-                    1,
-                )?)
-            }),
+            .and_then(|()| count_rejection(conn)),
     };
     match (end, reply) {
         (Ok(()), reply) => Ok(reply),
         (Err(e), Some(reply)) => Err((reply, e)),
         (Err(e), None) => Err((Box::new(|_| {}), e)),
     }
+}
+
+/// Counts a write refused for a stale lease, as the SQLite loop's own statements fail: a
+/// busy or full database keeps its code, so `StoreError::from_batch` sorts it as before.
+fn count_rejection(conn: &Connection) -> rusqlite::Result<()> {
+    counters::bump(&Db::sqlite(conn), Counter::FenceRejections, 1).map_err(|e| {
+        let code = match e {
+            StoreError::Sqlite(e) => return e,
+            StoreError::Locked => rusqlite::ffi::SQLITE_BUSY,
+            StoreError::DiskFull => rusqlite::ffi::SQLITE_FULL,
+            _ => rusqlite::ffi::SQLITE_ERROR,
+        };
+        rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), Some(e.to_string()))
+    })
 }
 
 fn begin_immediate(conn: &Connection) -> Result<(), rusqlite::Error> {
