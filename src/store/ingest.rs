@@ -142,7 +142,7 @@ fn ingest(
     db: &Db<'_>,
     lease: &Lease,
     library_id: i64,
-    batch: IngestBatch,
+    batch: &IngestBatch,
     progress: &str,
     now: Millis,
 ) -> Result<BatchReport, StoreError> {
@@ -174,7 +174,7 @@ fn ingest(
         report.items.push(outcome);
     }
     files::mark_read_with_unknown(db, library_id, &batch.read_with)?;
-    for file_id in batch.reclaim {
+    for &file_id in &batch.reclaim {
         report.items.extend(reclaim(db, library_id, file_id)?);
     }
     scan_runs::count_reasons(db, lease.id, &counts)?;
@@ -463,7 +463,7 @@ impl Store {
         progress: &str,
     ) -> Result<BatchReport, StoreError> {
         let (lease, progress) = (lease.clone(), progress.to_string());
-        self.write(move |db, now| ingest(db, &lease, library_id, batch, &progress, now))
+        self.write(move |db, now| ingest(db, &lease, library_id, &batch, &progress, now))
     }
 
     /// `ingest_batch_counting` as one operation of the run's write group (`writer`): it
@@ -485,7 +485,7 @@ impl Store {
             lease.id,
             weight,
             move |db, now| scan_runs::fence_data(db, &sealed, library_id, None, now).map(|_| ()),
-            move |db, now| ingest(db, &lease, library_id, batch, &progress, now),
+            move |db, now| ingest(db, &lease, library_id, &batch, &progress, now),
         )
     }
 

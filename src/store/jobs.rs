@@ -577,7 +577,10 @@ impl Store {
             let job = claim(db, (&owner, &host), &kinds, (now, ttl))?;
             Ok(job.map(|job| {
                 let expires = now + ttl;
-                (job_lease(job.id, job.generation, owner, expires), job)
+                (
+                    job_lease(job.id, job.generation, owner.clone(), expires),
+                    job,
+                )
             }))
         })
     }

@@ -239,7 +239,7 @@ impl Store {
         identity: LibraryIdentity,
     ) -> Result<(), StoreError> {
         let host = self.host().to_string();
-        self.write(move |db, _| set_identity(db, &host, library_id, identity))
+        self.write(move |db, _| set_identity(db, &host, library_id, identity.clone()))
     }
 
     /// The recorded identity of a library's root on this host, for the circuit breaker.

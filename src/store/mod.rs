@@ -125,6 +125,18 @@ use std::sync::Arc;
 use std::time::Duration;
 use writer::Writer;
 
+/// How many times a write given up for another host's transaction (`Contended`) is tried
+/// before the caller is told: two hosts contend for one row at a time, and the loser of
+/// each round wins the next, so a handful covers what a household's hosts do at once.
+const CONTENDED_TRIES: u32 = 8;
+
+/// The pause before try `tries + 1`: up to 2^tries ms, at random (at most 128 ms).
+fn contended_pause(tries: u32) -> Duration {
+    let ceiling = 1u128 << tries.min(7);
+    let random = uuid::Uuid::new_v4().as_u128();
+    Duration::from_millis(u64::try_from(random % ceiling).unwrap_or(0) + 1)
+}
+
 /// A cap below the current size is raised to it by SQLite: the file may not grow.
 const CAP_SIZE: &str = "PRAGMA max_page_count = 1";
 /// SQLite's own upper bound.
@@ -388,22 +400,40 @@ impl Store {
     /// transaction; returns once the batch is committed (or the op failed and was rolled
     /// back). `op` receives the clock's `now` read inside the transaction: fences compare
     /// against the time the write happens, not the time it was asked for.
+    ///
+    /// On PostgreSQL a transaction another host's made impossible to serialize is given
+    /// up whole (`Contended`: nothing of it landed) and `op` runs again in a new one, up to
+    /// `CONTENDED_TRIES` times, each after a short random pause so that two hosts that
+    /// collided do not collide again in step. SQLite never answers `Contended`.
     fn write<T, F>(&self, op: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&db::Db<'_>, Millis) -> Result<T, StoreError> + Send + 'static,
+        F: Fn(&db::Db<'_>, Millis) -> Result<T, StoreError> + Send + Sync + 'static,
     {
-        let (clock, inner) = (self.inner.clock.clone(), self.inner.clone());
-        self.inner
-            .writer
-            .call(move |db| op(db, write_time(db, &clock, &inner.skew)?))
+        let op = Arc::new(op);
+        let mut tries = 1;
+        loop {
+            let (clock, inner, op) = (self.inner.clock.clone(), self.inner.clone(), op.clone());
+            let answer = self
+                .inner
+                .writer
+                .call(move |db| op(db, write_time(db, &clock, &inner.skew)?));
+            match answer {
+                Err(StoreError::Contended(why)) if tries < CONTENDED_TRIES => {
+                    tracing::debug!(tries, %why, "a write given up for another host's; again");
+                    std::thread::sleep(contended_pause(tries));
+                    tries += 1;
+                }
+                answer => return answer,
+            }
+        }
     }
 
     /// `write` on the SQLite connection itself (its pragmas, its plans; `Db::lite`).
     fn write_lite<T, F>(&self, op: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&rusqlite::Connection, Millis) -> Result<T, StoreError> + Send + 'static,
+        F: Fn(&rusqlite::Connection, Millis) -> Result<T, StoreError> + Send + Sync + 'static,
     {
         self.write(move |db, now| op(db.lite()?, now))
     }
@@ -492,7 +522,7 @@ impl Store {
             };
             Ok(Lease {
                 expires_at,
-                ..lease
+                ..lease.clone()
             })
         })
     }

@@ -61,7 +61,7 @@ impl Store {
         };
         let (lease, reason) = (lease.clone(), reason.map(str::to_string));
         self.write(move |db, now| {
-            let n = finish(db, &lease, (state, reason), None, now)?;
+            let n = finish(db, &lease, (state, reason.clone()), None, now)?;
             expect_one(&lease, n)
         })
     }

@@ -644,7 +644,7 @@ impl Store {
         let (owner, host) = (self.owner().to_string(), self.host().to_string());
         self.write(move |db, now| {
             let run = claim(db, (&owner, &host), (now, ttl))?;
-            Ok(run.map(|run| (run_lease(&run, owner, now + ttl), run)))
+            Ok(run.map(|run| (run_lease(&run, owner.clone(), now + ttl), run)))
         })
     }
 
@@ -668,7 +668,7 @@ impl Store {
         let (lease, error) = (lease.clone(), error.to_string());
         self.write(move |db, now| {
             let retry_at = |_: &ScanRun| now + super::PAUSED_RETRY;
-            fail_with_successor(db, &lease, error, retry_at, now)
+            fail_with_successor(db, &lease, error.clone(), retry_at, now)
         })
     }
 
@@ -683,7 +683,7 @@ impl Store {
         let policy = self.inner.policy.clone();
         self.write(move |db, now| {
             let retry_at = |run: &ScanRun| now + backoff(&policy, run.attempt - 1);
-            fail_with_successor(db, &lease, error, retry_at, now)
+            fail_with_successor(db, &lease, error.clone(), retry_at, now)
         })
     }
 
@@ -695,7 +695,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let lease = lease.clone();
         self.write(move |db, now| {
-            let n = end(db, &lease, (state, reason), now)?;
+            let n = end(db, &lease, (state, reason.clone()), now)?;
             expect_one(&lease, n)
         })
     }
