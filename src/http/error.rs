@@ -75,6 +75,7 @@ codes! {
     ShuttingDown = "shutting_down", SERVICE_UNAVAILABLE;
     MoveInterrupted = "move_interrupted", SERVICE_UNAVAILABLE;
     NoDetector = "no_detector", SERVICE_UNAVAILABLE;
+    DatabaseAway = "database_away", SERVICE_UNAVAILABLE;
     DiskFull = "disk_full", INSUFFICIENT_STORAGE;
 }
 
@@ -206,7 +207,10 @@ impl From<StoreError> for ApiError {
                 ApiError::new(Code::RateLimited, message).retry_after((retry_after_ms + 999) / 1000)
             }
             StoreError::LeaseLost { .. } => ApiError::new(Code::LeaseLost, message),
-            StoreError::Locked => ApiError::new(Code::Busy, message).retry_after(5),
+            StoreError::Locked | StoreError::Pool(_) | StoreError::Contended(_) => {
+                ApiError::new(Code::Busy, message).retry_after(5)
+            }
+            StoreError::Away(_) => ApiError::new(Code::DatabaseAway, message).retry_after(5),
             StoreError::DiskFull => ApiError::new(Code::DiskFull, message),
             StoreError::NewerSchema { .. } | StoreError::MigrationBlocked { .. } => {
                 ApiError::new(Code::Unavailable, message)
@@ -332,6 +336,22 @@ mod tests {
             "docs/api.md's error table lacks {undocumented:?} and lists {unknown:?}, which no \
              code is"
         );
+    }
+
+    /// Losing the PostgreSQL server passes (issue 30 item 3): the page is told the database
+    /// is away, with when to ask again, not that the server failed.
+    #[test]
+    fn a_database_away_answers_503_database_away_with_a_retry() {
+        let away: ApiError = StoreError::Away("connection refused".into()).into();
+        assert_eq!((away.code, away.retry_after), (Code::DatabaseAway, Some(5)));
+        assert_eq!(away.code.status().as_u16(), 503);
+        assert!(
+            away.message.contains("connection refused"),
+            "{}",
+            away.message
+        );
+        let contended: ApiError = StoreError::Contended("40001".into()).into();
+        assert_eq!(contended.code, Code::Busy);
     }
 
     #[test]

@@ -477,7 +477,7 @@ impl Store {
         match &self.inner.reads {
             Reads::Sqlite(pool) => op(&db::Db::sqlite(&*pool.get()?)),
             Reads::Postgres(pool, _) => {
-                let mut conn = pool.get()?;
+                let mut conn = pg::reader(pool)?;
                 let db = conn.db()?;
                 let out = op(&db)?;
                 db.commit()?;

@@ -151,12 +151,31 @@ impl r2d2::ManageConnection for Readers {
 
 pub(super) type PgPool = r2d2::Pool<Readers>;
 
+/// The read pool: a read waits for a connection as long as a write waits for a lock (not
+/// r2d2's 30 s), so that a page asking while the server is away hears so soon.
 pub(super) fn read_pool(server: &Server) -> Result<PgPool, StoreError> {
     Ok(r2d2::Pool::builder()
         .max_size(READERS)
         .min_idle(Some(0))
+        .connection_timeout(server.lock_timeout.max(Duration::from_secs(1)))
         .build(Readers(server.clone()))?)
 }
+
+/// A reader from the pool. r2d2 gives up with the last error of its tries to connect when
+/// it had one: then the server is away (`Away`, which passes), not the pool busy.
+pub(super) fn reader(pool: &PgPool) -> Result<r2d2::PooledConnection<Readers>, StoreError> {
+    pool.get().map_err(|e| {
+        let words = e.to_string();
+        if words.len() > BUSY_WORDS.len() && words.starts_with(BUSY_WORDS) {
+            StoreError::Away(words)
+        } else {
+            StoreError::Pool(e)
+        }
+    })
+}
+
+/// What r2d2 says when no connection was free in time; a cause follows when one failed.
+const BUSY_WORDS: &str = "timed out waiting for connection";
 
 /// A later migration's PostgreSQL half (the baseline covers everything up to
 /// `POSTGRES_BASELINE_VERSION`).

@@ -12,7 +12,8 @@
 // make twice; Activity says what is happening in words, keeps leases, schemes and attempts
 // behind Details, and lists the problems still open; many tiles are selected by their checks,
 // Shift-click and Esc, downloaded as one zip, trashed with one Undo, restored from the Trash
-// view, and a refused move says why. Screenshots of each step go to SHOTS.
+// view, and a refused move says why; the database away (issue 30) is said in one banner
+// until the server answers again. Screenshots of each step go to SHOTS.
 import { url, shots, launch } from "./launch.mjs";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -246,6 +247,7 @@ try {
   await shot("9b-duplicates-kept");
 
   await selectMany();
+  await databaseAway();
 
   assert.deepEqual(problems, [], "no script errors on the page");
   step("all checks passed");
@@ -361,4 +363,26 @@ async function selectMany() {
   await shot("15-selection-refused");
   await page.unroute("**/api/assets/trash");
   assert.equal(await trashedNow(`#/asset/${refused}`), false);
+}
+
+// Issue 30: the PostgreSQL server away. The page says so in one banner, kept until the
+// server's health answers again; both answers are the server's own, faked at the network.
+async function databaseAway() {
+  step("the database away: the page says so until the server answers again");
+  const before = problems.length;
+  const away = { status: 503, contentType: "application/json", headers: { "Retry-After": "5" },
+    body: JSON.stringify({ error: { code: "database_away",
+      message: "the database server is away (connection refused); the work waits until it is back" } }) };
+  await page.route("**/api/libraries", (route) => route.fulfill(away));
+  await page.route("**/healthz", (route) => route.fulfill(away));
+  await page.goto(url + "#/libraries");
+  const banner = page.locator("#database-away", { hasText: "The database server is away" });
+  await banner.waitFor({ state: "visible" });
+  await shot("16-database-away");
+  await page.unroute("**/api/libraries");
+  await page.unroute("**/healthz");
+  await banner.waitFor({ state: "hidden", timeout: 20000 });
+  // The browser logs each 503 it was answered; those were this step's own.
+  const added = problems.splice(before);
+  problems.push(...added.filter((p) => !/status of 503/.test(p)));
 }

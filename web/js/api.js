@@ -24,9 +24,29 @@ export async function api(method, path, body, extraHeaders = {}) {
     const err = new Error(msg);
     err.code = data && data.error ? data.error.code : String(res.status);
     err.status = res.status;
+    if (err.code === "database_away") databaseAway(msg);
     throw err;
   }
   return data;
+}
+
+// The PostgreSQL server away (a restart, the network): one banner, kept until the server's
+// health answers again, whatever the views asked meanwhile. Nothing is lost meanwhile.
+let awayWatch = null;
+function databaseAway(message) {
+  const b = $("#database-away");
+  b.textContent = "The database server is away. mediadex waits for it and loses nothing; "
+    + "this page carries on once it answers.";
+  b.title = message;
+  b.hidden = false;
+  if (awayWatch) return;
+  awayWatch = setInterval(async () => {
+    const back = await fetch("/healthz", { cache: "no-store" }).then((r) => r.ok, () => false);
+    if (!back) return;
+    clearInterval(awayWatch);
+    awayWatch = null;
+    b.hidden = true;
+  }, 3000);
 }
 
 // One form at a time: requests refused together all wait for the same answer.
