@@ -10,9 +10,20 @@
 //! turn) that nothing of a stopped engine lands; the woken engine's stale writes must then
 //! show as fence rejections.
 //!
+//! With `--database URL` every process shares one PostgreSQL index (issue 30), and
+//! `--hosts N --hosts-secs SECS` adds the phase of several hosts: N `serve` processes, each
+//! with a data dir and host id of its own and the library reached by a path of its own (a
+//! symlink), host 1's clock off by `--skew` (a faketime offset, e.g. `+300s`), under a stream
+//! of requests sent to any host, while one host at a time is SIGKILLed and started again or
+//! SIGSTOPped past the ttl, and the database server is restarted (`--pg-restart CMD`, a
+//! shell command) mid-work. The watcher's rules hold across hosts; afterwards fence
+//! rejections must have been counted, and the checks compare the shared index with a fresh
+//! SQLite index of the same files.
+//!
 //! `cargo run --release --example torture -- --bin PATH --library DIR --work DIR
-//!  [--seed S] [--kills N] [--two-engines SECS]`; `scripts/torture.sh` builds the library
-//! and runs it.
+//!  [--seed S] [--kills N] [--two-engines SECS] [--database URL --hosts N --hosts-secs SECS
+//!  --skew OFFSET --pg-restart CMD]`; `scripts/torture.sh` builds the library and runs it,
+//! `scripts/hosts-torture.sh` the hosts on a PostgreSQL of its own.
 //! Prints `torture: N kills, M violations, seed S` and exits 1 when M > 0. The same seed
 //! replays the same schedule (what the processes do in that time is up to the machine).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test, example or bench: a panic is the report
@@ -42,6 +53,15 @@ struct Args {
     kills: u32,
     /// Seconds of the two-engines phase (0: none).
     two_engines: u64,
+    /// The PostgreSQL index every process shares (`MEDIADEX_DATABASE_URL`), if any.
+    database: Option<String>,
+    /// How many hosts the hosts phase runs, and for how many seconds (0: none).
+    hosts: usize,
+    hosts_secs: u64,
+    /// Host 1's clock offset, for faketime (`+300s`).
+    skew: Option<String>,
+    /// A shell command that restarts the database server.
+    pg_restart: Option<String>,
 }
 
 fn args() -> anyhow::Result<Args> {
@@ -62,6 +82,11 @@ fn args() -> anyhow::Result<Args> {
         seed: map.get("--seed").map_or(Ok(1), |s| s.parse())?,
         kills: map.get("--kills").map_or(Ok(100), |s| s.parse())?,
         two_engines: map.get("--two-engines").map_or(Ok(0), |s| s.parse())?,
+        database: map.get("--database").cloned(),
+        hosts: map.get("--hosts").map_or(Ok(1), |s| s.parse())?,
+        hosts_secs: map.get("--hosts-secs").map_or(Ok(0), |s| s.parse())?,
+        skew: map.get("--skew").cloned(),
+        pg_restart: map.get("--pg-restart").cloned(),
     })
 }
 
@@ -77,16 +102,18 @@ fn main() -> anyhow::Result<()> {
     let args = args()?;
     std::fs::create_dir_all(&args.work)?;
     let violations: Violations = Arc::new(Mutex::new(Vec::new()));
+    let data = args.work.join("data");
     let mut t = Torture {
         args: &args,
-        data: args.work.join("data"),
+        data: data.clone(),
+        hosts: vec![Host { data, skew: None }],
         rng: ChaCha8Rng::seed_from_u64(args.seed),
         trashed: Vec::new(),
         assets: 1,
     };
     let library = args.library.to_string_lossy().into_owned();
     t.run(&t.data, &["library", "add", &library])?;
-    let watch = Watch::start(open(&t.data)?, violations.clone());
+    let watch = Watch::start(t.open()?, violations.clone());
     let (mut kills, mut lives) = (0, 0);
     while kills < args.kills {
         if lives > 0 {
@@ -97,6 +124,9 @@ fn main() -> anyhow::Result<()> {
     }
     if args.two_engines > 0 {
         t.two_engines(&watch, &violations)?;
+    }
+    if args.hosts > 1 && args.hosts_secs > 0 {
+        t.several_hosts(&watch, &violations)?;
     }
     t.quiet_life(&violations)?;
     watch.stop();
@@ -120,18 +150,28 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn open(data: &Path) -> anyhow::Result<Store> {
+/// The index of data dir `data`: its SQLite file, or the shared `database`.
+fn open_index(data: &Path, database: Option<&str>) -> anyhow::Result<Store> {
     let options = StoreOptions {
         owner: format!("torture:{}:check", std::process::id()),
+        database: database.map(str::to_string),
         ..StoreOptions::default()
     };
     let clock = Arc::new(mediadex::clock::SystemClock);
     Ok(Store::open(&data.join("mediadex.db"), clock, options)?)
 }
 
+/// A machine of the hosts phase: its data dir (and so its host id), and its clock's offset.
+struct Host {
+    data: PathBuf,
+    skew: Option<String>,
+}
+
 struct Torture<'a> {
     args: &'a Args,
     data: PathBuf,
+    /// The hosts requests go to: the first is `data`'s, the others only in the hosts phase.
+    hosts: Vec<Host>,
     rng: ChaCha8Rng,
     /// Assets a `trash` of this run left trashed (exit 0): what `restore` picks from.
     trashed: Vec<i64>,
@@ -144,6 +184,11 @@ impl Torture<'_> {
         self.spawn_with(data, args, &[])
     }
 
+    /// The shared index, as the checks read it.
+    fn open(&self) -> anyhow::Result<Store> {
+        open_index(&self.data, self.args.database.as_deref())
+    }
+
     fn spawn_with(
         &self,
         data: &Path,
@@ -154,7 +199,33 @@ impl Torture<'_> {
             .create(true)
             .append(true)
             .open(self.args.work.join("processes.log"))?;
-        Ok(Command::new(&self.args.bin)
+        // A host's clock is off by running its processes under faketime (the real clock
+        // calls, not a seam of ours); monotonic time stays true, as a wrong wall clock has.
+        let skew = self
+            .hosts
+            .iter()
+            .find(|h| h.data == data)
+            .and_then(|h| h.skew.clone());
+        let mut command = match &skew {
+            Some(offset) => {
+                let mut c = Command::new("faketime");
+                c.args(["-f", offset]).arg(&self.args.bin);
+                c.env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+                c
+            }
+            None => Command::new(&self.args.bin),
+        };
+        // The reference index is a SQLite file of its own, never the shared database.
+        let shared = self
+            .args
+            .database
+            .as_deref()
+            .filter(|_| !data.ends_with("reference"));
+        match shared {
+            Some(url) => command.env("MEDIADEX_DATABASE_URL", url),
+            None => command.env_remove("MEDIADEX_DATABASE_URL"),
+        };
+        Ok(command
             .arg("--data")
             .arg(data)
             .args(args)
@@ -190,7 +261,10 @@ impl Torture<'_> {
 
     /// One request of a life; answers the asset a `trash` names.
     fn request(&mut self) -> anyhow::Result<(Child, Option<i64>)> {
-        let data = self.data.clone();
+        let data = match self.hosts.len() {
+            1 => self.data.clone(),
+            n => self.hosts[self.rng.random_range(0..n)].data.clone(),
+        };
         Ok(match self.rng.random_range(0..7) {
             0 => (self.spawn(&data, &["scan", "--force"])?, None),
             1 => (self.spawn(&data, &["scan"])?, None),
@@ -206,12 +280,9 @@ impl Torture<'_> {
             }
             _ => {
                 if self.assets < 2 {
-                    self.assets = open(&data)?
-                        .assets(false)?
-                        .iter()
-                        .map(|a| a.id)
-                        .max()
-                        .unwrap_or(1);
+                    // The database may be restarting (the hosts phase): pick blind then.
+                    let assets = self.open().and_then(|s| Ok(s.assets(false)?));
+                    self.assets = assets.iter().flatten().map(|a| a.id).max().unwrap_or(1);
                 }
                 let id = 1 + self.rng.random_range(0..self.assets as u64) as i64;
                 (self.spawn(&data, &["trash", &id.to_string()])?, Some(id))
@@ -224,7 +295,7 @@ impl Torture<'_> {
     /// turn. The watcher checks that nothing of the stopped one lands; afterwards fence
     /// rejections must have been counted (the woken engine's stale writes were refused).
     fn two_engines(&mut self, watch: &Watch, violations: &Violations) -> anyhow::Result<()> {
-        let before = fence_rejections(&open(&self.data)?)?;
+        let before = fence_rejections(&self.open()?)?;
         let mut engines = [
             self.spawn_with(&self.data, &[], &[("MEDIADEX_BROWSER", "true")])?,
             self.spawn(&self.data, &["serve", "--bind", "127.0.0.1:0"])?,
@@ -255,7 +326,7 @@ impl Torture<'_> {
             signal(engine.id(), "TERM")?;
             engine.wait()?;
         }
-        let rejected = fence_rejections(&open(&self.data)?)? - before;
+        let rejected = fence_rejections(&self.open()?)? - before;
         let compared = watch.compared.load(Ordering::SeqCst);
         eprintln!(
             "torture: two engines, {pauses} pauses, {rejected} fence rejections, \
@@ -294,7 +365,7 @@ impl Torture<'_> {
     fn quiet_life(&self, violations: &Violations) -> anyhow::Result<()> {
         let mut service = self.spawn(&self.data, &["serve", "--bind", "127.0.0.1:0"])?;
         self.run(&self.data, &["scan", "--wait"])?;
-        let store = open(&self.data)?;
+        let store = self.open()?;
         let start = Instant::now();
         while let Some(busy) = busy(&store)? {
             if start.elapsed() > QUIET_LIMIT {
@@ -308,6 +379,131 @@ impl Torture<'_> {
         }
         signal(service.id(), "TERM")?;
         service.wait()?;
+        Ok(())
+    }
+}
+
+/// What the hosts phase did, for its line of figures.
+#[derive(Default)]
+struct HostEvents {
+    kills: u32,
+    pauses: u32,
+    restarts: u32,
+}
+
+impl Torture<'_> {
+    /// The hosts phase (see the header): returns once its time is up and every host has
+    /// stopped gracefully; a host's service found dead then is a violation.
+    fn several_hosts(&mut self, watch: &Watch, violations: &Violations) -> anyhow::Result<()> {
+        let before = fence_rejections(&self.open()?)?;
+        self.add_hosts()?;
+        let mut services = (0..self.hosts.len())
+            .map(|host| self.serve(host))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let end = Instant::now() + Duration::from_secs(self.args.hosts_secs);
+        let (mut tally, mut next) = (HostEvents::default(), Instant::now());
+        while Instant::now() < end {
+            if Instant::now() >= next {
+                self.host_event(&mut services, watch, &mut tally)?;
+                next =
+                    Instant::now() + Duration::from_millis(1_000 + self.rng.random_range(0..2_000));
+            }
+            self.one_request(10)?;
+        }
+        for (host, service) in services.iter_mut().enumerate() {
+            if let Some(status) = service.try_wait()? {
+                violation(
+                    violations,
+                    format!("host {host}'s service ended by itself: {status}"),
+                );
+                continue;
+            }
+            signal(service.id(), "TERM")?;
+            service.wait()?;
+        }
+        self.hosts.truncate(1);
+        let rejected = fence_rejections(&self.open()?)? - before;
+        eprintln!(
+            "torture: {} hosts, {} kills, {} pauses past the ttl, {} database restarts, \
+             {rejected} fence rejections",
+            services.len(),
+            tally.kills,
+            tally.pauses,
+            tally.restarts
+        );
+        if rejected == 0 {
+            violation(
+                violations,
+                "several hosts and no fence rejection".to_string(),
+            );
+        }
+        Ok(())
+    }
+
+    /// Hosts 1.. with data dirs (and host ids) of their own, each seeing the library through
+    /// a symlink of its own; host 1's clock is off by `--skew`.
+    fn add_hosts(&mut self) -> anyhow::Result<()> {
+        for host in 1..self.args.hosts {
+            let data = self.args.work.join(format!("data-host{host}"));
+            let view = self.args.work.join(format!("view-host{host}"));
+            if !view.exists() {
+                std::os::unix::fs::symlink(&self.args.library, &view)?;
+            }
+            let skew = self.args.skew.clone().filter(|_| host == 1);
+            self.hosts.push(Host {
+                data: data.clone(),
+                skew,
+            });
+            self.run(&data, &["library", "add", &view.to_string_lossy()])?;
+        }
+        Ok(())
+    }
+
+    fn serve(&self, host: usize) -> anyhow::Result<Child> {
+        let data = self.hosts[host].data.clone();
+        self.spawn(&data, &["serve", "--bind", "127.0.0.1:0"])
+    }
+
+    /// One seeded event: a host SIGKILLed and started again, a host SIGSTOPped past the ttl
+    /// while requests go on (the watcher checks nothing of it lands), or the database server
+    /// restarted under everyone.
+    fn host_event(
+        &mut self,
+        services: &mut [Child],
+        watch: &Watch,
+        tally: &mut HostEvents,
+    ) -> anyhow::Result<()> {
+        let host = self.rng.random_range(0..services.len());
+        match self.rng.random_range(0..3) {
+            0 => {
+                services[host].kill()?;
+                services[host].wait()?;
+                services[host] = self.serve(host)?;
+                tally.kills += 1;
+            }
+            1 => {
+                let pid = services[host].id();
+                signal(pid, "STOP")?;
+                watch.pause(Some(pid));
+                let ttl = Duration::from_millis(TTL_MS.parse()?);
+                let until = Instant::now()
+                    + ttl
+                    + Duration::from_millis(300 + self.rng.random_range(0..700));
+                while Instant::now() < until {
+                    self.one_request(0)?;
+                }
+                watch.pause(None);
+                signal(pid, "CONT")?;
+                tally.pauses += 1;
+            }
+            _ => {
+                if let Some(restart) = &self.args.pg_restart {
+                    let status = Command::new("sh").args(["-c", restart]).status()?;
+                    anyhow::ensure!(status.success(), "the database restart failed: {status}");
+                    tally.restarts += 1;
+                }
+            }
+        }
         Ok(())
     }
 }
@@ -567,7 +763,7 @@ fn mutate(root: &Path, rng: &mut ChaCha8Rng) -> anyhow::Result<()> {
 /// The checks after the quiet life, against the disk and the reference index.
 fn check(t: &Torture, violations: &Violations) -> anyhow::Result<()> {
     let v = |what: String| violation(violations, what);
-    let store = open(&t.data)?;
+    let store = t.open()?;
     for problem in store.integrity_check()? {
         v(format!("integrity_check: {problem}"));
     }
@@ -575,7 +771,7 @@ fn check(t: &Torture, violations: &Violations) -> anyhow::Result<()> {
     let library = t.args.library.to_string_lossy().into_owned();
     t.run(&reference, &["library", "add", &library])?;
     t.run(&reference, &["scan", "--wait"])?;
-    let reference = open(&reference)?;
+    let reference = open_index(&reference, None)?;
     let (got, want) = (by_path(&store)?, by_path(&reference)?);
     compare(&got, &want, &t.args.library, &v)?;
     check_live_files(&store, &t.args.library, &v)?;
