@@ -13,7 +13,8 @@
 //! With `--database URL` every process shares one PostgreSQL index (issue 30), and
 //! `--hosts N --hosts-secs SECS` adds the phase of several hosts: N `serve` processes, each
 //! with a data dir and host id of its own and the library reached by a path of its own (a
-//! symlink), host 1's clock off by `--skew` (a faketime offset, e.g. `+300s`), under a stream
+//! symlink), host 1's clock off by `--skew` (a libfaketime offset, e.g. `+300s`, with the
+//! library `--faketime-lib` preloaded), under a stream
 //! of requests sent to any host, while one host at a time is SIGKILLed and started again or
 //! SIGSTOPped past the ttl, and the database server is restarted (`--pg-restart CMD`, a
 //! shell command) mid-work. The watcher's rules hold across hosts; afterwards fence
@@ -22,7 +23,7 @@
 //!
 //! `cargo run --release --example torture -- --bin PATH --library DIR --work DIR
 //!  [--seed S] [--kills N] [--two-engines SECS] [--database URL --hosts N --hosts-secs SECS
-//!  --skew OFFSET --pg-restart CMD]`; `scripts/torture.sh` builds the library and runs it,
+//!  --skew OFFSET --faketime-lib PATH --pg-restart CMD]`; `scripts/torture.sh` builds the library and runs it,
 //! `scripts/hosts-torture.sh` the hosts on a PostgreSQL of its own.
 //! Prints `torture: N kills, M violations, seed S` and exits 1 when M > 0. The same seed
 //! replays the same schedule (what the processes do in that time is up to the machine).
@@ -58,8 +59,9 @@ struct Args {
     /// How many hosts the hosts phase runs, and for how many seconds (0: none).
     hosts: usize,
     hosts_secs: u64,
-    /// Host 1's clock offset, for faketime (`+300s`).
+    /// Host 1's clock offset, for libfaketime (`+300s`), and the library to preload.
     skew: Option<String>,
+    faketime_lib: Option<String>,
     /// A shell command that restarts the database server.
     pg_restart: Option<String>,
 }
@@ -86,6 +88,7 @@ fn args() -> anyhow::Result<Args> {
         hosts: map.get("--hosts").map_or(Ok(1), |s| s.parse())?,
         hosts_secs: map.get("--hosts-secs").map_or(Ok(0), |s| s.parse())?,
         skew: map.get("--skew").cloned(),
+        faketime_lib: map.get("--faketime-lib").cloned(),
         pg_restart: map.get("--pg-restart").cloned(),
     })
 }
@@ -199,22 +202,20 @@ impl Torture<'_> {
             .create(true)
             .append(true)
             .open(self.args.work.join("processes.log"))?;
-        // A host's clock is off by running its processes under faketime (the real clock
-        // calls, not a seam of ours); monotonic time stays true, as a wrong wall clock has.
+        // A host's clock is off by libfaketime preloaded into its processes (the real clock
+        // calls, not a seam of ours; preloaded, not the `faketime` wrapper, which forks, so
+        // that the pid signalled is the process's); monotonic time stays true, as a wrong
+        // wall clock has.
         let skew = self
             .hosts
             .iter()
             .find(|h| h.data == data)
             .and_then(|h| h.skew.clone());
-        let mut command = match &skew {
-            Some(offset) => {
-                let mut c = Command::new("faketime");
-                c.args(["-f", offset]).arg(&self.args.bin);
-                c.env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
-                c
-            }
-            None => Command::new(&self.args.bin),
-        };
+        let mut command = Command::new(&self.args.bin);
+        if let (Some(offset), Some(lib)) = (&skew, &self.args.faketime_lib) {
+            command.env("LD_PRELOAD", lib).env("FAKETIME", offset);
+            command.env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+        }
         // The reference index is a SQLite file of its own, never the shared database.
         let shared = self
             .args

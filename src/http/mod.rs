@@ -107,6 +107,16 @@ impl AppState {
     }
 }
 
+/// Runs `f`, which calls the store, from code on the runtime that must have its answer
+/// before it goes on (the start): on a thread of its own, outside the runtime, where a
+/// blocking database client may block (PostgreSQL's refuses to run inside a runtime).
+pub(crate) fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|s| match s.spawn(f).join() {
+        Ok(answer) => answer,
+        Err(panic) => std::panic::resume_unwind(panic),
+    })
+}
+
 /// Runs `f` on the blocking pool (every store call blocks).
 pub(crate) async fn blocking<T, F>(f: F) -> Result<T, ApiError>
 where

@@ -76,10 +76,12 @@ impl Events {
         shutdown: watch::Receiver<bool>,
     ) -> Result<Events, crate::store::StoreError> {
         let (tx, _) = broadcast::channel(1024);
-        let seen = Baseline {
-            runs: snapshot(&store.scan_runs(None, WINDOW)?),
-            walks: walk_marks(&store, &walks)?,
-        };
+        let seen = super::off_runtime(|| -> Result<Baseline, crate::store::StoreError> {
+            Ok(Baseline {
+                runs: snapshot(&store.scan_runs(None, WINDOW)?),
+                walks: walk_marks(&store, &walks)?,
+            })
+        })?;
         let events = Events { tx, shutdown };
         tokio::spawn(poll(store, every, walks, seen, events.clone()));
         Ok(events)

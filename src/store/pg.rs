@@ -149,21 +149,39 @@ impl r2d2::ManageConnection for Readers {
     }
 }
 
-pub(super) type PgPool = r2d2::Pool<Readers>;
+/// The read pool. Its connections are closed off any tokio runtime: the synchronous
+/// client closes by blocking on a runtime of its own, which panics inside another, and the
+/// last handle of a store may be dropped by an async task (the event poller at a stop).
+pub(super) struct PgPool(Option<r2d2::Pool<Readers>>);
+
+impl Drop for PgPool {
+    fn drop(&mut self) {
+        let Some(pool) = self.0.take() else { return };
+        if tokio::runtime::Handle::try_current().is_ok() {
+            std::thread::scope(|s| {
+                s.spawn(move || drop(pool));
+            });
+        }
+    }
+}
 
 /// The read pool: a read waits for a connection as long as a write waits for a lock (not
 /// r2d2's 30 s), so that a page asking while the server is away hears so soon.
 pub(super) fn read_pool(server: &Server) -> Result<PgPool, StoreError> {
-    Ok(r2d2::Pool::builder()
+    let pool = r2d2::Pool::builder()
         .max_size(READERS)
         .min_idle(Some(0))
         .connection_timeout(server.lock_timeout.max(Duration::from_secs(1)))
-        .build(Readers(server.clone()))?)
+        .build(Readers(server.clone()))?;
+    Ok(PgPool(Some(pool)))
 }
 
 /// A reader from the pool. r2d2 gives up with the last error of its tries to connect when
 /// it had one: then the server is away (`Away`, which passes), not the pool busy.
 pub(super) fn reader(pool: &PgPool) -> Result<r2d2::PooledConnection<Readers>, StoreError> {
+    let Some(pool) = &pool.0 else {
+        return Err(StoreError::WriterGone);
+    };
     pool.get().map_err(|e| {
         let words = e.to_string();
         if words.len() > BUSY_WORDS.len() && words.starts_with(BUSY_WORDS) {

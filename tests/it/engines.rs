@@ -232,3 +232,25 @@ fn a_write_given_up_for_another_hosts_update_runs_again_and_lands() {
         .get(0);
     assert_eq!(state, "cancelled");
 }
+
+/// The last handle of a store on PostgreSQL may be dropped by an async task (the event
+/// poller when the server stops): its read connections are closed off the runtime, where
+/// the synchronous client may block, instead of panicking in a destructor.
+#[test]
+#[ignore = "needs PostgreSQL: MEDIADEX_TEST_PG_URL (scripts/pg-tier.sh)"]
+fn the_last_handle_of_a_store_dropped_on_a_runtime_closes_it_without_a_panic() {
+    let pg = PgSchema::new();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = StoreOptions {
+        database: Some(pg.url.clone()),
+        ..support::options()
+    };
+    let clock = mediadex::clock::FakeClock::new(support::T0);
+    let store = Store::open(&dir.path().join("m.db"), clock, options).expect("open");
+    // A read leaves a connection idle in the pool, to be closed at the drop.
+    assert!(store.job_counts().expect("a read").is_empty());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async move { drop(store) });
+}
