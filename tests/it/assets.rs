@@ -862,18 +862,18 @@ const DAY: i64 = 86_400_000;
 /// Trashes `assets` behind the scan's back, as the half-finished trash moves of older
 /// versions left some assets: trashed while one of their files is still present.
 fn trash_behind_the_scans_back(env: &Env, assets: &[i64]) {
-    let mut db = rusqlite::Connection::open(env.dir.path().join("mediadex.db")).unwrap();
-    let tx = db.transaction().unwrap();
+    let mut db = env.sql();
+    db.batch("BEGIN").unwrap();
     for &asset in assets {
-        let changed = tx
+        let changed = db
             .execute(
                 "UPDATE assets SET trashed_at = ?2, trash_reason = 'user' WHERE id = ?1",
-                (asset, env.store.now()),
+                &[asset.into(), env.store.now().into()],
             )
             .unwrap();
         assert_eq!(changed, 1);
     }
-    tx.commit().unwrap();
+    db.batch("COMMIT").unwrap();
 }
 
 #[test]
@@ -1022,13 +1022,13 @@ fn the_sweep_keeps_a_thumbnail_that_another_owners_asset_of_the_same_bytes_shows
         .finish_full_scan(&lease, lib, ScanEnd::breaker(1.0, true))
         .unwrap();
     let asset = report.items[0].asset_id.unwrap();
-    let db = rusqlite::Connection::open(env.dir.path().join("mediadex.db")).unwrap();
-    db.execute(
-        "INSERT INTO assets (owner, checksum, size, created_at)
-         SELECT 'household', checksum, size, created_at FROM assets WHERE id = ?1",
-        [asset],
-    )
-    .unwrap();
+    (env.sql())
+        .execute(
+            "INSERT INTO assets (owner, checksum, size, created_at)
+             SELECT 'household', checksum, size, created_at FROM assets WHERE id = ?1",
+            &[asset.into()],
+        )
+        .unwrap();
     let thumbs = Thumbs::with_ffmpeg(&env.dir.path().join("data"), None);
     let cached = thumbs.cache_path(&hex(&[3; 32]));
     std::fs::create_dir_all(cached.parent().unwrap()).unwrap();
@@ -1072,6 +1072,9 @@ fn grouped(
 
 #[test]
 fn a_runs_batches_commit_together_at_the_group_bound_and_each_lands_whole() {
+    support::sqlite_only(
+        "assets::a_runs_batches_commit_together_at_the_group_bound_and_each_lands_whole",
+    );
     let env = grouped_env(4);
     let lib = env.library("photos");
     let lease = start_scan(&env, lib, "");
@@ -1098,6 +1101,9 @@ fn a_runs_batches_commit_together_at_the_group_bound_and_each_lands_whole() {
 
 #[test]
 fn a_group_whose_lease_expired_before_its_commit_lands_none_of_its_batches() {
+    support::sqlite_only(
+        "assets::a_group_whose_lease_expired_before_its_commit_lands_none_of_its_batches",
+    );
     let env = grouped_env(1_000);
     let lib = env.library("photos");
     let lease = start_scan(&env, lib, "");
@@ -1115,6 +1121,7 @@ fn a_group_whose_lease_expired_before_its_commit_lands_none_of_its_batches() {
 
 #[test]
 fn a_stale_batch_takes_its_groups_earlier_batches_back_with_it() {
+    support::sqlite_only("assets::a_stale_batch_takes_its_groups_earlier_batches_back_with_it");
     let env = grouped_env(1_000);
     let lib = env.library("photos");
     let lease = start_scan(&env, lib, "");

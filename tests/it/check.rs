@@ -15,7 +15,6 @@ use mediadex::store::Store;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use support::{Env, TTL, env, photo, scan_now};
-use tower::ServiceExt;
 
 struct Lib {
     id: i64,
@@ -190,8 +189,11 @@ fn a_pending_asset_whose_run_no_longer_exists_is_found_as_stranded() {
     let lib = library(&env, "photos", &[("a.png", 10)]);
     let a = lib.asset(&env.store, "a.png");
     // What a removed library's run or a pruned run leaves behind (defect 2).
-    env.raw()
-        .execute("UPDATE assets SET pending_run = 9999 WHERE id = ?1", [a])
+    (env.sql())
+        .execute(
+            "UPDATE assets SET pending_run = 9999 WHERE id = ?1",
+            &[a.into()],
+        )
         .expect("plant");
     let found = check(&env);
     let stranded = of_kind(&found, FindingKind::Stranded);
@@ -363,8 +365,11 @@ fn repair_publishes_a_stranded_asset() {
     let env = env();
     let lib = library(&env, "photos", &[("a.png", 10), ("b.png", 20)]);
     let a = lib.asset(&env.store, "a.png");
-    env.raw()
-        .execute("UPDATE assets SET pending_run = 9999 WHERE id = ?1", [a])
+    (env.sql())
+        .execute(
+            "UPDATE assets SET pending_run = 9999 WHERE id = ?1",
+            &[a.into()],
+        )
         .expect("plant");
     assert_eq!(env.store.assets(false).expect("live").len(), 1);
     let repaired = ops::check::repair(&services(&env)).expect("repair");
@@ -433,7 +438,7 @@ fn check_json_in_the_cli_names_each_finding_with_its_kind_words_and_path() {
     let env = env();
     let lib = library(&env, "photos", &[("a.png", 10)]);
     photo(&lib.root.join(".mediadex-trash/7/x.png"), 50);
-    let out = support::cli_json(env.dir.path(), &["check", "--json"]);
+    let out = env.cli_json(&["check", "--json"]);
     let findings = out["findings"].as_array().expect("findings");
     assert_eq!(findings.len(), 1, "{out}");
     assert_eq!(findings[0]["kind"], "trash_unexplained");
@@ -448,11 +453,11 @@ fn check_json_in_the_cli_names_each_finding_with_its_kind_words_and_path() {
     );
     assert_eq!(out["libraries"], 1);
 
-    let out = support::cli_json(env.dir.path(), &["check", "--repair", "--json"]);
+    let out = env.cli_json(&["check", "--repair", "--json"]);
     assert_eq!(out["found"].as_array().expect("found").len(), 1, "{out}");
     let done = out["done"].as_array().expect("done");
     assert!(done.iter().any(|d| d["kind"] == "adopted"), "{out}");
-    let again = support::cli_json(env.dir.path(), &["check", "--json"]);
+    let again = env.cli_json(&["check", "--json"]);
     assert_eq!(again["findings"], serde_json::json!([]), "{again}");
 }
 
@@ -460,24 +465,12 @@ fn check_json_in_the_cli_names_each_finding_with_its_kind_words_and_path() {
 fn check_in_words_says_what_disagrees_and_that_all_is_well() {
     let env = env();
     let lib = library(&env, "photos", &[("a.png", 10)]);
-    let ok = assert_cmd::cargo::cargo_bin_cmd!("mediadex")
-        .env_remove("MEDIADEX_DATA")
-        .arg("--data")
-        .arg(env.dir.path())
-        .arg("check")
-        .output()
-        .expect("run");
+    let ok = (env.cli()).arg("check").output().expect("run");
     assert!(ok.status.success());
     let text = String::from_utf8_lossy(&ok.stdout);
     assert!(text.contains("the index agrees with the disk"), "{text}");
     std::fs::remove_file(lib.root.join("a.png")).expect("rm");
-    let out = assert_cmd::cargo::cargo_bin_cmd!("mediadex")
-        .env_remove("MEDIADEX_DATA")
-        .arg("--data")
-        .arg(env.dir.path())
-        .arg("check")
-        .output()
-        .expect("run");
+    let out = (env.cli()).arg("check").output().expect("run");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("a.png is missing"), "{text}");
     assert!(text.contains("mediadex check --repair"), "{text}");
@@ -495,55 +488,54 @@ fn request(method: Method, uri: &str, page: bool) -> Request<Body> {
     b.body(Body::empty()).expect("request")
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn the_api_checks_and_repairs_and_a_repair_needs_the_page_or_the_token() {
-    let env = env();
-    let lib = library(&env, "photos", &[("a.png", 10)]);
-    photo(&lib.root.join(".mediadex-trash/7/x.png"), 50);
-    let (_stop, stop_rx) = tokio::sync::watch::channel(false);
-    let security = mediadex::http::Security::for_bind(
-        "127.0.0.1:7468".parse().expect("addr"),
-        Some("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef".into()),
-        false,
-    );
-    let config = mediadex::http::HttpConfig {
-        security,
-        thumbs: mediadex::thumbs::Thumbs::with_ffmpeg(env.dir.path(), None),
-        event_poll: std::time::Duration::from_millis(10),
-        ops: Services {
-            without_workers: false,
-            ..services(&env)
-        },
-    };
-    let state = mediadex::http::AppState::start(config, stop_rx).expect("state");
-    let router = mediadex::http::router(state);
-    let send = |r: Request<Body>| {
-        let router = router.clone();
-        async move {
-            let response = router.oneshot(r).await.expect("infallible");
-            let status = response.status();
-            let body = axum::body::to_bytes(response.into_body(), 1 << 20)
-                .await
-                .expect("body");
-            let json: serde_json::Value = serde_json::from_slice(&body).expect("json");
-            (status, json)
-        }
-    };
-    let (status, found) = send(request(Method::GET, "/api/check", false)).await;
-    assert_eq!(status, StatusCode::OK, "{found}");
-    assert_eq!(found["findings"][0]["kind"], "trash_unexplained", "{found}");
-    assert_eq!(found["findings"][0]["path"], ".mediadex-trash/7/x.png");
+#[test]
+fn the_api_checks_and_repairs_and_a_repair_needs_the_page_or_the_token() {
+    support::block_on(async {
+        let env = env();
+        let lib = library(&env, "photos", &[("a.png", 10)]);
+        photo(&lib.root.join(".mediadex-trash/7/x.png"), 50);
+        let (_stop, stop_rx) = support::Stop::channel();
+        let security = mediadex::http::Security::for_bind(
+            "127.0.0.1:7468".parse().expect("addr"),
+            Some("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef".into()),
+            false,
+        );
+        let config = mediadex::http::HttpConfig {
+            security,
+            thumbs: mediadex::thumbs::Thumbs::with_ffmpeg(env.dir.path(), None),
+            event_poll: std::time::Duration::from_millis(10),
+            ops: Services {
+                without_workers: false,
+                ..services(&env)
+            },
+        };
+        let state = support::app_state(config, stop_rx);
+        let router = mediadex::http::router(state);
+        let send = |r: Request<Body>| {
+            let router = router.clone();
+            async move {
+                let (parts, body) = support::respond(&router, r, 1 << 20).await;
+                let status = parts.status;
+                let json: serde_json::Value = serde_json::from_slice(&body).expect("json");
+                (status, json)
+            }
+        };
+        let (status, found) = send(request(Method::GET, "/api/check", false)).await;
+        assert_eq!(status, StatusCode::OK, "{found}");
+        assert_eq!(found["findings"][0]["kind"], "trash_unexplained", "{found}");
+        assert_eq!(found["findings"][0]["path"], ".mediadex-trash/7/x.png");
 
-    let (status, refused) = send(request(Method::POST, "/api/check/repair", false)).await;
-    assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
-    assert!(env.store.assets(true).expect("trash").is_empty());
+        let (status, refused) = send(request(Method::POST, "/api/check/repair", false)).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
+        assert!(env.store.assets(true).expect("trash").is_empty());
 
-    let (status, repaired) = send(request(Method::POST, "/api/check/repair", true)).await;
-    assert_eq!(status, StatusCode::OK, "{repaired}");
-    assert_eq!(repaired["done"][0]["kind"], "adopted", "{repaired}");
-    assert_eq!(env.store.assets(true).expect("trash").len(), 1);
-    let (_, again) = send(request(Method::GET, "/api/check", false)).await;
-    assert_eq!(again["findings"], serde_json::json!([]), "{again}");
+        let (status, repaired) = send(request(Method::POST, "/api/check/repair", true)).await;
+        assert_eq!(status, StatusCode::OK, "{repaired}");
+        assert_eq!(repaired["done"][0]["kind"], "adopted", "{repaired}");
+        assert_eq!(env.store.assets(true).expect("trash").len(), 1);
+        let (_, again) = send(request(Method::GET, "/api/check", false)).await;
+        assert_eq!(again["findings"], serde_json::json!([]), "{again}");
+    })
 }
 
 /// A trash folder of the old layout (`<asset id>/<path>`, from before a trash folder was a
@@ -604,68 +596,67 @@ fn moves_after_an_adoption_are_numbered_above_the_move_its_folder_names() {
 /// first full scan; `check --repair` adopts the same way) gets a new id, so its trash
 /// folder is not named by it: the page shows its real thumbnail and original all the same,
 /// read where the journal says the file is (not a placeholder from a path guessed by id).
-#[tokio::test(flavor = "multi_thread")]
-async fn a_photo_adopted_from_a_trash_folder_shows_its_real_thumbnail_and_original() {
-    let env = env();
-    let lib = library(&env, "photos", &[("holidays/a.png", 10), ("b.png", 20)]);
-    let old = lib.asset(&env.store, "holidays/a.png");
-    mediadex::trash::trash(&env.store, old).expect("trash");
-    let moved = env.store.check_trashed_files_of(old).expect("journal");
-    let in_trash = lib
-        .root
-        .join(String::from_utf8_lossy(&moved[0].to_path).as_ref());
-    let bytes = std::fs::read(&in_trash).expect("the trashed file");
-    // Photos added since: the fresh index gives them the low ids.
-    for (i, shade) in [(1, 30), (2, 40), (3, 50)] {
-        photo(&lib.root.join(format!("new{i}.png")), shade);
-    }
-    // The fresh index's first full scan indexes them first, then adopts the trash folder.
-    let (env, lib_id) = fresh_index(env, "photos", &lib.root);
-    scan_now(&env, lib_id, "");
-    let trash = env.store.assets(true).expect("trash");
-    assert_eq!(trash.len(), 1, "adopted: {trash:?}");
-    let adopted = trash[0].id;
-    assert_ne!(adopted, old, "the adopted photo has a new id");
-
-    let (_stop, stop_rx) = tokio::sync::watch::channel(false);
-    let config = mediadex::http::HttpConfig {
-        security: mediadex::http::Security::for_bind(
-            "127.0.0.1:7468".parse().expect("addr"),
-            None,
-            false,
-        ),
-        thumbs: mediadex::thumbs::Thumbs::with_ffmpeg(env.dir.path(), None),
-        event_poll: std::time::Duration::from_millis(10),
-        ops: services(&env),
-    };
-    let state = mediadex::http::AppState::start(config, stop_rx).expect("state");
-    let router = mediadex::http::router(state);
-    let get = |uri: String| {
-        let router = router.clone();
-        async move {
-            let response =
-                (router.oneshot(request(Method::GET, &uri, false)).await).expect("infallible");
-            let (status, headers) = (response.status(), response.headers().clone());
-            let body = axum::body::to_bytes(response.into_body(), 1 << 24)
-                .await
-                .expect("body");
-            (status, headers, body)
+#[test]
+fn a_photo_adopted_from_a_trash_folder_shows_its_real_thumbnail_and_original() {
+    support::block_on(async {
+        let env = env();
+        let lib = library(&env, "photos", &[("holidays/a.png", 10), ("b.png", 20)]);
+        let old = lib.asset(&env.store, "holidays/a.png");
+        mediadex::trash::trash(&env.store, old).expect("trash");
+        let moved = env.store.check_trashed_files_of(old).expect("journal");
+        let in_trash = lib
+            .root
+            .join(String::from_utf8_lossy(&moved[0].to_path).as_ref());
+        let bytes = std::fs::read(&in_trash).expect("the trashed file");
+        // Photos added since: the fresh index gives them the low ids.
+        for (i, shade) in [(1, 30), (2, 40), (3, 50)] {
+            photo(&lib.root.join(format!("new{i}.png")), shade);
         }
-    };
-    let (status, headers, _) = get(format!("/api/assets/{adopted}/thumbnail")).await;
-    assert_eq!(status, StatusCode::OK);
-    let cache = headers.get("cache-control").expect("cache-control");
-    assert!(
-        cache.to_str().expect("text").contains("immutable"),
-        "a placeholder, not its thumbnail: {cache:?}"
-    );
-    let (status, _, body) = get(format!("/api/assets/{adopted}/original")).await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(
-        body.as_ref(),
-        &bytes[..],
-        "its original is the trashed file"
-    );
+        // The fresh index's first full scan indexes them first, then adopts the trash folder.
+        let (env, lib_id) = fresh_index(env, "photos", &lib.root);
+        scan_now(&env, lib_id, "");
+        let trash = env.store.assets(true).expect("trash");
+        assert_eq!(trash.len(), 1, "adopted: {trash:?}");
+        let adopted = trash[0].id;
+        assert_ne!(adopted, old, "the adopted photo has a new id");
+
+        let (_stop, stop_rx) = support::Stop::channel();
+        let config = mediadex::http::HttpConfig {
+            security: mediadex::http::Security::for_bind(
+                "127.0.0.1:7468".parse().expect("addr"),
+                None,
+                false,
+            ),
+            thumbs: mediadex::thumbs::Thumbs::with_ffmpeg(env.dir.path(), None),
+            event_poll: std::time::Duration::from_millis(10),
+            ops: services(&env),
+        };
+        let state = support::app_state(config, stop_rx);
+        let router = mediadex::http::router(state);
+        let get = |uri: String| {
+            let router = router.clone();
+            async move {
+                let (parts, body) =
+                    support::respond(&router, request(Method::GET, &uri, false), 1 << 24).await;
+                let (status, headers) = (parts.status, parts.headers);
+                (status, headers, body)
+            }
+        };
+        let (status, headers, _) = get(format!("/api/assets/{adopted}/thumbnail")).await;
+        assert_eq!(status, StatusCode::OK);
+        let cache = headers.get("cache-control").expect("cache-control");
+        assert!(
+            cache.to_str().expect("text").contains("immutable"),
+            "a placeholder, not its thumbnail: {cache:?}"
+        );
+        let (status, _, body) = get(format!("/api/assets/{adopted}/original")).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(
+            body.as_ref(),
+            &bytes[..],
+            "its original is the trashed file"
+        );
+    })
 }
 
 #[test]
@@ -675,10 +666,10 @@ fn a_live_photo_whose_file_sits_in_the_trash_folder_says_where_it_is() {
     let a = lib.asset(&env.store, "a.png");
     mediadex::trash::trash(&env.store, a).expect("trash");
     // A restore that reported success and moved nothing (defect 3) leaves this behind.
-    env.raw()
+    (env.sql())
         .execute(
             "UPDATE assets SET trashed_at = NULL, trash_reason = NULL WHERE id = ?1",
-            [a],
+            &[a.into()],
         )
         .expect("plant");
     let found = check(&env);
@@ -805,7 +796,7 @@ fn a_trash_folder_file_whose_name_is_not_text_is_adopted_and_restored_byte_exact
     let stray = support::join_bytes(&lib.root, b".mediadex-trash/7/caf\xe9.png");
     photo(&stray, 60);
     let content = support::digest(&stray);
-    let out = support::cli_json(env.dir.path(), &["check", "--json"]);
+    let out = env.cli_json(&["check", "--json"]);
     let finding = &out["findings"][0];
     assert_eq!(
         support::json_path_bytes(&finding["path"], &finding["path_bytes"]),

@@ -45,15 +45,7 @@ fn video_length(tags: &Map<String, Value>) -> Option<u64> {
 
 /// Every asset of the index, the clips the asset list leaves out too.
 fn every_asset(env: &support::Env) -> Vec<Asset> {
-    let raw = env.raw();
-    let mut stmt = raw
-        .prepare("SELECT id FROM assets ORDER BY id")
-        .expect("prepare");
-    let ids: Vec<i64> = stmt
-        .query_map([], |r| r.get(0))
-        .expect("ids")
-        .collect::<Result<_, _>>()
-        .expect("ids");
+    let ids = env.sql().ints("SELECT id FROM assets ORDER BY id", &[]);
     ids.into_iter()
         .map(|id| env.store.asset(id).expect("asset").expect("row"))
         .collect()

@@ -66,11 +66,11 @@ impl Lib<'_> {
         std::fs::rename(self.root.join(rel), to).expect("move away");
         let n = self
             .env
-            .raw()
+            .sql()
             .execute(
                 "UPDATE files SET state = 'missing', missing_since = 1
                   WHERE rel_path = CAST(?1 AS BLOB)",
-                [rel],
+                &[rel.into()],
             )
             .expect("plant");
         assert_eq!(n, 1);
@@ -110,10 +110,10 @@ fn a_live_asset_with_no_file_row_at_all_goes_to_the_trash_at_the_next_full_scan(
     support::photo(&lib.root.join("d.png"), 40);
     lib.scan();
     assert_ne!(lib.at("d.png").id, d, "the path shows another photo");
-    let n = (env.raw())
+    let n = (env.sql())
         .execute(
             "UPDATE assets SET trashed_at = NULL, trash_reason = NULL WHERE id = ?1",
-            [d],
+            &[d.into()],
         )
         .expect("plant");
     assert_eq!(n, 1);
@@ -172,10 +172,10 @@ fn a_jpeg_back_from_the_trash_is_read_again_and_stacks_with_its_raw_once_more() 
     // row missing, its asset trashed.
     let aside = env.dir.path().join("DSC_0001.JPG");
     lib.break_move("RawPair/DSC_0001.JPG", &aside);
-    env.raw()
+    (env.sql())
         .execute(
             "UPDATE assets SET trashed_at = 1, trash_reason = 'user' WHERE id = ?1",
-            [jpeg.id],
+            &[jpeg.id.into()],
         )
         .expect("trash");
     // The RAW is read again while the JPEG is away: it stacks with nothing.
@@ -187,11 +187,11 @@ fn a_jpeg_back_from_the_trash_is_read_again_and_stacks_with_its_raw_once_more() 
     lib.scan();
     // The restore, as a settled intent leaves it: the file back, its row present.
     std::fs::rename(&aside, lib.root.join("RawPair/DSC_0001.JPG")).expect("back");
-    env.raw()
+    (env.sql())
         .execute(
             "UPDATE files SET state = 'present', missing_since = NULL
               WHERE rel_path = CAST('RawPair/DSC_0001.JPG' AS BLOB)",
-            [],
+            &[],
         )
         .expect("present");
     let run = lib.scan();
@@ -219,10 +219,10 @@ fn a_file_read_before_a_concurrent_trash_moved_it_is_not_written_back_as_present
     let d = lib.at("d.png").id;
     // Its last read failed: the next scan reads it though its stamp is unchanged, so the
     // trash below finds the bytes the index knows and moves them.
-    env.raw()
+    (env.sql())
         .execute(
             "UPDATE files SET last_reason = 'error' WHERE rel_path = CAST('d.png' AS BLOB)",
-            [],
+            &[],
         )
         .expect("plant");
     let store = env.store.clone();

@@ -10,11 +10,10 @@ use crate::support::{self, Env, env, exif, synthetic};
 use ::exif::{Field, In, Tag, Value};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use mediadex::http::{AppState, HttpConfig, Security};
+use mediadex::http::{HttpConfig, Security};
 use mediadex::model::{Asset, IngestItem};
 use mediadex::thumbs::Thumbs;
 use std::path::{Path, PathBuf};
-use tower::ServiceExt;
 
 const LIVE_ID: &str = "1F7B6A52-3C1D-4E8B-9C0A-5D2E7F4B8A61";
 const DECOY_ID: &str = "C3A9E0D4-72B5-4F16-8E3D-0B9A1C6F2E57";
@@ -67,13 +66,7 @@ fn root(env: &Env, lib: &str) -> PathBuf {
 
 /// Every asset of the index (the hidden clips too), by the path of its first file.
 fn by_path(env: &Env) -> std::collections::BTreeMap<String, Asset> {
-    let raw = env.raw();
-    let mut stmt = raw.prepare("SELECT id FROM assets ORDER BY id").unwrap();
-    let ids: Vec<i64> = stmt
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let ids = env.sql().ints("SELECT id FROM assets ORDER BY id", &[]);
     ids.into_iter()
         .map(|id| env.store.asset(id).unwrap().unwrap())
         .map(|a| (a.paths[0].rel_path_text.clone(), a))
@@ -146,7 +139,7 @@ fn assets_json_names_the_clip_of_a_live_photo() {
     let env = env();
     let lib = live_folder(&env);
     support::scan_now(&env, lib, "");
-    let json = support::cli_json(env.dir.path(), &["assets", "--json"]);
+    let json = env.cli_json(&["assets", "--json"]);
     let items = json.as_array().unwrap();
     assert_eq!(items.len(), 3, "{json}");
     let still = items
@@ -311,15 +304,11 @@ fn a_stale_worker_pairs_nothing() {
     let still = read("L/IMG_7001.JPG", &live_still(None), 1);
     let refused = env.store.ingest_batch(&lease, lib, vec![still], "{}");
     assert!(refused.is_err(), "the lease expired");
-    let linked: i64 = env
-        .raw()
-        .query_row(
-            "SELECT count(*) FROM assets WHERE live_video_id IS NOT NULL",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(linked, 0);
+    let linked = (env.sql()).int(
+        "SELECT count(*) FROM assets WHERE live_video_id IS NOT NULL",
+        &[],
+    );
+    assert_eq!(linked, Some(0));
     assert_eq!(by_path(&env).len(), 1, "only the MOV");
 }
 
@@ -505,16 +494,13 @@ fn the_content_hash_of_a_motion_photo_keeps_its_video() {
 
 /// The API over `env`'s store, as on loopback (no detector: not needed here), and the
 /// sender whose drop stops its background tasks.
-fn router(env: &Env) -> (axum::Router, tokio::sync::watch::Sender<bool>) {
+fn router(env: &Env) -> (axum::Router, support::Stop) {
     router_with(env, None)
 }
 
 /// `router`, converting clips through `ffmpeg`.
-fn router_with(
-    env: &Env,
-    ffmpeg: Option<PathBuf>,
-) -> (axum::Router, tokio::sync::watch::Sender<bool>) {
-    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+fn router_with(env: &Env, ffmpeg: Option<PathBuf>) -> (axum::Router, support::Stop) {
+    let (stop, stop_rx) = support::Stop::channel();
     let token = Some("0123456789abcdef".repeat(4));
     let config = HttpConfig {
         security: Security::for_bind("127.0.0.1:7468".parse().unwrap(), token, false),
@@ -522,7 +508,7 @@ fn router_with(
         event_poll: std::time::Duration::from_millis(10),
         ops: mediadex::ops::Services::new(env.store.clone()),
     };
-    let state = AppState::start(config, stop_rx).expect("state");
+    let state = support::app_state(config, stop_rx);
     (mediadex::http::router(state), stop)
 }
 
@@ -537,13 +523,8 @@ async fn get(router: &axum::Router, uri: &str, range: Option<&str>) -> Got {
     if let Some(range) = range {
         b = b.header("range", range);
     }
-    let response = router
-        .clone()
-        .oneshot(b.body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    let (parts, body) = response.into_parts();
-    let body = axum::body::to_bytes(body, 64 << 20).await.unwrap().to_vec();
+    let (parts, body) = support::respond(router, b.body(Body::empty()).unwrap(), 64 << 20).await;
+    let body = body.to_vec();
     Got {
         status: parts.status,
         headers: parts.headers,
@@ -558,88 +539,91 @@ fn header<'a>(got: &'a Got, name: &str) -> &'a str {
         .unwrap_or("")
 }
 
-#[tokio::test]
-async fn motion_serves_the_embedded_mp4_and_the_live_mov_with_range() {
-    let env = env();
-    let lib = live_folder(&env);
-    let bytes = std::fs::read(fixture(PXL)).unwrap();
-    write(&root(&env, "lib"), PXL, &bytes);
-    support::scan_now(&env, lib, "");
-    let all = by_path(&env);
-    let (router, _stop) = router(&env);
-    let mp4 = &bytes[bytes.len() - PXL_VIDEO as usize..];
-    let uri = format!("/api/assets/{}/motion", all[PXL].id);
-    let whole = get(&router, &uri, None).await;
-    assert_eq!(whole.status, StatusCode::OK);
-    assert_eq!(header(&whole, "content-type"), "video/mp4");
-    let head = &whole.body[..whole.body.len().min(12)];
-    assert!(
-        whole.body == mp4,
-        "not the stored window: {} bytes from {head:?}",
-        whole.body.len()
-    );
-    let part = get(&router, &uri, Some("bytes=4-11")).await;
-    assert_eq!(part.status, StatusCode::PARTIAL_CONTENT);
-    assert_eq!(part.body, b"ftypisom");
-    assert_eq!(
-        header(&part, "content-range"),
-        format!("bytes 4-11/{PXL_VIDEO}")
-    );
-    let tail = get(&router, &uri, Some("bytes=-3")).await;
-    assert_eq!(tail.body, &bytes[bytes.len() - 3..]);
-    let past = get(&router, &uri, Some(&format!("bytes={PXL_VIDEO}-"))).await;
-    assert_eq!(past.status, StatusCode::RANGE_NOT_SATISFIABLE);
+#[test]
+fn motion_serves_the_embedded_mp4_and_the_live_mov_with_range() {
+    support::block_on(async {
+        let env = env();
+        let lib = live_folder(&env);
+        let bytes = std::fs::read(fixture(PXL)).unwrap();
+        write(&root(&env, "lib"), PXL, &bytes);
+        support::scan_now(&env, lib, "");
+        let all = by_path(&env);
+        let server = router(&env);
+        let router = &server.0;
+        let mp4 = &bytes[bytes.len() - PXL_VIDEO as usize..];
+        let uri = format!("/api/assets/{}/motion", all[PXL].id);
+        let whole = get(&router, &uri, None).await;
+        assert_eq!(whole.status, StatusCode::OK);
+        assert_eq!(header(&whole, "content-type"), "video/mp4");
+        let head = &whole.body[..whole.body.len().min(12)];
+        assert!(
+            whole.body == mp4,
+            "not the stored window: {} bytes from {head:?}",
+            whole.body.len()
+        );
+        let part = get(&router, &uri, Some("bytes=4-11")).await;
+        assert_eq!(part.status, StatusCode::PARTIAL_CONTENT);
+        assert_eq!(part.body, b"ftypisom");
+        assert_eq!(
+            header(&part, "content-range"),
+            format!("bytes 4-11/{PXL_VIDEO}")
+        );
+        let tail = get(&router, &uri, Some("bytes=-3")).await;
+        assert_eq!(tail.body, &bytes[bytes.len() - 3..]);
+        let past = get(&router, &uri, Some(&format!("bytes={PXL_VIDEO}-"))).await;
+        assert_eq!(past.status, StatusCode::RANGE_NOT_SATISFIABLE);
 
-    let live = get(
-        &router,
-        &format!("/api/assets/{}/motion", all["Live/IMG_7001.JPG"].id),
-        Some("bytes=0-7"),
-    )
-    .await;
-    assert_eq!(live.status, StatusCode::PARTIAL_CONTENT);
-    assert_eq!(header(&live, "content-type"), "video/quicktime");
-    let mov = std::fs::read(fixture("IMG_7001.MOV")).unwrap();
-    assert_eq!(live.body, &mov[..8]);
-    assert_eq!(
-        header(&live, "content-range"),
-        format!("bytes 0-7/{}", mov.len())
-    );
-
-    for plain in ["Live/IMG_7002.JPG", "Live/IMG_7002.MOV"] {
-        let none = get(
+        let live = get(
             &router,
-            &format!("/api/assets/{}/motion", all[plain].id),
-            None,
+            &format!("/api/assets/{}/motion", all["Live/IMG_7001.JPG"].id),
+            Some("bytes=0-7"),
         )
         .await;
-        assert_eq!(none.status, StatusCode::NOT_FOUND, "{plain}");
-    }
-    let list = get(&router, "/api/assets", None).await;
-    let list: serde_json::Value = serde_json::from_slice(&list.body).unwrap();
-    let ids: Vec<i64> = list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["id"].as_i64().unwrap())
-        .collect();
-    let clip = all["Live/IMG_7001.MOV"].id;
-    assert_eq!(ids.len(), 4, "{list}");
-    assert!(
-        !ids.contains(&clip),
-        "the clip is no item of the API's list: {ids:?}"
-    );
-    let still = list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["id"] == all["Live/IMG_7001.JPG"].id)
-        .unwrap();
-    assert_eq!(still["motion"]["asset_id"], clip);
-    assert_eq!(still["motion"]["mime"], "video/quicktime");
-    let json = get(&router, &format!("/api/assets/{}", all[PXL].id), None).await;
-    let json: serde_json::Value = serde_json::from_slice(&json.body).unwrap();
-    assert_eq!(json["motion"]["kind"], "embedded");
-    assert_eq!(json["motion"]["length"], PXL_VIDEO);
+        assert_eq!(live.status, StatusCode::PARTIAL_CONTENT);
+        assert_eq!(header(&live, "content-type"), "video/quicktime");
+        let mov = std::fs::read(fixture("IMG_7001.MOV")).unwrap();
+        assert_eq!(live.body, &mov[..8]);
+        assert_eq!(
+            header(&live, "content-range"),
+            format!("bytes 0-7/{}", mov.len())
+        );
+
+        for plain in ["Live/IMG_7002.JPG", "Live/IMG_7002.MOV"] {
+            let none = get(
+                &router,
+                &format!("/api/assets/{}/motion", all[plain].id),
+                None,
+            )
+            .await;
+            assert_eq!(none.status, StatusCode::NOT_FOUND, "{plain}");
+        }
+        let list = get(&router, "/api/assets", None).await;
+        let list: serde_json::Value = serde_json::from_slice(&list.body).unwrap();
+        let ids: Vec<i64> = list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["id"].as_i64().unwrap())
+            .collect();
+        let clip = all["Live/IMG_7001.MOV"].id;
+        assert_eq!(ids.len(), 4, "{list}");
+        assert!(
+            !ids.contains(&clip),
+            "the clip is no item of the API's list: {ids:?}"
+        );
+        let still = list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["id"] == all["Live/IMG_7001.JPG"].id)
+            .unwrap();
+        assert_eq!(still["motion"]["asset_id"], clip);
+        assert_eq!(still["motion"]["mime"], "video/quicktime");
+        let json = get(&router, &format!("/api/assets/{}", all[PXL].id), None).await;
+        let json: serde_json::Value = serde_json::from_slice(&json.body).unwrap();
+        assert_eq!(json["motion"]["kind"], "embedded");
+        assert_eq!(json["motion"]["length"], PXL_VIDEO);
+    })
 }
 
 /// The user trashes what they see (issue 25): the grid shows a Live Photo once, so its
@@ -696,47 +680,50 @@ fn a_trashed_live_photo_takes_its_clip_into_the_trash_and_back() {
     );
 }
 
-#[tokio::test]
-async fn without_ffmpeg_a_clip_is_not_converted_and_says_why() {
-    let env = env();
-    let lib = live_folder(&env);
-    support::scan_now(&env, lib, "");
-    let all = by_path(&env);
-    let (router, _stop) = router(&env);
-    let still = all["Live/IMG_7001.JPG"].id;
-    let got = get(
-        &router,
-        &format!("/api/assets/{still}/motion/playable"),
-        None,
-    )
-    .await;
-    assert_eq!(got.status, StatusCode::SERVICE_UNAVAILABLE);
-    let said: serde_json::Value = serde_json::from_slice(&got.body).unwrap();
-    assert_eq!(said["error"]["code"], "unavailable");
-    assert!(
-        said["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("ffmpeg"),
-        "{said}"
-    );
-    let plain = all["Live/IMG_7002.JPG"].id;
-    let none = get(
-        &router,
-        &format!("/api/assets/{plain}/motion/playable"),
-        None,
-    )
-    .await;
-    assert_eq!(none.status, StatusCode::NOT_FOUND, "a still without a clip");
-    let picture = get(&router, &format!("/api/assets/{still}/playable"), None).await;
-    assert_eq!(
-        picture.status,
-        StatusCode::NOT_FOUND,
-        "a picture is no video"
-    );
-    let tools = get(&router, "/api/thumbnails", None).await;
-    let tools: serde_json::Value = serde_json::from_slice(&tools.body).unwrap();
-    assert_eq!(tools["converts_clips"], false, "{tools}");
+#[test]
+fn without_ffmpeg_a_clip_is_not_converted_and_says_why() {
+    support::block_on(async {
+        let env = env();
+        let lib = live_folder(&env);
+        support::scan_now(&env, lib, "");
+        let all = by_path(&env);
+        let server = router(&env);
+        let router = &server.0;
+        let still = all["Live/IMG_7001.JPG"].id;
+        let got = get(
+            &router,
+            &format!("/api/assets/{still}/motion/playable"),
+            None,
+        )
+        .await;
+        assert_eq!(got.status, StatusCode::SERVICE_UNAVAILABLE);
+        let said: serde_json::Value = serde_json::from_slice(&got.body).unwrap();
+        assert_eq!(said["error"]["code"], "unavailable");
+        assert!(
+            said["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("ffmpeg"),
+            "{said}"
+        );
+        let plain = all["Live/IMG_7002.JPG"].id;
+        let none = get(
+            &router,
+            &format!("/api/assets/{plain}/motion/playable"),
+            None,
+        )
+        .await;
+        assert_eq!(none.status, StatusCode::NOT_FOUND, "a still without a clip");
+        let picture = get(&router, &format!("/api/assets/{still}/playable"), None).await;
+        assert_eq!(
+            picture.status,
+            StatusCode::NOT_FOUND,
+            "a picture is no video"
+        );
+        let tools = get(&router, "/api/thumbnails", None).await;
+        let tools: serde_json::Value = serde_json::from_slice(&tools.body).unwrap();
+        assert_eq!(tools["converts_clips"], false, "{tools}");
+    })
 }
 
 /// The codec ffprobe finds in `bytes`' first video stream.
@@ -753,65 +740,68 @@ fn video_codec(bytes: &[u8]) -> String {
 }
 
 /// Run by `scripts/corpus-tier.sh`, which installs ffmpeg.
-#[tokio::test]
+#[test]
 #[ignore = "needs ffmpeg"]
-async fn an_hevc_live_clip_and_a_motion_photos_mp4_are_converted_to_h264_once() {
-    let ffmpeg = mediadex::thumbs::find_on_path("ffmpeg")
-        .expect("ffmpeg is on PATH (apt-get install ffmpeg; scripts/corpus-tier.sh does)");
-    let env = env();
-    let lib = live_folder(&env);
-    write(
-        &root(&env, "lib"),
-        PXL,
-        &std::fs::read(fixture(PXL)).unwrap(),
-    );
-    support::scan_now(&env, lib, "");
-    let all = by_path(&env);
-    let (router, _stop) = router_with(&env, Some(ffmpeg));
-    assert_eq!(
-        video_codec(&std::fs::read(fixture("IMG_7001.MOV")).unwrap()),
-        "hevc"
-    );
-    let still = all["Live/IMG_7001.JPG"].id;
-    let uri = format!("/api/assets/{still}/motion/playable");
-    let got = get(&router, &uri, None).await;
-    assert_eq!(
-        got.status,
-        StatusCode::OK,
-        "{}",
-        String::from_utf8_lossy(&got.body)
-    );
-    assert_eq!(header(&got, "content-type"), "video/mp4");
-    assert_eq!(video_codec(&got.body), "h264");
-    let key = mediadex::model::hex(&all["Live/IMG_7001.MOV"].checksum);
-    let cached = env
-        .dir
-        .path()
-        .join("thumbs")
-        .join(&key[..2])
-        .join(format!("{key}-h264.mp4"));
-    let made = std::fs::metadata(&cached)
-        .expect("cached")
-        .modified()
-        .unwrap();
-    let again = get(&router, &uri, Some("bytes=4-7")).await;
-    assert_eq!(again.status, StatusCode::PARTIAL_CONTENT);
-    assert_eq!(again.body, b"ftyp");
-    assert_eq!(
-        std::fs::metadata(&cached).unwrap().modified().unwrap(),
-        made,
-        "made once"
-    );
-    let clip = all["Live/IMG_7002.MOV"].id;
-    let video = get(&router, &format!("/api/assets/{clip}/playable"), None).await;
-    assert_eq!(video.status, StatusCode::OK);
-    assert_eq!(video_codec(&video.body), "h264");
-    let motion = get(
-        &router,
-        &format!("/api/assets/{}/motion/playable", all[PXL].id),
-        None,
-    )
-    .await;
-    assert_eq!(motion.status, StatusCode::OK);
-    assert_eq!(video_codec(&motion.body), "h264");
+fn an_hevc_live_clip_and_a_motion_photos_mp4_are_converted_to_h264_once() {
+    support::block_on(async {
+        let ffmpeg = mediadex::thumbs::find_on_path("ffmpeg")
+            .expect("ffmpeg is on PATH (apt-get install ffmpeg; scripts/corpus-tier.sh does)");
+        let env = env();
+        let lib = live_folder(&env);
+        write(
+            &root(&env, "lib"),
+            PXL,
+            &std::fs::read(fixture(PXL)).unwrap(),
+        );
+        support::scan_now(&env, lib, "");
+        let all = by_path(&env);
+        let server = router_with(&env, Some(ffmpeg));
+        let router = &server.0;
+        assert_eq!(
+            video_codec(&std::fs::read(fixture("IMG_7001.MOV")).unwrap()),
+            "hevc"
+        );
+        let still = all["Live/IMG_7001.JPG"].id;
+        let uri = format!("/api/assets/{still}/motion/playable");
+        let got = get(&router, &uri, None).await;
+        assert_eq!(
+            got.status,
+            StatusCode::OK,
+            "{}",
+            String::from_utf8_lossy(&got.body)
+        );
+        assert_eq!(header(&got, "content-type"), "video/mp4");
+        assert_eq!(video_codec(&got.body), "h264");
+        let key = mediadex::model::hex(&all["Live/IMG_7001.MOV"].checksum);
+        let cached = env
+            .dir
+            .path()
+            .join("thumbs")
+            .join(&key[..2])
+            .join(format!("{key}-h264.mp4"));
+        let made = std::fs::metadata(&cached)
+            .expect("cached")
+            .modified()
+            .unwrap();
+        let again = get(&router, &uri, Some("bytes=4-7")).await;
+        assert_eq!(again.status, StatusCode::PARTIAL_CONTENT);
+        assert_eq!(again.body, b"ftyp");
+        assert_eq!(
+            std::fs::metadata(&cached).unwrap().modified().unwrap(),
+            made,
+            "made once"
+        );
+        let clip = all["Live/IMG_7002.MOV"].id;
+        let video = get(&router, &format!("/api/assets/{clip}/playable"), None).await;
+        assert_eq!(video.status, StatusCode::OK);
+        assert_eq!(video_codec(&video.body), "h264");
+        let motion = get(
+            &router,
+            &format!("/api/assets/{}/motion/playable", all[PXL].id),
+            None,
+        )
+        .await;
+        assert_eq!(motion.status, StatusCode::OK);
+        assert_eq!(video_codec(&motion.body), "h264");
+    })
 }

@@ -31,11 +31,7 @@ fn shown(env: &Env, id: i64) -> bool {
 }
 
 fn pending_run(env: &Env, id: i64) -> Option<i64> {
-    env.raw()
-        .query_row("SELECT pending_run FROM assets WHERE id = ?1", [id], |r| {
-            r.get(0)
-        })
-        .expect("asset row")
+    (env.sql()).int("SELECT pending_run FROM assets WHERE id = ?1", &[id.into()])
 }
 
 /// Library A's run creates asset X for `a/x.jpg` and is cancelled, X still pending; library
@@ -80,8 +76,8 @@ fn after_the_creating_library_is_gone_the_showing_librarys_forced_scan_publishes
     let (a, b, _, x) = a_cancelled_and_b_linked(&env);
     env.store.cancel_scans(b).expect("cancel B");
     // What an older binary left: A removed while X stayed pending on A's (gone) run.
-    env.raw()
-        .execute_batch("PRAGMA foreign_keys = ON; DELETE FROM libraries WHERE name = 'a';")
+    (env.sql())
+        .batch("PRAGMA foreign_keys = ON; DELETE FROM libraries WHERE name = 'a';")
         .expect("remove A as an older binary did");
     assert!(env.store.library(a).unwrap().is_none());
     assert!(!shown(&env, x));
@@ -167,11 +163,11 @@ fn publish_stranded_publishes_pending_assets_of_gone_or_ended_runs_that_a_file_s
     let running = env.claimed_scan(a, "");
     let in_flight = ingest(&env, &running, a, "z.jpg", 9);
     // What an older binary left: the run that made them pruned, one file gone from the row.
-    env.raw()
-        .execute("DELETE FROM files WHERE asset_id = ?1", [unshown])
+    (env.sql())
+        .execute("DELETE FROM files WHERE asset_id = ?1", &[unshown.into()])
         .expect("unlink");
-    env.raw()
-        .execute("DELETE FROM scan_runs WHERE id = ?1", [lease.id])
+    (env.sql())
+        .execute("DELETE FROM scan_runs WHERE id = ?1", &[lease.id.into()])
         .expect("prune as an older binary did");
     assert_eq!(env.store.publish_stranded().expect("publish"), 1);
     assert!(shown(&env, stranded));

@@ -216,17 +216,17 @@ fn people_by_name(env: &Env, names: &BTreeMap<String, i64>) -> BTreeSet<Vec<Stri
 
 /// Rows of a table, raw.
 fn count(env: &Env, sql: &str) -> i64 {
-    env.raw().query_row(sql, [], |r| r.get(0)).unwrap()
+    env.sql().int(sql, &[]).expect("a count")
 }
 
 fn embed_stamps(env: &Env, ids: &BTreeMap<String, i64>) -> Vec<Option<i64>> {
-    let raw = env.raw();
+    let mut sql = env.sql();
     ids.values()
-        .map(|id| {
-            raw.query_row("SELECT embed_scheme FROM assets WHERE id = ?1", [id], |r| {
-                r.get(0)
-            })
-            .unwrap()
+        .map(|&id| {
+            sql.int(
+                "SELECT embed_scheme FROM assets WHERE id = ?1",
+                &[id.into()],
+            )
         })
         .collect()
 }
@@ -288,10 +288,10 @@ fn a_redetections_chain_starts_at_its_picture_under_the_embedder_that_walked_to_
     walk(&env, &v1, 8);
     // An asset behind the re-detected one without its stamp (the record says walked to the
     // end, so none should be): only a chain that started at the beginning stamps it.
-    env.raw()
+    (env.sql())
         .execute(
             "UPDATE assets SET embed_scheme = NULL WHERE id = ?1",
-            [ids["02-A.jpg"]],
+            &[ids["02-A.jpg"].into()],
         )
         .unwrap();
     detect(&env, ids["04-AB.jpg"], "04-AB.jpg");
@@ -435,14 +435,10 @@ fn a_lease_lost_mid_batch_writes_no_vector_stamp_person_or_recluster() {
         3,
         "no vector landed"
     );
-    let raw = env.raw();
-    let stamp: Option<i64> = raw
-        .query_row(
-            "SELECT embed_scheme FROM assets WHERE id = ?1",
-            [more],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let stamp = (env.sql()).int(
+        "SELECT embed_scheme FROM assets WHERE id = ?1",
+        &[more.into()],
+    );
     assert_eq!(stamp, None);
     assert_eq!(
         count(&env, "SELECT count(*) FROM face_people"),
@@ -691,6 +687,9 @@ fn a_recluster_read_before_a_users_change_writes_nothing_and_runs_again() {
 /// table: what keeps them fast at a million assets (docs/performance.md).
 #[test]
 fn a_persons_photos_and_a_photos_people_are_read_through_their_indexes() {
+    support::sqlite_only(
+        "people::a_persons_photos_and_a_photos_people_are_read_through_their_indexes",
+    );
     let env = support::env();
     let plans = env.store.people_plans().unwrap();
     let (photos, faces) = (&plans[0], &plans[1]);
@@ -764,19 +763,18 @@ fn the_lists_counts_follow_every_change_without_counting_each_face() {
     ops::people::merge(&s, b, split).unwrap();
     check("after a merge");
     let trashed = ids["03-A.jpg"];
-    env.raw()
+    (env.sql())
         .execute(
             "UPDATE assets SET trashed_at = 1, trash_reason = 'user' WHERE id = ?1",
-            [trashed],
+            &[trashed.into()],
         )
         .unwrap();
     check("after a trash");
     detect(&env, ids["04-B.jpg"], "04-B.jpg");
     check("after a re-detection");
-    let raw = env.raw();
-    raw.pragma_update(None, "foreign_keys", true).unwrap();
-    raw.execute("DELETE FROM assets WHERE id = ?1", [trashed])
-        .unwrap();
+    let mut sql = env.sql();
+    sql.batch("PRAGMA foreign_keys = ON").unwrap();
+    (sql.execute("DELETE FROM assets WHERE id = ?1", &[trashed.into()])).unwrap();
     check("after a sweep");
 }
 

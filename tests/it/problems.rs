@@ -146,13 +146,12 @@ fn a_pruned_run_takes_its_problems_with_it() {
     let env = env();
     let lib = env.library("photos");
     let rows = |run: i64| -> i64 {
-        env.raw()
-            .query_row(
+        (env.sql())
+            .int(
                 "SELECT count(*) FROM scan_run_problems WHERE run_id = ?1",
-                [run],
-                |r| r.get(0),
+                &[run.into()],
             )
-            .unwrap()
+            .expect("a count")
     };
     let mut runs = Vec::new();
     for name in ["old.jpg", "newer.jpg"] {

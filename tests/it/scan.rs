@@ -583,10 +583,10 @@ fn a_present_unchanged_file_whose_asset_is_trashed_is_restored_by_a_plain_scan()
     lib.scan();
     let d = lib.only("d.png").id;
     // What the defective trash left behind: the asset trashed, its file still in place.
-    env.raw()
+    (env.sql())
         .execute(
             "UPDATE assets SET trashed_at = 1, trash_reason = 'user' WHERE id = ?1",
-            [d],
+            &[d.into()],
         )
         .expect("plant");
     let (run, reasons) = lib.scan();
@@ -604,8 +604,8 @@ fn a_present_unchanged_file_whose_asset_is_gone_is_stored_afresh_by_a_plain_scan
     lib.scan();
     let e = lib.only("e.png").id;
     // What the defective sweep left behind: the asset deleted, its present file unlinked.
-    env.raw()
-        .execute_batch(&format!(
+    (env.sql())
+        .batch(&format!(
             "UPDATE files SET asset_id = NULL WHERE asset_id = {e};
              DELETE FROM assets WHERE id = {e};"
         ))
@@ -674,6 +674,9 @@ fn a_file_that_is_no_longer_media_drops_its_asset_and_a_lone_asset_goes_to_the_t
 /// Waits until run `id` has ended.
 #[test]
 fn a_scan_that_meets_a_full_disk_keeps_what_it_indexed_and_carries_on_once_space_is_freed() {
+    support::sqlite_only(
+        "scan::a_scan_that_meets_a_full_disk_keeps_what_it_indexed_and_carries_on_once_space_is_freed",
+    );
     let env = env();
     let lib = library(&env);
     assert_eq!(lib.scan().0.state, RunState::Completed);

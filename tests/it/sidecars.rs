@@ -118,7 +118,7 @@ fn a_sidecar_s_facts_are_its_photo_s_and_the_sidecar_is_no_asset() {
         "{reasons:?}"
     );
     // The CLI says the same.
-    let cli = support::cli_json(env.dir.path(), &["assets", "--json"]);
+    let cli = env.cli_json(&["assets", "--json"]);
     let item = &cli.as_array().expect("array")[0];
     assert_eq!(item["rating"], 4);
     assert_eq!(item["tags"], serde_json::json!(["Paris", "tower"]));
@@ -541,15 +541,11 @@ fn a_sidecar_whose_row_a_cut_run_never_wrote_is_missed_when_it_is_deleted() {
     let cut = support::scan_now_with(&env, lib, "", config);
     assert_eq!(cut.state, RunState::Cancelled);
     // Its asset is held pending by the cut run until a completion publishes it.
-    let rating: Option<i64> = env
-        .raw()
-        .query_row(
-            "SELECT a.rating FROM assets a JOIN files f ON f.asset_id = a.id
-              WHERE f.rel_path = CAST('sub/a.png' AS BLOB)",
-            [],
-            |r| r.get(0),
-        )
-        .expect("the photo's row");
+    let rating = env.sql().int(
+        "SELECT a.rating FROM assets a JOIN files f ON f.asset_id = a.id
+          WHERE f.rel_path = CAST('sub/a.png' AS BLOB)",
+        &[],
+    );
     assert_eq!(rating, Some(4), "read with its sidecar");
 
     std::fs::remove_file(&sidecar).expect("rm");

@@ -272,6 +272,7 @@ fn trashed_pictures_are_skipped_and_a_missing_file_keeps_its_old_stamp() {
 /// whole-table read, whatever the library's size.
 #[test]
 fn the_lookup_of_a_pictures_neighbours_reads_no_whole_table() {
+    support::sqlite_only("similar::the_lookup_of_a_pictures_neighbours_reads_no_whole_table");
     let env = support::env();
     let plans = env.store.pictures_in_bands_plan().unwrap();
     assert_eq!(plans.len(), 4);
@@ -309,14 +310,13 @@ fn a_scan_that_adds_pictures_asks_for_the_similar_walk() {
 fn the_cli_lists_the_groups_at_the_distance_asked_for() {
     let lib = library();
     lib.walk();
-    let data = lib.env.dir.path();
-    let groups = support::cli_json(data, &["similar", "--json"]);
+    let groups = lib.env.cli_json(&["similar", "--json"]);
     let ids = json_group_ids(&groups);
     let (a, small, cropped) = (lib.id("a.png"), lib.id("a_small.jpg"), lib.id("a_crop.jpg"));
     let mut all = vec![a, small, cropped];
     all.sort_unstable();
     assert_eq!(ids, vec![all]);
-    let tight = support::cli_json(data, &["similar", "--json", "--distance", "0"]);
+    let tight = lib.env.cli_json(&["similar", "--json", "--distance", "0"]);
     assert_eq!(
         tight.as_array().unwrap()[0]["assets"]
             .as_array()
@@ -324,10 +324,7 @@ fn the_cli_lists_the_groups_at_the_distance_asked_for() {
             .len(),
         2
     );
-    let out = assert_cmd::cargo::cargo_bin_cmd!("mediadex")
-        .env_remove("MEDIADEX_DATA")
-        .arg("--data")
-        .arg(data)
+    let out = (lib.env.cli())
         .args(["similar", "--distance", "12"])
         .output()
         .unwrap();
@@ -422,81 +419,79 @@ fn the_corpus_near_duplicates_are_grouped_and_the_look_alike_scene_is_not() {
 }
 
 /// The API answers the groups, paged by their first asset id, and one picture's neighbours.
-#[tokio::test]
-async fn the_api_pages_the_groups_and_answers_one_pictures_neighbours() {
-    use tower::ServiceExt;
-    let lib = library();
-    lib.walk();
-    // A second group: the cat and a re-encode of it.
-    let root = lib.env.dir.path().join("photos");
-    save_jpeg(&small("chelsea.png", 128), &root.join("c_small.jpg"), 50);
-    let library = lib.env.store.libraries().unwrap()[0].id;
-    support::scan_now(&lib.env, library, "");
-    lib.walk();
-    let c_small = lib.env.store.assets(false).unwrap();
-    let c_small = c_small
-        .iter()
-        .find(|a| a.paths[0].rel_path_text == "c_small.jpg")
-        .unwrap()
-        .id;
-    let (_stop, stop_rx) = tokio::sync::watch::channel(false);
-    let config = mediadex::http::HttpConfig {
-        security: mediadex::http::Security::for_bind(
-            "127.0.0.1:7468".parse().unwrap(),
-            None,
-            false,
-        ),
-        thumbs: mediadex::thumbs::Thumbs::with_ffmpeg(lib.env.dir.path(), None),
-        event_poll: std::time::Duration::from_millis(10),
-        ops: lib.services(7),
-    };
-    let router = mediadex::http::router(mediadex::http::AppState::start(config, stop_rx).unwrap());
-    let get = |uri: String| {
-        let router = router.clone();
-        async move {
-            let request = axum::http::Request::get(uri)
-                .header("host", "127.0.0.1:7468")
-                .body(axum::body::Body::empty())
-                .unwrap();
-            let response = router.oneshot(request).await.unwrap();
-            let status = response.status().as_u16();
-            let body = axum::body::to_bytes(response.into_body(), 1 << 24)
-                .await
-                .unwrap();
-            (
-                status,
-                serde_json::from_slice::<serde_json::Value>(&body).unwrap(),
-            )
-        }
-    };
-    let ids = |page: &serde_json::Value| json_group_ids(&page["items"]);
-    let (status, first) = get("/api/similar?limit=1".into()).await;
-    assert_eq!(status, 200, "{first}");
-    assert_eq!(first["distance"], 7);
-    let mut astronauts = vec![lib.id("a.png"), lib.id("a_small.jpg"), lib.id("a_crop.jpg")];
-    astronauts.sort_unstable();
-    assert_eq!(ids(&first), vec![astronauts]);
-    let cursor = first["next_cursor"]
-        .as_str()
-        .expect("a next page")
-        .to_string();
-    let (_, second) = get(format!("/api/similar?limit=1&cursor={cursor}")).await;
-    assert_eq!(ids(&second), vec![vec![lib.id("c.jpg"), c_small]]);
-    assert!(second["next_cursor"].is_null());
-    let (status, bad) = get("/api/similar?cursor=x".into()).await;
-    assert_eq!(
-        (status, bad["error"]["code"].as_str()),
-        (400, Some("bad_request"))
-    );
-    let (status, near) = get(format!("/api/assets/{}/similar", lib.id("c.jpg"))).await;
-    assert_eq!(status, 200, "{near}");
-    assert_eq!(near["items"][0]["asset"]["id"], c_small);
-    assert!(near["items"][0]["distance"].as_u64().unwrap() <= 7);
-    let (status, missing) = get("/api/assets/9999/similar".into()).await;
-    assert_eq!(
-        (status, missing["error"]["code"].as_str()),
-        (404, Some("not_found"))
-    );
+#[test]
+fn the_api_pages_the_groups_and_answers_one_pictures_neighbours() {
+    support::block_on(async {
+        let lib = library();
+        lib.walk();
+        // A second group: the cat and a re-encode of it.
+        let root = lib.env.dir.path().join("photos");
+        save_jpeg(&small("chelsea.png", 128), &root.join("c_small.jpg"), 50);
+        let library = lib.env.store.libraries().unwrap()[0].id;
+        support::scan_now(&lib.env, library, "");
+        lib.walk();
+        let c_small = lib.env.store.assets(false).unwrap();
+        let c_small = c_small
+            .iter()
+            .find(|a| a.paths[0].rel_path_text == "c_small.jpg")
+            .unwrap()
+            .id;
+        let (_stop, stop_rx) = support::Stop::channel();
+        let config = mediadex::http::HttpConfig {
+            security: mediadex::http::Security::for_bind(
+                "127.0.0.1:7468".parse().unwrap(),
+                None,
+                false,
+            ),
+            thumbs: mediadex::thumbs::Thumbs::with_ffmpeg(lib.env.dir.path(), None),
+            event_poll: std::time::Duration::from_millis(10),
+            ops: lib.services(7),
+        };
+        let router = mediadex::http::router(support::app_state(config, stop_rx));
+        let get = |uri: String| {
+            let router = router.clone();
+            async move {
+                let request = axum::http::Request::get(uri)
+                    .header("host", "127.0.0.1:7468")
+                    .body(axum::body::Body::empty())
+                    .unwrap();
+                let (parts, body) = support::respond(&router, request, 1 << 24).await;
+                let status = parts.status.as_u16();
+                (
+                    status,
+                    serde_json::from_slice::<serde_json::Value>(&body).unwrap(),
+                )
+            }
+        };
+        let ids = |page: &serde_json::Value| json_group_ids(&page["items"]);
+        let (status, first) = get("/api/similar?limit=1".into()).await;
+        assert_eq!(status, 200, "{first}");
+        assert_eq!(first["distance"], 7);
+        let mut astronauts = vec![lib.id("a.png"), lib.id("a_small.jpg"), lib.id("a_crop.jpg")];
+        astronauts.sort_unstable();
+        assert_eq!(ids(&first), vec![astronauts]);
+        let cursor = first["next_cursor"]
+            .as_str()
+            .expect("a next page")
+            .to_string();
+        let (_, second) = get(format!("/api/similar?limit=1&cursor={cursor}")).await;
+        assert_eq!(ids(&second), vec![vec![lib.id("c.jpg"), c_small]]);
+        assert!(second["next_cursor"].is_null());
+        let (status, bad) = get("/api/similar?cursor=x".into()).await;
+        assert_eq!(
+            (status, bad["error"]["code"].as_str()),
+            (400, Some("bad_request"))
+        );
+        let (status, near) = get(format!("/api/assets/{}/similar", lib.id("c.jpg"))).await;
+        assert_eq!(status, 200, "{near}");
+        assert_eq!(near["items"][0]["asset"]["id"], c_small);
+        assert!(near["items"][0]["distance"].as_u64().unwrap() <= 7);
+        let (status, missing) = get("/api/assets/9999/similar".into()).await;
+        assert_eq!(
+            (status, missing["error"]["code"].as_str()),
+            (404, Some("not_found"))
+        );
+    })
 }
 
 /// The asset ids of each group of a JSON array of similar groups (the CLI's `--json`, the

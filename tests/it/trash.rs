@@ -337,6 +337,8 @@ fn every_write_of_a_move_is_fenced_on_its_lease() {
 const CHILD_DB: &str = "MEDIADEX_TRASH_CHILD_DB";
 const CHILD_ASSET: &str = "MEDIADEX_TRASH_CHILD_ASSET";
 const CHILD_MARK: &str = "MEDIADEX_TRASH_CHILD_MARK";
+/// The parent's PostgreSQL schema, when the suite runs there (else unset: the file).
+const CHILD_PG: &str = "MEDIADEX_TRASH_CHILD_PG";
 
 /// The child of `a_mover_killed_after_its_first_rename_is_carried_on_by_the_reclaimer`:
 /// trashes the asset and, right after its first rename, says so and waits to be killed.
@@ -346,6 +348,7 @@ fn child_trashing_until_killed() {
     let var = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} is not set"));
     let options = StoreOptions {
         owner: format!("child:{}:trash", std::process::id()),
+        database: std::env::var(CHILD_PG).ok(),
         ..support::options()
     };
     let store =
@@ -375,7 +378,12 @@ fn a_mover_killed_after_its_first_rename_is_carried_on_by_the_reclaimer() {
     let lib = library(&env, &[("a.png", 1), ("b/a.png", 1), ("c/a.png", 1)]);
     let a = lib.asset(&env.store, "a.png");
     let mark = env.dir.path().join("renamed");
-    let mut child = Command::new(std::env::current_exe().expect("exe"))
+    let mut child = Command::new(std::env::current_exe().expect("exe"));
+    child.env_remove(CHILD_PG);
+    if let Some(pg) = &env.pg {
+        child.env(CHILD_PG, &pg.url);
+    }
+    let mut child = child
         .args([
             "--exact",
             "trash::child_trashing_until_killed",
@@ -673,6 +681,9 @@ fn indexed_at_schema_3(env: &Env, files: &[(&str, u8)]) -> Lib {
 
 #[test]
 fn an_old_journal_upgrades_its_pending_moves_to_leased_work_and_keeps_its_last_trash() {
+    support::sqlite_only(
+        "trash::an_old_journal_upgrades_its_pending_moves_to_leased_work_and_keeps_its_last_trash",
+    );
     // The store's asset statements name the columns migrations 12 and 15 add, and the heal
     // the table of 26: schema 3 gets them for the indexing, and loses them again (below)
     // before the upgrade adds them for real.
@@ -1342,6 +1353,9 @@ fn schema_objects(conn: &rusqlite::Connection) -> Vec<(String, String)> {
 
 #[test]
 fn the_upgrade_to_autoincrement_keeps_every_row_index_trigger_and_key_and_skips_swept_ids() {
+    support::sqlite_only(
+        "trash::the_upgrade_to_autoincrement_keeps_every_row_index_trigger_and_key_and_skips_swept_ids",
+    );
     // A version-19 index: assets 1 to 3 (3 trashed), a file of each, a face of asset 2, and
     // the journal of asset 9, swept before the upgrade (its id is above every row's).
     let seed = "

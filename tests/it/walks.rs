@@ -1491,12 +1491,12 @@ fn a_walk_batch_gives_each_asset_its_own_files_whether_its_ids_are_dense_or_spre
     let dense = env.store.walk_batch(WalkKindId::ContentHash, every, 0, 100);
     check(dense.unwrap(), &lib.assets);
     // One asset in ten without its content hash: the batch spans ten times its size.
-    let conn = env.raw();
-    conn.execute(
-        "UPDATE assets SET content_hash = NULL, content_hash_scheme = NULL WHERE id % 10 = 4",
-        [],
-    )
-    .unwrap();
+    (env.sql())
+        .execute(
+            "UPDATE assets SET content_hash = NULL, content_hash_scheme = NULL WHERE id % 10 = 4",
+            &[],
+        )
+        .unwrap();
     let spread: Vec<i64> = lib
         .assets
         .iter()

@@ -837,6 +837,9 @@ impl Hooks for LockedUntilAck {
 
 #[test]
 fn a_scan_whose_batch_meets_a_locked_database_fails_with_a_successor_that_carries_on() {
+    support::sqlite_only(
+        "workers::a_scan_whose_batch_meets_a_locked_database_fails_with_a_successor_that_carries_on",
+    );
     let env = support::env_with(mediadex::store::StoreOptions {
         busy_timeout: Duration::from_millis(10),
         ..support::options()

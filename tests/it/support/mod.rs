@@ -37,10 +37,12 @@ impl PgSchema {
         let base = std::env::var("MEDIADEX_TEST_PG_URL")
             .expect("MEDIADEX_TEST_PG_URL must name a PostgreSQL database (scripts/pg-tier.sh)");
         let name = format!("t_{}", uuid::Uuid::new_v4().simple());
-        let mut client = postgres::Client::connect(&base, postgres::NoTls).expect("connect");
-        client
-            .batch_execute(&format!("CREATE SCHEMA {name}"))
-            .expect("create schema");
+        sql::off_runtime(|| {
+            let mut client = postgres::Client::connect(&base, postgres::NoTls).expect("connect");
+            client
+                .batch_execute(&format!("CREATE SCHEMA {name}"))
+                .expect("create schema");
+        });
         let url = format!("{base} options='-c search_path={name}'");
         PgSchema { url, base, name }
     }
@@ -52,16 +54,65 @@ impl PgSchema {
 
     /// A connection of the test's own to the server.
     pub fn client(&self) -> postgres::Client {
-        postgres::Client::connect(&self.base, postgres::NoTls).expect("connect")
+        sql::pg_connect(&self.base)
     }
 }
 
 impl Drop for PgSchema {
     fn drop(&mut self) {
-        if let Ok(mut client) = postgres::Client::connect(&self.base, postgres::NoTls) {
-            let _ = client.batch_execute(&format!("DROP SCHEMA {} CASCADE", self.name));
-        }
+        sql::off_runtime(|| {
+            if let Ok(mut client) = postgres::Client::connect(&self.base, postgres::NoTls) {
+                let _ = client.batch_execute(&format!("DROP SCHEMA {} CASCADE", self.name));
+            }
+        });
     }
+}
+
+/// The tests about SQLite itself: its file, pragmas, locks, query plans and migration
+/// history, which have no PostgreSQL twin. The PostgreSQL run leaves them out with one
+/// `--skip` each (`pg_skip_args`); each starts with `sqlite_only(its name)`, which fails
+/// it loudly if it runs on PostgreSQL anyway (it never passes there by doing nothing).
+pub const SQLITE_ONLY: &[&str] = &[
+    // The query plans (`EXPLAIN QUERY PLAN`): PostgreSQL's store answers SqliteOnly.
+    "http::every_selective_filter_seeks_its_own_index_in_timeline_order",
+    "http::the_asset_list_uses_the_timeline_index_without_sorting",
+    "http::the_stack_of_an_asset_reads_no_whole_table",
+    "people::a_persons_photos_and_a_photos_people_are_read_through_their_indexes",
+    "similar::the_lookup_of_a_pictures_neighbours_reads_no_whole_table",
+    // The file's page cap (`max_page_count`): a full disk as SQLite meets it.
+    "scan::a_scan_that_meets_a_full_disk_keeps_what_it_indexed_and_carries_on_once_space_is_freed",
+    // SQLite's migration history (schema 3, 4, 19 and 20) and its schema text.
+    "trash::an_old_journal_upgrades_its_pending_moves_to_leased_work_and_keeps_its_last_trash",
+    "trash::the_upgrade_to_autoincrement_keeps_every_row_index_trigger_and_key_and_skips_swept_ids",
+    // SQLite's write groups: PostgreSQL's writer runs each grouped batch in a transaction of
+    // its own, by design (src/store/pg_writer.rs's header), so no batch waits for a group.
+    "assets::a_group_whose_lease_expired_before_its_commit_lands_none_of_its_batches",
+    "assets::a_runs_batches_commit_together_at_the_group_bound_and_each_lands_whole",
+    "assets::a_stale_batch_takes_its_groups_earlier_batches_back_with_it",
+    // SQLite's write lock held by another connection (BEGIN IMMEDIATE on the file).
+    "workers::a_scan_whose_batch_meets_a_locked_database_fails_with_a_successor_that_carries_on",
+];
+
+/// The arguments that leave `SQLITE_ONLY` out of a run (after `--`).
+pub fn pg_skip_args() -> Vec<String> {
+    SQLITE_ONLY
+        .iter()
+        .flat_map(|t| ["--skip".to_string(), t.to_string()])
+        .collect()
+}
+
+/// Marks the test `name` (as `module::test`) SQLite-only: it must be in `SQLITE_ONLY`, and
+/// on PostgreSQL it fails at once, saying the run should have skipped it.
+pub fn sqlite_only(name: &str) {
+    assert!(
+        SQLITE_ONLY.contains(&name),
+        "{name} is not listed in support::SQLITE_ONLY"
+    );
+    assert!(
+        !on_postgres(),
+        "{name} is about SQLite itself: the PostgreSQL run skips it ({})",
+        pg_skip_args().join(" ")
+    );
 }
 
 pub fn options() -> StoreOptions {
@@ -122,10 +173,40 @@ impl Env {
             .map_or(0, |(_, v)| v)
     }
 
-    /// A raw connection on the database file, for planting what an older or defective
-    /// binary left behind (no code of ours writes through it).
+    /// A connection of the test's own on the store's database, on either engine, for
+    /// planting what an older or defective binary left behind and reading rows back (no
+    /// code of ours writes through it; `sql.rs` says how a statement reads on PostgreSQL).
+    pub fn sql(&self) -> sql::Sql {
+        match &self.pg {
+            Some(pg) => sql::Sql::Pg(sql::pg_connect(&pg.url)),
+            None => sql::Sql::Lite(self.raw()),
+        }
+    }
+
+    /// A raw connection on the SQLite file itself, for the tests about that file (its
+    /// pages, pragmas, locks and schema text: `SQLITE_ONLY`). Anything else goes through
+    /// `sql()`, which reaches the store's database on either engine.
     pub fn raw(&self) -> rusqlite::Connection {
         rusqlite::Connection::open(self.dir.path().join("mediadex.db")).expect("raw connection")
+    }
+
+    /// The binary on this `Env`'s data folder and its store's database (the PostgreSQL
+    /// schema when the suite runs there).
+    pub fn cli(&self) -> assert_cmd::Command {
+        let mut cmd = assert_cmd::cargo::cargo_bin_cmd!("mediadex");
+        cmd.env_remove("MEDIADEX_DATA")
+            .env_remove("MEDIADEX_DATABASE_URL")
+            .arg("--data")
+            .arg(self.dir.path());
+        if let Some(pg) = &self.pg {
+            cmd.env("MEDIADEX_DATABASE_URL", &pg.url);
+        }
+        cmd
+    }
+
+    /// `cli` with `args`, which must succeed and print one JSON value.
+    pub fn cli_json(&self, args: &[&str]) -> serde_json::Value {
+        json_of(self.cli(), args)
     }
 
     pub fn library(&self, name: &str) -> i64 {
@@ -152,13 +233,22 @@ impl Env {
     /// Makes every write that queues a face walk fail, as a crash right there would leave
     /// it: what must be one transaction with that write is refused with it.
     pub fn refuse_face_walks(&self) {
-        self.raw()
-            .execute_batch(
-                "CREATE TRIGGER refuse_face_walks BEFORE INSERT ON jobs
-                  WHEN NEW.kind = 'walk:faces'
-                 BEGIN SELECT RAISE(ABORT, 'injected: no face walk'); END;",
-            )
-            .expect("trigger");
+        let trigger = if self.pg.is_some() {
+            "CREATE FUNCTION refuse_face_walks() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 IF NEW.kind = 'walk:faces' THEN
+                     RAISE EXCEPTION 'injected: no face walk';
+                 END IF;
+                 RETURN NEW;
+             END $$;
+             CREATE TRIGGER refuse_face_walks BEFORE INSERT ON jobs
+                FOR EACH ROW EXECUTE FUNCTION refuse_face_walks();"
+        } else {
+            "CREATE TRIGGER refuse_face_walks BEFORE INSERT ON jobs
+              WHEN NEW.kind = 'walk:faces'
+             BEGIN SELECT RAISE(ABORT, 'injected: no face walk'); END;"
+        };
+        self.sql().batch(trigger).expect("trigger");
     }
 
     pub fn scan_request(&self, library_id: i64, scope: &str) -> ScanRequest {
@@ -175,6 +265,7 @@ pub mod cr3;
 pub mod dng;
 pub mod exif;
 pub mod help;
+pub mod sql;
 pub mod synthetic;
 
 /// Whether a face walk chain waits or runs.
@@ -432,11 +523,17 @@ impl Drop for ReadOnly {
 /// `mediadex --json`'s one JSON value for `args`, run as a user would on the data dir
 /// `data` (a test's store may be open on it: the CLI is another process on the same file).
 pub fn cli_json(data: &std::path::Path, args: &[&str]) -> serde_json::Value {
-    let out = assert_cmd::cargo::cargo_bin_cmd!("mediadex")
-        .env_remove("MEDIADEX_DATA")
-        .env_remove("RUST_LOG")
+    let mut cmd = assert_cmd::cargo::cargo_bin_cmd!("mediadex");
+    cmd.env_remove("MEDIADEX_DATA")
+        .env_remove("MEDIADEX_DATABASE_URL")
         .arg("--data")
-        .arg(data)
+        .arg(data);
+    json_of(cmd, args)
+}
+
+fn json_of(mut cmd: assert_cmd::Command, args: &[&str]) -> serde_json::Value {
+    let out = cmd
+        .env_remove("RUST_LOG")
         .args(args)
         .output()
         .expect("run mediadex");
@@ -461,4 +558,105 @@ pub fn trashed_to(
         .find(|f| f.from_path == rel.as_bytes())
         .unwrap_or_else(|| panic!("no trash of asset {asset} moved {rel}: {files:?}"));
     root.join(String::from_utf8_lossy(&file.to_path).as_ref())
+}
+
+// ---- async tests off the runtime ------------------------------------------------------------
+//
+// The store's PostgreSQL client is synchronous: it runs a runtime of its own, which cannot
+// start on a thread that drives a tokio runtime. So an async test's body runs on its own
+// thread under `block_on` (no tokio there: the store is called as anywhere else), and what
+// needs tokio (the server's requests, its event poller, a blocking task) runs on `rt()`.
+
+/// The tokio runtime the in-process servers of the tests run on (shared, on threads of its
+/// own).
+pub fn rt() -> &'static tokio::runtime::Runtime {
+    static RT: std::sync::LazyLock<tokio::runtime::Runtime> = std::sync::LazyLock::new(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(4)
+            .enable_all()
+            .build()
+            .expect("the tests' runtime")
+    });
+    &RT
+}
+
+/// Runs `future` to its end on this thread, with no tokio runtime's context: an async
+/// test's body (`#[test] fn x() { support::block_on(async { .. }) }`).
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let std::task::Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+            return out;
+        }
+        std::thread::park();
+    }
+}
+
+/// The stop of a server started by `app_state`: dropped, it tells the server to stop and
+/// waits until its event poller and streams are gone. The poller holds a clone of the
+/// store, and the last handle of a store on PostgreSQL must not drop on a runtime's thread
+/// (its client's close blocks: `http::sse::poll` drops its clone there): so the test's
+/// handle must outlive the poller. Drop the router (every clone) before it, the `Env` after.
+pub struct Stop(pub tokio::sync::watch::Sender<bool>);
+
+impl Stop {
+    pub fn channel() -> (Stop, tokio::sync::watch::Receiver<bool>) {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        (Stop(tx), rx)
+    }
+}
+
+impl Drop for Stop {
+    fn drop(&mut self) {
+        let _ = self.0.send(true);
+        let start = std::time::Instant::now();
+        // No panic here (it may run while a failed test unwinds): at worst it stops waiting.
+        while self.0.receiver_count() > 0 && start.elapsed() < std::time::Duration::from_secs(20) {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        // The poller's future drops its receivers and its store together: let it finish.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// The server's state, its event poller started on `rt()`.
+pub fn app_state(
+    config: mediadex::http::HttpConfig,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> mediadex::http::AppState {
+    // Entered for its spawn only: this thread drives no runtime, so the store's calls in
+    // `start` run as on any thread.
+    let _rt = rt().enter();
+    mediadex::http::AppState::start(config, stop).expect("state")
+}
+
+/// One request to `router`, answered on `rt()`: the response's head and its whole body (at
+/// most `limit` bytes).
+pub async fn respond(
+    router: &axum::Router,
+    request: axum::http::Request<axum::body::Body>,
+    limit: usize,
+) -> (axum::http::response::Parts, axum::body::Bytes) {
+    use tower::ServiceExt;
+    let router = router.clone();
+    let answer = rt().spawn(async move {
+        let response = router.oneshot(request).await.expect("infallible");
+        let (parts, body) = response.into_parts();
+        let body = axum::body::to_bytes(body, limit).await.expect("body");
+        (parts, body)
+    });
+    answer.await.expect("the request's task")
+}
+
+/// `f` on `rt()`'s blocking pool, awaited (a worker the test runs beside its requests).
+pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    rt().spawn_blocking(f).await.expect("the blocking task")
 }
