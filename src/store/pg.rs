@@ -8,7 +8,9 @@
 //! family's read-then-write (a fence answered by a SELECT, a claim's pick) acts on what
 //! it read. Several hosts write one PostgreSQL at once; SERIALIZABLE keeps every
 //! transaction as if it ran alone, and gives up one of two that would not
-//! (`StoreError::Contended`, transient: the work runs again).
+//! (`StoreError::Contended`, transient: the work runs again). The readers run REPEATABLE
+//! READ: one snapshot for the whole read, as a SQLite reader in WAL mode has, and a
+//! read-only snapshot is never given up (SERIALIZABLE's can be, for writers it overlaps).
 //!
 //! Must not import: http, scan, walks, queue, ops, axum
 use super::db::{Db, POSTGRES_BASELINE, POSTGRES_BASELINE_VERSION, Statements};
@@ -93,17 +95,20 @@ impl Server {
         describe(&self.config)
     }
 
-    /// A new connection: SERIALIZABLE (see the header), waiting for another's lock no
-    /// longer than `busy_timeout` (then `Locked`, as SQLite's busy timeout), read-only
-    /// when it is a reader.
+    /// A new connection: SERIALIZABLE, or a reader's read-only REPEATABLE READ (see the
+    /// header), waiting for another's lock no longer than `busy_timeout` (then `Locked`, as
+    /// SQLite's busy timeout).
     pub(super) fn connect(&self, read_only: bool) -> Result<PgConn, StoreError> {
         let mut client = self.config.connect(postgres::NoTls)?;
+        let (isolation, read_only) = match read_only {
+            true => ("repeatable read", "on"),
+            false => ("serializable", "off"),
+        };
         let settings = format!(
-            "SET default_transaction_isolation = 'serializable';
+            "SET default_transaction_isolation = '{isolation}';
              SET lock_timeout = {};
-             SET default_transaction_read_only = {};",
+             SET default_transaction_read_only = {read_only};",
             self.lock_timeout.as_millis().max(1),
-            if read_only { "on" } else { "off" }
         );
         client.batch_execute(&settings)?;
         Ok(PgConn {
