@@ -552,7 +552,7 @@ fn motion_serves_the_embedded_mp4_and_the_live_mov_with_range() {
         let router = &server.0;
         let mp4 = &bytes[bytes.len() - PXL_VIDEO as usize..];
         let uri = format!("/api/assets/{}/motion", all[PXL].id);
-        let whole = get(&router, &uri, None).await;
+        let whole = get(router, &uri, None).await;
         assert_eq!(whole.status, StatusCode::OK);
         assert_eq!(header(&whole, "content-type"), "video/mp4");
         let head = &whole.body[..whole.body.len().min(12)];
@@ -561,20 +561,20 @@ fn motion_serves_the_embedded_mp4_and_the_live_mov_with_range() {
             "not the stored window: {} bytes from {head:?}",
             whole.body.len()
         );
-        let part = get(&router, &uri, Some("bytes=4-11")).await;
+        let part = get(router, &uri, Some("bytes=4-11")).await;
         assert_eq!(part.status, StatusCode::PARTIAL_CONTENT);
         assert_eq!(part.body, b"ftypisom");
         assert_eq!(
             header(&part, "content-range"),
             format!("bytes 4-11/{PXL_VIDEO}")
         );
-        let tail = get(&router, &uri, Some("bytes=-3")).await;
+        let tail = get(router, &uri, Some("bytes=-3")).await;
         assert_eq!(tail.body, &bytes[bytes.len() - 3..]);
-        let past = get(&router, &uri, Some(&format!("bytes={PXL_VIDEO}-"))).await;
+        let past = get(router, &uri, Some(&format!("bytes={PXL_VIDEO}-"))).await;
         assert_eq!(past.status, StatusCode::RANGE_NOT_SATISFIABLE);
 
         let live = get(
-            &router,
+            router,
             &format!("/api/assets/{}/motion", all["Live/IMG_7001.JPG"].id),
             Some("bytes=0-7"),
         )
@@ -590,14 +590,14 @@ fn motion_serves_the_embedded_mp4_and_the_live_mov_with_range() {
 
         for plain in ["Live/IMG_7002.JPG", "Live/IMG_7002.MOV"] {
             let none = get(
-                &router,
+                router,
                 &format!("/api/assets/{}/motion", all[plain].id),
                 None,
             )
             .await;
             assert_eq!(none.status, StatusCode::NOT_FOUND, "{plain}");
         }
-        let list = get(&router, "/api/assets", None).await;
+        let list = get(router, "/api/assets", None).await;
         let list: serde_json::Value = serde_json::from_slice(&list.body).unwrap();
         let ids: Vec<i64> = list["items"]
             .as_array()
@@ -619,7 +619,7 @@ fn motion_serves_the_embedded_mp4_and_the_live_mov_with_range() {
             .unwrap();
         assert_eq!(still["motion"]["asset_id"], clip);
         assert_eq!(still["motion"]["mime"], "video/quicktime");
-        let json = get(&router, &format!("/api/assets/{}", all[PXL].id), None).await;
+        let json = get(router, &format!("/api/assets/{}", all[PXL].id), None).await;
         let json: serde_json::Value = serde_json::from_slice(&json.body).unwrap();
         assert_eq!(json["motion"]["kind"], "embedded");
         assert_eq!(json["motion"]["length"], PXL_VIDEO);
@@ -691,7 +691,7 @@ fn without_ffmpeg_a_clip_is_not_converted_and_says_why() {
         let router = &server.0;
         let still = all["Live/IMG_7001.JPG"].id;
         let got = get(
-            &router,
+            router,
             &format!("/api/assets/{still}/motion/playable"),
             None,
         )
@@ -708,19 +708,19 @@ fn without_ffmpeg_a_clip_is_not_converted_and_says_why() {
         );
         let plain = all["Live/IMG_7002.JPG"].id;
         let none = get(
-            &router,
+            router,
             &format!("/api/assets/{plain}/motion/playable"),
             None,
         )
         .await;
         assert_eq!(none.status, StatusCode::NOT_FOUND, "a still without a clip");
-        let picture = get(&router, &format!("/api/assets/{still}/playable"), None).await;
+        let picture = get(router, &format!("/api/assets/{still}/playable"), None).await;
         assert_eq!(
             picture.status,
             StatusCode::NOT_FOUND,
             "a picture is no video"
         );
-        let tools = get(&router, "/api/thumbnails", None).await;
+        let tools = get(router, "/api/thumbnails", None).await;
         let tools: serde_json::Value = serde_json::from_slice(&tools.body).unwrap();
         assert_eq!(tools["converts_clips"], false, "{tools}");
     })
@@ -763,7 +763,7 @@ fn an_hevc_live_clip_and_a_motion_photos_mp4_are_converted_to_h264_once() {
         );
         let still = all["Live/IMG_7001.JPG"].id;
         let uri = format!("/api/assets/{still}/motion/playable");
-        let got = get(&router, &uri, None).await;
+        let got = get(router, &uri, None).await;
         assert_eq!(
             got.status,
             StatusCode::OK,
@@ -783,7 +783,7 @@ fn an_hevc_live_clip_and_a_motion_photos_mp4_are_converted_to_h264_once() {
             .expect("cached")
             .modified()
             .unwrap();
-        let again = get(&router, &uri, Some("bytes=4-7")).await;
+        let again = get(router, &uri, Some("bytes=4-7")).await;
         assert_eq!(again.status, StatusCode::PARTIAL_CONTENT);
         assert_eq!(again.body, b"ftyp");
         assert_eq!(
@@ -792,11 +792,11 @@ fn an_hevc_live_clip_and_a_motion_photos_mp4_are_converted_to_h264_once() {
             "made once"
         );
         let clip = all["Live/IMG_7002.MOV"].id;
-        let video = get(&router, &format!("/api/assets/{clip}/playable"), None).await;
+        let video = get(router, &format!("/api/assets/{clip}/playable"), None).await;
         assert_eq!(video.status, StatusCode::OK);
         assert_eq!(video_codec(&video.body), "h264");
         let motion = get(
-            &router,
+            router,
             &format!("/api/assets/{}/motion/playable", all[PXL].id),
             None,
         )
