@@ -601,10 +601,10 @@ pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
 }
 
 /// The stop of a server started by `app_state`: dropped, it tells the server to stop and
-/// waits until its event poller and streams are gone. The poller holds a clone of the
-/// store, and the last handle of a store on PostgreSQL must not drop on a runtime's thread
-/// (its client's close blocks: `http::sse::poll` drops its clone there): so the test's
-/// handle must outlive the poller. Drop the router (every clone) before it, the `Env` after.
+/// waits (at most 20 s) until its event poller and streams have let go of their receivers,
+/// so that no poll of a finished test's store runs on into the next test. (The poller may
+/// hold the store's last handle when it ends: a store on PostgreSQL closes its readers off
+/// the runtime then, `store::pg::PgPool`.)
 pub struct Stop(pub tokio::sync::watch::Sender<bool>);
 
 impl Stop {
@@ -622,8 +622,6 @@ impl Drop for Stop {
         while self.0.receiver_count() > 0 && start.elapsed() < std::time::Duration::from_secs(20) {
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
-        // The poller's future drops its receivers and its store together: let it finish.
-        std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
 
