@@ -468,24 +468,45 @@ CREATE TRIGGER live_kinds_update AFTER UPDATE ON assets
     REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
     FOR EACH STATEMENT EXECUTE FUNCTION live_kinds_update();
 
--- people.faces: how many faces each person has.
-CREATE FUNCTION face_people_counted() RETURNS trigger LANGUAGE plpgsql AS $$
+-- people.faces: how many faces each person has. Counted once per statement, as live_kinds
+-- (a recluster that gives one person thousands of faces in one transaction would otherwise
+-- update that person's row once per face).
+CREATE FUNCTION face_people_added() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF TG_OP IN ('UPDATE', 'DELETE') THEN
-        UPDATE people SET faces = faces - 1 WHERE id = OLD.person_id;
-    END IF;
-    IF TG_OP IN ('UPDATE', 'INSERT') THEN
-        UPDATE people SET faces = faces + 1 WHERE id = NEW.person_id;
-    END IF;
+    UPDATE people SET faces = people.faces + added.n
+      FROM (SELECT person_id, count(*) AS n FROM new_rows GROUP BY 1) added
+     WHERE people.id = added.person_id;
     RETURN NULL;
 END $$;
 CREATE TRIGGER face_people_counted AFTER INSERT ON face_people
-    FOR EACH ROW EXECUTE FUNCTION face_people_counted();
+    REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION face_people_added();
+
+CREATE FUNCTION face_people_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE people SET faces = people.faces - removed.n
+      FROM (SELECT person_id, count(*) AS n FROM old_rows GROUP BY 1) removed
+     WHERE people.id = removed.person_id;
+    RETURN NULL;
+END $$;
 CREATE TRIGGER face_people_uncounted AFTER DELETE ON face_people
-    FOR EACH ROW EXECUTE FUNCTION face_people_counted();
-CREATE TRIGGER face_people_recounted AFTER UPDATE OF person_id ON face_people
-    FOR EACH ROW WHEN (OLD.person_id <> NEW.person_id)
-    EXECUTE FUNCTION face_people_counted();
+    REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION face_people_removed();
+
+CREATE FUNCTION face_people_moved() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE people SET faces = people.faces + moved.n
+      FROM (SELECT person_id, sum(d) AS n FROM (
+                SELECT person_id, -1 AS d FROM old_rows
+                UNION ALL
+                SELECT person_id, 1 FROM new_rows) changed
+             GROUP BY 1 HAVING sum(d) <> 0) moved
+     WHERE people.id = moved.person_id;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER face_people_recounted AFTER UPDATE ON face_people
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION face_people_moved();
 
 -- Work for any host: a statement that adds or hands back a job or a scan run tells every
 -- listening host at its commit (`store::pg::Listener`: LISTEN mediadex_work), so their idle

@@ -315,6 +315,21 @@ fn triggers_keep_the_derived_columns(db: &Db<'_>) -> Result<(), StoreError> {
     assert_eq!((count(faces, 1)?, count(faces, 2)?), (0, 1));
     db.execute("DELETE FROM face_people WHERE face_id = ?1", args![11])?;
     assert_eq!(count(faces, 2)?, 0);
+    // Many faces in one statement count each (PostgreSQL counts once per statement).
+    db.execute(face, args![12, 2])?;
+    db.execute(face, args![13, 2])?;
+    db.execute(
+        "INSERT INTO face_people (face_id, person_id, asset_id) VALUES (12, 1, 2), (13, 1, 2)",
+        args!(),
+    )?;
+    assert_eq!((count(faces, 1)?, count(faces, 2)?), (2, 0));
+    db.execute(
+        "UPDATE face_people SET person_id = 2 WHERE face_id IN (12, 13)",
+        args!(),
+    )?;
+    assert_eq!((count(faces, 1)?, count(faces, 2)?), (0, 2));
+    db.execute("DELETE FROM face_people WHERE face_id IN (12, 13)", args!())?;
+    assert_eq!(count(faces, 2)?, 0);
     files_triggers(db)
 }
 
