@@ -2,7 +2,9 @@
 //! `ops::Services`, the thumbnail cache, the security rules, the event stream), the health
 //! check, /metrics, the embedded web page (`page.rs`) and the API listing at `/api`.
 //! Handlers are thin adapters: they parse the request, call one operation of `ops` (or one
-//! read of the store) on `spawn_blocking`, and render its answer. One file per resource;
+//! read of the store) on `spawn_blocking`, and render its answer; what must read the store
+//! before it serves (the event stream's baseline) does so off the runtime (`off_runtime`):
+//! PostgreSQL's synchronous client refuses to block inside it. One file per resource;
 //! `error.rs` is the one error map, `security.rs` the guard in front of every route, `sse.rs`
 //! the event stream. Holds no SQL and no use case.
 //!
