@@ -234,13 +234,23 @@ impl<'a> Db<'a> {
         }
     }
 
-    /// Every row, each mapped by `f`.
+    /// Every row, each mapped by `f`. On PostgreSQL in one round trip (every row is kept
+    /// anyway): a page of 100 photos reads each one's paths, tags, clip and stack, and a
+    /// cursor's bind and fetch were two round trips each, 15 ms of a page's 16.
     pub(crate) fn all<T>(
         &self,
         sql: &str,
         params: Params<'_>,
         mut f: impl FnMut(&Row<'_>) -> Result<T, StoreError>,
     ) -> Result<Vec<T>, StoreError> {
+        if let Engine::Postgres(pg) = &self.engine {
+            let rows = {
+                let pg = &mut *pg.borrow_mut();
+                let statement = pg.statements.prepare(&mut pg.tx, sql)?;
+                pg.tx.query(&statement, &pg_params(params))?
+            };
+            return rows.iter().map(|row| f(&Row::Postgres(row))).collect();
+        }
         let mut out = Vec::new();
         self.each(sql, params, |row| {
             out.push(f(row)?);
