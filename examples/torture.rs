@@ -302,21 +302,10 @@ impl Torture<'_> {
             self.spawn(&self.data, &["serve", "--bind", "127.0.0.1:0"])?,
         ];
         let end = Instant::now() + Duration::from_secs(self.args.two_engines);
-        let ttl = Duration::from_millis(TTL_MS.parse()?);
         let (mut pauses, mut next) = (0usize, Instant::now() + Duration::from_secs(1));
         while Instant::now() < end {
             if Instant::now() >= next {
-                let pid = engines[pauses % 2].id();
-                signal(pid, "STOP")?;
-                watch.pause(Some(pid));
-                let until = Instant::now()
-                    + ttl
-                    + Duration::from_millis(300 + self.rng.random_range(0..700));
-                while Instant::now() < until {
-                    self.one_request(0)?;
-                }
-                watch.pause(None);
-                signal(pid, "CONT")?;
+                self.pause_past_ttl(engines[pauses % 2].id(), watch)?;
                 pauses += 1;
                 next =
                     Instant::now() + Duration::from_millis(500 + self.rng.random_range(0..1_500));
@@ -340,6 +329,21 @@ impl Torture<'_> {
             );
         }
         Ok(())
+    }
+
+    /// SIGSTOPs `pid` for the lease ttl and 0.3-1 s more while requests go on (the watcher
+    /// checks that nothing of it lands meanwhile), then SIGCONTs it.
+    fn pause_past_ttl(&mut self, pid: u32, watch: &Watch) -> anyhow::Result<()> {
+        signal(pid, "STOP")?;
+        watch.pause(Some(pid));
+        let ttl = Duration::from_millis(TTL_MS.parse()?);
+        let until =
+            Instant::now() + ttl + Duration::from_millis(300 + self.rng.random_range(0..700));
+        while Instant::now() < until {
+            self.one_request(0)?;
+        }
+        watch.pause(None);
+        signal(pid, "CONT")
     }
 
     /// A request of the stream, SIGKILLed 0-60 ms in with a chance of `kill_percent`, else
@@ -483,18 +487,7 @@ impl Torture<'_> {
                 tally.kills += 1;
             }
             1 => {
-                let pid = services[host].id();
-                signal(pid, "STOP")?;
-                watch.pause(Some(pid));
-                let ttl = Duration::from_millis(TTL_MS.parse()?);
-                let until = Instant::now()
-                    + ttl
-                    + Duration::from_millis(300 + self.rng.random_range(0..700));
-                while Instant::now() < until {
-                    self.one_request(0)?;
-                }
-                watch.pause(None);
-                signal(pid, "CONT")?;
+                self.pause_past_ttl(services[host].id(), watch)?;
                 tally.pauses += 1;
             }
             _ => {

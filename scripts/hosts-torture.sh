@@ -37,15 +37,7 @@ rm -rf "$LIB" "$WORK"/data* "$WORK/reference" "$WORK"/view-host* "$WORK/processe
 cargo build --release --bin mediadex --example torture --example sample-library
 target/release/examples/sample-library "$LIB/photos" 200 >/dev/null
 BASE="$(find "$LIB/photos" -name '*.JPG' -print -quit)"
-python3 - "$BASE" "$LIB/bulk" "$FILES" <<'PY'
-import os, sys
-base, out, n = open(sys.argv[1], "rb").read(), sys.argv[2], int(sys.argv[3])
-for i in range(n):
-    d = os.path.join(out, f"{i // 1000:03d}")
-    os.makedirs(d, exist_ok=True)
-    with open(os.path.join(d, f"IMG_{i:06d}.jpg"), "wb") as f:
-        f.write(base + i.to_bytes(8, "little"))
-PY
+python3 scripts/bulk-jpegs.py "$BASE" "$LIB/bulk" "$FILES"
 echo "hosts-torture: $HOSTS hosts, a library of $(find "$LIB" -type f | wc -l) files, seed $SEED"
 start=$(date +%s)
 timeout 900 target/release/examples/torture --bin target/release/mediadex --library "$LIB" \

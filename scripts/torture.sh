@@ -37,15 +37,7 @@ fi
 target/release/examples/sample-library "$WORK/seed" 1 >/dev/null
 BASE="$(find "$WORK/seed" -name '*.JPG' | head -1)"
 have=$(find "$LIB" -type f | wc -l)
-python3 - "$BASE" "$LIB/bulk" $((FILES > have ? FILES - have : 0)) <<'PY'
-import os, sys
-base, out, n = open(sys.argv[1], "rb").read(), sys.argv[2], int(sys.argv[3])
-for i in range(n):
-    d = os.path.join(out, f"{i // 1000:03d}")
-    os.makedirs(d, exist_ok=True)
-    with open(os.path.join(d, f"IMG_{i:06d}.jpg"), "wb") as f:
-        f.write(base + i.to_bytes(8, "little"))
-PY
+python3 scripts/bulk-jpegs.py "$BASE" "$LIB/bulk" $((FILES > have ? FILES - have : 0))
 echo "torture: library of $(find "$LIB" -type f | wc -l) files, seed $SEED, $KILLS kills"
 
 target/release/examples/torture --bin target/release/mediadex --library "$LIB" \

@@ -130,7 +130,9 @@ use writer::Writer;
 /// each round wins the next, so a handful covers what a household's hosts do at once.
 const CONTENDED_TRIES: u32 = 8;
 
-/// The pause before try `tries + 1`: up to 2^tries ms, at random (at most 128 ms).
+/// The pause before try `tries + 1`: up to 2^tries ms, at random (at most 128 ms). Not a
+/// race anyone waits to win: each try is a whole transaction the server serializes, so any
+/// order of the hosts' tries is correct; the pause only makes a second collision unlikely.
 fn contended_pause(tries: u32) -> Duration {
     let ceiling = 1u128 << tries.min(7);
     let random = uuid::Uuid::new_v4().as_u128();

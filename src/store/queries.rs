@@ -431,8 +431,8 @@ impl Store {
     }
 }
 
-/// The composition's own statements on both engines' schemas (the parts it reads from a
-/// family not ported yet, paths and tags, stay SQLite's: `fill` is not run here).
+/// The composition's own statements on both engines' schemas (`fill`'s parts, paths, tags,
+/// clip, stack and faces, are their families' and checked there: not run here).
 #[cfg(test)]
 mod both {
     use super::*;

@@ -15,6 +15,19 @@ fn open(path: &std::path::Path, env: &support::Env, database: Option<String>) ->
     Store::open(path, env.clock.clone(), options).expect("open the destination")
 }
 
+/// A store in `pg`'s schema whose connections carry the schema's name as their application
+/// name, so that the test finds them in `pg_stat_activity`; with its data dir.
+fn named_store(pg: &PgSchema) -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = StoreOptions {
+        database: Some(format!("{} application_name={}", pg.url, pg.name())),
+        ..support::options()
+    };
+    let clock = mediadex::clock::FakeClock::new(support::T0);
+    let store = Store::open(&dir.path().join("m.db"), clock, options).expect("open");
+    (dir, store)
+}
+
 #[test]
 #[ignore = "needs PostgreSQL: MEDIADEX_TEST_PG_URL (scripts/pg-tier.sh)"]
 fn an_index_copied_to_postgres_and_back_keeps_every_row_and_opens_as_itself() {
@@ -130,13 +143,7 @@ fn a_host_whose_clock_is_minutes_off_agrees_with_the_others_on_every_lease() {
 fn a_dropped_connection_fails_one_write_as_passing_and_the_next_connects_again() {
     use mediadex::model::NewJob;
     let pg = PgSchema::new();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let options = StoreOptions {
-        database: Some(format!("{} application_name={}", pg.url, pg.name())),
-        ..support::options()
-    };
-    let clock = mediadex::clock::FakeClock::new(support::T0);
-    let store = Store::open(&dir.path().join("m.db"), clock, options).expect("open");
+    let (_dir, store) = named_store(&pg);
     store.enqueue(NewJob::new("noop", "{}")).expect("enqueue");
     assert_eq!(store.job_counts().expect("counts").len(), 1);
     let dropped: i64 = pg
@@ -180,13 +187,7 @@ fn a_dropped_connection_fails_one_write_as_passing_and_the_next_connects_again()
 fn a_write_given_up_for_another_hosts_update_runs_again_and_lands() {
     use mediadex::model::{NewJob, Target};
     let pg = PgSchema::new();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let options = StoreOptions {
-        database: Some(format!("{} application_name={}", pg.url, pg.name())),
-        ..support::options()
-    };
-    let clock = mediadex::clock::FakeClock::new(support::T0);
-    let store = Store::open(&dir.path().join("m.db"), clock, options).expect("open");
+    let (_dir, store) = named_store(&pg);
     let id = store
         .enqueue(NewJob::new("noop", "{}"))
         .expect("enqueue")
@@ -202,6 +203,8 @@ fn a_write_given_up_for_another_hosts_update_runs_again_and_lands() {
         let store = store.clone();
         std::thread::spawn(move || store.cancel(Target::Job, id))
     };
+    // Waits for a state the server reports (the store's write queued behind the row lock),
+    // not for time to pass: the poll's pace changes only how soon it is seen.
     let mut watch = pg.client();
     let started = std::time::Instant::now();
     while watch
@@ -240,13 +243,7 @@ fn a_write_given_up_for_another_hosts_update_runs_again_and_lands() {
 #[ignore = "needs PostgreSQL: MEDIADEX_TEST_PG_URL (scripts/pg-tier.sh)"]
 fn the_last_handle_of_a_store_dropped_on_a_runtime_closes_it_without_a_panic() {
     let pg = PgSchema::new();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let options = StoreOptions {
-        database: Some(pg.url.clone()),
-        ..support::options()
-    };
-    let clock = mediadex::clock::FakeClock::new(support::T0);
-    let store = Store::open(&dir.path().join("m.db"), clock, options).expect("open");
+    let (_dir, store) = named_store(&pg);
     // A read leaves a connection idle in the pool, to be closed at the drop.
     assert!(store.job_counts().expect("a read").is_empty());
     let runtime = tokio::runtime::Builder::new_current_thread()

@@ -617,11 +617,12 @@ impl Stop {
 impl Drop for Stop {
     fn drop(&mut self) {
         let _ = self.0.send(true);
-        let start = std::time::Instant::now();
-        // No panic here (it may run while a failed test unwinds): at worst it stops waiting.
-        while self.0.receiver_count() > 0 && start.elapsed() < std::time::Duration::from_secs(20) {
-            std::thread::sleep(std::time::Duration::from_millis(2));
-        }
+        // Until the last receiver is gone; no panic here (it may run while a failed test
+        // unwinds): at worst it stops waiting.
+        let closed = self.0.closed();
+        let _ = rt().block_on(async {
+            tokio::time::timeout(std::time::Duration::from_secs(20), closed).await
+        });
     }
 }
 
